@@ -1,0 +1,317 @@
+// Package action defines the canonical Action that every interception point
+// builds, the risk Levels, and the Verdict the firewall returns for an action.
+//
+// It is the vocabulary shared by adapters, guards, the policy store, the
+// firewall engine and the human gate; it holds data and small pure helpers
+// only, never a decision.
+package action
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Level is the risk level of an action, ordered from least to most strict.
+//
+// The zero value is Unset, which is not a permission: code that meets an
+// Unset level where a decision is needed must treat it as needing a person
+// (see Level.OrStrict).
+type Level uint8
+
+const (
+	Unset   Level = iota // no decision; never a permission
+	Auto                 // run
+	Notify               // run and tell a person
+	Confirm              // wait for a person's yes or no
+	Approve              // show the full preview, wait for a person
+	Block                // never runs
+)
+
+var levelNames = [...]string{"unset", "auto", "notify", "confirm", "approve", "block"}
+
+// String returns the level's lower-case name.
+func (l Level) String() string {
+	if int(l) < len(levelNames) {
+		return levelNames[l]
+	}
+	return fmt.Sprintf("level(%d)", uint8(l))
+}
+
+// ParseLevel parses a level name (case-insensitive). "unset" is not accepted.
+func ParseLevel(s string) (Level, error) {
+	ls := strings.ToLower(strings.TrimSpace(s))
+	for i, n := range levelNames {
+		if i > 0 && n == ls {
+			return Level(i), nil
+		}
+	}
+	return Unset, fmt.Errorf("unknown level %q (want one of auto, notify, confirm, approve, block)", s)
+}
+
+// Valid reports whether l is one of the five real levels.
+func (l Level) Valid() bool { return l >= Auto && l <= Block }
+
+// RunsWithoutPerson reports whether an action at this level may proceed
+// without a person's answer (auto or notify).
+func (l Level) RunsWithoutPerson() bool { return l == Auto || l == Notify }
+
+// NeedsPerson reports whether the level waits for a person (confirm, approve).
+func (l Level) NeedsPerson() bool { return l == Confirm || l == Approve }
+
+// OrStrict returns l, or Approve when l is not a valid level: an undecided
+// action is put to a person, never let through.
+func (l Level) OrStrict() Level {
+	if !l.Valid() {
+		return Approve
+	}
+	return l
+}
+
+// Max returns the stricter of the levels.
+func Max(levels ...Level) Level {
+	var m Level
+	for _, l := range levels {
+		if l > m {
+			m = l
+		}
+	}
+	return m
+}
+
+// MarshalText encodes the level as its name.
+func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// UnmarshalText decodes a level name; an empty string decodes to Unset.
+func (l *Level) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*l = Unset
+		return nil
+	}
+	v, err := ParseLevel(string(b))
+	if err != nil {
+		return err
+	}
+	*l = v
+	return nil
+}
+
+// Kind is the canonical kind of an action, independent of how the agent
+// spelled the tool's name.
+type Kind string
+
+const (
+	KindShell      Kind = "shell"
+	KindFileRead   Kind = "file_read"
+	KindFileWrite  Kind = "file_write"
+	KindFileEdit   Kind = "file_edit"
+	KindFileDelete Kind = "file_delete"
+	KindNetFetch   Kind = "net_fetch"
+	KindSQL        Kind = "sql"
+	KindMCP        Kind = "mcp"
+	KindPrompt     Kind = "prompt"
+	KindOther      Kind = "other"
+)
+
+// Kinds lists every canonical kind.
+var Kinds = []Kind{KindShell, KindFileRead, KindFileWrite, KindFileEdit, KindFileDelete,
+	KindNetFetch, KindSQL, KindMCP, KindPrompt, KindOther}
+
+// Valid reports whether k is a canonical kind.
+func (k Kind) Valid() bool {
+	for _, c := range Kinds {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Action is one thing an agent wants to do, in canonical form.
+type Action struct {
+	ID        string         `json:"id,omitempty"`
+	Agent     string         `json:"agent,omitempty"`       // e.g. "claude-code", "codex", "overseer"
+	Session   string         `json:"session,omitempty"`     // the agent's session id
+	ToolUseID string         `json:"tool_use_id,omitempty"` // the agent's id for this call
+	Tool      string         `json:"tool"`                  // tool name as the agent spelled it
+	Kind      Kind           `json:"kind,omitempty"`
+	Args      map[string]any `json:"args"`
+	Cwd       string         `json:"cwd,omitempty"`
+	// Confidence is the decider's self-reported confidence in [0,1], if any.
+	Confidence *float64 `json:"confidence,omitempty"`
+	// Intent is what the agent said the call is for, if it said.
+	Intent string    `json:"intent,omitempty"`
+	Time   time.Time `json:"time,omitempty"`
+	// Facts are derived by analyzers; adapters leave them empty.
+	Facts Facts `json:"facts,omitempty"`
+}
+
+// Facts are what the analyzers derived from an action's arguments. Guards and
+// rule conditions read them instead of re-parsing raw arguments.
+type Facts struct {
+	// Commands are the simple commands of a shell action, one per segment,
+	// after unwrapping lists, pipes, substitutions and wrappers.
+	Commands []Command `json:"commands,omitempty"`
+	// Paths are the file system paths the action touches, resolved.
+	Paths []PathFact `json:"paths,omitempty"`
+	// URLs the action fetches or sends to.
+	URLs []string `json:"urls,omitempty"`
+	// SQLClass is the statement class of an SQL action ("read", "write", "ddl", ...).
+	SQLClass string `json:"sql_class,omitempty"`
+	// Notes are free-form observations of the analyzers ("unparseable", ...).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Command is one simple command of a shell line.
+type Command struct {
+	Name string   `json:"name"`           // the resolved program name (basename)
+	Args []string `json:"args,omitempty"` // the literal arguments, where static
+	// Dynamic is true when the name or an argument could not be resolved
+	// statically (built from a substitution or variable).
+	Dynamic bool `json:"dynamic,omitempty"`
+}
+
+// PathIntent says what an action does to a path.
+type PathIntent string
+
+const (
+	PathRead   PathIntent = "read"
+	PathWrite  PathIntent = "write"
+	PathDelete PathIntent = "delete"
+)
+
+// PathFact is a path an action touches.
+type PathFact struct {
+	Path   string     `json:"path"` // absolute, cleaned, symlinks resolved where possible
+	Intent PathIntent `json:"intent"`
+	InCwd  bool       `json:"in_cwd"` // inside the action's working directory
+}
+
+// Canonical returns the JSON encoding of v with object keys sorted, which is
+// what hashes are computed over. encoding/json sorts map keys; structs are
+// encoded in field order, which is fixed.
+func Canonical(v any) ([]byte, error) {
+	return json.Marshal(v)
+}
+
+// ArgsHash is the hash an approval is bound to: the tool, the kind, the
+// working directory and the exact arguments. An action whose arguments differ
+// in any byte has a different hash, so it cannot ride on an old approval.
+func (a *Action) ArgsHash() string {
+	b, err := Canonical(struct {
+		Tool string         `json:"tool"`
+		Kind Kind           `json:"kind"`
+		Cwd  string         `json:"cwd"`
+		Args map[string]any `json:"args"`
+	}{a.Tool, a.Kind, a.Cwd, a.Args})
+	if err != nil {
+		// Unencodable arguments hash to a value that nothing else can produce,
+		// so no approval can match them.
+		return "unhashable:" + err.Error()
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// StringArg returns args[key] when it is a string.
+func (a *Action) StringArg(keys ...string) (string, bool) {
+	for _, k := range keys {
+		if v, ok := a.Args[k].(string); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// Source says where a reason or decision came from: its provenance.
+type Source string
+
+const (
+	SourceRule     Source = "rule"     // a policy rule (admin or user layer)
+	SourceDefault  Source = "default"  // a per-kind default
+	SourceGuard    Source = "guard"    // a hard guard
+	SourceAdaptive Source = "adaptive" // the adaptive layer
+	SourceLoop     Source = "loop"     // L2 behaviour detection
+	SourceSandbox  Source = "sandbox"  // L4 path sandbox
+	SourceMeta     Source = "meta"     // L5 metacognition
+	SourceParams   Source = "params"   // L1 argument checks
+	SourceError    Source = "error"    // an evaluation error (fails closed)
+	SourceHuman    Source = "human"    // a person's answer
+)
+
+// Reason is one finding that contributed to a verdict.
+type Reason struct {
+	Layer       string `json:"layer"`                  // "L1".."L5"
+	Source      Source `json:"source"`                 // provenance
+	Name        string `json:"name,omitempty"`         // rule or guard name
+	PolicyLayer string `json:"policy_layer,omitempty"` // "admin", "user" or "builtin" for rules
+	Level       Level  `json:"level"`                  // the level this finding asks for
+	Message     string `json:"message"`
+}
+
+// Preview shows a person what an action would do.
+type Preview struct {
+	Summary string   `json:"summary"`
+	Items   []string `json:"items,omitempty"` // e.g. files a delete would remove
+	More    int      `json:"more,omitempty"`  // items not listed
+	Diff    string   `json:"diff,omitempty"`  // e.g. the diff an edit makes
+}
+
+// Verdict is the firewall's decision on one action.
+type Verdict struct {
+	ActionID string   `json:"action_id,omitempty"`
+	Level    Level    `json:"level"`
+	Reasons  []Reason `json:"reasons"`
+	Preview  *Preview `json:"preview,omitempty"`
+	// Decider is the reason that set the level: the verdict's provenance.
+	Decider *Reason `json:"decider,omitempty"`
+	// ArgsHash binds an approval to the exact arguments judged.
+	ArgsHash string `json:"args_hash"`
+	// Hints are messages for the agent (for example: explain your intent first).
+	Hints []string `json:"hints,omitempty"`
+}
+
+// Allowed reports whether the action may proceed without a person.
+func (v *Verdict) Allowed() bool { return v.Level.RunsWithoutPerson() }
+
+// Summary is a one-line human-readable account of the verdict.
+func (v *Verdict) Summary() string {
+	if v.Decider == nil {
+		return v.Level.String()
+	}
+	name := string(v.Decider.Source)
+	if v.Decider.Name != "" {
+		name += " " + v.Decider.Name
+	}
+	return fmt.Sprintf("%s (%s): %s", v.Level, name, v.Decider.Message)
+}
+
+// wellKnownKinds maps tool names that agents commonly use to their kind.
+// Adapters and policies can extend the mapping; this is only the default.
+var wellKnownKinds = map[string]Kind{
+	"bash": KindShell, "shell": KindShell, "exec_command": KindShell, "run_shell_command": KindShell,
+	"run_command": KindShell, "terminal": KindShell, "local_shell": KindShell,
+	"read": KindFileRead, "file_read": KindFileRead, "read_file": KindFileRead, "view": KindFileRead,
+	"write": KindFileWrite, "file_write": KindFileWrite, "write_file": KindFileWrite, "create_file": KindFileWrite,
+	"edit": KindFileEdit, "multiedit": KindFileEdit, "file_edit": KindFileEdit, "edit_file": KindFileEdit,
+	"replace": KindFileEdit, "notebookedit": KindFileEdit, "apply_patch": KindFileEdit,
+	"file_delete": KindFileDelete, "delete_file": KindFileDelete,
+	"webfetch": KindNetFetch, "web_fetch": KindNetFetch, "fetch": KindNetFetch, "http_request": KindNetFetch,
+	"sql_query": KindSQL, "sql_exec": KindSQL,
+}
+
+// InferKind returns the kind of a well-known tool name (case-insensitive),
+// KindMCP for names of the form mcp__server__tool, and KindOther otherwise.
+func InferKind(tool string) Kind {
+	t := strings.ToLower(tool)
+	if k, ok := wellKnownKinds[t]; ok {
+		return k
+	}
+	if strings.HasPrefix(t, "mcp__") {
+		return KindMCP
+	}
+	return KindOther
+}

@@ -1,0 +1,180 @@
+// Package store defines Overseer's storage interface and the records it
+// keeps: the audit chain, the approvals queue, the user policy layer and
+// small pieces of kernel state. Implementations live in sub-packages
+// (sqlite, and later postgres); the kernel only sees this interface.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/action"
+)
+
+// Sentinel errors callers branch on.
+var (
+	ErrNotFound = errors.New("store: not found")
+	ErrClosed   = errors.New("store: closed")
+)
+
+// Store is everything the kernel persists. Every method is safe for
+// concurrent use, and for use by several processes sharing one database.
+type Store interface {
+	AuditStore
+	ApprovalStore
+	RuleStore
+	StateStore
+	Close() error
+}
+
+// AuditRecord is one entry of the append-only, hash-chained audit log.
+type AuditRecord struct {
+	Seq      int64           `json:"seq"`
+	Time     time.Time       `json:"time"`
+	Type     string          `json:"type"` // action, verdict, answer, result, policy_change, ...
+	ActionID string          `json:"action_id,omitempty"`
+	Agent    string          `json:"agent,omitempty"`
+	Session  string          `json:"session,omitempty"`
+	Tool     string          `json:"tool,omitempty"`
+	Data     json.RawMessage `json:"data"`
+	PrevHash string          `json:"prev_hash"`
+	Hash     string          `json:"hash"`
+}
+
+// AuditQuery filters audit records. Zero fields do not filter.
+type AuditQuery struct {
+	AfterSeq int64 // only records with Seq > AfterSeq
+	Types    []string
+	ActionID string
+	Agent    string
+	Session  string
+	Tool     string
+	Since    time.Time
+	Until    time.Time
+	Text     string // substring of the record's data
+	Limit    int    // 0 means no limit
+	Desc     bool   // newest first
+}
+
+// AuditStore persists the audit chain. The chain's hashing lives in package
+// audit; the store only guarantees that a batch is sealed against the true
+// tail of the chain, atomically, even with several writing processes.
+type AuditStore interface {
+	// AppendAudit opens a write transaction, reads the chain's tail, calls
+	// seal to fill in Seq, PrevHash and Hash of recs, inserts them and commits
+	// durably. If seal fails nothing is written.
+	AppendAudit(ctx context.Context, recs []AuditRecord, seal func(tailSeq int64, tailHash string, recs []AuditRecord) error) error
+	// ScanAudit calls fn for every record with Seq > afterSeq in Seq order.
+	ScanAudit(ctx context.Context, afterSeq int64, fn func(AuditRecord) error) error
+	// QueryAudit returns the records matching q.
+	QueryAudit(ctx context.Context, q AuditQuery) ([]AuditRecord, error)
+}
+
+// ApprovalStatus is the state of a pending approval.
+type ApprovalStatus string
+
+const (
+	StatusPending  ApprovalStatus = "pending"
+	StatusApproved ApprovalStatus = "approved"
+	StatusDenied   ApprovalStatus = "denied"
+	StatusExpired  ApprovalStatus = "expired" // timed out; the default answer was applied
+	StatusAborted  ApprovalStatus = "aborted" // the person asked to abort the whole task
+)
+
+// Terminal reports whether the status is final.
+func (s ApprovalStatus) Terminal() bool { return s != StatusPending && s != "" }
+
+// Answer is one person's (or the timeout's) answer to an approval request.
+type Answer struct {
+	Decision string          `json:"decision"`           // approve, deny, abort
+	Who      string          `json:"who"`                // person or "timeout"
+	Channel  string          `json:"channel"`            // cli, web, tui, webhook, mcp, timeout, ...
+	Reason   string          `json:"reason,omitempty"`   // the person's words, for the agent
+	Remember string          `json:"remember,omitempty"` // "", once, session, rule
+	Rule     json.RawMessage `json:"rule,omitempty"`     // the rule saved with Remember=rule
+	At       time.Time       `json:"at"`
+	// Applied is false for an answer that came after the request was already
+	// answered: it is recorded only.
+	Applied bool `json:"applied"`
+}
+
+// Approval is a request for a person's decision, kept until answered.
+type Approval struct {
+	ID        string         `json:"id"`
+	ActionID  string         `json:"action_id"`
+	Tool      string         `json:"tool"`
+	Kind      action.Kind    `json:"kind"`
+	Agent     string         `json:"agent,omitempty"`
+	Session   string         `json:"session,omitempty"`
+	Level     action.Level   `json:"level"`
+	ArgsHash  string         `json:"args_hash"`
+	Action    action.Action  `json:"action"`
+	Verdict   action.Verdict `json:"verdict"`
+	Status    ApprovalStatus `json:"status"`
+	CreatedAt time.Time      `json:"created_at"`
+	Deadline  time.Time      `json:"deadline"`
+	// DefaultDecision is applied when the deadline passes: "deny" unless configured.
+	DefaultDecision string   `json:"default_decision"`
+	Answer          *Answer  `json:"answer,omitempty"`  // the terminal answer
+	Answers         []Answer `json:"answers,omitempty"` // every answer, in order, including late ones
+}
+
+// ApprovalFilter selects approvals. Zero fields do not filter.
+type ApprovalFilter struct {
+	Status   ApprovalStatus
+	ArgsHash string
+	Session  string
+	Limit    int
+}
+
+// ApprovalStore persists the human gate's queue.
+type ApprovalStore interface {
+	CreateApproval(ctx context.Context, a *Approval) error
+	GetApproval(ctx context.Context, id string) (*Approval, error)
+	// ListApprovals returns matching approvals, oldest first.
+	ListApprovals(ctx context.Context, f ApprovalFilter) ([]*Approval, error)
+	// AnswerApproval records ans. If the approval is still pending and status
+	// is terminal, it atomically moves it to status with ans as its terminal
+	// answer and reports applied=true; otherwise the answer is only appended to
+	// Answers (with Applied=false) and applied=false. Returns the approval as
+	// stored afterwards.
+	AnswerApproval(ctx context.Context, id string, status ApprovalStatus, ans Answer) (a *Approval, applied bool, err error)
+}
+
+// UserRule is one rule of the user policy layer, as stored. The rule itself
+// is kept in the policy package's JSON form; the store does not interpret it.
+type UserRule struct {
+	ID        string          `json:"id"`
+	Position  int             `json:"position"` // rules are read in ascending position
+	Rule      json.RawMessage `json:"rule"`
+	Origin    string          `json:"origin"` // human, adaptive
+	CreatedBy string          `json:"created_by,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	ExpiresAt time.Time       `json:"expires_at,omitempty"` // zero: never
+}
+
+// RuleStore persists the user policy layer.
+type RuleStore interface {
+	// ListUserRules returns the rules that have not expired at now, by position.
+	ListUserRules(ctx context.Context, now time.Time) ([]UserRule, error)
+	// PutUserRule inserts or replaces (by ID) a rule. A zero Position appends.
+	PutUserRule(ctx context.Context, r *UserRule) error
+	DeleteUserRule(ctx context.Context, id string) error
+	// RulesVersion changes whenever the user layer changes; readers use it to
+	// know when to reload a compiled snapshot.
+	RulesVersion(ctx context.Context) (int64, error)
+}
+
+// StateStore keeps small named pieces of kernel state (perception counters,
+// for example) as JSON values.
+type StateStore interface {
+	// GetState returns the value of (ns, key), or ErrNotFound.
+	GetState(ctx context.Context, ns, key string) ([]byte, error)
+	// UpdateState atomically replaces (ns, key) with fn's result; fn receives
+	// nil when there is no value yet. Returning nil from fn deletes the key.
+	UpdateState(ctx context.Context, ns, key string, fn func(old []byte) ([]byte, error)) error
+	// ListState returns every key and value of ns.
+	ListState(ctx context.Context, ns string) (map[string][]byte, error)
+}
