@@ -1,0 +1,13 @@
+// Command overseer is a human-decision firewall for AI agents.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/overseer-dev/overseer/internal/frontend/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

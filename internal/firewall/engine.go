@@ -1,0 +1,508 @@
+// Package firewall is the FirewallEngine: the only place a security
+// judgement is made. It runs an action through the five layers (L1 params,
+// L2 behaviour, L3 permission, L4 sandbox, L5 metacognition) against an
+// immutable policy snapshot and read-only perception signals, and returns a
+// Verdict. Evaluation has no side effects; recording what happened is the
+// kernel's job. Every error path fails closed: an action that cannot be
+// evaluated is never auto.
+package firewall
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/perception"
+	"github.com/overseer-dev/overseer/internal/policy"
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// Signals is what the engine reads from the PerceptionBus.
+type Signals interface {
+	Recent(session string, window time.Duration) []perception.ActionSample
+	LowConfidenceStreak(session string, below float64) int
+	ToolStats(ctx context.Context, tool string) (perception.ToolStats, error)
+}
+
+// Config builds an Engine.
+type Config struct {
+	Policy  *policy.Policy  // the admin layer; nil means the built-in default
+	Rules   store.RuleStore // the user layer; nil means none
+	Guards  []guard.Guard   // hard guards, run in order in L3
+	Signals Signals         // perception; nil means no behaviour signals
+	Clock   clock.Clock     // nil means the real clock
+	// Protected are paths no agent action may touch (Overseer's own home,
+	// database and policy files): any action on them is blocked.
+	Protected []string
+}
+
+// Engine evaluates actions. It is safe for concurrent use.
+type Engine struct {
+	rules     store.RuleStore
+	guards    []guard.Guard
+	signals   Signals
+	clock     clock.Clock
+	protected []string
+
+	snap atomic.Pointer[snapshot]
+	mu   sync.Mutex // serialises reloads
+}
+
+// snapshot is the policy an evaluation reads: the admin layer and the
+// compiled user layer at one version.
+type snapshot struct {
+	admin       *policy.Policy
+	user        []*policy.Compiled
+	userVersion int64
+	userErr     error // the user layer failed to load: fail closed
+}
+
+// New builds an engine and loads the user layer.
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.Policy == nil {
+		cfg.Policy = policy.Builtin()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	e := &Engine{
+		rules:   cfg.Rules,
+		guards:  cfg.Guards,
+		signals: cfg.Signals,
+		clock:   cfg.Clock,
+	}
+	for _, p := range cfg.Protected {
+		if p != "" {
+			e.protected = append(e.protected, filepath.Clean(p))
+		}
+	}
+	e.snap.Store(&snapshot{admin: cfg.Policy})
+	if err := e.Reload(ctx); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Policy returns the admin layer in force.
+func (e *Engine) Policy() *policy.Policy { return e.snap.Load().admin }
+
+// UserRules returns the compiled user layer in force.
+func (e *Engine) UserRules() []*policy.Compiled { return e.snap.Load().user }
+
+// Reload re-reads the user layer if it changed. On failure the engine keeps
+// evaluating, but every action is put to a person until a reload succeeds.
+func (e *Engine) Reload(ctx context.Context) error {
+	if e.rules == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := e.snap.Load()
+	ver, err := e.rules.RulesVersion(ctx)
+	if err == nil && ver == old.userVersion && old.userErr == nil && old.user != nil {
+		return nil
+	}
+	var compiled []*policy.Compiled
+	if err == nil {
+		compiled, err = e.loadUser(ctx)
+	}
+	next := &snapshot{admin: old.admin, user: compiled, userVersion: ver, userErr: err}
+	if err != nil {
+		next.user = old.user
+		next.userErr = fmt.Errorf("user policy layer: %w", err)
+	}
+	e.snap.Store(next)
+	return next.userErr
+}
+
+// SetPolicy replaces the admin layer (after the file changed on disk).
+func (e *Engine) SetPolicy(p *policy.Policy) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := e.snap.Load()
+	e.snap.Store(&snapshot{admin: p, user: old.user, userVersion: old.userVersion, userErr: old.userErr})
+}
+
+func (e *Engine) loadUser(ctx context.Context) ([]*policy.Compiled, error) {
+	stored, err := e.rules.ListUserRules(ctx, e.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	rules := make([]policy.Rule, 0, len(stored))
+	for _, s := range stored {
+		var r policy.Rule
+		if err := json.Unmarshal(s.Rule, &r); err != nil {
+			return nil, fmt.Errorf("rule %s: %w", s.ID, err)
+		}
+		rules = append(rules, r)
+	}
+	return policy.CompileRules(policy.LayerUser, rules, policy.Options{})
+}
+
+// Prepare fills in what adapters leave out: the kind, the time, and the
+// basic path facts. Evaluate calls it; callers that need the facts before
+// evaluating (explain, undo) may call it too. It is idempotent.
+func Prepare(a *action.Action, now time.Time) {
+	if a.Kind == "" {
+		a.Kind = action.InferKind(a.Tool)
+	}
+	if a.Time.IsZero() {
+		a.Time = now
+	}
+	if a.Args == nil {
+		a.Args = map[string]any{}
+	}
+	action.DeriveFileFacts(a)
+}
+
+// Evaluate judges one action. It never returns an unset level and never
+// returns auto when any part of the evaluation failed. It fills in the
+// action's derived facts.
+func (e *Engine) Evaluate(ctx context.Context, a *action.Action) (v action.Verdict) {
+	ev := evaluation{e: e, a: a, snap: e.snap.Load()}
+	defer func() {
+		if r := recover(); r != nil {
+			ev.add(action.Reason{Layer: "engine", Source: action.SourceError, Level: action.Approve,
+				Message: fmt.Sprintf("evaluation failed: %v", r)})
+			v = ev.verdict()
+		}
+	}()
+	Prepare(a, e.clock.Now())
+	ev.run(ctx)
+	return ev.verdict()
+}
+
+// evaluation is the state of one pass through the pipeline.
+type evaluation struct {
+	e       *Engine
+	a       *action.Action
+	snap    *snapshot
+	reasons []action.Reason
+	preview *action.Preview
+	hints   []string
+	// floor is the strictest hard finding; soft is the guards' classification.
+	floor, soft action.Level
+	base        action.Level // the policy's decision (L3)
+}
+
+func (ev *evaluation) add(r action.Reason) { ev.reasons = append(ev.reasons, r) }
+
+func (ev *evaluation) fail(layer, what string, err error) {
+	ev.add(action.Reason{Layer: layer, Source: action.SourceError, Level: action.Approve,
+		Message: fmt.Sprintf("%s failed, so a person must decide: %v", what, err)})
+}
+
+func (ev *evaluation) run(ctx context.Context) {
+	ev.params()
+	ev.behaviour()
+	ev.permission(ctx)
+	ev.sandbox()
+	ev.metacognition(ctx)
+}
+
+// L1: the arguments themselves.
+func (ev *evaluation) params() {
+	a, set := ev.a, ev.snap.admin.Settings.Params
+	if strings.TrimSpace(a.Tool) == "" {
+		ev.add(action.Reason{Layer: "L1", Source: action.SourceParams, Name: "tool-name", Level: action.Block,
+			Message: "the action names no tool"})
+		return
+	}
+	if !a.Kind.Valid() {
+		ev.add(action.Reason{Layer: "L1", Source: action.SourceParams, Name: "kind", Level: action.Approve,
+			Message: fmt.Sprintf("unknown kind %q", a.Kind)})
+	}
+	if set.MaxArgBytes > 0 {
+		b, err := json.Marshal(a.Args)
+		switch {
+		case err != nil:
+			ev.fail("L1", "encoding the arguments", err)
+		case len(b) > set.MaxArgBytes:
+			ev.add(action.Reason{Layer: "L1", Source: action.SourceParams, Name: "max-arg-bytes", Level: action.Confirm,
+				Message: fmt.Sprintf("the arguments are %d bytes, over the cap of %d", len(b), set.MaxArgBytes)})
+		}
+	}
+}
+
+// L2: repeats and loops within a session.
+func (ev *evaluation) behaviour() {
+	if ev.e.signals == nil {
+		return
+	}
+	a, set := ev.a, ev.snap.admin.Settings.Loop
+	window := time.Duration(set.Window)
+	if window <= 0 || (set.SameArgs <= 0 && set.SameTool <= 0) {
+		return
+	}
+	sameArgs, sameTool := set.SameArgs, set.SameTool
+	if a.Confidence != nil && *a.Confidence < set.LowConfidence {
+		// A decider that is unsure of itself gets less rope.
+		sameArgs -= max(1, sameArgs/3)
+		sameTool -= max(1, sameTool/3)
+	}
+	hash := a.ArgsHash()
+	nArgs, nTool := 1, 1 // this action counts
+	for _, s := range ev.e.signals.Recent(sessionKey(a), window) {
+		if s.Tool != a.Tool {
+			continue
+		}
+		nTool++
+		if s.ArgsHash == hash {
+			nArgs++
+		}
+	}
+	level := set.Level
+	if !level.Valid() {
+		level = action.Confirm
+	}
+	switch {
+	case sameArgs > 0 && nArgs >= sameArgs:
+		ev.add(action.Reason{Layer: "L2", Source: action.SourceLoop, Name: "same-args", Level: level,
+			Message: fmt.Sprintf("the same %s call with the same arguments is repeated %d times within %s", a.Tool, nArgs, window)})
+	case sameTool > 0 && nTool >= sameTool:
+		ev.add(action.Reason{Layer: "L2", Source: action.SourceLoop, Name: "same-tool", Level: level,
+			Message: fmt.Sprintf("%s is called %d times within %s", a.Tool, nTool, window)})
+	}
+}
+
+// sessionKey groups an action's behaviour signals.
+func sessionKey(a *action.Action) string {
+	return a.Agent + "/" + a.Session
+}
+
+// SessionKey is the key under which the kernel records an action's signals.
+func SessionKey(a *action.Action) string { return sessionKey(a) }
+
+// L3: hard guards and the two policy layers.
+func (ev *evaluation) permission(ctx context.Context) {
+	for _, g := range ev.e.guards {
+		findings, err := ev.runGuard(ctx, g)
+		if err != nil {
+			ev.fail("L3", "guard "+g.Name(), err)
+			continue
+		}
+		for _, f := range findings {
+			lvl := f.Level.OrStrict()
+			ev.add(action.Reason{Layer: "L3", Source: action.SourceGuard, Name: f.Check, Level: lvl, Message: f.Message})
+			if f.Hard || lvl == action.Block {
+				ev.floor = action.Max(ev.floor, lvl)
+			} else {
+				ev.soft = action.Max(ev.soft, lvl)
+			}
+			if f.Preview != nil && (ev.preview == nil || lvl >= action.Approve) {
+				ev.preview = f.Preview
+			}
+		}
+	}
+	ev.policyLayers()
+}
+
+func (ev *evaluation) runGuard(ctx context.Context, g guard.Guard) (fs []guard.Finding, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return g.Check(ctx, ev.a)
+}
+
+func (ev *evaluation) policyLayers() {
+	a, snap := ev.a, ev.snap
+	admin, aerr := policy.First(snap.admin.Rules, a)
+	if aerr != nil {
+		ev.fail("L3", "the admin policy", aerr)
+	}
+	var user *policy.Compiled
+	var uerr error
+	if snap.userErr != nil {
+		uerr = snap.userErr
+	} else {
+		user, uerr = policy.First(snap.user, a)
+	}
+	if uerr != nil {
+		ev.fail("L3", "the user policy", uerr)
+	}
+	if admin != nil {
+		ev.add(ruleReason(admin))
+	}
+	if user != nil {
+		ev.add(ruleReason(user))
+	}
+	// Combine: admin rules are a floor the user layer cannot lower; a user
+	// rule may set the level where the admin layer has only a default (or
+	// the guards only a soft classification), unless the policy is locked.
+	var def action.Level
+	if ev.soft.Valid() {
+		def = ev.soft
+	} else {
+		def = snap.admin.Default(a.Kind)
+		ev.add(action.Reason{Layer: "L3", Source: action.SourceDefault, Name: string(a.Kind), Level: def,
+			Message: fmt.Sprintf("default for %s actions", a.Kind)})
+	}
+	switch {
+	case admin != nil && user != nil:
+		ev.base = action.Max(admin.Level, user.Level)
+	case admin != nil:
+		ev.base = admin.Level
+	case user != nil && snap.admin.Locked:
+		ev.base = action.Max(user.Level, def)
+	case user != nil:
+		ev.base = user.Level
+	default:
+		ev.base = def
+	}
+}
+
+func ruleReason(c *policy.Compiled) action.Reason {
+	src := action.SourceRule
+	if strings.HasPrefix(c.Name, AdaptivePrefix) {
+		src = action.SourceAdaptive
+	}
+	msg := c.Message
+	if msg == "" {
+		msg = fmt.Sprintf("rule %q matched", c.Name)
+	}
+	return action.Reason{Layer: "L3", Source: src, Name: c.Name, PolicyLayer: c.Layer, Level: c.Level, Message: msg}
+}
+
+// L4: the sandbox. Overseer's own files are off limits to agents.
+func (ev *evaluation) sandbox() {
+	for _, p := range ev.a.Facts.Paths {
+		for _, prot := range ev.e.protected {
+			if action.Within(prot, p.Path) {
+				ev.add(action.Reason{Layer: "L4", Source: action.SourceSandbox, Name: "self-protection", Level: action.Block,
+					Message: fmt.Sprintf("%s is part of Overseer's own state; agents may not %s it", p.Path, p.Intent)})
+				ev.floor = action.Block
+			}
+		}
+	}
+}
+
+// L5: metacognition. A decider that keeps reporting low confidence, or
+// hesitation of the person about this tool, brings a person in or asks
+// the agent to explain.
+func (ev *evaluation) metacognition(ctx context.Context) {
+	if ev.e.signals == nil {
+		return
+	}
+	a := ev.a
+	meta := ev.snap.admin.Settings.Meta
+	if a.Confidence != nil && meta.Streak > 0 && *a.Confidence < meta.LowConfidence {
+		streak := ev.e.signals.LowConfidenceStreak(sessionKey(a), meta.LowConfidence) + 1
+		if streak >= meta.Streak {
+			ev.add(action.Reason{Layer: "L5", Source: action.SourceMeta, Name: "low-confidence", Level: action.Confirm,
+				Message: fmt.Sprintf("confidence has been below %.2f for %d decisions in a row", meta.LowConfidence, streak)})
+		}
+	}
+	stats, err := ev.e.signals.ToolStats(ctx, a.Tool)
+	if err != nil {
+		// The hint is advisory; a failure to read it does not change the level.
+		return
+	}
+	if h := time.Duration(ev.snap.admin.Settings.Adapt.HesitationAfter); h > 0 && stats.Answers > 0 && stats.LastAnswer > h {
+		ev.hints = append(ev.hints, fmt.Sprintf(
+			"The person took %s to answer the last %s request, longer than %s: explain what this call is for and why it is needed before making it.",
+			stats.LastAnswer.Round(time.Second), a.Tool, h))
+	}
+}
+
+func (ev *evaluation) verdict() action.Verdict {
+	level := action.Max(ev.base, ev.floor)
+	for _, r := range ev.reasons {
+		// Non-policy layers (L1, L2, L4, L5, errors) only ever raise.
+		if r.Layer != "L3" || r.Source == action.SourceError {
+			level = action.Max(level, r.Level)
+		}
+	}
+	level = level.OrStrict()
+	v := action.Verdict{
+		ActionID: ev.a.ID,
+		Level:    level,
+		Reasons:  ev.reasons,
+		Preview:  ev.preview,
+		ArgsHash: ev.a.ArgsHash(),
+		Hints:    ev.hints,
+	}
+	if v.Reasons == nil {
+		v.Reasons = []action.Reason{}
+	}
+	v.Decider = decider(ev.reasons, level)
+	if v.Level >= action.Approve && v.Preview == nil {
+		v.Preview = genericPreview(ev.a)
+	}
+	return v
+}
+
+// decider picks the reason that set the level: among reasons at the final
+// level, errors first, then guards, rules, and the rest in order.
+func decider(reasons []action.Reason, level action.Level) *action.Reason {
+	rank := func(s action.Source) int {
+		switch s {
+		case action.SourceError:
+			return 0
+		case action.SourceGuard, action.SourceSandbox:
+			return 1
+		case action.SourceAdaptive:
+			return 2
+		case action.SourceRule:
+			return 3
+		case action.SourceDefault:
+			return 5
+		}
+		return 4
+	}
+	var best *action.Reason
+	for i := range reasons {
+		r := &reasons[i]
+		if r.Level != level {
+			continue
+		}
+		if best == nil || rank(r.Source) < rank(best.Source) {
+			best = r
+		}
+	}
+	if best == nil {
+		// The level came from a combination (e.g. a user rule below an admin
+		// rule); name the strictest contributing reason.
+		for i := range reasons {
+			if best == nil || reasons[i].Level > best.Level {
+				best = &reasons[i]
+			}
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	cp := *best
+	return &cp
+}
+
+// genericPreview shows the call itself when no guard built a richer preview.
+func genericPreview(a *action.Action) *action.Preview {
+	b, err := json.MarshalIndent(a.Args, "", "  ")
+	if err != nil {
+		b = []byte(fmt.Sprintf("%v", a.Args))
+	}
+	s := string(b)
+	const cap = 4000
+	if len(s) > cap {
+		s = s[:cap] + "\n… (truncated)"
+	}
+	p := &action.Preview{Summary: fmt.Sprintf("%s (%s) with arguments:\n%s", a.Tool, a.Kind, s)}
+	for _, f := range a.Facts.Paths {
+		p.Items = append(p.Items, fmt.Sprintf("%s %s", f.Intent, f.Path))
+	}
+	return p
+}
+
+// ErrNoRules is returned by adaptation when the engine has no user layer.
+var ErrNoRules = errors.New("firewall: no user policy layer")

@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/overseer-dev/overseer/internal/frontend/client"
+	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
+	"github.com/overseer-dev/overseer/internal/kernel"
+)
+
+// mounts lets other front ends (web console, MCP over HTTP) add handlers
+// to the daemon's router.
+var mounts []func(k *kernel.Kernel, api *httpapi.Server) error
+
+func (a *app) serveCmd() *cobra.Command {
+	var addr string
+	var anywhere bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the Overseer daemon (HTTP API, approvals, metrics)",
+		Long: `Run the daemon. It listens on loopback (127.0.0.1:7777) by default, keeps the
+approvals queue, and writes its address to $OVERSEER_HOME/daemon.json so other
+commands and hooks find it. The API token for people (approve, deny, policy)
+is in $OVERSEER_HOME/token (mode 0600).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return a.serve(ctx, addr, anywhere)
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7777", "address to listen on (host:port; port 0 picks a free port)")
+	cmd.Flags().BoolVar(&anywhere, "listen-anywhere-without-tls", false,
+		"allow a non-loopback address without TLS (anyone who can reach it and steals the token can approve)")
+	return cmd
+}
+
+// EnsureToken returns the daemon token in home, creating it (mode 0600) if
+// it does not exist.
+func EnsureToken(home string) (string, error) {
+	p := filepath.Join(home, kernel.TokenFile)
+	if b, err := os.ReadFile(p); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(raw[:])
+	if err := os.WriteFile(p, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("writing the token: %w", err)
+	}
+	return tok, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (a *app) serve(ctx context.Context, addr string, anywhere bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if !isLoopback(host) && !anywhere {
+		return fmt.Errorf("refusing to listen on %s: it is not a loopback address and there is no TLS; "+
+			"pass --listen-anywhere-without-tls to accept the risk", addr)
+	}
+	k, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	if c, err := client.Discover(ctx, k.Home); err == nil {
+		return fmt.Errorf("a daemon already runs for %s at %s", k.Home, c.Base)
+	}
+	tok, err := EnsureToken(k.Home)
+	if err != nil {
+		return err
+	}
+	api, err := httpapi.New(k, httpapi.Options{Token: tok})
+	if err != nil {
+		return err
+	}
+	for _, m := range mounts {
+		if err := m(k, api); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	addrFile := filepath.Join(k.Home, kernel.AddrFile)
+	info, _ := json.Marshal(client.AddrInfo{Addr: ln.Addr().String(), PID: os.Getpid(), Started: time.Now().UTC()})
+	if err := os.WriteFile(addrFile, info, 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("writing %s: %w", addrFile, err)
+	}
+	defer os.Remove(addrFile)
+
+	// Approvals whose deadline passed while no daemon ran get their default now.
+	if n, err := k.Gate.ExpireDue(ctx); err != nil {
+		fmt.Fprintln(a.stderr, "overseer: expiring approvals:", err)
+	} else if n > 0 {
+		fmt.Fprintf(a.stderr, "overseer: %d approvals timed out while the daemon was down; their default was applied\n", n)
+	}
+	pending, _ := k.Gate.Pending(ctx)
+	fmt.Fprintf(a.stdout, "Overseer daemon listening on http://%s\n", ln.Addr())
+	fmt.Fprintf(a.stdout, "  home:      %s\n", k.Home)
+	policyName := k.PolicyFile
+	if policyName == "" {
+		policyName = "built-in default"
+	}
+	fmt.Fprintf(a.stdout, "  policy:    %s\n", policyName)
+	fmt.Fprintf(a.stdout, "  token:     %s (for approve/deny/policy)\n", filepath.Join(k.Home, kernel.TokenFile))
+	fmt.Fprintf(a.stdout, "  pending:   %d approvals\n", len(pending))
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+			fmt.Fprintln(a.stdout, "Overseer daemon stopped")
+			return nil
+		case err := <-errc:
+			if errors.Is(err, http.ErrServerClosed) {
+				return nil
+			}
+			return err
+		case <-tick.C:
+			if _, err := k.Gate.ExpireDue(ctx); err != nil && ctx.Err() == nil {
+				fmt.Fprintln(a.stderr, "overseer: expiring approvals:", err)
+			}
+			if err := k.Engine.Reload(ctx); err != nil && ctx.Err() == nil {
+				fmt.Fprintln(a.stderr, "overseer: reloading the user policy (actions go to a person until fixed):", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,191 @@
+// Package client talks to a running Overseer daemon over its HTTP API. The
+// CLI, the hooks and the terminal UI use it; it finds the daemon through
+// the address file the daemon writes into Overseer's home directory.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// ErrNoDaemon means no daemon is running (or it does not answer).
+var ErrNoDaemon = errors.New("no Overseer daemon is running (start one with `overseer serve`)")
+
+// AddrInfo is the content of the daemon's address file.
+type AddrInfo struct {
+	Addr    string    `json:"addr"` // host:port
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+}
+
+// Client is an API client.
+type Client struct {
+	Base  string // e.g. http://127.0.0.1:7777
+	Token string
+	HTTP  *http.Client
+}
+
+// Discover finds the daemon of home from its address file and token, and
+// checks that it answers. It returns ErrNoDaemon when none runs.
+func Discover(ctx context.Context, home string) (*Client, error) {
+	b, err := os.ReadFile(filepath.Join(home, "daemon.json"))
+	if err != nil {
+		return nil, ErrNoDaemon
+	}
+	var info AddrInfo
+	if err := json.Unmarshal(b, &info); err != nil || info.Addr == "" {
+		return nil, ErrNoDaemon
+	}
+	tok, _ := os.ReadFile(filepath.Join(home, "token"))
+	c := &Client{Base: "http://" + info.Addr, Token: strings.TrimSpace(string(tok)), HTTP: &http.Client{}}
+	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := c.do(hctx, "GET", "/healthz", nil, nil); err != nil {
+		return nil, fmt.Errorf("%w (%s does not answer: %v)", ErrNoDaemon, info.Addr, err)
+	}
+	return c, nil
+}
+
+// APIError is an error the daemon returned.
+type APIError struct {
+	Status  int
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("daemon: %s (%s, HTTP %d)", e.Message, e.Code, e.Status)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error APIError `json:"error"`
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+			e.Error.Status = resp.StatusCode
+			return &e.Error
+		}
+		return &APIError{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(b))}
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// Outcome mirrors the API's view of an action's outcome.
+type Outcome struct {
+	ActionID string          `json:"action_id"`
+	Decision string          `json:"decision"` // allow, deny, pending
+	Level    action.Level    `json:"level"`
+	Reason   string          `json:"reason"`
+	Verdict  *action.Verdict `json:"verdict,omitempty"`
+	Approval *store.Approval `json:"approval,omitempty"`
+}
+
+// Submit submits an action; with wait > 0 the daemon holds the call while a
+// person decides, up to wait.
+func (c *Client) Submit(ctx context.Context, a *action.Action, wait time.Duration) (*Outcome, error) {
+	var o Outcome
+	path := "/api/v1/actions"
+	if wait > 0 {
+		path += "?wait=" + url.QueryEscape(wait.String())
+	}
+	if err := c.do(ctx, "POST", path, a, &o); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// Status reads an action's outcome, waiting up to wait while it is pending.
+func (c *Client) Status(ctx context.Context, actionID string, wait time.Duration) (*Outcome, error) {
+	var o Outcome
+	path := "/api/v1/actions/" + url.PathEscape(actionID)
+	if wait > 0 {
+		path += "?wait=" + url.QueryEscape(wait.String())
+	}
+	if err := c.do(ctx, "GET", path, nil, &o); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// Approvals lists approvals with a status ("pending" by default, "all").
+func (c *Client) Approvals(ctx context.Context, status string) ([]*store.Approval, error) {
+	var list []*store.Approval
+	path := "/api/v1/approvals"
+	if status != "" {
+		path += "?status=" + url.QueryEscape(status)
+	}
+	return list, c.do(ctx, "GET", path, nil, &list)
+}
+
+// AnswerRequest is a person's answer.
+type AnswerRequest struct {
+	Who      string          `json:"who"`
+	Channel  string          `json:"channel,omitempty"`
+	Reason   string          `json:"reason,omitempty"`
+	Remember string          `json:"remember,omitempty"`
+	Rule     json.RawMessage `json:"rule,omitempty"`
+}
+
+// AnswerResponse is the daemon's reply to an answer.
+type AnswerResponse struct {
+	Approval *store.Approval `json:"approval"`
+	Applied  bool            `json:"applied"`
+	Warning  string          `json:"warning,omitempty"`
+	Note     string          `json:"note,omitempty"`
+}
+
+// Answer approves, denies or aborts an approval.
+func (c *Client) Answer(ctx context.Context, id, decision string, req AnswerRequest) (*AnswerResponse, error) {
+	var r AnswerResponse
+	if err := c.do(ctx, "POST", "/api/v1/approvals/"+url.PathEscape(id)+"/"+decision, req, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Result reports what an allowed action did.
+func (c *Client) Result(ctx context.Context, r any) error {
+	return c.do(ctx, "POST", "/api/v1/results", r, nil)
+}

@@ -1,0 +1,589 @@
+// Package httpapi serves Overseer's HTTP API (/api/v1/...) and Prometheus
+// metrics (/metrics) over a kernel.
+//
+// Agents may submit actions and read their own outcome without a
+// credential. Everything that can approve, deny, change policy or read the
+// audit log needs the daemon's token, which lives in Overseer's home
+// directory where agents' actions cannot reach (self-protection).
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/policy"
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// Options configure the server.
+type Options struct {
+	// Token is the credential for approving and changing policy. Required.
+	Token string
+	// MaxWait caps a long-poll (?wait=). Default 2 minutes.
+	MaxWait time.Duration
+	// MaxBody caps a request body. Default 4 MiB.
+	MaxBody int64
+}
+
+// Server is the HTTP API.
+type Server struct {
+	k       *kernel.Kernel
+	opts    Options
+	mux     *http.ServeMux
+	metrics *metrics
+}
+
+// New builds the API server over k.
+func New(k *kernel.Kernel, opts Options) (*Server, error) {
+	if opts.Token == "" {
+		return nil, errors.New("httpapi: a token is required")
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = 2 * time.Minute
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = 4 << 20
+	}
+	s := &Server{k: k, opts: opts, mux: http.NewServeMux(), metrics: newMetrics(k)}
+	s.routes()
+	return s, nil
+}
+
+// Handler returns the server's handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Mux exposes the router so other front ends (web console, MCP over HTTP)
+// can mount their handlers on the same listener.
+func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+
+	// Agent side: no credential.
+	m.HandleFunc("POST /api/v1/actions", s.submit)
+	m.HandleFunc("POST /api/v1/evaluate", s.submit)
+	m.HandleFunc("GET /api/v1/actions/{id}", s.actionStatus)
+	m.HandleFunc("POST /api/v1/results", s.result)
+
+	// People's side: token required.
+	m.HandleFunc("GET /api/v1/approvals", s.auth(s.listApprovals))
+	m.HandleFunc("GET /api/v1/approvals/{id}", s.auth(s.getApproval))
+	m.HandleFunc("POST /api/v1/approvals/{id}/approve", s.auth(s.answer("approve")))
+	m.HandleFunc("POST /api/v1/approvals/{id}/deny", s.auth(s.answer("deny")))
+	m.HandleFunc("POST /api/v1/approvals/{id}/abort", s.auth(s.answer("abort")))
+	m.HandleFunc("GET /api/v1/audit", s.auth(s.queryAudit))
+	m.HandleFunc("GET /api/v1/audit/verify", s.auth(s.verifyAudit))
+	m.HandleFunc("GET /api/v1/audit/export", s.auth(s.exportAudit))
+	m.HandleFunc("GET /api/v1/policy", s.auth(s.getPolicy))
+	m.HandleFunc("POST /api/v1/policy/rules", s.auth(s.addRule))
+	m.HandleFunc("DELETE /api/v1/policy/rules/{id}", s.auth(s.deleteRule))
+	m.HandleFunc("GET /api/v1/policy/history", s.auth(s.policyHistory))
+	m.HandleFunc("POST /api/v1/policy/explain", s.auth(s.explain))
+}
+
+// apiError is the coded error that crosses the API.
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]apiError{"error": {Code: code, Message: msg}})
+}
+
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.Authorized(r) {
+			writeErr(w, http.StatusUnauthorized, "unauthorized",
+				"this endpoint needs the daemon's token (Authorization: Bearer <token from $OVERSEER_HOME/token>)")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// Authorized reports whether r carries the daemon's token.
+func (s *Server) Authorized(r *http.Request) bool {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.opts.Token)) == 1
+}
+
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(io.LimitReader(r.Body, s.opts.MaxBody))
+	if err := dec.Decode(v); err != nil {
+		writeErr(w, http.StatusBadRequest, "bad_request", "the request body is not valid JSON: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// waitParam parses ?wait=30s (or seconds as a number), capped.
+func (s *Server) waitParam(r *http.Request) (time.Duration, error) {
+	raw := r.URL.Query().Get("wait")
+	if raw == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil {
+		secs, err2 := strconv.ParseFloat(raw, 64)
+		if err2 != nil {
+			return 0, fmt.Errorf("wait=%q is not a duration (e.g. 30s)", raw)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d < 0 {
+		d = 0
+	}
+	return min(d, s.opts.MaxWait), nil
+}
+
+// Outcome is what an agent-side call learns about its action.
+type Outcome struct {
+	ActionID string          `json:"action_id"`
+	Decision string          `json:"decision"` // allow, deny, pending
+	Level    action.Level    `json:"level"`
+	Reason   string          `json:"reason"` // for the agent
+	Verdict  *action.Verdict `json:"verdict,omitempty"`
+	Approval *store.Approval `json:"approval,omitempty"`
+}
+
+// OutcomeOf turns a verdict and approval into the agent's view.
+func OutcomeOf(actionID string, v *action.Verdict, apr *store.Approval) Outcome {
+	o := Outcome{ActionID: actionID, Verdict: v, Approval: apr}
+	if v != nil {
+		o.Level = v.Level
+		if v.Decider != nil {
+			o.Reason = v.Decider.Message
+		}
+	}
+	switch {
+	case apr != nil:
+		o.Level = apr.Level
+		switch apr.Status {
+		case store.StatusPending:
+			o.Decision = "pending"
+			o.Reason = fmt.Sprintf("waiting for a person to answer approval %s", apr.ID)
+		case store.StatusApproved:
+			o.Decision = "allow"
+			o.Reason = answerReason("approved", apr.Answer)
+		default:
+			o.Decision = "deny"
+			o.Reason = answerReason(string(apr.Status), apr.Answer)
+		}
+	case v != nil && v.Level.RunsWithoutPerson():
+		o.Decision = "allow"
+	default:
+		o.Decision = "deny"
+	}
+	return o
+}
+
+func answerReason(status string, ans *store.Answer) string {
+	if ans == nil {
+		return status
+	}
+	msg := fmt.Sprintf("%s by %s via %s", status, ans.Who, ans.Channel)
+	if ans.Who == "timeout" {
+		msg = fmt.Sprintf("no person answered in time; the default (%s) was applied", ans.Decision)
+	}
+	if ans.Reason != "" {
+		msg += ": " + ans.Reason
+	}
+	return msg
+}
+
+func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var a action.Action
+	if !s.decode(w, r, &a) {
+		return
+	}
+	wait, err := s.waitParam(r)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	if r.URL.Query().Get("dry_run") != "" {
+		v := s.k.Evaluate(r.Context(), &a)
+		writeJSON(w, http.StatusOK, OutcomeOf(a.ID, &v, nil))
+		return
+	}
+	sub, err := s.k.Submit(r.Context(), &a)
+	if err != nil {
+		// Fail closed: the action may not proceed.
+		writeJSON(w, http.StatusInternalServerError, Outcome{ActionID: a.ID, Decision: "deny", Level: action.Block,
+			Reason: "Overseer could not record the action, so it may not proceed: " + err.Error()})
+		return
+	}
+	s.metrics.observe(sub.Verdict.Level, time.Since(start))
+	apr := sub.Approval
+	if apr != nil && wait > 0 {
+		apr = s.waitFor(r.Context(), apr, wait)
+	}
+	writeJSON(w, http.StatusOK, OutcomeOf(sub.Action.ID, &sub.Verdict, apr))
+}
+
+// waitFor long-polls an approval; on timeout of the poll it returns the
+// approval as it stands (still pending).
+func (s *Server) waitFor(ctx context.Context, apr *store.Approval, d time.Duration) *store.Approval {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	got, err := s.k.Wait(wctx, apr.ID)
+	if err != nil || got == nil {
+		return apr
+	}
+	return got
+}
+
+func (s *Server) actionStatus(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	recs, err := s.k.Store.QueryAudit(r.Context(), store.AuditQuery{ActionID: id,
+		Types: []string{audit.TypeVerdict, audit.TypeApprovalRequest}})
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "store", err.Error())
+		return
+	}
+	var v *action.Verdict
+	var aprID string
+	for _, rec := range recs {
+		switch rec.Type {
+		case audit.TypeVerdict:
+			var vv action.Verdict
+			if json.Unmarshal(rec.Data, &vv) == nil {
+				v = &vv
+			}
+		case audit.TypeApprovalRequest:
+			var a store.Approval
+			if json.Unmarshal(rec.Data, &a) == nil {
+				aprID = a.ID
+			}
+		}
+	}
+	if v == nil {
+		writeErr(w, http.StatusNotFound, "not_found", "no action with id "+id)
+		return
+	}
+	var apr *store.Approval
+	if aprID != "" {
+		apr, err = s.k.Gate.Get(r.Context(), aprID)
+		if err != nil {
+			writeErr(w, http.StatusInternalServerError, "store", err.Error())
+			return
+		}
+		wait, err := s.waitParam(r)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
+		if apr.Status == store.StatusPending && wait > 0 {
+			apr = s.waitFor(r.Context(), apr, wait)
+		}
+	}
+	writeJSON(w, http.StatusOK, OutcomeOf(id, v, apr))
+}
+
+// ResultRequest reports what an allowed action did.
+type ResultRequest struct {
+	ActionID string `json:"action_id"`
+	Agent    string `json:"agent,omitempty"`
+	Session  string `json:"session,omitempty"`
+	Tool     string `json:"tool,omitempty"`
+	Output   string `json:"output"`
+	IsError  bool   `json:"is_error,omitempty"`
+	Intent   string `json:"intent,omitempty"`
+}
+
+func (s *Server) result(w http.ResponseWriter, r *http.Request) {
+	var req ResultRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.ActionID == "" {
+		writeErr(w, http.StatusBadRequest, "bad_request", "action_id is required")
+		return
+	}
+	info, err := s.k.RecordResult(r.Context(), kernel.Result{ActionID: req.ActionID, Agent: req.Agent, Session: req.Session,
+		Tool: req.Tool, Output: req.Output, IsError: req.IsError, Intent: req.Intent})
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "store", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+	f := store.ApprovalFilter{Status: store.ApprovalStatus(r.URL.Query().Get("status"))}
+	if f.Status == "" {
+		f.Status = store.StatusPending
+	}
+	if f.Status == "all" {
+		f.Status = ""
+	}
+	if n, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil {
+		f.Limit = n
+	}
+	list, err := s.k.Store.ListApprovals(r.Context(), f)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "store", err.Error())
+		return
+	}
+	if list == nil {
+		list = []*store.Approval{}
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
+	apr, err := s.k.Gate.Get(r.Context(), r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		writeErr(w, http.StatusNotFound, "not_found", "no approval with id "+r.PathValue("id"))
+		return
+	}
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "store", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		*store.Approval
+		Proposed policy.Rule `json:"proposed_rule"`
+	}{apr, kernel.ProposeRule(apr, "approve")})
+}
+
+// AnswerRequest is the body of approve/deny/abort.
+type AnswerRequest struct {
+	Who      string          `json:"who"`
+	Channel  string          `json:"channel,omitempty"`
+	Reason   string          `json:"reason,omitempty"`
+	Remember string          `json:"remember,omitempty"`
+	Rule     json.RawMessage `json:"rule,omitempty"`
+}
+
+func (s *Server) answer(decision string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req AnswerRequest
+		if r.ContentLength != 0 && !s.decode(w, r, &req) {
+			return
+		}
+		if req.Who == "" {
+			req.Who = "api"
+		}
+		if req.Channel == "" {
+			req.Channel = "api"
+		}
+		apr, applied, err := s.k.Answer(r.Context(), r.PathValue("id"), store.Answer{
+			Decision: decision, Who: req.Who, Channel: req.Channel, Reason: req.Reason,
+			Remember: req.Remember, Rule: req.Rule,
+		})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			writeErr(w, http.StatusNotFound, "not_found", "no approval with id "+r.PathValue("id"))
+			return
+		case err != nil && apr == nil:
+			writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
+		resp := map[string]any{"approval": apr, "applied": applied}
+		if err != nil {
+			resp["warning"] = err.Error()
+		}
+		if !applied {
+			resp["note"] = "the approval had already been answered; this answer was recorded only"
+		}
+		writeJSON(w, http.StatusOK, resp)
+	}
+}
+
+func (s *Server) queryAudit(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	aq := store.AuditQuery{ActionID: q.Get("action_id"), Agent: q.Get("agent"), Session: q.Get("session"),
+		Tool: q.Get("tool"), Text: q.Get("q"), Desc: q.Get("order") != "asc"}
+	if t := q.Get("type"); t != "" {
+		aq.Types = strings.Split(t, ",")
+	}
+	aq.AfterSeq, _ = strconv.ParseInt(q.Get("after"), 10, 64)
+	aq.Limit, _ = strconv.Atoi(q.Get("limit"))
+	if aq.Limit <= 0 || aq.Limit > 1000 {
+		aq.Limit = 100
+	}
+	for name, dst := range map[string]*time.Time{"since": &aq.Since, "until": &aq.Until} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				writeErr(w, http.StatusBadRequest, "bad_request", name+" must be RFC 3339 time")
+				return
+			}
+			*dst = t
+		}
+	}
+	recs, err := s.k.Store.QueryAudit(r.Context(), aq)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "store", err.Error())
+		return
+	}
+	if recs == nil {
+		recs = []store.AuditRecord{}
+	}
+	writeJSON(w, http.StatusOK, recs)
+}
+
+func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
+	rep, err := audit.Verify(r.Context(), s.k.Store)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "store", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Content-Disposition", `attachment; filename="overseer-audit.jsonl"`)
+	if err := audit.Export(r.Context(), s.k.Store, store.AuditQuery{}, w); err != nil {
+		// Headers are gone; end the stream with an error line.
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+	}
+}
+
+func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
+	stored, err := s.k.Store.ListUserRules(r.Context(), s.k.Clock.Now())
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "store", err.Error())
+		return
+	}
+	p := s.k.Engine.Policy()
+	admin := make([]policy.Rule, 0, len(p.Rules))
+	for _, c := range p.Rules {
+		admin = append(admin, c.Rule)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"source":     s.k.PolicyFile,
+		"locked":     p.Locked,
+		"defaults":   p.Defaults,
+		"admin":      admin,
+		"user":       stored,
+		"settings":   p.Settings,
+	})
+}
+
+// RuleRequest adds a rule to the user layer.
+type RuleRequest struct {
+	Rule policy.Rule `json:"rule"`
+	Who  string      `json:"who"`
+}
+
+func (s *Server) addRule(w http.ResponseWriter, r *http.Request) {
+	var req RuleRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.Who == "" {
+		req.Who = "api"
+	}
+	ur, err := s.k.AddUserRule(r.Context(), req.Rule, req.Who, nil)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "invalid_rule", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusCreated, ur)
+}
+
+func (s *Server) deleteRule(w http.ResponseWriter, r *http.Request) {
+	who := r.URL.Query().Get("who")
+	if who == "" {
+		who = "api"
+	}
+	err := s.k.RemoveUserRule(r.Context(), r.PathValue("id"), who)
+	if errors.Is(err, store.ErrNotFound) {
+		writeErr(w, http.StatusNotFound, "not_found", "no user rule "+r.PathValue("id"))
+		return
+	}
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "store", err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) policyHistory(w http.ResponseWriter, r *http.Request) {
+	recs, err := s.k.PolicyHistory(r.Context(), 0)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "store", err.Error())
+		return
+	}
+	if recs == nil {
+		recs = []store.AuditRecord{}
+	}
+	writeJSON(w, http.StatusOK, recs)
+}
+
+func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
+	var a action.Action
+	if !s.decode(w, r, &a) {
+		return
+	}
+	writeJSON(w, http.StatusOK, s.k.Explain(r.Context(), &a))
+}
+
+// metrics are the Prometheus series the daemon exports.
+type metrics struct {
+	reg      *prometheus.Registry
+	actions  *prometheus.CounterVec
+	evalTime prometheus.Histogram
+}
+
+func newMetrics(k *kernel.Kernel) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.actions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "overseer_actions_total", Help: "Actions submitted, by verdict level.",
+	}, []string{"level"})
+	m.evalTime = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "overseer_submit_seconds", Help: "Time to judge and durably record a submitted action.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 14),
+	})
+	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "overseer_approvals_pending", Help: "Approvals waiting for a person.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		list, err := k.Store.ListApprovals(ctx, store.ApprovalFilter{Status: store.StatusPending})
+		if err != nil {
+			return -1
+		}
+		return float64(len(list))
+	})
+	m.reg.MustRegister(m.actions, m.evalTime, pending,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) observe(l action.Level, d time.Duration) {
+	m.actions.WithLabelValues(l.String()).Inc()
+	m.evalTime.Observe(d.Seconds())
+}

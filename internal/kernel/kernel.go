@@ -1,0 +1,299 @@
+// Package kernel wires Overseer's kernel together: storage, the audit log,
+// the FirewallEngine with its guards and policy, the HumanGate and the
+// PerceptionBus. It is the one place that builds the system; front ends
+// (CLI, HTTP API, hooks, MCP gateway, the agent loop) call it and nothing
+// below it.
+//
+// The kernel sequences the parts — evaluate, record, ask, answer, adapt —
+// and holds no security judgement of its own: every judgement is the
+// engine's.
+package kernel
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/firewall"
+	"github.com/overseer-dev/overseer/internal/gate"
+	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/perception"
+	"github.com/overseer-dev/overseer/internal/policy"
+	"github.com/overseer-dev/overseer/internal/store"
+	"github.com/overseer-dev/overseer/internal/store/sqlite"
+)
+
+// Config opens a kernel.
+type Config struct {
+	// Home is Overseer's data directory ($OVERSEER_HOME, default ~/.overseer).
+	Home string
+	// PolicyFile is the admin policy. Empty means Home/policy.yaml when it
+	// exists, else the built-in default.
+	PolicyFile string
+	// Clock defaults to the real clock.
+	Clock clock.Clock
+	// Guards builds the hard guards for a policy. Nil means DefaultGuards.
+	Guards func(p *policy.Policy) ([]guard.Guard, error)
+	// Poll is how often a waiting gate re-reads the store for answers
+	// written by another process. Zero means the gate's default.
+	Poll time.Duration
+}
+
+// Kernel is the assembled system.
+type Kernel struct {
+	Home       string
+	PolicyFile string // "" when the built-in default is in force
+	Store      store.Store
+	Audit      *audit.Log
+	Engine     *firewall.Engine
+	Gate       *gate.Gate
+	Bus        *perception.Bus
+	Clock      clock.Clock
+}
+
+// DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
+func DefaultHome() (string, error) {
+	if h := os.Getenv("OVERSEER_HOME"); h != "" {
+		return filepath.Abs(h)
+	}
+	u, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the home directory (set OVERSEER_HOME): %w", err)
+	}
+	return filepath.Join(u, ".overseer"), nil
+}
+
+// Paths inside the home directory.
+const (
+	DBFile     = "overseer.db"
+	PolicyName = "policy.yaml"
+	TokenFile  = "token"
+	AddrFile   = "daemon.json"
+)
+
+// LoadPolicy loads the admin policy: file if given, else home/policy.yaml if
+// it exists, else the built-in default. It returns the path used ("" for
+// the built-in).
+func LoadPolicy(home, file string) (*policy.Policy, string, error) {
+	if file == "" {
+		cand := filepath.Join(home, PolicyName)
+		if _, err := os.Stat(cand); err == nil {
+			file = cand
+		}
+	}
+	if file == "" {
+		return policy.Builtin(), "", nil
+	}
+	p, err := policy.Load(file, policy.Options{Prepare: PrepareExample})
+	if err != nil {
+		return nil, file, err
+	}
+	return p, file, nil
+}
+
+// Open builds the kernel: it creates the home directory, opens the database
+// (running migrations), loads the policy and builds the parts.
+func Open(ctx context.Context, cfg Config) (*Kernel, error) {
+	if cfg.Home == "" {
+		h, err := DefaultHome()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Home = h
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Guards == nil {
+		cfg.Guards = DefaultGuards
+	}
+	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", cfg.Home, err)
+	}
+	pol, polFile, err := LoadPolicy(cfg.Home, cfg.PolicyFile)
+	if err != nil {
+		return nil, err
+	}
+	guards, err := cfg.Guards(pol)
+	if err != nil {
+		return nil, fmt.Errorf("building guards: %w", err)
+	}
+	st, err := sqlite.Open(filepath.Join(cfg.Home, DBFile))
+	if err != nil {
+		return nil, err
+	}
+	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Store: st, Clock: cfg.Clock}
+	k.Bus = perception.New(st, cfg.Clock)
+	protected := []string{cfg.Home}
+	if polFile != "" {
+		protected = append(protected, polFile)
+	}
+	k.Engine, err = firewall.New(ctx, firewall.Config{
+		Policy: pol, Rules: st, Guards: guards, Signals: k.Bus, Clock: cfg.Clock, Protected: protected,
+	})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	gs := pol.Settings.Gate
+	k.Gate = gate.New(st, cfg.Clock, gate.Config{
+		Timeout: time.Duration(gs.Timeout), Default: gs.Default, Poll: cfg.Poll,
+		OnAnswer: k.onAnswer,
+	})
+	k.Audit = audit.New(st, cfg.Clock)
+	return k, nil
+}
+
+// Close stops the audit writer and closes the store.
+func (k *Kernel) Close() error {
+	return errors.Join(k.Audit.Close(), k.Store.Close())
+}
+
+// NewID returns a random, URL-safe identifier with a prefix.
+func NewID(prefix string) string {
+	var b [10]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// Evaluate judges an action without recording anything (eval, explain).
+func (k *Kernel) Evaluate(ctx context.Context, a *action.Action) action.Verdict {
+	if a.ID == "" {
+		a.ID = NewID("act_")
+	}
+	return k.Engine.Evaluate(ctx, a)
+}
+
+// Submission is the outcome of submitting an action.
+type Submission struct {
+	Action   action.Action   `json:"action"`
+	Verdict  action.Verdict  `json:"verdict"`
+	Approval *store.Approval `json:"approval,omitempty"` // set when a person must answer
+}
+
+// Submit judges an action, records it and its verdict durably, and opens an
+// approval when a person must answer. An error means the action must not
+// proceed.
+func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, error) {
+	if a.ID == "" {
+		a.ID = NewID("act_")
+	}
+	v := k.Engine.Evaluate(ctx, a)
+	sub := &Submission{Action: *a, Verdict: v}
+	if _, err := k.Audit.Append(ctx, entry(audit.TypeAction, a, a)); err != nil {
+		return nil, fmt.Errorf("recording the action: %w", err)
+	}
+	if _, err := k.Audit.Append(ctx, entry(audit.TypeVerdict, a, v)); err != nil {
+		return nil, fmt.Errorf("recording the verdict: %w", err)
+	}
+	key := firewall.SessionKey(a)
+	k.Bus.RecordAction(key, a.Tool, v.ArgsHash)
+	if a.Confidence != nil {
+		k.Bus.RecordConfidence(key, *a.Confidence)
+	}
+	if v.Level.NeedsPerson() {
+		apr, err := k.Gate.Request(ctx, *a, v)
+		if err != nil {
+			return nil, fmt.Errorf("opening the approval: %w", err)
+		}
+		if _, err := k.Audit.Append(ctx, entry(audit.TypeApprovalRequest, a, apr)); err != nil {
+			return nil, fmt.Errorf("recording the approval request: %w", err)
+		}
+		sub.Approval = apr
+	}
+	return sub, nil
+}
+
+func entry(typ string, a *action.Action, data any) audit.Entry {
+	return audit.Entry{Type: typ, ActionID: a.ID, Agent: a.Agent, Session: a.Session, Tool: a.Tool, Data: data}
+}
+
+// Wait blocks until the approval is answered (or times out, when the
+// configured default is applied) or ctx ends.
+func (k *Kernel) Wait(ctx context.Context, id string) (*store.Approval, error) {
+	return k.Gate.Wait(ctx, id)
+}
+
+// Answer records a person's answer. The first terminal answer decides; a
+// later one is recorded only (applied=false).
+func (k *Kernel) Answer(ctx context.Context, id string, ans store.Answer) (*store.Approval, bool, error) {
+	return k.Gate.Answer(ctx, id, ans)
+}
+
+// onAnswer runs for every answer the gate records, including the timeout's:
+// it writes the audit record, feeds the PerceptionBus, lets the engine adapt
+// and saves "remember" rules. Errors are returned to the answering caller.
+func (k *Kernel) onAnswer(ctx context.Context, apr *store.Approval, ans store.Answer, applied bool) error {
+	a := &apr.Action
+	if _, err := k.Audit.Append(ctx, entry(audit.TypeAnswer, a, answerRecord{ApprovalID: apr.ID, Status: apr.Status,
+		ArgsHash: apr.ArgsHash, Level: apr.Level, Answer: ans})); err != nil {
+		return fmt.Errorf("recording the answer: %w", err)
+	}
+	if !applied || ans.Who == "timeout" {
+		return nil
+	}
+	approved := ans.Decision == "approve"
+	elapsed := ans.At.Sub(apr.CreatedAt)
+	stats, err := k.Bus.RecordAnswer(ctx, apr.Tool, approved, elapsed)
+	if err != nil {
+		return fmt.Errorf("recording the answer's statistics: %w", err)
+	}
+	change, err := k.Engine.Adapt(ctx, apr.Tool, apr.Level, stats)
+	if err != nil {
+		return fmt.Errorf("adapting the policy: %w", err)
+	}
+	if change != nil {
+		if err := k.recordPolicyChange(ctx, a, "adaptive", change); err != nil {
+			return err
+		}
+	}
+	return k.remember(ctx, apr, ans)
+}
+
+type answerRecord struct {
+	ApprovalID string               `json:"approval_id"`
+	Status     store.ApprovalStatus `json:"status"`
+	ArgsHash   string               `json:"args_hash"`
+	Level      action.Level         `json:"level"`
+	Answer     store.Answer         `json:"answer"`
+}
+
+// PolicyChange is the audit record of a change to the user layer.
+type PolicyChange struct {
+	Origin string       `json:"origin"` // adaptive, human
+	Tool   string       `json:"tool,omitempty"`
+	Before action.Level `json:"before,omitempty"`
+	After  action.Level `json:"after,omitempty"`
+	Reason string       `json:"reason"`
+	RuleID string       `json:"rule_id"`
+	Rule   *policy.Rule `json:"rule,omitempty"`
+	Who    string       `json:"who,omitempty"`
+	Op     string       `json:"op"` // add, remove
+}
+
+func (k *Kernel) recordPolicyChange(ctx context.Context, a *action.Action, origin string, c *firewall.Change) error {
+	op := "add"
+	if c.After == action.Unset {
+		op = "remove"
+	}
+	pc := PolicyChange{Origin: origin, Tool: c.Tool, Before: c.Before, After: c.After, Reason: c.Reason, RuleID: c.RuleID, Op: op}
+	e := audit.Entry{Type: audit.TypePolicyChange, Tool: c.Tool, Data: pc}
+	if a != nil {
+		e.ActionID, e.Agent, e.Session = a.ID, a.Agent, a.Session
+	}
+	if _, err := k.Audit.Append(ctx, e); err != nil {
+		return fmt.Errorf("recording the policy change: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/policy"
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// ProposeRule is the rule a "remember" answer would save, shown to the
+// person (and editable) before it is saved: the same tool with exactly the
+// same arguments, allowed with a notification (approve) or blocked (deny).
+// A person may broaden it; Overseer never proposes a broader rule itself.
+func ProposeRule(apr *store.Approval, decision string) policy.Rule {
+	level, verb := action.Notify, "allow"
+	if decision != "approve" {
+		level, verb = action.Block, "block"
+	}
+	summary := apr.Tool
+	if cmd, ok := apr.Action.StringArg("command", "cmd", "path", "file_path", "url", "sql", "query"); ok {
+		if len(cmd) > 60 {
+			cmd = cmd[:60] + "…"
+		}
+		summary += " " + cmd
+	}
+	return policy.Rule{
+		Name:     fmt.Sprintf("remember-%s-%s", verb, apr.ID),
+		Tool:     []string{globEscape(apr.Tool)},
+		ArgsHash: apr.ArgsHash,
+		Level:    level,
+		Message:  fmt.Sprintf("Remembered answer (%s): %s", verb, summary),
+	}
+}
+
+func globEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`).Replace(s)
+}
+
+// remember saves the rule a remembering answer asks for.
+func (k *Kernel) remember(ctx context.Context, apr *store.Approval, ans store.Answer) error {
+	var r policy.Rule
+	switch ans.Remember {
+	case "", "once":
+		return nil
+	case "session":
+		if apr.Session == "" {
+			return fmt.Errorf("remember=session: the action has no session to scope the rule to")
+		}
+		r = ProposeRule(apr, ans.Decision)
+		r.Session = apr.Session
+		r.Name = strings.Replace(r.Name, "remember-", "remember-session-", 1)
+	case "rule":
+		if len(ans.Rule) == 0 {
+			r = ProposeRule(apr, ans.Decision)
+		} else if err := decodeRule(ans.Rule, &r); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown remember value %q (want once, session or rule)", ans.Remember)
+	}
+	_, err := k.AddUserRule(ctx, r, ans.Who, &apr.Action)
+	return err
+}
+
+func decodeRule(raw json.RawMessage, r *policy.Rule) error {
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(r); err != nil {
+		return fmt.Errorf("the rule to remember is not valid: %w", err)
+	}
+	return nil
+}
+
+// AddUserRule validates and saves a rule in the user layer (first position:
+// the newest human decision is read first), records the change in the audit
+// log and reloads the engine.
+func (k *Kernel) AddUserRule(ctx context.Context, r policy.Rule, who string, a *action.Action) (*store.UserRule, error) {
+	if r.Name == "" {
+		r.Name = NewID("rule_")
+	}
+	if _, err := policy.CompileRules(policy.LayerUser, []policy.Rule{r}, policy.Options{Prepare: PrepareExample}); err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	ur := &store.UserRule{ID: r.Name, Rule: raw, Origin: "human", CreatedBy: who, CreatedAt: k.Clock.Now()}
+	if err := k.Store.PutUserRule(ctx, ur); err != nil {
+		return nil, err
+	}
+	e := audit.Entry{Type: audit.TypePolicyChange, Tool: strings.Join(r.Tool, ","), Data: PolicyChange{
+		Origin: "human", Op: "add", RuleID: ur.ID, Rule: &r, Who: who, After: r.Level,
+		Reason: "rule added by " + who,
+	}}
+	if a != nil {
+		e.ActionID, e.Agent, e.Session = a.ID, a.Agent, a.Session
+	}
+	if _, err := k.Audit.Append(ctx, e); err != nil {
+		return nil, fmt.Errorf("recording the policy change: %w", err)
+	}
+	return ur, k.Engine.Reload(ctx)
+}
+
+// RemoveUserRule deletes a rule of the user layer and records it.
+func (k *Kernel) RemoveUserRule(ctx context.Context, id, who string) error {
+	if err := k.Store.DeleteUserRule(ctx, id); err != nil {
+		return err
+	}
+	if _, err := k.Audit.Append(ctx, audit.Entry{Type: audit.TypePolicyChange, Data: PolicyChange{
+		Origin: "human", Op: "remove", RuleID: id, Who: who, Reason: "rule removed by " + who,
+	}}); err != nil {
+		return fmt.Errorf("recording the policy change: %w", err)
+	}
+	return k.Engine.Reload(ctx)
+}
+
+// PolicyHistory returns the policy_change records of the audit log, oldest first.
+func (k *Kernel) PolicyHistory(ctx context.Context, limit int) ([]store.AuditRecord, error) {
+	return k.Store.QueryAudit(ctx, store.AuditQuery{Types: []string{audit.TypePolicyChange}, Limit: limit})
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every test of the project. Installs what the tests need first
+# (idempotently), so it works on a fresh machine and in CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test (unit, integration and end-to-end; fuzz seed corpora included)"
+go test -count=1 -timeout 20m ./...
+
+# A short coverage-guided fuzz run of each parser, so new crashers are found
+# in CI too. FUZZTIME=0 skips it.
+FUZZTIME="${FUZZTIME:-10s}"
+if [ "$FUZZTIME" != "0" ]; then
+  echo "== fuzz (${FUZZTIME} per target)"
+  while read -r pkg target; do
+    [ -z "$pkg" ] && continue
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" >/dev/null
+    echo "fuzz ${pkg} ${target}: ok"
+  done < <(grep -rl --include='*_test.go' '^func Fuzz' . | while read -r f; do
+      d=$(dirname "$f"); grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed 's/^func //' | sed "s|^|./${d#./} |"
+    done | sort -u)
+fi
+echo "== all tests passed"
