@@ -24,6 +24,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
@@ -186,13 +187,13 @@ func OutcomeOf(actionID string, v *action.Verdict, apr *store.Approval) Outcome 
 	switch {
 	case apr != nil:
 		o.Level = apr.Level
-		switch apr.Status {
-		case store.StatusPending:
+		switch {
+		case apr.Status == store.StatusPending:
 			o.Decision = "pending"
 			o.Reason = fmt.Sprintf("waiting for a person to answer approval %s", apr.ID)
-		case store.StatusApproved:
+		case gate.Allowed(apr):
 			o.Decision = "allow"
-			o.Reason = answerReason("approved", apr.Answer)
+			o.Reason = answerReason(string(apr.Status), apr.Answer)
 		default:
 			o.Decision = "deny"
 			o.Reason = answerReason(string(apr.Status), apr.Answer)

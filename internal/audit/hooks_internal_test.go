@@ -1,0 +1,4 @@
+package audit
+
+// QueueLen reports how many appends wait for the writer (tests only).
+func QueueLen(l *Log) int { return len(l.queue) }

@@ -1,0 +1,139 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// consumedNS is the state namespace where the gate marks approvals that have
+// let their one call through. Keys are approval IDs.
+const consumedNS = "gate_consumed"
+
+// consumedMark is the value stored under consumedNS.
+type consumedMark struct {
+	At         time.Time `json:"at"`
+	AnsweredAt time.Time `json:"answered_at"`
+}
+
+// Consume marks approval id as used: one approval lets one call through. It
+// returns an error wrapping ErrConsumed when the approval was already used
+// (by this or another process), ErrNotApproved when its answer does not let
+// the action run, and store.ErrNotFound for an unknown id. Wait consumes the
+// approvals it returns; callers use Consume for approvals they found
+// themselves (TakeApproved does both steps).
+func (g *Gate) Consume(ctx context.Context, id string) error {
+	ap, err := g.st.GetApproval(ctx, id)
+	if err != nil {
+		return fmt.Errorf("gate: consume %s: %w", id, err)
+	}
+	return g.consume(ctx, ap)
+}
+
+// consume atomically marks ap consumed; the first caller wins.
+func (g *Gate) consume(ctx context.Context, ap *store.Approval) error {
+	if !Allowed(ap) {
+		return fmt.Errorf("gate: consume %s (%s): %w", ap.ID, ap.Status, ErrNotApproved)
+	}
+	mark, err := json.Marshal(consumedMark{At: g.clk.Now(), AnsweredAt: ap.Answer.At})
+	if err != nil {
+		return fmt.Errorf("gate: consume %s: %w", ap.ID, err)
+	}
+	err = g.st.UpdateState(ctx, consumedNS, ap.ID, func(old []byte) ([]byte, error) {
+		if old != nil {
+			return nil, ErrConsumed
+		}
+		return mark, nil
+	})
+	if err != nil {
+		return fmt.Errorf("gate: consume %s: %w", ap.ID, err)
+	}
+	return nil
+}
+
+// consumed reports whether approval id has been used. A read error counts
+// as used: an approval whose state is unknown lets nothing through.
+func (g *Gate) consumed(ctx context.Context, id string) (bool, error) {
+	_, err := g.st.GetState(ctx, consumedNS, id)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	default:
+		return true, fmt.Errorf("gate: consumed %s: %w", id, err)
+	}
+}
+
+// candidates returns the approvals a retry of an action with argsHash may
+// ride on, newest first: a person approved them, the answer is within the
+// retry window, and they are not consumed.
+func (g *Gate) candidates(ctx context.Context, argsHash string) ([]*store.Approval, error) {
+	if argsHash == "" || strings.HasPrefix(argsHash, "unhashable:") {
+		return nil, nil
+	}
+	aps, err := g.st.ListApprovals(ctx, store.ApprovalFilter{Status: store.StatusApproved, ArgsHash: argsHash})
+	if err != nil {
+		return nil, fmt.Errorf("gate: find approved: %w", err)
+	}
+	oldest := g.clk.Now().Add(-g.cfg.RetryWindow)
+	var out []*store.Approval
+	for i := len(aps) - 1; i >= 0; i-- {
+		ap := aps[i]
+		// Re-check what the filter promised: a store that ignored a filter
+		// field must not widen what an approval lets through.
+		if ap.ArgsHash != argsHash || ap.Status != store.StatusApproved || !Allowed(ap) || ap.Answer.At.Before(oldest) {
+			continue
+		}
+		used, err := g.consumed(ctx, ap.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !used {
+			out = append(out, ap)
+		}
+	}
+	return out, nil
+}
+
+// FindApproved returns the newest approval a person approved for exactly
+// argsHash that has not let a call through yet and was answered within the
+// retry window — for an agent that retries an identical call after its
+// client timed out. It does not consume it; see TakeApproved. None found
+// returns an error wrapping store.ErrNotFound.
+func (g *Gate) FindApproved(ctx context.Context, argsHash string) (*store.Approval, error) {
+	c, err := g.candidates(ctx, argsHash)
+	if err != nil {
+		return nil, err
+	}
+	if len(c) == 0 {
+		return nil, fmt.Errorf("gate: no unused approval for %q: %w", argsHash, store.ErrNotFound)
+	}
+	return c[0], nil
+}
+
+// TakeApproved finds an approval as FindApproved does and consumes it in the
+// same step, so two identical retries racing (in one process or several)
+// cannot both ride on one approval. None left returns an error wrapping
+// store.ErrNotFound.
+func (g *Gate) TakeApproved(ctx context.Context, argsHash string) (*store.Approval, error) {
+	c, err := g.candidates(ctx, argsHash)
+	if err != nil {
+		return nil, err
+	}
+	for _, ap := range c {
+		err := g.consume(ctx, ap)
+		if err == nil {
+			return ap, nil
+		}
+		if !errors.Is(err, ErrConsumed) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("gate: no unused approval for %q: %w", argsHash, store.ErrNotFound)
+}

@@ -1,0 +1,481 @@
+// Package paths is the hard guard for file system paths. It runs on every
+// action that carries path facts — the file kinds (file_read, file_write,
+// file_edit, file_delete) and the paths other guards derive, such as the
+// targets of a shell command's rm.
+//
+// Before any rule sees a path, the guard resolves it the way the kernel
+// would open it: "~" expanded, made absolute against the action's working
+// directory, every symbolic link and ".." followed component by component.
+// The resolved paths replace the naive ones in a.Facts.Paths, so the policy
+// and the engine's own self-protection judge where the action really lands.
+//
+// Then it checks, for every path:
+//
+//   - a loop of symbolic links: block (hard);
+//   - Overseer's own home, database and policy files, also when reached
+//     through a link: block (hard);
+//   - secrets (~/.ssh, ~/.aws, .env files, key files, …; a list of
+//     patterns that a policy can extend): approve (hard), whatever the
+//     intent;
+//   - reading outside the readable paths (by default the working directory
+//     and the output directory): confirm (hard);
+//   - writing outside the working directory and the output directory: the
+//     guard classifies it as needing a person (soft, so a policy rule may
+//     allow the path); writing inside the output directory is classified as
+//     notify;
+//   - read-before-edit: an edit of a file the session has not read in full,
+//     or that changed since it was read (modification time moved and the
+//     content hash differs), is refused with a message the agent can act
+//     on. For Overseer's own builtin file_edit tool that is a block (hard):
+//     the agent must read the file and try again. For other agents' edit
+//     tools it is confirm (hard) and applies when Overseer holds evidence —
+//     a recorded partial or outdated read — because those agents read files
+//     through their own tools, which Overseer may not see, and enforce
+//     read-before-edit themselves (Claude Code's Edit does); set
+//     Config.StrictForeignEdits to also ask when no read was recorded.
+//
+// Every failure to judge a path (it cannot be resolved, the read record
+// cannot be fetched) produces a finding that asks a person, never silence.
+package paths
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/guard"
+)
+
+// BuiltinAgent is the agent name of Overseer's own tool calls (the builtin
+// tools run by `overseer tool run` and the supervised loop).
+const BuiltinAgent = "overseer"
+
+// BuiltinEditTool is the builtin edit tool's name; its edits are held to
+// read-before-edit strictly.
+const BuiltinEditTool = "file_edit"
+
+// Config configures the guard. Zero values take the defaults.
+type Config struct {
+	// Home is the user's home directory, for "~" and the secret patterns.
+	// Empty means the current user's home.
+	Home string
+	// OverseerHome is Overseer's data directory: no agent action may touch it.
+	OverseerHome string
+	// Protected are further paths no agent action may touch (the policy file).
+	Protected []string
+	// ReadablePaths are where agents may read without a person's yes.
+	// Relative entries ("." included) are taken against the action's working
+	// directory; "~/" is expanded. Empty means the working directory and
+	// OutputDir.
+	ReadablePaths []string
+	// OutputDir is the output sandbox: writes inside it are classified as
+	// notify. Empty means none.
+	OutputDir string
+	// Reads is where reads are recorded, for read-before-edit. Nil means no
+	// reads are known: the builtin edit tool is refused on every file.
+	Reads ReadTracker
+	// Secrets extends the built-in secret patterns (see ParseSecrets).
+	Secrets []string
+	// Default returns the policy's default level for a kind. The guard's
+	// soft classification of writes outside the sandbox is never below it,
+	// so the guard cannot lower a stricter default. Nil means confirm for
+	// writes and approve for deletes.
+	Default func(action.Kind) action.Level
+	// StrictForeignEdits makes an edit by another agent's tool of a file no
+	// read was recorded for reach a person (confirm), as the builtin tool's
+	// is refused. Off by default: see the package documentation.
+	StrictForeignEdits bool
+}
+
+// Validate reports the first entry of c that cannot be used.
+func (c Config) Validate() error {
+	for _, p := range c.Secrets {
+		if err := ValidatePattern(p); err != nil {
+			return err
+		}
+	}
+	for _, p := range c.ReadablePaths {
+		if strings.TrimSpace(p) == "" {
+			return errors.New("paths: empty readable path")
+		}
+	}
+	if c.OutputDir != "" && !filepath.IsAbs(c.OutputDir) && !strings.HasPrefix(c.OutputDir, "~/") {
+		return fmt.Errorf("paths: output_dir %q must be absolute", c.OutputDir)
+	}
+	return nil
+}
+
+// Guard is the paths guard. It is immutable after New and safe for
+// concurrent use.
+type Guard struct {
+	cfg       Config
+	home      string
+	protected []string // literal and resolved forms
+	readable  []readable
+	output    []string // literal and resolved forms; empty when none
+	secrets   *secretMatcher
+	err       error // configuration error: every Check fails closed
+}
+
+var _ guard.Guard = (*Guard)(nil)
+
+// readable is one readable path: absolute (both forms) or relative to the
+// action's working directory.
+type readable struct {
+	abs []string
+	rel string
+}
+
+// New builds the guard. A configuration that does not validate yields a
+// guard whose every Check returns an error, so the engine fails closed.
+func New(cfg Config) *Guard {
+	g := &Guard{cfg: cfg}
+	g.home = cfg.Home
+	if g.home == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			g.home = h
+		}
+	}
+	if g.home != "" {
+		g.home = filepath.Clean(g.home)
+	}
+	if err := cfg.Validate(); err != nil {
+		g.err = err
+		return g
+	}
+	for _, p := range append([]string{cfg.OverseerHome}, cfg.Protected...) {
+		if p == "" {
+			continue
+		}
+		g.protected = append(g.protected, g.forms(p)...)
+	}
+	if cfg.OutputDir != "" {
+		g.output = g.forms(cfg.OutputDir)
+	}
+	for _, p := range cfg.ReadablePaths {
+		if filepath.IsAbs(p) || p == "~" || strings.HasPrefix(p, "~/") {
+			g.readable = append(g.readable, readable{abs: g.forms(p)})
+		} else {
+			g.readable = append(g.readable, readable{rel: p})
+		}
+	}
+	sm, err := compileSecrets(g.home, append(BuiltinSecrets(), cfg.Secrets...))
+	if err != nil {
+		g.err = err
+		return g
+	}
+	g.secrets = sm
+	return g
+}
+
+// forms returns the cleaned absolute form of p and, when it differs, its
+// resolved form. A path that cannot be resolved keeps its literal form.
+func (g *Guard) forms(p string) []string {
+	abs, err := Absolute(g.home, "/", p)
+	if err != nil {
+		return nil
+	}
+	out := []string{filepath.Clean(abs)}
+	if r, err := resolveAbs(abs); err == nil && r != out[0] {
+		out = append(out, r)
+	}
+	return out
+}
+
+// Name implements guard.Guard.
+func (g *Guard) Name() string { return "paths" }
+
+func within(dirs []string, p string) bool {
+	for _, d := range dirs {
+		if action.Within(d, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func isFileKind(k action.Kind) bool {
+	switch k {
+	case action.KindFileRead, action.KindFileWrite, action.KindFileEdit, action.KindFileDelete:
+		return true
+	}
+	return false
+}
+
+// resolvedPath is one path fact after resolution.
+type resolvedPath struct {
+	fact    action.PathFact
+	literal string // absolute, cleaned, before symlinks (empty if unknown)
+	err     error
+}
+
+// Check implements guard.Guard. It replaces a.Facts.Paths with the
+// resolved paths.
+func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, error) {
+	if g.err != nil {
+		return nil, fmt.Errorf("paths guard misconfigured: %w", g.err)
+	}
+	action.DeriveFileFacts(a)
+	fileKind := isFileKind(a.Kind)
+	if fileKind && len(a.Facts.Paths) == 0 {
+		return []guard.Finding{{
+			Check: "paths.no-path", Level: g.softWrite(a.Kind), Hard: false,
+			Message: fmt.Sprintf("the %s call names no file path Overseer can see, so it cannot tell which files it touches", a.Tool),
+		}}, nil
+	}
+	if len(a.Facts.Paths) == 0 {
+		return nil, nil
+	}
+	cwd := ""
+	if a.Cwd != "" && filepath.IsAbs(a.Cwd) {
+		if r, err := resolveAbs(a.Cwd); err == nil {
+			cwd = r
+		}
+	}
+	rps := g.resolveAll(a, cwd)
+	a.Facts.Paths = a.Facts.Paths[:0]
+	for _, rp := range rps {
+		a.Facts.Paths = append(a.Facts.Paths, rp.fact)
+	}
+
+	var fs []guard.Finding
+	allSandboxed, anyWrite := true, false
+	for _, rp := range rps {
+		p := rp.fact
+		if rp.err != nil {
+			fs = append(fs, g.resolveFinding(p, rp.err))
+			continue
+		}
+		if within(g.protected, p.Path) || (rp.literal != "" && within(g.protected, rp.literal)) {
+			via := ""
+			if rp.literal != "" && rp.literal != p.Path {
+				via = fmt.Sprintf(" (reached through %s)", rp.literal)
+			}
+			fs = append(fs, guard.Finding{Check: "paths.self-protection", Level: action.Block, Hard: true,
+				Message: fmt.Sprintf("%s%s is part of Overseer's own state; agents may not %s it", p.Path, via, p.Intent)})
+			continue
+		}
+		if by, ok := g.secret(p.Path, rp.literal); ok {
+			fs = append(fs, guard.Finding{Check: "paths.secret", Level: action.Approve, Hard: true,
+				Message: fmt.Sprintf("%s is a secret (matches %q); a person must see this %s", p.Path, by, p.Intent)})
+		}
+		if a.Kind == action.KindFileRead && p.Intent == action.PathRead && !g.readableFor(p.Path, cwd) {
+			fs = append(fs, guard.Finding{Check: "paths.outside-readable", Level: action.Confirm, Hard: true,
+				Message: fmt.Sprintf("%s is outside the readable paths (%s)", p.Path, g.readableSummary(cwd))})
+		}
+		if fileKind && (p.Intent == action.PathWrite || p.Intent == action.PathDelete) {
+			anyWrite = true
+			inOut := within(g.output, p.Path)
+			inCwd := p.InCwd
+			if !inOut && !inCwd {
+				allSandboxed = false
+				fs = append(fs, guard.Finding{Check: "paths.outside-sandbox", Level: g.softWrite(a.Kind), Hard: false,
+					Message: fmt.Sprintf("%s is outside the working directory and the output directory", p.Path)})
+			} else if !inOut || p.Intent == action.PathDelete || inGit(p.Path) {
+				allSandboxed = false
+			}
+		}
+	}
+	if fileKind && anyWrite && allSandboxed && len(g.output) > 0 {
+		fs = append(fs, guard.Finding{Check: "paths.output-dir", Level: action.Notify, Hard: false,
+			Message: "writes inside the output directory"})
+	}
+	if a.Kind == action.KindFileEdit {
+		fs = append(fs, g.readBeforeEdit(ctx, a)...)
+	}
+	return fs, nil
+}
+
+// inGit reports whether p is inside a .git directory (hooks there run code).
+func inGit(p string) bool {
+	return strings.Contains(p+"/", "/.git/")
+}
+
+// softWrite is the guard's soft level for a write or delete it cannot place
+// in the sandbox: confirm (approve for deletes), never below the policy's
+// default for the kind.
+func (g *Guard) softWrite(k action.Kind) action.Level {
+	l := action.Confirm
+	if k == action.KindFileDelete {
+		l = action.Approve
+	}
+	if g.cfg.Default != nil {
+		l = action.Max(l, g.cfg.Default(k))
+	}
+	return l
+}
+
+func (g *Guard) resolveFinding(p action.PathFact, err error) guard.Finding {
+	if errors.Is(err, ErrSymlinkLoop) {
+		return guard.Finding{Check: "paths.symlink-loop", Level: action.Block, Hard: true,
+			Message: fmt.Sprintf("%s cannot be used: its symbolic links form a loop (%v)", p.Path, err)}
+	}
+	return guard.Finding{Check: "paths.unresolved", Level: action.Approve, Hard: true,
+		Message: fmt.Sprintf("cannot tell where %s leads (%v), so a person must decide", p.Path, err)}
+}
+
+// resolveAll resolves every path fact. For file kinds it goes back to the
+// raw argument, because the naive fact has already folded ".." lexically,
+// which is wrong after a symbolic link.
+func (g *Guard) resolveAll(a *action.Action, cwd string) []resolvedPath {
+	var out []resolvedPath
+	seen := map[action.PathFact]bool{}
+	add := func(rp resolvedPath) {
+		if rp.err == nil && seen[rp.fact] {
+			return
+		}
+		seen[rp.fact] = true
+		out = append(out, rp)
+	}
+	for _, f := range a.Facts.Paths {
+		raws := rawArgsFor(a, f.Path)
+		if len(raws) == 0 {
+			raws = []string{f.Path}
+		}
+		for _, raw := range raws {
+			rp := resolvedPath{fact: f}
+			abs, err := Absolute(g.home, a.Cwd, raw)
+			if err != nil {
+				rp.err = err
+				add(rp)
+				continue
+			}
+			rp.literal = filepath.Clean(abs)
+			res, err := resolveAbs(abs)
+			if err != nil {
+				rp.err = err
+				rp.fact.Path = rp.literal
+				add(rp)
+				continue
+			}
+			rp.fact.Path = res
+			rp.fact.InCwd = cwd != "" && action.Within(cwd, res)
+			add(rp)
+		}
+	}
+	return out
+}
+
+// rawArgsFor returns the string arguments of a whose naive resolution is
+// fact: the path as the agent wrote it.
+func rawArgsFor(a *action.Action, fact string) []string {
+	var out []string
+	for _, v := range a.Args {
+		s, ok := v.(string)
+		if !ok || s == "" || len(s) > 4096 {
+			continue
+		}
+		if action.ResolvePath(a.Cwd, s) == fact {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (g *Guard) secret(resolved, literal string) (string, bool) {
+	if by, ok := g.secrets.match(resolved); ok {
+		return by, true
+	}
+	if literal != "" && literal != resolved {
+		return g.secrets.match(literal)
+	}
+	return "", false
+}
+
+func (g *Guard) readableFor(p, cwd string) bool {
+	if len(g.cfg.ReadablePaths) == 0 {
+		return (cwd != "" && action.Within(cwd, p)) || within(g.output, p)
+	}
+	for _, r := range g.readable {
+		if r.rel == "" {
+			if within(r.abs, p) {
+				return true
+			}
+			continue
+		}
+		if cwd == "" {
+			continue
+		}
+		d, err := resolveAbs(filepath.Join(cwd, r.rel))
+		if err == nil && action.Within(d, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Guard) readableSummary(cwd string) string {
+	if len(g.cfg.ReadablePaths) == 0 {
+		parts := []string{}
+		if cwd != "" {
+			parts = append(parts, "the working directory "+cwd)
+		} else {
+			parts = append(parts, "no working directory given")
+		}
+		if g.cfg.OutputDir != "" {
+			parts = append(parts, "the output directory "+g.cfg.OutputDir)
+		}
+		return strings.Join(parts, ", ")
+	}
+	return strings.Join(g.cfg.ReadablePaths, ", ")
+}
+
+// readBeforeEdit checks that the session has read, in full, the current
+// content of every file the edit changes.
+func (g *Guard) readBeforeEdit(ctx context.Context, a *action.Action) []guard.Finding {
+	builtin := a.Agent == BuiltinAgent && a.Tool == BuiltinEditTool
+	level := action.Confirm
+	if builtin {
+		level = action.Block
+	}
+	var fs []guard.Finding
+	refuse := func(msg string) {
+		fs = append(fs, guard.Finding{Check: "paths.read-before-edit", Level: level, Hard: true, Message: msg})
+	}
+	for _, p := range a.Facts.Paths {
+		if p.Intent != action.PathWrite {
+			continue
+		}
+		fi, err := os.Stat(p.Path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // nothing to be outdated; the edit tool reports the missing file
+		}
+		if err != nil {
+			refuse(fmt.Sprintf("cannot examine %s (%v), so the edit cannot be checked against what you read", p.Path, err))
+			continue
+		}
+		if fi.IsDir() {
+			continue
+		}
+		if g.cfg.Reads == nil {
+			if builtin || g.cfg.StrictForeignEdits {
+				refuse(fmt.Sprintf("%s has not been read in this session: read the file first (in full), then edit it", p.Path))
+			}
+			continue
+		}
+		ri, ok, err := g.cfg.Reads.LastRead(ctx, a.Session, p.Path)
+		switch {
+		case err != nil:
+			refuse(fmt.Sprintf("cannot tell whether %s was read in this session (%v); read the file again, then edit it", p.Path, err))
+		case !ok:
+			if builtin || g.cfg.StrictForeignEdits {
+				refuse(fmt.Sprintf("%s has not been read in this session: read the file first (in full), then edit it", p.Path))
+			}
+		case !ri.Full:
+			refuse(fmt.Sprintf("%s was only partly read (offset/limit): read the whole file first, then edit it", p.Path))
+		case !fi.ModTime().Equal(ri.Mtime):
+			h, _, err := HashFile(p.Path)
+			if err != nil {
+				refuse(fmt.Sprintf("cannot hash %s (%v); read the file again, then edit it", p.Path, err))
+			} else if h != ri.Hash {
+				refuse(fmt.Sprintf("%s changed since you read it: read it again, then edit it", p.Path))
+			}
+			// Same bytes, new time (a sync tool or a checkout touched it): fine.
+		}
+	}
+	return fs
+}

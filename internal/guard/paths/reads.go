@@ -1,0 +1,171 @@
+package paths
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// ReadInfo is what was recorded about the last read of a file in a session.
+type ReadInfo struct {
+	// Full is true when the whole file was read (no offset or limit).
+	Full bool `json:"full"`
+	// Mtime is the file's modification time when it was read.
+	Mtime time.Time `json:"mtime"`
+	// Hash is the hex SHA-256 of the file's content when it was read.
+	Hash string `json:"hash"`
+	// At is when the read was recorded.
+	At time.Time `json:"at"`
+}
+
+// ReadTracker remembers which files a session has read, so that an edit
+// can be refused when the agent has not seen the current content
+// (read-before-edit). Writes by the builtin tools count as reads: the agent
+// knows what it wrote.
+type ReadTracker interface {
+	RecordRead(ctx context.Context, session, path string, full bool, mtime time.Time, hash string) error
+	LastRead(ctx context.Context, session, path string) (ReadInfo, bool, error)
+}
+
+// ReadsNamespace is the store.StateStore namespace of StoreTracker.
+const ReadsNamespace = "reads"
+
+// StoreTracker is a ReadTracker kept in a store.StateStore, so reads
+// recorded by one process (`overseer tool run file_read`) are seen by the
+// next.
+type StoreTracker struct {
+	st    store.StateStore
+	clock clock.Clock
+}
+
+var _ ReadTracker = (*StoreTracker)(nil)
+
+// NewStoreTracker returns a tracker over st. A nil clock means the real one.
+func NewStoreTracker(st store.StateStore, clk clock.Clock) *StoreTracker {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	return &StoreTracker{st: st, clock: clk}
+}
+
+// readKey is unambiguous for any session and path.
+func readKey(session, path string) string {
+	return strconv.Itoa(len(session)) + ":" + session + ":" + path
+}
+
+// RecordRead implements ReadTracker.
+func (t *StoreTracker) RecordRead(ctx context.Context, session, path string, full bool, mtime time.Time, hash string) error {
+	if t == nil || t.st == nil {
+		return errors.New("paths: read tracker has no store")
+	}
+	b, err := json.Marshal(ReadInfo{Full: full, Mtime: mtime, Hash: hash, At: t.clock.Now()})
+	if err != nil {
+		return err
+	}
+	return t.st.UpdateState(ctx, ReadsNamespace, readKey(session, path), func([]byte) ([]byte, error) { return b, nil })
+}
+
+// LastRead implements ReadTracker.
+func (t *StoreTracker) LastRead(ctx context.Context, session, path string) (ReadInfo, bool, error) {
+	if t == nil || t.st == nil {
+		return ReadInfo{}, false, errors.New("paths: read tracker has no store")
+	}
+	b, err := t.st.GetState(ctx, ReadsNamespace, readKey(session, path))
+	if errors.Is(err, store.ErrNotFound) {
+		return ReadInfo{}, false, nil
+	}
+	if err != nil {
+		return ReadInfo{}, false, err
+	}
+	var ri ReadInfo
+	if err := json.Unmarshal(b, &ri); err != nil {
+		return ReadInfo{}, false, fmt.Errorf("paths: read record of %s: %w", path, err)
+	}
+	return ri, true, nil
+}
+
+// Prune forgets reads recorded before cutoff and returns how many it
+// forgot, so the namespace does not grow without bound.
+func (t *StoreTracker) Prune(ctx context.Context, cutoff time.Time) (int, error) {
+	all, err := t.st.ListState(ctx, ReadsNamespace)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for k, v := range all {
+		var ri ReadInfo
+		if json.Unmarshal(v, &ri) == nil && !ri.At.Before(cutoff) {
+			continue
+		}
+		err := t.st.UpdateState(ctx, ReadsNamespace, k, func(old []byte) ([]byte, error) {
+			var cur ReadInfo
+			if old != nil && json.Unmarshal(old, &cur) == nil && !cur.At.Before(cutoff) {
+				return old, nil // re-read meanwhile: keep
+			}
+			return nil, nil
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// HashFile returns the hex SHA-256 of the file at p and its modification
+// time.
+func HashFile(p string) (hash string, mtime time.Time, err error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", time.Time{}, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), fi.ModTime(), nil
+}
+
+// HashBytes returns the hex SHA-256 of b, as HashFile computes it.
+func HashBytes(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Tracking is the request-scoped read tracking of one tool call: where the
+// call's reads are recorded and the session they belong to. The kernel puts
+// it into the context of a builtin tool's Execute.
+type Tracking struct {
+	Reads   ReadTracker
+	Session string
+}
+
+type trackingKey struct{}
+
+// WithTracking returns ctx carrying t.
+func WithTracking(ctx context.Context, t Tracking) context.Context {
+	return context.WithValue(ctx, trackingKey{}, t)
+}
+
+// TrackingFrom returns the tracking ctx carries, if any.
+func TrackingFrom(ctx context.Context) (Tracking, bool) {
+	t, ok := ctx.Value(trackingKey{}).(Tracking)
+	return t, ok && t.Reads != nil
+}

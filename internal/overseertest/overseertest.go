@@ -1,0 +1,212 @@
+// Package overseertest helps end-to-end tests drive the real overseer
+// binary: build it once per test process, run commands against a temporary
+// home, and start, kill and restart the daemon.
+package overseertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// moduleRoot finds the directory holding go.mod above the working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", os.ErrNotExist
+		}
+		dir = parent
+	}
+}
+
+// Binary builds ./cmd/overseer once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "overseer-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "overseer")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/overseer")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = &buildError{out: string(out), err: err}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building overseer: %v", buildErr)
+	}
+	return binPath
+}
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// Result is a finished command.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// Run runs overseer with args against home, feeding stdin.
+func Run(t testing.TB, home, stdin string, args ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Binary(t), append([]string{"--home", home}, args...)...)
+	cmd.Env = append(os.Environ(), "OVERSEER_HOME="+home)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running overseer %v: %v", args, err)
+	}
+	return Result{Stdout: out.String(), Stderr: errb.String(), Code: code}
+}
+
+// Daemon is a running `overseer serve`.
+type Daemon struct {
+	Home  string
+	Addr  string
+	Token string
+	cmd   *exec.Cmd
+	log   *syncWriter
+	done  chan struct{}
+}
+
+// StartDaemon starts `overseer serve --addr 127.0.0.1:0` on home and waits
+// until it answers. The daemon is killed when the test ends.
+func StartDaemon(t testing.TB, home string, extra ...string) *Daemon {
+	t.Helper()
+	_ = os.Remove(filepath.Join(home, "daemon.json"))
+	args := append([]string{"--home", home, "serve", "--addr", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(Binary(t), args...)
+	cmd.Env = append(os.Environ(), "OVERSEER_HOME="+home)
+	log := &syncWriter{w: &bytes.Buffer{}}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{Home: home, cmd: cmd, log: log, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(d.done) }()
+	t.Cleanup(func() { d.Kill() })
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(filepath.Join(home, "daemon.json"))
+		if err == nil {
+			var info struct{ Addr string }
+			if json.Unmarshal(b, &info) == nil && info.Addr != "" {
+				resp, err := http.Get("http://" + info.Addr + "/healthz")
+				if err == nil {
+					resp.Body.Close()
+					tok, _ := os.ReadFile(filepath.Join(home, "token"))
+					d.Addr, d.Token = info.Addr, strings.TrimSpace(string(tok))
+					return d
+				}
+			}
+		}
+		select {
+		case <-d.done:
+			t.Fatalf("the daemon exited early:\n%s", d.Log())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("the daemon did not come up:\n%s", d.Log())
+	return nil
+}
+
+// Log returns what the daemon printed.
+func (d *Daemon) Log() string {
+	d.log.mu.Lock()
+	defer d.log.mu.Unlock()
+	return d.log.w.(*bytes.Buffer).String()
+}
+
+// Kill sends SIGKILL and waits for the process to go.
+func (d *Daemon) Kill() {
+	if d.cmd.Process != nil {
+		_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	<-d.done
+}
+
+// URL returns the daemon's base URL joined with path.
+func (d *Daemon) URL(path string) string { return "http://" + d.Addr + path }
+
+// Do sends a request with a JSON body (nil for none); auth adds the token.
+func (d *Daemon) Do(t testing.TB, method, path string, body any, auth bool) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, d.URL(path), rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth {
+		req.Header.Set("Authorization", "Bearer "+d.Token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}

@@ -1,0 +1,218 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// scanPage is how many audit records ScanAudit reads per query. Records are
+// read a page at a time so that fn runs without holding a connection or a
+// read transaction open.
+const scanPage = 1000
+
+const auditColumns = `seq, time, type, action_id, agent, session, tool, data, prev_hash, hash`
+
+// AppendAudit implements store.AuditStore. The tail is read inside the
+// BEGIN IMMEDIATE transaction, so seal sees the true tail even when other
+// processes append to the same file.
+func (d *DB) AppendAudit(ctx context.Context, recs []store.AuditRecord, seal func(tailSeq int64, tailHash string, recs []store.AuditRecord) error) error {
+	if seal == nil {
+		return errors.New("sqlite: append audit: nil seal")
+	}
+	if len(recs) == 0 {
+		return d.check(ctx)
+	}
+	return d.write(ctx, "append audit", func(tx *sql.Tx) error {
+		var (
+			tailSeq  int64
+			tailHash string
+		)
+		err := tx.StmtContext(ctx, d.tailStmt).QueryRowContext(ctx).Scan(&tailSeq, &tailHash)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("read tail: %w", err)
+		}
+		if err := seal(tailSeq, tailHash, recs); err != nil {
+			return fmt.Errorf("seal: %w", err)
+		}
+		for i := range recs {
+			if recs[i].Seq <= tailSeq {
+				return fmt.Errorf("sealed record has seq %d, not after the tail %d", recs[i].Seq, tailSeq)
+			}
+		}
+		for rest := recs; len(rest) > 0; {
+			k := 0 // the largest prepared statement that fits
+			for insertSizes[k] > len(rest) {
+				k++
+			}
+			n := insertSizes[k]
+			if err := d.insertAudit(ctx, tx, k, rest[:n]); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		return nil
+	})
+}
+
+// insertSizes are the row counts of the prepared audit INSERT statements, in
+// decreasing order, ending with 1: a batch is written as a few multi-row
+// statements, which cost less than one statement per row.
+var insertSizes = [...]int{32, 16, 8, 4, 2, 1}
+
+func insertAuditSQL(n int) string {
+	return `INSERT INTO audit (` + auditColumns + `) VALUES ` +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
+}
+
+// prepareAudit prepares the statements AppendAudit uses, once, on the
+// write pool's connection.
+func (d *DB) prepareAudit(ctx context.Context) error {
+	var err error
+	if d.tailStmt, err = d.w.PrepareContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`); err != nil {
+		return fmt.Errorf("sqlite: prepare: %w", err)
+	}
+	for k, n := range insertSizes {
+		if d.insertStmts[k], err = d.w.PrepareContext(ctx, insertAuditSQL(n)); err != nil {
+			return fmt.Errorf("sqlite: prepare: %w", err)
+		}
+	}
+	return nil
+}
+
+// insertAudit inserts recs, insertSizes[k] of them, with one statement.
+func (d *DB) insertAudit(ctx context.Context, tx *sql.Tx, k int, recs []store.AuditRecord) error {
+	args := make([]any, 0, 10*len(recs))
+	for i := range recs {
+		r := &recs[i]
+		args = append(args, r.Seq, fmtTime(r.Time), r.Type, r.ActionID, r.Agent, r.Session, r.Tool,
+			string(r.Data), r.PrevHash, r.Hash)
+	}
+	if _, err := tx.StmtContext(ctx, d.insertStmts[k]).ExecContext(ctx, args...); err != nil {
+		return fmt.Errorf("insert records %d to %d: %w", recs[0].Seq, recs[len(recs)-1].Seq, err)
+	}
+	return nil
+}
+
+// ScanAudit implements store.AuditStore. Records are read a page at a time;
+// when a record cannot be read, fn still gets every record before it, then
+// ScanAudit returns the error.
+func (d *DB) ScanAudit(ctx context.Context, afterSeq int64, fn func(store.AuditRecord) error) error {
+	for {
+		recs, err := d.queryAudit(ctx, store.AuditQuery{AfterSeq: afterSeq, Limit: scanPage})
+		for _, r := range recs {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if len(recs) < scanPage {
+			return nil
+		}
+		afterSeq = recs[len(recs)-1].Seq
+	}
+}
+
+// QueryAudit implements store.AuditStore. Since is inclusive and Until
+// exclusive; Text matches a case-sensitive substring of the record's data.
+func (d *DB) QueryAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditRecord, error) {
+	recs, err := d.queryAudit(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// queryAudit returns the records matching q; on an error it also returns
+// the records read before it.
+func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditRecord, error) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, a ...any) {
+		where = append(where, cond)
+		args = append(args, a...)
+	}
+	// A zero AfterSeq does not filter: records with seq <= 0 (which the
+	// audit log never writes) are still returned, so that verification sees
+	// them.
+	if q.AfterSeq != 0 {
+		add("seq > ?", q.AfterSeq)
+	}
+	if len(q.Types) > 0 {
+		ph := strings.TrimSuffix(strings.Repeat("?, ", len(q.Types)), ", ")
+		for _, t := range q.Types {
+			args = append(args, t)
+		}
+		where = append(where, "type IN ("+ph+")")
+	}
+	if q.ActionID != "" {
+		add("action_id = ?", q.ActionID)
+	}
+	if q.Agent != "" {
+		add("agent = ?", q.Agent)
+	}
+	if q.Session != "" {
+		add("session = ?", q.Session)
+	}
+	if q.Tool != "" {
+		add("tool = ?", q.Tool)
+	}
+	if !q.Since.IsZero() {
+		add("time >= ?", fmtTime(q.Since))
+	}
+	if !q.Until.IsZero() {
+		add("time < ?", fmtTime(q.Until))
+	}
+	if q.Text != "" {
+		add("instr(data, ?) > 0", q.Text)
+	}
+	query := `SELECT ` + auditColumns + ` FROM audit`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	if q.Desc {
+		query += " ORDER BY seq DESC"
+	} else {
+		query += " ORDER BY seq"
+	}
+	if q.Limit > 0 {
+		query += " LIMIT ?"
+		args = append(args, q.Limit)
+	}
+
+	var out []store.AuditRecord
+	err := d.read(ctx, "query audit", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				r        store.AuditRecord
+				ts, data string
+			)
+			if err := rows.Scan(&r.Seq, &ts, &r.Type, &r.ActionID, &r.Agent, &r.Session, &r.Tool, &data, &r.PrevHash, &r.Hash); err != nil {
+				return err
+			}
+			t, err := parseTime(ts)
+			if err != nil {
+				return fmt.Errorf("audit record %d: %w", r.Seq, err)
+			}
+			r.Time = t
+			r.Data = json.RawMessage(data)
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

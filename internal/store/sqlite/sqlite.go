@@ -1,0 +1,237 @@
+// Package sqlite is the embedded, zero-setup implementation of store.Store,
+// on a single SQLite file in WAL mode (modernc.org/sqlite, no cgo).
+//
+// The file may be shared by several processes at once (the daemon and a
+// short-lived hook process, for example). Every write runs in a
+// BEGIN IMMEDIATE transaction on a single-connection write pool, so writers
+// are serialised within a process by the pool and across processes by
+// SQLite's write lock (waiting up to the busy timeout); reads use a separate
+// pool and never block writers. Commits are durable (synchronous=FULL) before
+// a write method returns, because an audit record must be on disk before the
+// action it describes proceeds.
+//
+// The schema is versioned: Open applies the missing migrations in order, each
+// in its own transaction, and refuses a database written by a newer version
+// of the program (ErrSchemaTooNew).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	// The pure-Go SQLite driver, registered as "sqlite".
+	_ "modernc.org/sqlite"
+
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// BusyTimeout is how long a write waits for another connection or process
+// holding the database's write lock before it fails.
+const BusyTimeout = 10 * time.Second
+
+// ErrSchemaTooNew is returned by Open for a database whose schema was
+// written by a newer version of the program.
+var ErrSchemaTooNew = errors.New("sqlite: database schema is newer than this program")
+
+// DB is a store.Store on one SQLite file. It is safe for concurrent use, and
+// several DBs (in one or several processes) may share the same file.
+type DB struct {
+	path   string
+	w      *sql.DB // exactly one connection; every transaction is BEGIN IMMEDIATE
+	r      *sql.DB // readers; query_only
+	closed atomic.Bool
+
+	// Prepared on w at Open (see prepareAudit).
+	tailStmt    *sql.Stmt
+	insertStmts [len(insertSizes)]*sql.Stmt
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open opens (creating if needed) the database at path and brings its schema
+// up to date. Parent directories are created with mode 0700 and a new file
+// with mode 0600.
+func Open(path string) (*DB, error) {
+	return OpenContext(context.Background(), path)
+}
+
+// OpenContext is Open with a context bounding the wait for the database's
+// write lock while migrations run.
+func OpenContext(ctx context.Context, path string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: empty database path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: create directory: %w", err)
+	}
+	// Create the file ourselves so that it gets mode 0600; SQLite gives its
+	// -wal and -shm files the main file's mode.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: create database file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("sqlite: create database file: %w", err)
+	}
+
+	ms := fmt.Sprint(BusyTimeout.Milliseconds())
+	w, err := sql.Open("sqlite", dsn(abs,
+		"_pragma=busy_timeout("+ms+")",
+		"_pragma=journal_mode(WAL)",
+		"_pragma=synchronous(FULL)",
+		"_pragma=foreign_keys(ON)",
+		"_txlock=immediate",
+	))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+
+	if err := migrate(ctx, w, migrations); err != nil {
+		w.Close()
+		return nil, err
+	}
+
+	r, err := sql.Open("sqlite", dsn(abs,
+		"_pragma=busy_timeout("+ms+")",
+		"_pragma=foreign_keys(ON)",
+		"_pragma=query_only(1)",
+	))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	if err := r.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	d := &DB{path: abs, w: w, r: r}
+	if err := d.prepareAudit(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// dsn builds a file: URI for path with the given query parameters. The
+// characters that a URI gives a meaning to are escaped in the path.
+func dsn(path string, params ...string) string {
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+	return "file:" + esc.Replace(filepath.ToSlash(path)) + "?" + strings.Join(params, "&")
+}
+
+// Path returns the database file's absolute path.
+func (d *DB) Path() string { return d.path }
+
+// Close closes the database. Further calls of any method return
+// store.ErrClosed. Closing twice is not an error.
+func (d *DB) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for _, s := range append(d.insertStmts[:], d.tailStmt) {
+		if s != nil {
+			errs = append(errs, s.Close())
+		}
+	}
+	return errors.Join(append(errs, d.w.Close(), d.r.Close())...)
+}
+
+// check reports whether an operation may start.
+func (d *DB) check(ctx context.Context) error {
+	if d.closed.Load() {
+		return store.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// wrap adds context to err and turns errors caused by a concurrent Close
+// into store.ErrClosed.
+func (d *DB) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if d.closed.Load() && !errors.Is(err, store.ErrClosed) {
+		return fmt.Errorf("sqlite: %s: %w (%v)", op, store.ErrClosed, err)
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, err)
+}
+
+// write runs fn in a BEGIN IMMEDIATE transaction and commits it durably.
+// The transaction is rolled back when fn fails.
+func (d *DB) write(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+	if err := d.check(ctx); err != nil {
+		return d.wrap(op, err)
+	}
+	tx, err := d.w.BeginTx(ctx, nil)
+	if err != nil {
+		return d.wrap(op, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return d.wrap(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return d.wrap(op, err)
+	}
+	return nil
+}
+
+// read runs fn in a read transaction, which sees one consistent snapshot.
+func (d *DB) read(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+	if err := d.check(ctx); err != nil {
+		return d.wrap(op, err)
+	}
+	tx, err := d.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return d.wrap(op, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only; nothing to undo
+	return d.wrap(op, fn(tx))
+}
+
+// timeLayout is how times are stored: UTC, RFC 3339 with exactly nine
+// fractional digits, so that stored times sort as text and indexes on them
+// serve range queries. It parses with time.RFC3339Nano.
+const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// fmtOptTime stores a zero time as the empty string.
+func fmtOptTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return fmtTime(t)
+}
+
+func parseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("bad stored time %q: %w", s, err)
+	}
+	return t.UTC(), nil
+}

@@ -1,0 +1,90 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// GetState implements store.StateStore.
+func (d *DB) GetState(ctx context.Context, ns, key string) ([]byte, error) {
+	var v string
+	err := d.read(ctx, "get state", func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT value FROM state WHERE ns = ? AND key = ?`, ns, key).Scan(&v)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("state %s/%s: %w", ns, key, store.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []byte(v), nil
+}
+
+// UpdateState implements store.StateStore. fn runs inside the write
+// transaction, which holds the database's write lock: it must be quick and
+// must not call back into the store. A value fn returns must be valid JSON.
+// An error from fn is returned (wrapped) and nothing changes.
+func (d *DB) UpdateState(ctx context.Context, ns, key string, fn func(old []byte) ([]byte, error)) error {
+	if fn == nil {
+		return errors.New("sqlite: update state: nil fn")
+	}
+	return d.write(ctx, "update state", func(tx *sql.Tx) error {
+		var (
+			old []byte
+			v   string
+		)
+		err := tx.QueryRowContext(ctx, `SELECT value FROM state WHERE ns = ? AND key = ?`, ns, key).Scan(&v)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			old = []byte(v)
+		}
+		nv, err := fn(old)
+		if err != nil {
+			return fmt.Errorf("state %s/%s: %w", ns, key, err)
+		}
+		if nv == nil {
+			_, err = tx.ExecContext(ctx, `DELETE FROM state WHERE ns = ? AND key = ?`, ns, key)
+			return err
+		}
+		if !json.Valid(nv) {
+			return fmt.Errorf("state %s/%s: value is not valid JSON", ns, key)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO state (ns, key, value) VALUES (?, ?, ?)
+			ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, ns, key, string(nv))
+		return err
+	})
+}
+
+// ListState implements store.StateStore. The map is empty, not nil, when
+// the namespace holds nothing.
+func (d *DB) ListState(ctx context.Context, ns string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := d.read(ctx, "list state", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT key, value FROM state WHERE ns = ?`, ns)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k, v string
+			if err := rows.Scan(&k, &v); err != nil {
+				return err
+			}
+			out[k] = []byte(v)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
