@@ -1,0 +1,200 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
+	"github.com/overseer-dev/overseer/internal/kernel"
+)
+
+const token = "0123456789abcdef0123456789abcdef"
+
+func server(t *testing.T) (*httptest.Server, *kernel.Kernel) {
+	t.Helper()
+	k, err := kernel.Open(context.Background(), kernel.Config{Home: t.TempDir(), Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := httpapi.New(k, httpapi.Options{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(func() { srv.Close(); k.Close() })
+	return srv, k
+}
+
+func call(t *testing.T, srv *httptest.Server, method, path string, body any, auth bool) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, srv.URL+path, rd)
+	if auth {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func TestPeopleEndpointsNeedToken(t *testing.T) {
+	srv, _ := server(t)
+	for _, ep := range []struct{ method, path string }{
+		{"GET", "/api/v1/approvals"},
+		{"GET", "/api/v1/approvals/apr_x"},
+		{"POST", "/api/v1/approvals/apr_x/approve"},
+		{"POST", "/api/v1/approvals/apr_x/deny"},
+		{"GET", "/api/v1/audit"},
+		{"GET", "/api/v1/audit/verify"},
+		{"GET", "/api/v1/audit/export"},
+		{"GET", "/api/v1/policy"},
+		{"POST", "/api/v1/policy/rules"},
+		{"DELETE", "/api/v1/policy/rules/x"},
+		{"GET", "/api/v1/policy/history"},
+	} {
+		t.Run(ep.method+" "+ep.path, func(t *testing.T) {
+			code, _ := call(t, srv, ep.method, ep.path, nil, false)
+			if code != http.StatusUnauthorized {
+				t.Fatalf("without token: %d", code)
+			}
+			req, _ := http.NewRequest(ep.method, srv.URL+ep.path, nil)
+			req.Header.Set("Authorization", "Bearer wrong"+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("with a wrong token: %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+func TestSubmitWaitApprove(t *testing.T) {
+	srv, _ := server(t)
+	act := map[string]any{"tool": "Write", "cwd": "/p", "session": "s", "args": map[string]any{"file_path": "/etc/hosts"}}
+
+	code, b := call(t, srv, "POST", "/api/v1/actions?dry_run=1", act, false)
+	var o httpapi.Outcome
+	if err := json.Unmarshal(b, &o); err != nil || code != 200 || o.Level.String() != "confirm" || o.Approval != nil {
+		t.Fatalf("dry run: %d %s", code, b)
+	}
+	code, b = call(t, srv, "GET", "/api/v1/approvals", nil, true)
+	if code != 200 || strings.TrimSpace(string(b)) != "[]" {
+		t.Fatalf("a dry run opened an approval: %s", b)
+	}
+
+	code, b = call(t, srv, "POST", "/api/v1/actions", act, false)
+	if err := json.Unmarshal(b, &o); err != nil || code != 200 || o.Decision != "pending" || o.Approval == nil {
+		t.Fatalf("submit: %d %s", code, b)
+	}
+	id := o.Approval.ID
+	released := make(chan httpapi.Outcome, 1)
+	go func() {
+		_, b := call(t, srv, "GET", "/api/v1/actions/"+o.ActionID+"?wait=20s", nil, false)
+		var got httpapi.Outcome
+		_ = json.Unmarshal(b, &got)
+		released <- got
+	}()
+	time.Sleep(100 * time.Millisecond)
+	code, b = call(t, srv, "POST", "/api/v1/approvals/"+id+"/deny", map[string]any{"who": "ann", "reason": "use ./build instead"}, true)
+	if code != 200 || !strings.Contains(string(b), `"applied":true`) {
+		t.Fatalf("deny: %d %s", code, b)
+	}
+	select {
+	case got := <-released:
+		if got.Decision != "deny" || !strings.Contains(got.Reason, "use ./build instead") {
+			t.Fatalf("released: %+v", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting caller was not released")
+	}
+	code, b = call(t, srv, "POST", "/api/v1/approvals/"+id+"/approve", nil, true)
+	if code != 200 || !strings.Contains(string(b), `"applied":false`) {
+		t.Fatalf("late approve: %d %s", code, b)
+	}
+	code, _ = call(t, srv, "POST", "/api/v1/approvals/apr_nope/approve", nil, true)
+	if code != http.StatusNotFound {
+		t.Fatalf("unknown approval: %d", code)
+	}
+	code, b = call(t, srv, "GET", "/api/v1/audit/verify", nil, true)
+	if code != 200 || !strings.Contains(string(b), `"OK":true`) && !strings.Contains(string(b), `"ok":true`) {
+		t.Fatalf("verify: %d %s", code, b)
+	}
+}
+
+func TestSubmitLongPollTimesOutPending(t *testing.T) {
+	srv, _ := server(t)
+	act := map[string]any{"tool": "Write", "args": map[string]any{"file_path": "/etc/x"}}
+	start := time.Now()
+	_, b := call(t, srv, "POST", "/api/v1/actions?wait=200ms", act, false)
+	var o httpapi.Outcome
+	if err := json.Unmarshal(b, &o); err != nil || o.Decision != "pending" {
+		t.Fatalf("long poll: %s", b)
+	}
+	if time.Since(start) < 150*time.Millisecond {
+		t.Fatal("the long poll did not wait")
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	srv, _ := server(t)
+	req, _ := http.NewRequest("POST", srv.URL+"/api/v1/actions", strings.NewReader("{nope"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("bad JSON: %d", resp.StatusCode)
+	}
+	code, _ := call(t, srv, "POST", "/api/v1/actions?wait=soon", map[string]any{"tool": "Read", "args": map[string]any{}}, false)
+	if code != http.StatusBadRequest {
+		t.Fatalf("bad wait: %d", code)
+	}
+	code, b := call(t, srv, "POST", "/api/v1/policy/rules", map[string]any{"rule": map[string]any{"name": "x", "level": "maybe"}}, true)
+	if code != http.StatusBadRequest {
+		t.Fatalf("bad rule: %d %s", code, b)
+	}
+}
+
+func TestPolicyRulesAndMetrics(t *testing.T) {
+	srv, _ := server(t)
+	rule := map[string]any{"rule": map[string]any{"name": "no-deploys", "tool": []string{"deploy"}, "level": "block"}, "who": "ann"}
+	code, b := call(t, srv, "POST", "/api/v1/policy/rules", rule, true)
+	if code != http.StatusCreated {
+		t.Fatalf("add rule: %d %s", code, b)
+	}
+	code, b = call(t, srv, "POST", "/api/v1/actions", map[string]any{"tool": "deploy", "args": map[string]any{}}, false)
+	if code != 200 || !strings.Contains(string(b), `"level":"block"`) || !strings.Contains(string(b), `"decision":"deny"`) {
+		t.Fatalf("after the rule: %s", b)
+	}
+	code, b = call(t, srv, "GET", "/api/v1/policy/history", nil, true)
+	if code != 200 || !strings.Contains(string(b), "no-deploys") {
+		t.Fatalf("history: %s", b)
+	}
+	code, _ = call(t, srv, "DELETE", "/api/v1/policy/rules/no-deploys", nil, true)
+	if code != http.StatusNoContent {
+		t.Fatalf("delete rule: %d", code)
+	}
+	_, b = call(t, srv, "GET", "/metrics", nil, false)
+	if !strings.Contains(string(b), `overseer_actions_total{level="block"} 1`) || !strings.Contains(string(b), "overseer_approvals_pending") {
+		t.Fatalf("metrics:\n%s", b)
+	}
+}
