@@ -171,7 +171,9 @@ rules:
 // failingRules is a user layer whose store fails.
 type failingRules struct{ store.RuleStore }
 
-func (failingRules) RulesVersion(context.Context) (int64, error) { return 0, errors.New("disk on fire") }
+func (failingRules) RulesVersion(context.Context) (int64, error) {
+	return 0, errors.New("disk on fire")
+}
 func (failingRules) ListUserRules(context.Context, time.Time) ([]store.UserRule, error) {
 	return nil, errors.New("disk on fire")
 }

@@ -150,12 +150,39 @@ func compileRule(d *diag, r Rule, layer string, index int, line lineFunc) *Compi
 			c.cond = cond
 		}
 	}
+	if r.ArgsHash != "" && !isSHA256Hex(r.ArgsHash) {
+		d.errorf(lineOr(line("args_hash"), c.Line), "%s: args_hash: want 64 hexadecimal digits (see action.ArgsHash)", label)
+	}
+	for _, set := range []struct {
+		key string
+		exs []Example
+	}{{"match", r.Match}, {"not_match", r.NotMatch}} {
+		for i, ex := range set.exs {
+			if ex.Kind != "" && !ex.Kind.Valid() {
+				at := fmt.Sprintf("%s[%d]", set.key, i)
+				d.errorf(lineOr(line(at+".kind"), lineOr(line(at), c.Line)), "%s: %s example %d: unknown kind %q%s", label,
+					set.key, i+1, ex.Kind, suggest(string(ex.Kind), kindNames()))
+			}
+		}
+	}
 	c.matchLines = exampleLines(line, "match", len(r.Match), c.Line)
 	c.notMatchLines = exampleLines(line, "not_match", len(r.NotMatch), c.Line)
 	if len(d.errs) > before {
 		return nil
 	}
 	return c
+}
+
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return false
+		}
+	}
+	return true
 }
 
 func exampleLines(line lineFunc, key string, n, fallback int) []int {

@@ -204,7 +204,7 @@ func TestTrace(t *testing.T) {
 		Rule{Name: "k", Kind: []action.Kind{action.KindSQL}, Level: action.Auto},
 		Rule{Name: "t", Tool: []string{"Read", "Write"}, Level: action.Auto},
 		Rule{Name: "a", Agent: []string{"codex"}, Level: action.Auto},
-		Rule{Name: "h", ArgsHash: "00", Level: action.Auto},
+		Rule{Name: "h", ArgsHash: strings.Repeat("0", 64), Level: action.Auto},
 		Rule{Name: "w", When: `args.command.startsWith("rm")`, Level: action.Auto},
 		Rule{Name: "hit", Tool: []string{"bash"}, Level: action.Confirm},
 		Rule{Name: "never-reached", Level: action.Block},

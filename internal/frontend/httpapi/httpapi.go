@@ -484,12 +484,12 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
 		admin = append(admin, c.Rule)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"source":     s.k.PolicyFile,
-		"locked":     p.Locked,
-		"defaults":   p.Defaults,
-		"admin":      admin,
-		"user":       stored,
-		"settings":   p.Settings,
+		"source":   s.k.PolicyFile,
+		"locked":   p.Locked,
+		"defaults": p.Defaults,
+		"admin":    admin,
+		"user":     stored,
+		"settings": p.Settings,
 	})
 }
 

@@ -38,23 +38,23 @@ func newFixture(t testing.TB) *fixture {
 	}
 	f.ovh = filepath.Join(f.home, ".overseer")
 	files := map[string]string{
-		"home/.ssh/id_rsa":          "PRIVATE",
-		"home/.ssh/id_rsa.pub":      "ssh-rsa AAAA",
-		"home/.aws/credentials":     "[default]",
-		"home/.kube/config":         "apiVersion: v1",
+		"home/.ssh/id_rsa":           "PRIVATE",
+		"home/.ssh/id_rsa.pub":       "ssh-rsa AAAA",
+		"home/.aws/credentials":      "[default]",
+		"home/.kube/config":          "apiVersion: v1",
 		"home/.overseer/overseer.db": "db",
-		"home/notes.txt":            "notes",
-		"proj/main.go":              "package main\n",
-		"proj/README.md":            "# readme\n",
-		"proj/.env":                 "TOKEN=1",
-		"proj/.env.example":         "TOKEN=",
-		"proj/.env.production":      "TOKEN=2",
-		"proj/certs/server.pem":     "CERT",
-		"proj/sub/a.txt":            "a",
+		"home/notes.txt":             "notes",
+		"proj/main.go":               "package main\n",
+		"proj/README.md":             "# readme\n",
+		"proj/.env":                  "TOKEN=1",
+		"proj/.env.example":          "TOKEN=",
+		"proj/.env.production":       "TOKEN=2",
+		"proj/certs/server.pem":      "CERT",
+		"proj/sub/a.txt":             "a",
 		"proj/.git/hooks/pre-commit": "#!/bin/sh",
-		"out/existing.txt":          "out",
-		"other/notes.txt":           "other",
-		"policy.yaml":               "version: 1",
+		"out/existing.txt":           "out",
+		"other/notes.txt":            "other",
+		"policy.yaml":                "version: 1",
 	}
 	for p, c := range files {
 		full := filepath.Join(root, p)

@@ -15,8 +15,8 @@ import (
 )
 
 type corpusCase struct {
-	line                                     int
-	kind                                     action.Kind
+	line                                      int
+	kind                                      action.Kind
 	agent, tool, cwd, path, want, check, note string
 }
 
