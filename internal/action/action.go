@@ -87,7 +87,7 @@ func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
 // UnmarshalText decodes a level name; an empty string decodes to Unset.
 func (l *Level) UnmarshalText(b []byte) error {
-	if len(b) == 0 {
+	if len(b) == 0 || string(b) == "unset" {
 		*l = Unset
 		return nil
 	}

@@ -118,6 +118,7 @@ func validUTF8(s string) string {
 // Close stops accepting entries, waits until every entry already accepted is
 // committed (or has failed) and stops the writer goroutine. Append after
 // Close returns ErrClosed. Closing twice is not an error.
+// The store is not closed: it belongs to the caller.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if !l.closed {

@@ -139,13 +139,15 @@ func (e *Engine) loadUser(ctx context.Context) ([]*policy.Compiled, error) {
 	}
 	rules := make([]policy.Rule, 0, len(stored))
 	for _, s := range stored {
-		var r policy.Rule
-		if err := json.Unmarshal(s.Rule, &r); err != nil {
+		r, err := policy.DecodeRuleJSON(s.Rule)
+		if err != nil {
 			return nil, fmt.Errorf("rule %s: %w", s.ID, err)
 		}
 		rules = append(rules, r)
 	}
-	return policy.CompileRules(policy.LayerUser, rules, policy.Options{})
+	// Examples were checked when each rule was added; re-checking them here
+	// with a different analyzer must not take the whole user layer down.
+	return policy.CompileRules(policy.LayerUser, rules, policy.Options{SkipExamples: true})
 }
 
 // Prepare fills in what adapters leave out: the kind, the time, and the

@@ -108,7 +108,9 @@ func (c *Compiled) match(s *subject) (bool, string, error) {
 	if len(c.agents) > 0 && !matchAny(c.agents, s.agent) {
 		return false, CondAgent, nil
 	}
-	if c.ArgsHash != "" && !strings.EqualFold(c.ArgsHash, s.argsHash()) {
+	// An action whose arguments cannot be hashed never matches a rule made
+	// for one exact call.
+	if c.ArgsHash != "" && (!strings.EqualFold(c.ArgsHash, s.argsHash()) || strings.HasPrefix(s.argsHash(), "unhashable:")) {
 		return false, CondArgsHash, nil
 	}
 	if c.cond == nil {

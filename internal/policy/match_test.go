@@ -324,3 +324,31 @@ func TestGlobShapes(t *testing.T) {
 		}
 	}
 }
+
+func TestUnhashableArgsNeverMatchAHashRule(t *testing.T) {
+	bad := &action.Action{Tool: "x", Args: map[string]any{"f": func() {}}}
+	h := bad.ArgsHash()
+	if !strings.HasPrefix(h, "unhashable:") {
+		t.Fatalf("hash %q", h)
+	}
+	c := &Compiled{Rule: Rule{Name: "r", ArgsHash: h, Level: action.Auto}, Layer: LayerUser}
+	if ok, err := c.Matches(bad); ok || err != nil {
+		t.Errorf("Matches = %v, %v; want no match", ok, err)
+	}
+	if _, err := CompileRules(LayerUser, []Rule{c.Rule}, Options{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("CompileRules accepted args_hash %q", h)
+	}
+}
+
+func TestSkipExamples(t *testing.T) {
+	r := Rule{Name: "r", Tool: []string{"Bash"}, Level: action.Auto, Match: []Example{{Tool: "Read"}}}
+	if _, err := CompileRules(LayerUser, []Rule{r}, Options{}); !errors.Is(err, ErrExample) {
+		t.Fatalf("err = %v, want ErrExample", err)
+	}
+	if _, err := CompileRules(LayerUser, []Rule{r}, Options{SkipExamples: true}); err != nil {
+		t.Errorf("SkipExamples: %v", err)
+	}
+	if _, err := Parse("p.yaml", []byte("rules: [{name: r, tool: Bash, level: auto, match: [{tool: Read}]}]\n"), Options{SkipExamples: true}); err != nil {
+		t.Errorf("Parse with SkipExamples: %v", err)
+	}
+}

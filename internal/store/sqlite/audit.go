@@ -104,7 +104,7 @@ func (d *DB) insertAudit(ctx context.Context, tx *sql.Tx, k int, recs []store.Au
 // ScanAudit returns the error.
 func (d *DB) ScanAudit(ctx context.Context, afterSeq int64, fn func(store.AuditRecord) error) error {
 	for {
-		recs, err := d.queryAudit(ctx, store.AuditQuery{AfterSeq: afterSeq, Limit: scanPage})
+		recs, err := d.queryAudit(ctx, store.AuditQuery{AfterSeq: afterSeq, Limit: scanPage}, true)
 		for _, r := range recs {
 			if err := fn(r); err != nil {
 				return err
@@ -123,7 +123,7 @@ func (d *DB) ScanAudit(ctx context.Context, afterSeq int64, fn func(store.AuditR
 // QueryAudit implements store.AuditStore. Since is inclusive and Until
 // exclusive; Text matches a case-sensitive substring of the record's data.
 func (d *DB) QueryAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditRecord, error) {
-	recs, err := d.queryAudit(ctx, q)
+	recs, err := d.queryAudit(ctx, q, false)
 	if err != nil {
 		return nil, err
 	}
@@ -131,8 +131,9 @@ func (d *DB) QueryAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditR
 }
 
 // queryAudit returns the records matching q; on an error it also returns
-// the records read before it.
-func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditRecord, error) {
+// the records read before it. With strictAfter, q.AfterSeq filters even
+// when it is zero.
+func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery, strictAfter bool) ([]store.AuditRecord, error) {
 	var (
 		where []string
 		args  []any
@@ -141,10 +142,9 @@ func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditR
 		where = append(where, cond)
 		args = append(args, a...)
 	}
-	// A zero AfterSeq does not filter: records with seq <= 0 (which the
-	// audit log never writes) are still returned, so that verification sees
-	// them.
-	if q.AfterSeq != 0 {
+	// A zero AfterSeq in a query does not filter: records with seq <= 0
+	// (which the audit log never writes) are returned too.
+	if q.AfterSeq != 0 || strictAfter {
 		add("seq > ?", q.AfterSeq)
 	}
 	if len(q.Types) > 0 {

@@ -206,7 +206,7 @@ func (d *DB) read(ctx context.Context, op string, fn func(*sql.Tx) error) error 
 	if err != nil {
 		return d.wrap(op, err)
 	}
-	defer tx.Rollback() //nolint:errcheck // read-only; nothing to undo
+	defer func() { _ = tx.Rollback() }() // read-only: nothing to undo
 	return d.wrap(op, fn(tx))
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -486,5 +487,46 @@ func TestApprovalAlwaysReadable(t *testing.T) {
 				t.Fatalf("accepted but unreadable: %v", err)
 			}
 		})
+	}
+}
+
+// TestScanNonPositiveSeqs: rows with seq <= 0 (only a forger writes them)
+// are outside ScanAudit(0) and inside a scan from math.MinInt64, and a page
+// made only of them does not stall the scan.
+func TestScanNonPositiveSeqs(t *testing.T) {
+	db := openT(t, filepath.Join(t.TempDir(), "neg.db"))
+	if err := db.AppendAudit(t.Context(), []store.AuditRecord{{Time: storetest.T0, Type: "a", Data: json.RawMessage(`1`)}},
+		storetest.ChainSeal()); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.w.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const forged = scanPage + 200
+	for i := range forged {
+		if _, err := tx.Exec(`INSERT INTO audit (seq, time, type, data, prev_hash, hash) VALUES (?, ?, 'x', '{}', '', '')`,
+			-int64(i), fmtTime(storetest.T0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	count := func(after int64) int {
+		n := 0
+		if err := db.ScanAudit(t.Context(), after, func(store.AuditRecord) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(0); n != 1 {
+		t.Fatalf("ScanAudit(0) saw %d records, want 1", n)
+	}
+	if n := count(math.MinInt64); n != forged+1 {
+		t.Fatalf("ScanAudit(MinInt64) saw %d records, want %d", n, forged+1)
+	}
+	if n := count(-10); n != 11 { // -9..0 and 1
+		t.Fatalf("ScanAudit(-10) saw %d records, want 11", n)
 	}
 }

@@ -99,8 +99,6 @@ func CheckChain(t testing.TB, recs []store.AuditRecord) {
 	}
 }
 
-func ctxT(t *testing.T) context.Context { return t.Context() }
-
 // auditFixture is a small, varied log: 6 records a second apart.
 func auditFixture() []store.AuditRecord {
 	zone := time.FixedZone("X", 5*3600+1800) // stored times must come back as the same instant
@@ -138,7 +136,7 @@ func seqs(recs []store.AuditRecord) []int64 {
 func appendFixture(t *testing.T, st store.Store) []store.AuditRecord {
 	t.Helper()
 	recs := auditFixture()
-	if err := st.AppendAudit(ctxT(t), recs, ChainSeal()); err != nil {
+	if err := st.AppendAudit(t.Context(), recs, ChainSeal()); err != nil {
 		t.Fatalf("AppendAudit: %v", err)
 	}
 	return recs
@@ -149,7 +147,7 @@ func testAudit(t *testing.T, open Opener) {
 		st := open(t)
 		want := appendFixture(t, st)
 		var got []store.AuditRecord
-		if err := st.ScanAudit(ctxT(t), 0, func(r store.AuditRecord) error { got = append(got, r); return nil }); err != nil {
+		if err := st.ScanAudit(t.Context(), 0, func(r store.AuditRecord) error { got = append(got, r); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if len(got) != len(want) {
@@ -177,11 +175,11 @@ func testAudit(t *testing.T, open Opener) {
 			return seal(s, h, recs)
 		}
 		a := auditFixture()[:2]
-		if err := st.AppendAudit(ctxT(t), a, spy); err != nil {
+		if err := st.AppendAudit(t.Context(), a, spy); err != nil {
 			t.Fatal(err)
 		}
 		b := auditFixture()[2:3]
-		if err := st.AppendAudit(ctxT(t), b, spy); err != nil {
+		if err := st.AppendAudit(t.Context(), b, spy); err != nil {
 			t.Fatal(err)
 		}
 		want := []tail{{0, ""}, {2, a[1].Hash}}
@@ -196,7 +194,7 @@ func testAudit(t *testing.T, open Opener) {
 	t.Run("EmptyBatchIsNoop", func(t *testing.T) {
 		st := open(t)
 		called := false
-		err := st.AppendAudit(ctxT(t), nil, func(int64, string, []store.AuditRecord) error { called = true; return nil })
+		err := st.AppendAudit(t.Context(), nil, func(int64, string, []store.AuditRecord) error { called = true; return nil })
 		if err != nil || called {
 			t.Fatalf("empty append: err %v, seal called %v", err, called)
 		}
@@ -206,14 +204,14 @@ func testAudit(t *testing.T, open Opener) {
 		st := open(t)
 		appendFixture(t, st)
 		boom := errors.New("boom")
-		err := st.AppendAudit(ctxT(t), auditFixture(), func(s int64, h string, recs []store.AuditRecord) error {
+		err := st.AppendAudit(t.Context(), auditFixture(), func(s int64, h string, recs []store.AuditRecord) error {
 			_ = ChainSeal()(s, h, recs)
 			return boom
 		})
 		if !errors.Is(err, boom) {
 			t.Fatalf("err = %v, want wrapping %v", err, boom)
 		}
-		recs, err := st.QueryAudit(ctxT(t), store.AuditQuery{})
+		recs, err := st.QueryAudit(t.Context(), store.AuditQuery{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +224,7 @@ func testAudit(t *testing.T, open Opener) {
 		st := open(t)
 		appendFixture(t, st)
 		// A seal that reuses a sequence number must fail the whole batch.
-		err := st.AppendAudit(ctxT(t), auditFixture()[:2], func(s int64, h string, recs []store.AuditRecord) error {
+		err := st.AppendAudit(t.Context(), auditFixture()[:2], func(s int64, h string, recs []store.AuditRecord) error {
 			for i := range recs {
 				recs[i].Seq, recs[i].PrevHash, recs[i].Hash = s+1, h, "x"
 			}
@@ -235,7 +233,7 @@ func testAudit(t *testing.T, open Opener) {
 		if err == nil {
 			t.Fatal("duplicate seq accepted")
 		}
-		recs, err := st.QueryAudit(ctxT(t), store.AuditQuery{})
+		recs, err := st.QueryAudit(t.Context(), store.AuditQuery{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,13 +252,13 @@ func testAudit(t *testing.T, open Opener) {
 			recs[i] = store.AuditRecord{Time: T0.Add(time.Duration(i) * time.Millisecond), Type: "action",
 				Data: json.RawMessage(strconv.Itoa(i))}
 		}
-		if err := st.AppendAudit(ctxT(t), recs, ChainSeal()); err != nil {
+		if err := st.AppendAudit(t.Context(), recs, ChainSeal()); err != nil {
 			t.Fatal(err)
 		}
 		for _, after := range []int64{0, 1, 999, 1000, 1001, n - 1, n, n + 10} {
 			t.Run(fmt.Sprintf("after%d", after), func(t *testing.T) {
 				next := after + 1
-				err := st.ScanAudit(ctxT(t), after, func(r store.AuditRecord) error {
+				err := st.ScanAudit(t.Context(), after, func(r store.AuditRecord) error {
 					if r.Seq != next {
 						return fmt.Errorf("got seq %d, want %d", r.Seq, next)
 					}
@@ -278,7 +276,7 @@ func testAudit(t *testing.T, open Opener) {
 		t.Run("StopsOnError", func(t *testing.T) {
 			stop := errors.New("stop")
 			calls := 0
-			err := st.ScanAudit(ctxT(t), 0, func(store.AuditRecord) error {
+			err := st.ScanAudit(t.Context(), 0, func(store.AuditRecord) error {
 				calls++
 				if calls == 1500 {
 					return stop
@@ -324,7 +322,7 @@ func testAudit(t *testing.T, open Opener) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				got, err := st.QueryAudit(ctxT(t), c.q)
+				got, err := st.QueryAudit(t.Context(), c.q)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -372,13 +370,13 @@ func testApprovals(t *testing.T, open Opener) {
 	t.Run("CreateGet", func(t *testing.T) {
 		st := open(t)
 		a := approvalFixture("ap1", T0, "s1", "h1")
-		if err := st.CreateApproval(ctxT(t), a); err != nil {
+		if err := st.CreateApproval(t.Context(), a); err != nil {
 			t.Fatal(err)
 		}
 		if a.Status != store.StatusPending {
 			t.Fatalf("status after create = %q, want pending", a.Status)
 		}
-		got, err := st.GetApproval(ctxT(t), "ap1")
+		got, err := st.GetApproval(t.Context(), "ap1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -400,7 +398,7 @@ func testApprovals(t *testing.T, open Opener) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				if err := st.CreateApproval(ctxT(t), c.a); err == nil {
+				if err := st.CreateApproval(t.Context(), c.a); err == nil {
 					t.Fatal("accepted")
 				}
 			})
@@ -409,14 +407,14 @@ func testApprovals(t *testing.T, open Opener) {
 
 	t.Run("Duplicate", func(t *testing.T) {
 		st := open(t)
-		if err := st.CreateApproval(ctxT(t), approvalFixture("d", T0, "s", "h")); err != nil {
+		if err := st.CreateApproval(t.Context(), approvalFixture("d", T0, "s", "h")); err != nil {
 			t.Fatal(err)
 		}
 		b := approvalFixture("d", T0.Add(time.Hour), "other", "h2")
-		if err := st.CreateApproval(ctxT(t), b); err == nil {
+		if err := st.CreateApproval(t.Context(), b); err == nil {
 			t.Fatal("duplicate id accepted")
 		}
-		got, err := st.GetApproval(ctxT(t), "d")
+		got, err := st.GetApproval(t.Context(), "d")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -427,7 +425,7 @@ func testApprovals(t *testing.T, open Opener) {
 
 	t.Run("GetMissing", func(t *testing.T) {
 		st := open(t)
-		if _, err := st.GetApproval(ctxT(t), "nope"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := st.GetApproval(t.Context(), "nope"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("err = %v, want ErrNotFound", err)
 		}
 	})
@@ -441,11 +439,11 @@ func testApprovals(t *testing.T, open Opener) {
 			approvalFixture("b", T0.Add(time.Second), "s1", "h2"),
 			approvalFixture("d", T0.Add(3*time.Second), "s2", "h2"),
 		} {
-			if err := st.CreateApproval(ctxT(t), a); err != nil {
+			if err := st.CreateApproval(t.Context(), a); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, _, err := st.AnswerApproval(ctxT(t), "b", store.StatusApproved, answer("approve", "ann", T0)); err != nil {
+		if _, _, err := st.AnswerApproval(t.Context(), "b", store.StatusApproved, answer("approve", "ann", T0)); err != nil {
 			t.Fatal(err)
 		}
 		cases := []struct {
@@ -465,7 +463,7 @@ func testApprovals(t *testing.T, open Opener) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				got, err := st.ListApprovals(ctxT(t), c.f)
+				got, err := st.ListApprovals(t.Context(), c.f)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -516,12 +514,12 @@ func testApprovals(t *testing.T, open Opener) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				st := open(t)
-				if err := st.CreateApproval(ctxT(t), approvalFixture("x", T0, "s", "h")); err != nil {
+				if err := st.CreateApproval(t.Context(), approvalFixture("x", T0, "s", "h")); err != nil {
 					t.Fatal(err)
 				}
 				var firstApplied *store.Answer
 				for i, s := range c.steps {
-					got, applied, err := st.AnswerApproval(ctxT(t), "x", s.status, s.ans)
+					got, applied, err := st.AnswerApproval(t.Context(), "x", s.status, s.ans)
 					if err != nil {
 						t.Fatalf("step %d: %v", i, err)
 					}
@@ -549,7 +547,7 @@ func testApprovals(t *testing.T, open Opener) {
 					} else {
 						jsonEq(t, "terminal answer", got.Answer, firstApplied)
 					}
-					stored, err := st.GetApproval(ctxT(t), "x")
+					stored, err := st.GetApproval(t.Context(), "x")
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -561,7 +559,7 @@ func testApprovals(t *testing.T, open Opener) {
 
 	t.Run("AnswerMissing", func(t *testing.T) {
 		st := open(t)
-		_, _, err := st.AnswerApproval(ctxT(t), "nope", store.StatusApproved, answer("approve", "ann", T0))
+		_, _, err := st.AnswerApproval(t.Context(), "nope", store.StatusApproved, answer("approve", "ann", T0))
 		if !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("err = %v, want ErrNotFound", err)
 		}
@@ -569,13 +567,13 @@ func testApprovals(t *testing.T, open Opener) {
 
 	t.Run("AnswerUnknownStatus", func(t *testing.T) {
 		st := open(t)
-		if err := st.CreateApproval(ctxT(t), approvalFixture("x", T0, "s", "h")); err != nil {
+		if err := st.CreateApproval(t.Context(), approvalFixture("x", T0, "s", "h")); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := st.AnswerApproval(ctxT(t), "x", "yes-please", answer("approve", "ann", T0)); err == nil {
+		if _, _, err := st.AnswerApproval(t.Context(), "x", "yes-please", answer("approve", "ann", T0)); err == nil {
 			t.Fatal("unknown status accepted")
 		}
-		got, err := st.GetApproval(ctxT(t), "x")
+		got, err := st.GetApproval(t.Context(), "x")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -594,7 +592,7 @@ func testApprovals(t *testing.T, open Opener) {
 // b alternately and checks that exactly one answer was applied.
 func concurrentAnswers(t *testing.T, a, b store.Store) {
 	t.Helper()
-	if err := a.CreateApproval(ctxT(t), approvalFixture("race", T0, "s", "h")); err != nil {
+	if err := a.CreateApproval(t.Context(), approvalFixture("race", T0, "s", "h")); err != nil {
 		t.Fatal(err)
 	}
 	const n = 16
@@ -612,7 +610,7 @@ func concurrentAnswers(t *testing.T, a, b store.Store) {
 				st, status = b, store.StatusDenied
 			}
 			who := fmt.Sprintf("p%d", i)
-			_, applied, err := st.AnswerApproval(ctxT(t), "race", status, answer(string(status), who, T0))
+			_, applied, err := st.AnswerApproval(t.Context(), "race", status, answer(string(status), who, T0))
 			if err != nil {
 				t.Errorf("answer %d: %v", i, err)
 				return
@@ -628,7 +626,7 @@ func concurrentAnswers(t *testing.T, a, b store.Store) {
 	if len(winners) != 1 {
 		t.Fatalf("%d answers applied (%v), want exactly 1", len(winners), winners)
 	}
-	got, err := b.GetApproval(ctxT(t), "race")
+	got, err := b.GetApproval(t.Context(), "race")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -663,18 +661,18 @@ func testRules(t *testing.T, open Opener) {
 	t.Run("PutListOrder", func(t *testing.T) {
 		st := open(t)
 		for _, r := range []*store.UserRule{rule("c", 30, time.Time{}), rule("a", 10, time.Time{}), rule("b", 20, time.Time{})} {
-			if err := st.PutUserRule(ctxT(t), r); err != nil {
+			if err := st.PutUserRule(t.Context(), r); err != nil {
 				t.Fatal(err)
 			}
 		}
 		app := rule("z", 0, time.Time{})
-		if err := st.PutUserRule(ctxT(t), app); err != nil {
+		if err := st.PutUserRule(t.Context(), app); err != nil {
 			t.Fatal(err)
 		}
 		if app.Position <= 30 {
 			t.Fatalf("appended rule got position %d, want > 30", app.Position)
 		}
-		got, err := st.ListUserRules(ctxT(t), T0)
+		got, err := st.ListUserRules(t.Context(), T0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -687,14 +685,14 @@ func testRules(t *testing.T, open Opener) {
 	t.Run("Replace", func(t *testing.T) {
 		st := open(t)
 		for _, r := range []*store.UserRule{rule("a", 10, time.Time{}), rule("b", 20, time.Time{})} {
-			if err := st.PutUserRule(ctxT(t), r); err != nil {
+			if err := st.PutUserRule(t.Context(), r); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// Replacing with a zero position keeps the rule where it was.
 		repl := rule("a", 0, time.Time{})
 		repl.Rule = json.RawMessage(`{"name":"a","level":"block"}`)
-		if err := st.PutUserRule(ctxT(t), repl); err != nil {
+		if err := st.PutUserRule(t.Context(), repl); err != nil {
 			t.Fatal(err)
 		}
 		if repl.Position != 10 {
@@ -702,10 +700,10 @@ func testRules(t *testing.T, open Opener) {
 		}
 		// Replacing with a position moves it.
 		mv := rule("b", 5, time.Time{})
-		if err := st.PutUserRule(ctxT(t), mv); err != nil {
+		if err := st.PutUserRule(t.Context(), mv); err != nil {
 			t.Fatal(err)
 		}
-		got, err := st.ListUserRules(ctxT(t), T0)
+		got, err := st.ListUserRules(t.Context(), T0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -724,7 +722,7 @@ func testRules(t *testing.T, open Opener) {
 			rule("soon", 2, T0.Add(time.Minute)),
 			rule("later", 3, T0.Add(time.Hour)),
 		} {
-			if err := st.PutUserRule(ctxT(t), r); err != nil {
+			if err := st.PutUserRule(t.Context(), r); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -741,7 +739,7 @@ func testRules(t *testing.T, open Opener) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				got, err := st.ListUserRules(ctxT(t), c.now)
+				got, err := st.ListUserRules(t.Context(), c.now)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -756,55 +754,55 @@ func testRules(t *testing.T, open Opener) {
 		st := open(t)
 		ver := func() int64 {
 			t.Helper()
-			v, err := st.RulesVersion(ctxT(t))
+			v, err := st.RulesVersion(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
 			return v
 		}
 		v0 := ver()
-		if err := st.PutUserRule(ctxT(t), rule("a", 1, time.Time{})); err != nil {
+		if err := st.PutUserRule(t.Context(), rule("a", 1, time.Time{})); err != nil {
 			t.Fatal(err)
 		}
 		v1 := ver()
 		if v1 == v0 {
 			t.Fatal("version unchanged by put")
 		}
-		if _, err := st.ListUserRules(ctxT(t), T0); err != nil {
+		if _, err := st.ListUserRules(t.Context(), T0); err != nil {
 			t.Fatal(err)
 		}
 		if ver() != v1 {
 			t.Fatal("version changed by a read")
 		}
-		if err := st.PutUserRule(ctxT(t), rule("a", 2, time.Time{})); err != nil {
+		if err := st.PutUserRule(t.Context(), rule("a", 2, time.Time{})); err != nil {
 			t.Fatal(err)
 		}
 		v2 := ver()
 		if v2 == v1 {
 			t.Fatal("version unchanged by replace")
 		}
-		if err := st.DeleteUserRule(ctxT(t), "missing"); !errors.Is(err, store.ErrNotFound) {
+		if err := st.DeleteUserRule(t.Context(), "missing"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("delete missing: %v, want ErrNotFound", err)
 		}
 		if ver() != v2 {
 			t.Fatal("version changed by a failed delete")
 		}
-		if err := st.PutUserRule(ctxT(t), &store.UserRule{ID: "bad", Rule: json.RawMessage(`{`)}); err == nil {
+		if err := st.PutUserRule(t.Context(), &store.UserRule{ID: "bad", Rule: json.RawMessage(`{`)}); err == nil {
 			t.Fatal("invalid rule JSON accepted")
 		}
-		if err := st.PutUserRule(ctxT(t), &store.UserRule{Rule: json.RawMessage(`{}`)}); err == nil {
+		if err := st.PutUserRule(t.Context(), &store.UserRule{Rule: json.RawMessage(`{}`)}); err == nil {
 			t.Fatal("rule without id accepted")
 		}
 		if ver() != v2 {
 			t.Fatal("version changed by a rejected put")
 		}
-		if err := st.DeleteUserRule(ctxT(t), "a"); err != nil {
+		if err := st.DeleteUserRule(t.Context(), "a"); err != nil {
 			t.Fatal(err)
 		}
 		if ver() == v2 {
 			t.Fatal("version unchanged by delete")
 		}
-		got, err := st.ListUserRules(ctxT(t), T0)
+		got, err := st.ListUserRules(t.Context(), T0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -817,14 +815,14 @@ func testRules(t *testing.T, open Opener) {
 func testState(t *testing.T, open Opener) {
 	t.Run("Lifecycle", func(t *testing.T) {
 		st := open(t)
-		if _, err := st.GetState(ctxT(t), "ns", "k"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := st.GetState(t.Context(), "ns", "k"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("get missing: %v", err)
 		}
 		set := func(v string) func([]byte) ([]byte, error) {
 			return func([]byte) ([]byte, error) { return []byte(v), nil }
 		}
-		var sawOld []byte = []byte("unset")
-		if err := st.UpdateState(ctxT(t), "ns", "k", func(old []byte) ([]byte, error) {
+		sawOld := []byte("unset")
+		if err := st.UpdateState(t.Context(), "ns", "k", func(old []byte) ([]byte, error) {
 			sawOld = old
 			return []byte(`{"n":1}`), nil
 		}); err != nil {
@@ -833,7 +831,7 @@ func testState(t *testing.T, open Opener) {
 		if sawOld != nil {
 			t.Fatalf("fn got %q for a missing key, want nil", sawOld)
 		}
-		if err := st.UpdateState(ctxT(t), "ns", "k", func(old []byte) ([]byte, error) {
+		if err := st.UpdateState(t.Context(), "ns", "k", func(old []byte) ([]byte, error) {
 			sawOld = old
 			return []byte(`{"n":2}`), nil
 		}); err != nil {
@@ -842,17 +840,17 @@ func testState(t *testing.T, open Opener) {
 		if string(sawOld) != `{"n":1}` {
 			t.Fatalf("fn got %q, want the old value", sawOld)
 		}
-		if err := st.UpdateState(ctxT(t), "ns", "other", set(`"x"`)); err != nil {
+		if err := st.UpdateState(t.Context(), "ns", "other", set(`"x"`)); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.UpdateState(ctxT(t), "ns2", "k", set(`3`)); err != nil {
+		if err := st.UpdateState(t.Context(), "ns2", "k", set(`3`)); err != nil {
 			t.Fatal(err)
 		}
-		got, err := st.GetState(ctxT(t), "ns", "k")
+		got, err := st.GetState(t.Context(), "ns", "k")
 		if err != nil || string(got) != `{"n":2}` {
 			t.Fatalf("get = %q, %v", got, err)
 		}
-		all, err := st.ListState(ctxT(t), "ns")
+		all, err := st.ListState(t.Context(), "ns")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -860,22 +858,22 @@ func testState(t *testing.T, open Opener) {
 			t.Fatalf("list = %q", all)
 		}
 		boom := errors.New("boom")
-		if err := st.UpdateState(ctxT(t), "ns", "k", func([]byte) ([]byte, error) { return []byte(`9`), boom }); !errors.Is(err, boom) {
+		if err := st.UpdateState(t.Context(), "ns", "k", func([]byte) ([]byte, error) { return []byte(`9`), boom }); !errors.Is(err, boom) {
 			t.Fatalf("fn error: got %v", err)
 		}
-		if err := st.UpdateState(ctxT(t), "ns", "k", set(`not json`)); err == nil {
+		if err := st.UpdateState(t.Context(), "ns", "k", set(`not json`)); err == nil {
 			t.Fatal("invalid JSON value accepted")
 		}
-		if got, _ := st.GetState(ctxT(t), "ns", "k"); string(got) != `{"n":2}` {
+		if got, _ := st.GetState(t.Context(), "ns", "k"); string(got) != `{"n":2}` {
 			t.Fatalf("failed updates changed the value to %q", got)
 		}
-		if err := st.UpdateState(ctxT(t), "ns", "k", func([]byte) ([]byte, error) { return nil, nil }); err != nil {
+		if err := st.UpdateState(t.Context(), "ns", "k", func([]byte) ([]byte, error) { return nil, nil }); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.GetState(ctxT(t), "ns", "k"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := st.GetState(t.Context(), "ns", "k"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("after delete: %v", err)
 		}
-		empty, err := st.ListState(ctxT(t), "none")
+		empty, err := st.ListState(t.Context(), "none")
 		if err != nil || empty == nil || len(empty) != 0 {
 			t.Fatalf("list of empty ns = %v, %v; want an empty map", empty, err)
 		}
@@ -902,7 +900,7 @@ func concurrentIncrements(t *testing.T, a, b store.Store) {
 				st = b
 			}
 			for range each {
-				err := st.UpdateState(ctxT(t), "count", "n", func(old []byte) ([]byte, error) {
+				err := st.UpdateState(t.Context(), "count", "n", func(old []byte) ([]byte, error) {
 					n := 0
 					if old != nil {
 						if err := json.Unmarshal(old, &n); err != nil {
@@ -919,7 +917,7 @@ func concurrentIncrements(t *testing.T, a, b store.Store) {
 		}()
 	}
 	wg.Wait()
-	got, err := b.GetState(ctxT(t), "count", "n")
+	got, err := b.GetState(t.Context(), "count", "n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -930,13 +928,13 @@ func concurrentIncrements(t *testing.T, a, b store.Store) {
 
 func testClosed(t *testing.T, open Opener) {
 	st := open(t)
-	if err := st.CreateApproval(ctxT(t), approvalFixture("x", T0, "s", "h")); err != nil {
+	if err := st.CreateApproval(t.Context(), approvalFixture("x", T0, "s", "h")); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t)
+	ctx := t.Context()
 	ops := map[string]func() error{
 		"AppendAudit": func() error { return st.AppendAudit(ctx, auditFixture(), ChainSeal()) },
 		"ScanAudit":   func() error { return st.ScanAudit(ctx, 0, func(store.AuditRecord) error { return nil }) },
@@ -971,10 +969,10 @@ func testClosed(t *testing.T, open Opener) {
 
 func testCanceled(t *testing.T, open Opener) {
 	st := open(t)
-	if err := st.CreateApproval(ctxT(t), approvalFixture("x", T0, "s", "h")); err != nil {
+	if err := st.CreateApproval(t.Context(), approvalFixture("x", T0, "s", "h")); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(ctxT(t))
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	ops := map[string]func() error{
 		"AppendAudit": func() error { return st.AppendAudit(ctx, auditFixture(), ChainSeal()) },
@@ -996,14 +994,14 @@ func testCanceled(t *testing.T, open Opener) {
 		})
 	}
 	// Nothing was written.
-	a, err := st.GetApproval(ctxT(t), "x")
+	a, err := st.GetApproval(t.Context(), "x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Status != store.StatusPending || len(a.Answers) != 0 {
 		t.Fatalf("a canceled answer was recorded: %+v", a)
 	}
-	recs, err := st.QueryAudit(ctxT(t), store.AuditQuery{})
+	recs, err := st.QueryAudit(t.Context(), store.AuditQuery{})
 	if err != nil || len(recs) != 0 {
 		t.Fatalf("canceled append wrote %d records (%v)", len(recs), err)
 	}
@@ -1031,7 +1029,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 						recs[k] = store.AuditRecord{Time: T0, Type: "action",
 							Data: json.RawMessage(fmt.Sprintf(`{"w":%d,"b":%d,"k":%d}`, i, j, k))}
 					}
-					if err := st.AppendAudit(ctxT(t), recs, seal); err != nil {
+					if err := st.AppendAudit(t.Context(), recs, seal); err != nil {
 						t.Errorf("append: %v", err)
 						return
 					}
@@ -1039,7 +1037,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 			}()
 		}
 		wg.Wait()
-		recs, err := a.QueryAudit(ctxT(t), store.AuditQuery{})
+		recs, err := a.QueryAudit(t.Context(), store.AuditQuery{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1058,21 +1056,21 @@ func RunShared(t *testing.T, open SharedOpener) {
 	})
 	t.Run("RulesVisible", func(t *testing.T) {
 		a, b := open(t)
-		v0, err := b.RulesVersion(ctxT(t))
+		v0, err := b.RulesVersion(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := a.PutUserRule(ctxT(t), rule("x", 0, time.Time{})); err != nil {
+		if err := a.PutUserRule(t.Context(), rule("x", 0, time.Time{})); err != nil {
 			t.Fatal(err)
 		}
-		v1, err := b.RulesVersion(ctxT(t))
+		v1, err := b.RulesVersion(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if v1 == v0 {
 			t.Fatal("the other handle did not see the version change")
 		}
-		got, err := b.ListUserRules(ctxT(t), T0)
+		got, err := b.ListUserRules(t.Context(), T0)
 		if err != nil || len(got) != 1 {
 			t.Fatalf("other handle lists %v, %v", got, err)
 		}
