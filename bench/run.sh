@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Runs Overseer's benchmark suite and prints a summary with the goals:
+#
+#   Evaluate, 100-rule policy   median < 20 µs, and at most half of OPA's
+#   durable audit appends       >= 20,000 per second
+#   POST /api/v1/actions        >= 5,000 requests per second (an auto action)
+#
+# Usage: bench/run.sh            (from anywhere; takes a few minutes)
+# Tuning (environment): BENCHTIME (default 2s) and COUNT (3; the summary
+# takes the median of the runs) for the Go benchmarks, API_SECONDS (10) and
+# API_CLIENTS (64) for the HTTP load, STRICT=1 to exit non-zero when a goal
+# is missed. It exits non-zero when a step fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+BENCHTIME="${BENCHTIME:-2s}"
+COUNT="${COUNT:-3}"
+API_SECONDS="${API_SECONDS:-10}"
+API_CLIENTS="${API_CLIENTS:-64}"
+STRICT="${STRICT:-0}"
+
+WORK="$(mktemp -d)"
+DAEMON=""
+cleanup() {
+  if [ -n "$DAEMON" ] && kill -0 "$DAEMON" 2>/dev/null; then
+    kill -TERM "$DAEMON" 2>/dev/null
+    wait "$DAEMON" 2>/dev/null
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+FAILED=0
+fail() { echo "bench: $*" >&2; FAILED=1; }
+
+# metric FILE BENCH UNIT prints the median over the runs (-count) of the
+# value reported as UNIT by the benchmark whose name starts with BENCH.
+metric() {
+  awk -v name="$2" -v unit="$3" '
+    index($1, name) == 1 { for (i = 2; i < NF; i++) if ($(i + 1) == unit) print $i }' "$1" |
+    sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
+}
+
+# jsonfield FILE KEY prints a number or string field of a one-line JSON object.
+jsonfield() {
+  sed -n 's/.*"'"$2"'":"\{0,1\}\([^,"}]*\).*/\1/p' "$1" | head -n 1
+}
+
+cpu="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)"
+echo "Overseer benchmarks — $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "machine: $(nproc 2>/dev/null || echo '?') cores${cpu:+, $cpu}; $(go version | cut -d' ' -f3-)"
+echo
+
+echo "== Evaluate, 100-rule policy (Overseer)"
+if go test -count="$COUNT" -run '^$' -bench '^BenchmarkEvaluate100Rules$' -benchtime "$BENCHTIME" ./bench/ | tee "$WORK/eval.txt"; then :; else
+  fail "the Evaluate benchmark failed"
+fi
+echo
+echo "== the same rules in Rego (OPA, module bench/opa)"
+if (cd bench/opa && go mod download && go test -count="$COUNT" -run '^$' -bench '^BenchmarkOPA100Rules$' -benchtime "$BENCHTIME" .) |
+  tee "$WORK/opa.txt"; then :; else
+  fail "the OPA benchmark failed"
+fi
+echo
+echo "== durable audit appends"
+if go test -count="$COUNT" -run '^$' -bench '^BenchmarkAuditAppend$' -benchtime "$BENCHTIME" ./bench/ | tee "$WORK/audit.txt"; then :; else
+  fail "the audit benchmark failed"
+fi
+echo
+
+echo "== POST /api/v1/actions over loopback"
+api() {
+  CGO_ENABLED=0 go build -o "$WORK/overseer" ./cmd/overseer || { fail "building overseer failed"; return; }
+  CGO_ENABLED=0 go build -o "$WORK/apiload" ./bench/cmd/apiload || { fail "building apiload failed"; return; }
+  export OVERSEER_HOME="$WORK/home"
+  mkdir -p "$WORK/proj" "$OVERSEER_HOME"
+  echo "# a file to read" >"$WORK/proj/README.md"
+  # One agent session per request ({{n}}): the same call repeated in one
+  # session is escalated by repeat detection, as it should be.
+  local body='{"tool":"Read","kind":"file_read","agent":"bench","session":"load-{{n}}","args":{"file_path":"README.md"},"cwd":"'"$WORK/proj"'"}'
+
+  # The action must be one the built-in policy lets run unasked.
+  echo "${body//\{\{n\}\}/0}" | "$WORK/overseer" eval >"$WORK/eval.json" || { fail "overseer eval failed"; return; }
+  local level
+  level="$(grep -m 1 '"level"' "$WORK/eval.json" | sed 's/.*"level": *"\([a-z]*\)".*/\1/')"
+  echo "overseer eval: the load's action is judged \"$level\""
+  if [ "$level" != "auto" ]; then
+    fail "the load's action is judged \"$level\", not auto"
+    cat "$WORK/eval.json" >&2
+    return
+  fi
+
+  "$WORK/overseer" serve --addr 127.0.0.1:0 >"$WORK/serve.log" 2>&1 &
+  DAEMON=$!
+  local i
+  for i in $(seq 1 150); do
+    [ -s "$OVERSEER_HOME/daemon.json" ] && break
+    kill -0 "$DAEMON" 2>/dev/null || break
+    sleep 0.2
+  done
+  local addr
+  addr="$(jsonfield "$OVERSEER_HOME/daemon.json" addr 2>/dev/null)"
+  if [ -z "$addr" ]; then
+    fail "the daemon did not start"
+    cat "$WORK/serve.log" >&2
+    return
+  fi
+  echo "daemon at $addr; $API_CLIENTS clients for ${API_SECONDS}s"
+  "$WORK/apiload" -url "http://$addr/api/v1/actions" -c "$API_CLIENTS" -d "${API_SECONDS}s" -warmup 2s \
+    -body "$body" -expect '"decision":"allow","level":"auto"' | tee "$WORK/api.json" || fail "apiload failed"
+  # For reference: the same requests judged but not recorded (?dry_run=1),
+  # which separates the cost of the durable audit records from the rest.
+  echo "the same with ?dry_run=1 (judged, not recorded; reference only)"
+  "$WORK/apiload" -url "http://$addr/api/v1/actions?dry_run=1" -c "$API_CLIENTS" -d "$(( (API_SECONDS + 1) / 2 ))s" \
+    -warmup 1s -body "$body" -expect '"decision":"allow","level":"auto"' | tee "$WORK/dry.json" || fail "apiload (dry run) failed"
+  kill -TERM "$DAEMON" 2>/dev/null
+  wait "$DAEMON" 2>/dev/null
+  DAEMON=""
+}
+api
+echo
+
+# ---- summary
+ov50="$(metric "$WORK/eval.txt" BenchmarkEvaluate100Rules/policy-only p50-ns)"
+ov99="$(metric "$WORK/eval.txt" BenchmarkEvaluate100Rules/policy-only p99-ns)"
+og50="$(metric "$WORK/eval.txt" BenchmarkEvaluate100Rules/default-guards p50-ns)"
+og99="$(metric "$WORK/eval.txt" BenchmarkEvaluate100Rules/default-guards p99-ns)"
+ngu="$(metric "$WORK/eval.txt" BenchmarkEvaluate100Rules/default-guards guards)"
+op50="$(metric "$WORK/opa.txt" BenchmarkOPA100Rules/input p50-ns)"
+op99="$(metric "$WORK/opa.txt" BenchmarkOPA100Rules/input p99-ns)"
+pp50="$(metric "$WORK/opa.txt" BenchmarkOPA100Rules/parsed-input p50-ns)"
+pp99="$(metric "$WORK/opa.txt" BenchmarkOPA100Rules/parsed-input p99-ns)"
+apps="$(metric "$WORK/audit.txt" BenchmarkAuditAppend appends/s)"
+rps="" ; a50="" ; a99="" ; aerr=""
+if [ -s "$WORK/api.json" ]; then
+  rps="$(jsonfield "$WORK/api.json" rps)"
+  a50="$(jsonfield "$WORK/api.json" p50_us)"
+  a99="$(jsonfield "$WORK/api.json" p99_us)"
+  aerr="$(jsonfield "$WORK/api.json" errors)"
+fi
+dry=""
+if [ -s "$WORK/dry.json" ]; then
+  dry="$(jsonfield "$WORK/dry.json" rps)"
+fi
+
+us() { [ -n "$1" ] && awk -v n="$1" 'BEGIN { printf "%.1f µs", n / 1000 }' || echo "n/a"; }
+num() { [ -n "$1" ] && awk -v n="$1" 'BEGIN { printf "%.0f", n }' || echo "n/a"; }
+ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }' || echo "n/a"; }
+# goal VALUE OP LIMIT prints PASS or MISS (n/a when there is no value).
+goal() {
+  if [ -z "$1" ] || [ "$1" = "n/a" ]; then echo "n/a"; return; fi
+  if awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN { exit !((op == "<" && v < l) || (op == "<=" && v <= l) || (op == ">=" && v >= l)) }'; then
+    echo "PASS"
+  else
+    echo "MISS"
+  fi
+}
+
+r50="$(ratio "$ov50" "$op50")"
+rp50="$(ratio "$ov50" "$pp50")"
+g1="$(goal "$ov50" "<" 20000)"
+g2="$(goal "$r50" "<=" 0.5)"
+g3="$(goal "$apps" ">=" 20000)"
+apigoal="$rps"
+if [ -n "$aerr" ] && [ "$aerr" != "0" ]; then apigoal="n/a"; fi
+g4="$(goal "$apigoal" ">=" 5000)"
+
+echo "==================== summary ===================="
+printf '%-44s %14s %14s\n' "" "p50" "p99"
+printf '%-44s %14s %14s\n' "Overseer Evaluate, 100 rules (policy only)" "$(us "$ov50")" "$(us "$ov99")"
+printf '%-44s %14s %14s\n' "Overseer Evaluate, 100 rules + ${ngu:-?} guards" "$(us "$og50")" "$(us "$og99")"
+printf '%-44s %14s %14s\n' "OPA Eval, same rules in Rego (input)" "$(us "$op50")" "$(us "$op99")"
+printf '%-44s %14s %14s\n' "OPA Eval, pre-parsed input (reference)" "$(us "$pp50")" "$(us "$pp99")"
+printf '%-44s %14s\n' "ratio Overseer/OPA (p50)" "$r50"
+printf '%-44s %14s\n' "ratio Overseer/OPA pre-parsed (p50)" "$rp50"
+printf '%-44s %14s\n' "durable audit appends/s" "$(num "$apps")"
+printf '%-44s %14s %14s\n' "POST /api/v1/actions, auto: requests/s" "$(num "$rps")" "errors: ${aerr:-n/a}"
+printf '%-44s %14s %14s\n' "  latency" "$( [ -n "$a50" ] && echo "$(num "$a50") µs" || echo n/a)" "$( [ -n "$a99" ] && echo "$(num "$a99") µs" || echo n/a)"
+printf '%-44s %14s\n' "  the same, dry run (not recorded)" "$(num "$dry")"
+echo "-------------------- goals ----------------------"
+printf '%-44s %s\n' "Evaluate p50 < 20 µs" "$g1"
+printf '%-44s %s\n' "Overseer/OPA (p50) <= 0.5" "$g2"
+printf '%-44s %s\n' "audit appends >= 20,000/s" "$g3"
+printf '%-44s %s\n' "API >= 5,000 requests/s, no errors" "$g4"
+
+if [ "$FAILED" != 0 ]; then
+  exit 1
+fi
+if [ "$STRICT" = 1 ] && [ "$g1$g2$g3$g4" != "PASSPASSPASSPASS" ]; then
+  exit 3
+fi
+exit 0
