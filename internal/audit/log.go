@@ -86,6 +86,49 @@ func (l *Log) Append(ctx context.Context, e Entry) (store.AuditRecord, error) {
 	}
 }
 
+// AppendAll records entries in order and returns their records. The
+// entries are queued together so that they usually share one durable
+// commit: a caller recording an action and its verdict waits for one fsync,
+// not two. It returns only after every record is durable, or with the first
+// error (then treat the action as not allowed).
+func (l *Log) AppendAll(ctx context.Context, entries ...Entry) ([]store.AuditRecord, error) {
+	reqs := make([]*request, 0, len(entries))
+	for _, e := range entries {
+		rec, err := l.prepare(e)
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, &request{ctx: ctx, rec: rec, reply: make(chan result, 1)})
+	}
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	for _, req := range reqs {
+		select {
+		case l.queue <- req:
+		case <-ctx.Done():
+			l.mu.RUnlock()
+			return nil, fmt.Errorf("audit: append: %w", ctx.Err())
+		}
+	}
+	l.mu.RUnlock()
+	out := make([]store.AuditRecord, 0, len(reqs))
+	for _, req := range reqs {
+		select {
+		case res := <-req.reply:
+			if res.err != nil {
+				return nil, res.err
+			}
+			out = append(out, res.rec)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("audit: append: %w", ctx.Err())
+		}
+	}
+	return out, nil
+}
+
 // prepare validates e and encodes its data; this work runs on the caller's
 // goroutine, in parallel with other appenders.
 func (l *Log) prepare(e Entry) (store.AuditRecord, error) {

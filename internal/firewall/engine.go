@@ -30,7 +30,7 @@ import (
 type Signals interface {
 	Recent(session string, window time.Duration) []perception.ActionSample
 	LowConfidenceStreak(session string, below float64) int
-	ToolStats(ctx context.Context, tool string) (perception.ToolStats, error)
+	RecentToolStats(ctx context.Context, tool string) (perception.ToolStats, error)
 }
 
 // Config builds an Engine.
@@ -405,7 +405,7 @@ func (ev *evaluation) metacognition(ctx context.Context) {
 				Message: fmt.Sprintf("confidence has been below %.2f for %d decisions in a row", meta.LowConfidence, streak)})
 		}
 	}
-	stats, err := ev.e.signals.ToolStats(ctx, a.Tool)
+	stats, err := ev.e.signals.RecentToolStats(ctx, a.Tool)
 	if err != nil {
 		// The hint is advisory; a failure to read it does not change the level.
 		return

@@ -191,11 +191,8 @@ func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, err
 	}
 	v := k.Engine.Evaluate(ctx, a)
 	sub := &Submission{Action: *a, Verdict: v}
-	if _, err := k.Audit.Append(ctx, entry(audit.TypeAction, a, a)); err != nil {
-		return nil, fmt.Errorf("recording the action: %w", err)
-	}
-	if _, err := k.Audit.Append(ctx, entry(audit.TypeVerdict, a, v)); err != nil {
-		return nil, fmt.Errorf("recording the verdict: %w", err)
+	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, a, a), entry(audit.TypeVerdict, a, v)); err != nil {
+		return nil, fmt.Errorf("recording the action and its verdict: %w", err)
 	}
 	key := firewall.SessionKey(a)
 	k.Bus.RecordAction(key, a.Tool, v.ArgsHash)

@@ -165,6 +165,41 @@ type Bus struct {
 	mu       sync.Mutex
 	sessions map[string]*list.Element // of *session
 	lru      *list.List               // front: most recently active
+
+	// statsCache keeps recently read tool statistics for StatsCacheTTL, so
+	// that the engine's per-evaluation read does not cost a database query.
+	// Answers recorded through this bus update it at once; answers recorded
+	// by another process are seen within the TTL.
+	cacheMu    sync.Mutex
+	statsCache map[string]cachedStats
+}
+
+// StatsCacheTTL is how long a tool's statistics read from the store are
+// reused.
+const StatsCacheTTL = time.Second
+
+type cachedStats struct {
+	stats ToolStats
+	at    time.Time
+}
+
+func (b *Bus) cached(tool string) (ToolStats, bool) {
+	b.cacheMu.Lock()
+	defer b.cacheMu.Unlock()
+	c, ok := b.statsCache[tool]
+	if !ok || b.clk.Now().Sub(c.at) > StatsCacheTTL || b.clk.Now().Before(c.at) {
+		return ToolStats{}, false
+	}
+	return c.stats, true
+}
+
+func (b *Bus) remember(tool string, s ToolStats) {
+	b.cacheMu.Lock()
+	defer b.cacheMu.Unlock()
+	if b.statsCache == nil || len(b.statsCache) > 4096 {
+		b.statsCache = map[string]cachedStats{}
+	}
+	b.statsCache[tool] = cachedStats{stats: s, at: b.clk.Now()}
 }
 
 // New returns a bus that persists tool statistics in st, with DefaultLimits.
@@ -236,11 +271,23 @@ func (b *Bus) RecordAnswer(ctx context.Context, tool string, approved bool, elap
 	if err != nil {
 		return ToolStats{}, fmt.Errorf("perception: record answer for %s: %w", tool, err)
 	}
+	b.remember(tool, out)
 	return out, nil
 }
 
-// ToolStats returns the statistics of tool; a tool never answered about has
-// zero statistics.
+// RecentToolStats is ToolStats served from a cache of up to StatsCacheTTL:
+// for readers on a hot path (the engine reads it on every evaluation) that
+// can accept statistics up to a second old from other processes. Answers
+// recorded through this bus are reflected at once.
+func (b *Bus) RecentToolStats(ctx context.Context, tool string) (ToolStats, error) {
+	if s, ok := b.cached(tool); ok {
+		return s, nil
+	}
+	return b.ToolStats(ctx, tool)
+}
+
+// ToolStats returns the statistics of tool, read from the store; a tool
+// never answered about has zero statistics.
 func (b *Bus) ToolStats(ctx context.Context, tool string) (ToolStats, error) {
 	if tool == "" {
 		return ToolStats{}, ErrEmptyTool
@@ -250,6 +297,7 @@ func (b *Bus) ToolStats(ctx context.Context, tool string) (ToolStats, error) {
 	}
 	raw, err := b.st.GetState(ctx, StatsNamespace, tool)
 	if errors.Is(err, store.ErrNotFound) {
+		b.remember(tool, ToolStats{Tool: tool})
 		return ToolStats{Tool: tool}, nil
 	}
 	if err != nil {
@@ -260,6 +308,7 @@ func (b *Bus) ToolStats(ctx context.Context, tool string) (ToolStats, error) {
 		return ToolStats{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, tool, err)
 	}
 	s.Tool = tool
+	b.remember(tool, s)
 	return s, nil
 }
 

@@ -440,3 +440,31 @@ func BenchmarkRecordAnswer(b *testing.B) {
 		}
 	}
 }
+
+func TestRecentToolStatsCache(t *testing.T) {
+	ctx := context.Background()
+	b, clk, db := newBus(t)
+	other := New(db, clk) // another process sharing the database
+	if _, err := b.RecentToolStats(ctx, "Write"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.RecordAnswer(ctx, "Write", false, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.RecentToolStats(ctx, "Write"); got.Rejections != 0 {
+		t.Fatalf("within the TTL the cached value is served: %+v", got)
+	}
+	if got, _ := b.ToolStats(ctx, "Write"); got.Rejections != 1 {
+		t.Fatalf("ToolStats must read the store: %+v", got)
+	}
+	clk.Advance(StatsCacheTTL + time.Millisecond)
+	if got, _ := b.RecentToolStats(ctx, "Write"); got.Rejections != 1 {
+		t.Fatalf("after the TTL: %+v", got)
+	}
+	if _, err := b.RecordAnswer(ctx, "Write", true, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.RecentToolStats(ctx, "Write"); got.Approvals != 1 {
+		t.Fatalf("an answer through this bus is seen at once: %+v", got)
+	}
+}

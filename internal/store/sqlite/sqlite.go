@@ -91,6 +91,7 @@ func OpenContext(ctx context.Context, path string) (*DB, error) {
 		"_pragma=busy_timeout("+ms+")",
 		"_pragma=journal_mode(WAL)",
 		"_pragma=synchronous(FULL)",
+		"_pragma=temp_store(MEMORY)",
 		"_pragma=foreign_keys(ON)",
 		"_txlock=immediate",
 	))
