@@ -1,21 +1,72 @@
 package kernel
 
 import (
-	"github.com/overseer-dev/overseer/internal/action"
-	"github.com/overseer-dev/overseer/internal/firewall"
+	"fmt"
+	"sort"
+
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/netguard"
+	"github.com/overseer-dev/overseer/internal/guard/paths"
+	"github.com/overseer-dev/overseer/internal/guard/shell"
+	"github.com/overseer-dev/overseer/internal/guard/sqlguard"
 	"github.com/overseer-dev/overseer/internal/policy"
+	"github.com/overseer-dev/overseer/internal/store"
 )
 
-// DefaultGuards builds the standard hard guards, configured from the
-// policy's guards section.
-func DefaultGuards(p *policy.Policy) ([]guard.Guard, error) {
-	return nil, nil
+// GuardEnv is what the guards need besides the policy.
+type GuardEnv struct {
+	Home       string           // Overseer's home: off limits to agents
+	PolicyFile string           // the admin policy file, if any: off limits too
+	Store      store.StateStore // for the read tracker (read-before-edit)
 }
 
-// PrepareExample derives an example action's facts the way the engine
-// does, so policy examples are judged on the same facts as live actions.
-func PrepareExample(a *action.Action) error {
-	firewall.Prepare(a, a.Time)
-	return nil
+// knownGuards are the sections a policy's `guards:` may configure.
+var knownGuards = map[string]bool{"shell": true, "paths": true, "net": true, "sql": true, "mcp": true}
+
+// DefaultGuards builds the standard hard guards — shell, paths, network,
+// SQL — configured from the policy's guards section, in the order the
+// engine runs them (the shell guard first: it derives the path facts the
+// paths guard then resolves).
+func DefaultGuards(p *policy.Policy, env GuardEnv) ([]guard.Guard, error) {
+	for _, name := range p.GuardNames() {
+		if !knownGuards[name] {
+			known := make([]string, 0, len(knownGuards))
+			for k := range knownGuards {
+				known = append(known, k)
+			}
+			sort.Strings(known)
+			return nil, fmt.Errorf("%s: unknown guard %q in guards (known: %v)", p.Name, name, known)
+		}
+	}
+	var shellCfg shell.Config
+	if _, err := p.DecodeGuard("shell", &shellCfg); err != nil {
+		return nil, err
+	}
+	sh, err := shell.New(shellCfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: guards.shell: %w", p.Name, err)
+	}
+	var reads paths.ReadTracker
+	if env.Store != nil {
+		reads = paths.NewStoreTracker(env.Store, nil)
+	}
+	pg, err := PathsGuard(env.Home, env.PolicyFile, p, reads)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	var netPol netguard.Policy
+	if _, err := p.DecodeGuard("net", &netPol); err != nil {
+		return nil, err
+	}
+	if err := netPol.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: guards.net: %w", p.Name, err)
+	}
+	var sqlPol sqlguard.Policy
+	if _, err := p.DecodeGuard("sql", &sqlPol); err != nil {
+		return nil, err
+	}
+	if err := sqlPol.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: guards.sql: %w", p.Name, err)
+	}
+	return []guard.Guard{sh, pg, netguard.New(netPol), sqlguard.New(sqlPol)}, nil
 }

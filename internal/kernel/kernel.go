@@ -42,7 +42,7 @@ type Config struct {
 	// Clock defaults to the real clock.
 	Clock clock.Clock
 	// Guards builds the hard guards for a policy. Nil means DefaultGuards.
-	Guards func(p *policy.Policy) ([]guard.Guard, error)
+	Guards func(p *policy.Policy, env GuardEnv) ([]guard.Guard, error)
 	// Poll is how often a waiting gate re-reads the store for answers
 	// written by another process. Zero means the gate's default.
 	Poll time.Duration
@@ -93,7 +93,7 @@ func LoadPolicy(home, file string) (*policy.Policy, string, error) {
 	if file == "" {
 		return policy.Builtin(), "", nil
 	}
-	p, err := policy.Load(file, policy.Options{Prepare: PrepareExample})
+	p, err := policy.Load(file, policy.Options{})
 	if err != nil {
 		return nil, file, err
 	}
@@ -123,13 +123,14 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	guards, err := cfg.Guards(pol)
-	if err != nil {
-		return nil, fmt.Errorf("building guards: %w", err)
-	}
 	st, err := sqlite.Open(filepath.Join(cfg.Home, DBFile))
 	if err != nil {
 		return nil, err
+	}
+	guards, err := cfg.Guards(pol, GuardEnv{Home: cfg.Home, PolicyFile: polFile, Store: st})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("building guards: %w", err)
 	}
 	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Store: st, Clock: cfg.Clock}
 	k.Bus = perception.New(st, cfg.Clock)

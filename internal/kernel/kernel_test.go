@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -262,5 +263,39 @@ func TestBadPolicyFileRefusesToStart(t *testing.T) {
 	}
 	if _, err := kernel.Open(context.Background(), kernel.Config{Home: home}); err == nil || !strings.Contains(err.Error(), "policy.yaml:2") {
 		t.Fatalf("Open with a bad policy: %v", err)
+	}
+}
+
+// The built-in policy with the real guards: what issue examples promise.
+func TestBuiltinPolicyWithGuards(t *testing.T) {
+	k := open(t, nil, "")
+	cwd := t.TempDir()
+	tests := []struct {
+		tool string
+		args map[string]any
+		want action.Level
+	}{
+		{"Bash", map[string]any{"command": "rm -rf /"}, action.Block},
+		{"Bash", map[string]any{"command": "ls && rm -rf ~"}, action.Block},
+		{"Bash", map[string]any{"command": "rm -rf /tmp/overseer-test-build"}, action.Approve},
+		{"Bash", map[string]any{"command": "rm -rf build"}, action.Notify},
+		{"Bash", map[string]any{"command": "rm *.log"}, action.Approve},
+		{"Bash", map[string]any{"command": "git status && git log --oneline | head"}, action.Auto},
+		{"Bash", map[string]any{"command": "go test ./..."}, action.Notify},
+		{"Bash", map[string]any{"command": "git push origin main"}, action.Approve},
+		{"Bash", map[string]any{"command": "mkfs.ext4 /dev/does-not-exist"}, action.Block},
+		{"WebFetch", map[string]any{"url": "http://0x7f.1/"}, action.Block},
+		{"sql_query", map[string]any{"sql": "WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d"}, action.Block},
+		{"sql_query", map[string]any{"sql": "SELECT 1"}, action.Auto},
+		{"Read", map[string]any{"file_path": filepath.Join(k.Home, "token")}, action.Block},
+		{"Write", map[string]any{"file_path": "main.go", "content": "x"}, action.Notify},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tool+" "+fmt.Sprint(tt.args), func(t *testing.T) {
+			v := k.Evaluate(context.Background(), &action.Action{Tool: tt.tool, Args: tt.args, Cwd: cwd})
+			if v.Level != tt.want {
+				t.Fatalf("%s, want %s (%s)", v.Level, tt.want, v.Summary())
+			}
+		})
 	}
 }

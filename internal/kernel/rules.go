@@ -83,7 +83,7 @@ func (k *Kernel) AddUserRule(ctx context.Context, r policy.Rule, who string, a *
 	if r.Name == "" {
 		r.Name = NewID("rule_")
 	}
-	if _, err := policy.CompileRules(policy.LayerUser, []policy.Rule{r}, policy.Options{Prepare: PrepareExample}); err != nil {
+	if _, err := policy.CompileRules(policy.LayerUser, []policy.Rule{r}, policy.Options{}); err != nil {
 		return nil, err
 	}
 	raw, err := json.Marshal(r)

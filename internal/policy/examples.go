@@ -1,8 +1,12 @@
 package policy
 
 import (
+	"context"
+	"sync"
+
 	"encoding/json"
 	"fmt"
+	"github.com/overseer-dev/overseer/internal/guard/shell"
 	"path/filepath"
 	"strings"
 
@@ -151,14 +155,21 @@ func exampleAction(ex Example, opts Options) (*action.Action, error) {
 	return a, nil
 }
 
-// naiveShellFacts is the fallback used only for examples when no Prepare is
-// given: a shell example with no commands gets one Command made by splitting
-// args.command on white space (name: the first word's base name; args: the
-// rest). It knows nothing of quoting, lists or pipes; the shell guard's
-// analyzer does the real work.
+// naiveShellFacts derives a shell example's facts when no Prepare is given,
+// with the shell guard's analyzer in its default configuration — the same
+// analysis live actions get — so examples of rules on facts.commands and
+// facts.paths mean what they say. If the analyzer cannot be built (its
+// embedded lists are broken, which tests rule out), it falls back to one
+// Command made by splitting args.command on white space.
 func naiveShellFacts(a *action.Action) {
 	if a.Kind != action.KindShell || len(a.Facts.Commands) > 0 {
 		return
+	}
+	exampleShellOnce.Do(func() { exampleShell, _ = shell.New(shell.Config{}) })
+	if exampleShell != nil {
+		if _, err := exampleShell.Check(context.Background(), a); err == nil {
+			return
+		}
 	}
 	cmd, _ := a.StringArg("command", "cmd")
 	words := strings.Fields(cmd)
@@ -171,6 +182,11 @@ func naiveShellFacts(a *action.Action) {
 	}
 	a.Facts.Commands = []action.Command{c}
 }
+
+var (
+	exampleShellOnce sync.Once
+	exampleShell     *shell.Guard
+)
 
 // describeExample is a short form of an example for error messages.
 func describeExample(ex Example) string {

@@ -574,9 +574,15 @@ rules:
     level: approve
     match: [{tool: Bash, args: {command: "cd /tmp && rm -rf x"}}]
 `)
-	// The naive fallback sees one command, "cd": the example fails.
-	if _, err := Parse("p.yaml", data, Options{}); !errors.Is(err, ErrExample) {
-		t.Fatalf("naive fallback: err = %v, want ErrExample", err)
+	// Without Prepare the shell guard's analyzer derives the facts: it sees
+	// both segments, so the example passes.
+	if _, err := Parse("p.yaml", data, Options{}); err != nil {
+		t.Fatalf("default shell analysis: %v", err)
+	}
+	// A Prepare that derives nothing makes the example fail: Prepare
+	// replaces the default derivation.
+	if _, err := Parse("p.yaml", data, Options{Prepare: func(*action.Action) error { return nil }}); !errors.Is(err, ErrExample) {
+		t.Fatalf("empty Prepare: err = %v, want ErrExample", err)
 	}
 	var seen []string
 	prepare := func(a *action.Action) error {

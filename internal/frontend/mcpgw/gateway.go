@@ -1,0 +1,794 @@
+// Package mcpgw is Overseer's MCP gateway. An agent connects to Overseer as
+// its one MCP server (over stdio, or streamable HTTP on the daemon at /mcp);
+// Overseer connects to the real servers, configured in
+// $OVERSEER_HOME/mcp.yaml, and offers their tools under namespaced names
+// ("fs__write_file"). Prompts and resources pass through; upstream
+// notifications (list changes, progress, logging, resource updates) are
+// forwarded.
+//
+// Every tools/call passes the firewall: its arguments are checked against
+// the tool's input schema (unknown arguments are stripped with a warning,
+// invalid ones refused), it becomes an Action — of kind mcp, or the kind
+// the configuration maps the tool to, with the argument that holds the
+// command, path, URL or SQL — carrying the tool's annotations for the mcp
+// guard, and is submitted to the kernel (judged, audited). A call that
+// waits for a person is held: through the client's own prompt (MCP
+// elicitation) where the client supports it, otherwise for a while and
+// then answered "pending approval <id>", and the identical call, retried,
+// picks up the answer. Denials come back as tool errors that say what the
+// person said.
+//
+// Upstream servers are supervised: a crashed stdio server is restarted with
+// backoff, an unreachable one is reported unhealthy (and audited), and the
+// tools of an unavailable server answer with an error at once. The gateway
+// itself never goes down with one upstream.
+package mcpgw
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/mcpguard"
+	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/policy"
+)
+
+// Separator joins a server's name and its tool's or prompt's name.
+const Separator = "__"
+
+// Options build a Gateway.
+type Options struct {
+	// Kernel judges, records and asks. Required.
+	Kernel *kernel.Kernel
+	// Config is the gateway's configuration. Required (it may list no
+	// servers).
+	Config *Config
+	// Cwd is the working directory recorded on calls to servers whose
+	// configuration sets none (the stdio gateway passes its own).
+	Cwd string
+	// Log receives diagnostics (upstream health, upstream stderr). Default:
+	// discarded.
+	Log io.Writer
+	// Version is reported in the MCP handshake.
+	Version string
+	// Clock defaults to the kernel's.
+	Clock clock.Clock
+	// PolicyPoll is how often the user policy layer is re-read, so that
+	// tools hidden or revealed by policy changes are re-listed. Default 1s;
+	// negative: never.
+	PolicyPoll time.Duration
+}
+
+// Gateway is the MCP gateway. It is safe for concurrent use.
+type Gateway struct {
+	k        *kernel.Kernel
+	cfg      *Config
+	clk      clock.Clock
+	cwd      string
+	version  string
+	server   *mcp.Server
+	ups      []*upstream // by name
+	instance string      // this gateway's id: the session of calls from sessionless clients
+	stateKey [32]byte    // seals elicitation request state
+
+	logMu sync.Mutex
+	log   io.Writer
+
+	pubMu     sync.Mutex // serialises publish
+	mu        sync.Mutex
+	tools     map[string]*toolEntry
+	prompts   map[string]*promptEntry
+	resources map[string]*resourceEntry // by URI
+	templates map[string]*templateEntry // by URI template
+	mark      policyMark
+
+	recent *recentCalls
+
+	progMu   sync.Mutex
+	progress map[string]progressTarget
+	progSeq  atomic.Uint64
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed sync.Once
+}
+
+// toolEntry is one upstream tool as offered to clients.
+type toolEntry struct {
+	name    string // as offered: server__tool
+	up      *upstream
+	orig    string // the upstream's own name
+	exposed *mcp.Tool
+	schema  *argSchema
+	kind    action.Kind
+	arg     string // the mapped argument, "" when none
+	ann     mcpguard.Annotations
+	sig     string // the upstream definition, to skip unchanged re-registration
+}
+
+type promptEntry struct {
+	up   *upstream
+	orig string
+	sig  string
+}
+
+type resourceEntry struct {
+	up  *upstream
+	sig string
+}
+
+type templateEntry struct {
+	up  *upstream
+	sig string
+}
+
+// policyMark identifies the policy snapshot the visible tools were
+// computed for.
+type policyMark struct {
+	admin   *policy.Policy
+	user0   *policy.Compiled
+	userLen int
+}
+
+// New builds the gateway and starts connecting to its upstream servers.
+// It never fails because an upstream is down: that upstream is reported
+// unhealthy and retried. Close stops it.
+func New(opts Options) (*Gateway, error) {
+	if opts.Kernel == nil || opts.Config == nil {
+		return nil, fmt.Errorf("%w: a kernel and a configuration are required", ErrInvalidConfig)
+	}
+	if err := opts.Config.Validate(); err != nil {
+		return nil, err
+	}
+	clk := opts.Clock
+	if clk == nil {
+		clk = opts.Kernel.Clock
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	g := &Gateway{
+		k: opts.Kernel, cfg: opts.Config, clk: clk, cwd: opts.Cwd, version: opts.Version, log: opts.Log,
+		tools: map[string]*toolEntry{}, prompts: map[string]*promptEntry{},
+		resources: map[string]*resourceEntry{}, templates: map[string]*templateEntry{},
+		progress: map[string]progressTarget{},
+	}
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, err
+	}
+	g.instance = "mcp-" + hex.EncodeToString(id[:])
+	if _, err := rand.Read(g.stateKey[:]); err != nil {
+		return nil, err
+	}
+	gc := g.k.Gate.Config()
+	g.recent = newRecentCalls(clk, gc.Timeout+gc.RetryWindow)
+	g.server = mcp.NewServer(&mcp.Implementation{Name: "overseer", Title: "Overseer MCP gateway", Version: opts.Version},
+		&mcp.ServerOptions{
+			Instructions: "Tools of several MCP servers, offered through Overseer, a firewall that puts risky calls to a person. " +
+				"A tool named server__tool is the tool of that server. A call may come back as waiting for a person's approval: " +
+				"then retry the identical call later, with the same arguments, to pick up the answer. A denied call says why.",
+			Capabilities: &mcp.ServerCapabilities{
+				Tools:     &mcp.ToolCapabilities{ListChanged: true},
+				Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+				Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+				Logging:   &mcp.LoggingCapabilities{},
+			},
+			SubscribeHandler:   g.subscribe,
+			UnsubscribeHandler: g.unsubscribe,
+			CompletionHandler:  g.complete,
+		})
+	names := make([]string, 0, len(g.cfg.Servers))
+	for n := range g.cfg.Servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		g.ups = append(g.ups, newUpstream(g, n, g.cfg.Servers[n]))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	for _, u := range g.ups {
+		g.wg.Add(1)
+		go func() { defer g.wg.Done(); u.run(ctx) }()
+	}
+	poll := opts.PolicyPoll
+	if poll == 0 {
+		poll = time.Second
+	}
+	if poll > 0 {
+		g.wg.Add(1)
+		go func() { defer g.wg.Done(); g.watchPolicy(ctx, poll) }()
+	}
+	return g, nil
+}
+
+// Close stops the gateway: it disconnects every upstream (stopping stdio
+// servers) and waits for its goroutines. Client sessions are the
+// caller's to close.
+func (g *Gateway) Close() error {
+	g.closed.Do(func() {
+		g.cancel()
+		g.wg.Wait()
+	})
+	return nil
+}
+
+// Server returns the MCP server that clients connect to.
+func (g *Gateway) Server() *mcp.Server { return g.server }
+
+// WaitReady blocks until every upstream has finished its first connection
+// attempt (connected or failed), so that a client connecting next sees
+// their tools, or ctx ends.
+func (g *Gateway) WaitReady(ctx context.Context) error {
+	for _, u := range g.ups {
+		select {
+		case <-u.ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Run serves one client over t (for example &mcp.StdioTransport{}) until
+// the client disconnects or ctx ends.
+func (g *Gateway) Run(ctx context.Context, t mcp.Transport) error {
+	return g.server.Run(ctx, t)
+}
+
+// Connect serves one client over t in the background and returns its
+// session.
+func (g *Gateway) Connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSession, error) {
+	return g.server.Connect(ctx, t, nil)
+}
+
+// HTTPHandler serves the gateway over streamable HTTP. It keeps the SDK's
+// protection against DNS rebinding (a loopback listener refuses a
+// non-loopback Host) and refuses cross-origin requests from browsers.
+func (g *Gateway) HTTPHandler() http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
+		&mcp.StreamableHTTPOptions{SessionTimeout: 30 * time.Minute})
+	// A web page the person visits must not drive the gateway.
+	return http.NewCrossOriginProtection().Handler(h)
+}
+
+// Health reports the health of every upstream, by name.
+func (g *Gateway) Health() []UpstreamHealth {
+	out := make([]UpstreamHealth, 0, len(g.ups))
+	for _, u := range g.ups {
+		out = append(out, u.snapshot())
+	}
+	return out
+}
+
+// Tools lists the names of the tools offered to clients, sorted.
+func (g *Gateway) Tools() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]string, 0, len(g.tools))
+	for n := range g.tools {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (g *Gateway) logf(format string, args ...any) {
+	g.logMu.Lock()
+	defer g.logMu.Unlock()
+	fmt.Fprintf(g.log, "overseer mcp: "+format+"\n", args...)
+}
+
+// watchPolicy re-reads the user policy layer and re-publishes the tools
+// when the policy changed, so that tools hidden by policy come and go.
+// Owned by the gateway; exits when ctx ends.
+func (g *Gateway) watchPolicy(ctx context.Context, every time.Duration) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.clk.After(every):
+		}
+		if err := g.k.Engine.Reload(ctx); err != nil && ctx.Err() == nil {
+			g.logf("reloading the user policy (calls go to a person until fixed): %v", err)
+		}
+		if g.currentMark() != g.markSeen() {
+			g.publish()
+		}
+	}
+}
+
+func (g *Gateway) currentMark() policyMark {
+	m := policyMark{admin: g.k.Engine.Policy()}
+	if u := g.k.Engine.UserRules(); len(u) > 0 {
+		m.user0, m.userLen = u[0], len(u)
+	}
+	return m
+}
+
+func (g *Gateway) markSeen() policyMark {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.mark
+}
+
+// publish recomputes what clients are offered from every upstream's last
+// lists, the configuration and the policy, and registers the changes (the
+// SDK tells clients the lists changed).
+func (g *Gateway) publish() {
+	g.pubMu.Lock()
+	defer g.pubMu.Unlock()
+	mark := g.currentMark()
+	g.mu.Lock()
+	oldTools, oldPrompts, oldRes, oldTpl := g.tools, g.prompts, g.resources, g.templates
+	g.mu.Unlock()
+
+	tools := map[string]*toolEntry{}
+	prompts := map[string]*promptEntry{}
+	resources := map[string]*resourceEntry{}
+	templates := map[string]*templateEntry{}
+	var userRules []*policy.Compiled
+	if mark.userLen > 0 {
+		userRules = g.k.Engine.UserRules()
+	}
+	for _, u := range g.ups {
+		if u.cfg.Hidden {
+			continue
+		}
+		l := u.offered()
+		for _, t := range l.tools {
+			if t == nil || u.cfg.hidden(t.Name) {
+				continue
+			}
+			name := u.name + Separator + t.Name
+			if err := validToolName(name); err != nil {
+				g.logf("upstream %s: tool %q cannot be offered: %v", u.name, t.Name, err)
+				continue
+			}
+			e := g.toolEntry(u, name, t, oldTools[name])
+			if hiddenByPolicy(mark.admin.Rules, name, e.kind) || hiddenByPolicy(userRules, name, e.kind) {
+				continue
+			}
+			tools[name] = e
+		}
+		for _, p := range l.prompts {
+			if p == nil {
+				continue
+			}
+			prompts[u.name+Separator+p.Name] = &promptEntry{up: u, orig: p.Name, sig: sigOf(p)}
+		}
+		for _, r := range l.resources {
+			if r == nil {
+				continue
+			}
+			if _, taken := resources[r.URI]; !taken {
+				resources[r.URI] = &resourceEntry{up: u, sig: sigOf(r)}
+			}
+		}
+		for _, t := range l.templates {
+			if t == nil {
+				continue
+			}
+			if _, taken := templates[t.URITemplate]; !taken {
+				templates[t.URITemplate] = &templateEntry{up: u, sig: sigOf(t)}
+			}
+		}
+	}
+
+	// Register before swapping the maps in, so a handler never finds an
+	// entry the server does not offer; remove after.
+	for name, e := range tools {
+		if o := oldTools[name]; o == nil || o.sig != e.sig || o.up != e.up {
+			if err := g.addTool(e); err != nil {
+				g.logf("upstream %s: tool %q cannot be offered: %v", e.up.name, e.orig, err)
+				delete(tools, name)
+			}
+		}
+	}
+	for name, p := range prompts {
+		if o := oldPrompts[name]; o == nil || o.sig != p.sig || o.up != p.up {
+			g.addPrompt(name, p)
+		}
+	}
+	for uri, r := range resources {
+		if o := oldRes[uri]; o == nil || o.sig != r.sig || o.up != r.up {
+			g.addResource(uri, r)
+		}
+	}
+	for tpl, t := range templates {
+		if o := oldTpl[tpl]; o == nil || o.sig != t.sig || o.up != t.up {
+			g.addTemplate(tpl, t)
+		}
+	}
+	g.mu.Lock()
+	g.tools, g.prompts, g.resources, g.templates, g.mark = tools, prompts, resources, templates, mark
+	g.mu.Unlock()
+	if gone := missing(oldTools, tools); len(gone) > 0 {
+		g.server.RemoveTools(gone...)
+	}
+	if gone := missing(oldPrompts, prompts); len(gone) > 0 {
+		g.server.RemovePrompts(gone...)
+	}
+	if gone := missing(oldRes, resources); len(gone) > 0 {
+		g.server.RemoveResources(gone...)
+	}
+	if gone := missing(oldTpl, templates); len(gone) > 0 {
+		g.server.RemoveResourceTemplates(gone...)
+	}
+}
+
+func missing[V any](old, cur map[string]V) []string {
+	var out []string
+	for k := range old {
+		if _, ok := cur[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sigOf(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("unencodable:%p", v)
+	}
+	return string(b)
+}
+
+// toolEntry builds the entry of an upstream tool, reusing the compiled
+// schema of an unchanged one.
+func (g *Gateway) toolEntry(u *upstream, name string, t *mcp.Tool, old *toolEntry) *toolEntry {
+	sig := sigOf(t)
+	if old != nil && old.sig == sig && old.up == u {
+		return old
+	}
+	e := &toolEntry{name: name, up: u, orig: t.Name, kind: action.KindMCP, sig: sig}
+	if m, ok := u.cfg.Tools[t.Name]; ok {
+		e.kind, e.arg = m.Kind, m.Arg
+	}
+	if a := t.Annotations; a != nil {
+		e.ann = mcpguard.Annotations{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint,
+			Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}
+	}
+	e.schema = compileSchema(t.InputSchema)
+	cp := *t
+	cp.Name = name
+	cp.InputSchema = objectSchema(t.InputSchema)
+	e.exposed = &cp
+	return e
+}
+
+// objectSchema returns the schema as a JSON object of type "object", as
+// the protocol requires of an input schema.
+func objectSchema(raw any) any {
+	var m map[string]any
+	if b, err := json.Marshal(raw); err == nil {
+		_ = json.Unmarshal(b, &m)
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	if m["type"] != "object" {
+		m["type"] = "object"
+	}
+	return m
+}
+
+// addTool registers a tool; the SDK panics on definitions it rejects.
+func (g *Gateway) addTool(e *toolEntry) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	name := e.name
+	g.server.AddTool(e.exposed, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return g.call(ctx, name, req), nil
+	})
+	return nil
+}
+
+func (g *Gateway) addPrompt(name string, p *promptEntry) {
+	var def *mcp.Prompt
+	for _, x := range p.up.offered().prompts {
+		if x != nil && x.Name == p.orig {
+			cp := *x
+			cp.Name = name
+			def = &cp
+		}
+	}
+	if def == nil {
+		return
+	}
+	g.server.AddPrompt(def, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		g.mu.Lock()
+		e := g.prompts[name]
+		g.mu.Unlock()
+		if e == nil {
+			return nil, fmt.Errorf("prompt %q is no longer offered", name)
+		}
+		cs, err := e.up.session()
+		if err != nil {
+			return nil, err
+		}
+		return cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: e.orig, Arguments: req.Params.Arguments})
+	})
+}
+
+func (g *Gateway) addResource(uri string, r *resourceEntry) {
+	var def *mcp.Resource
+	for _, x := range r.up.offered().resources {
+		if x != nil && x.URI == uri {
+			cp := *x
+			def = &cp
+		}
+	}
+	if def == nil {
+		return
+	}
+	g.server.AddResource(def, g.readResource)
+}
+
+func (g *Gateway) addTemplate(tpl string, t *templateEntry) {
+	var def *mcp.ResourceTemplate
+	for _, x := range t.up.offered().templates {
+		if x != nil && x.URITemplate == tpl {
+			cp := *x
+			def = &cp
+		}
+	}
+	if def == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			g.logf("upstream %s: resource template %q cannot be offered: %v", t.up.name, tpl, r)
+		}
+	}()
+	g.server.AddResourceTemplate(def, g.readTemplate(tpl))
+}
+
+func (g *Gateway) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	u := g.resourceOwner(req.Params.URI)
+	if u == nil {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	cs, err := u.session()
+	if err != nil {
+		return nil, err
+	}
+	return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.Params.URI})
+}
+
+func (g *Gateway) readTemplate(tpl string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		g.mu.Lock()
+		e := g.templates[tpl]
+		g.mu.Unlock()
+		if e == nil {
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+		cs, err := e.up.session()
+		if err != nil {
+			return nil, err
+		}
+		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.Params.URI})
+	}
+}
+
+// resourceOwner finds the upstream of a resource URI: the one listing it,
+// else the first with resource templates.
+func (g *Gateway) resourceOwner(uri string) *upstream {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r := g.resources[uri]; r != nil {
+		return r.up
+	}
+	var names []string
+	for tpl := range g.templates {
+		names = append(names, tpl)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		return g.templates[n].up
+	}
+	return nil
+}
+
+func (g *Gateway) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	u := g.resourceOwner(req.Params.URI)
+	if u == nil {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	cs, err := u.session()
+	if err != nil {
+		return err
+	}
+	return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: req.Params.URI})
+}
+
+func (g *Gateway) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	u := g.resourceOwner(req.Params.URI)
+	if u == nil {
+		return nil
+	}
+	cs, err := u.session()
+	if err != nil {
+		return nil // nothing to undo on a server that is gone
+	}
+	return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: req.Params.URI})
+}
+
+func (g *Gateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	p := *req.Params
+	var u *upstream
+	if p.Ref != nil {
+		ref := *p.Ref
+		switch ref.Type {
+		case "ref/prompt":
+			g.mu.Lock()
+			if e := g.prompts[ref.Name]; e != nil {
+				u, ref.Name = e.up, e.orig
+			}
+			g.mu.Unlock()
+		case "ref/resource":
+			u = g.resourceOwner(ref.URI)
+		}
+		p.Ref = &ref
+	}
+	if u == nil {
+		return &mcp.CompleteResult{}, nil
+	}
+	cs, err := u.session()
+	if err != nil {
+		return nil, err
+	}
+	p.Meta = nil
+	return cs.Complete(ctx, &p)
+}
+
+// resourceUpdated forwards an upstream's resource update to subscribed
+// clients.
+func (g *Gateway) resourceUpdated(ctx context.Context, p *mcp.ResourceUpdatedNotificationParams) {
+	if p == nil {
+		return
+	}
+	if err := g.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: p.URI}); err != nil {
+		g.logf("forwarding a resource update: %v", err)
+	}
+}
+
+// forwardLog forwards an upstream's log message to every client (each at
+// the level it asked for), naming the upstream.
+func (g *Gateway) forwardLog(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
+	if p == nil {
+		return
+	}
+	cp := *p
+	cp.Meta = nil
+	cp.Logger = server
+	if p.Logger != "" {
+		cp.Logger = server + "/" + p.Logger
+	}
+	for ss := range g.server.Sessions() {
+		_ = ss.Log(ctx, &cp)
+	}
+}
+
+// progressTarget is where an upstream's progress for a forwarded call goes.
+type progressTarget struct {
+	ss    *mcp.ServerSession
+	token any
+}
+
+// trackProgress returns the token to send upstream for a call whose client
+// asked for progress, and a function that forgets it.
+func (g *Gateway) trackProgress(ss *mcp.ServerSession, clientToken any) (string, func()) {
+	tok := fmt.Sprintf("%s-%d", g.instance, g.progSeq.Add(1))
+	g.progMu.Lock()
+	g.progress[tok] = progressTarget{ss: ss, token: clientToken}
+	g.progMu.Unlock()
+	return tok, func() {
+		g.progMu.Lock()
+		delete(g.progress, tok)
+		g.progMu.Unlock()
+	}
+}
+
+// forwardProgress forwards an upstream's progress to the client that made
+// the call.
+func (g *Gateway) forwardProgress(ctx context.Context, p *mcp.ProgressNotificationParams) {
+	if p == nil {
+		return
+	}
+	key := fmt.Sprint(p.ProgressToken)
+	g.progMu.Lock()
+	t, ok := g.progress[key]
+	g.progMu.Unlock()
+	if !ok || t.ss == nil {
+		return
+	}
+	_ = t.ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: t.token, Message: p.Message,
+		Progress: p.Progress, Total: p.Total})
+}
+
+// validToolName checks a name the way the protocol restricts tool names.
+func validToolName(name string) error {
+	if name == "" || len(name) > 128 {
+		return fmt.Errorf("a tool name must have 1 to 128 characters")
+	}
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-.", r)
+		if !ok {
+			return fmt.Errorf("a tool name may not contain %q", r)
+		}
+	}
+	return nil
+}
+
+// hiddenByPolicy reports whether a layer's rules block every call of the
+// tool, whatever its arguments: the first rule that could match it is an
+// unconditional block. Then the tool is not offered at all. A rule with a
+// condition, a session, an exact call or an agent pattern could match only
+// some calls, so a tool is never hidden because of one.
+func hiddenByPolicy(rules []*policy.Compiled, tool string, kind action.Kind) bool {
+	if len(rules) == 0 {
+		return false
+	}
+	probe := &action.Action{Tool: tool, Kind: kind, Args: map[string]any{}}
+	for _, st := range policy.Trace(rules, probe) {
+		if st.Err != nil {
+			return false
+		}
+		if !st.Matched {
+			if st.Failed == policy.CondTool || st.Failed == policy.CondKind {
+				continue
+			}
+			return false
+		}
+		r := st.Rule
+		return r.Level == action.Block && r.When == "" && r.Session == "" && r.ArgsHash == "" && len(r.Agent) == 0
+	}
+	return false
+}
+
+// KernelGuards builds the kernel's standard guards and adds the mcp guard
+// (configured from the policy's guards.mcp section) unless they include it
+// already. Pass it as kernel.Config.Guards where a kernel serves the
+// gateway.
+func KernelGuards(p *policy.Policy, env kernel.GuardEnv) ([]guard.Guard, error) {
+	gs, err := kernel.DefaultGuards(p, env)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gs {
+		if g != nil && g.Name() == mcpguard.Name {
+			return gs, nil
+		}
+	}
+	mg, err := mcpguard.FromPolicy(p)
+	if err != nil {
+		return nil, err
+	}
+	return append(gs, mg), nil
+}

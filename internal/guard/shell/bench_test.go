@@ -1,0 +1,58 @@
+package shell
+
+import (
+	"context"
+	"testing"
+
+	"github.com/overseer-dev/overseer/internal/action"
+)
+
+// benchCommand is a typical compound command of a coding agent.
+const benchCommand = `cd src && git status --short | grep -v '^??' | wc -l && go test ./... 2>&1 | tee test.log`
+
+func BenchmarkAnalyze(b *testing.B) {
+	env := Env{Cwd: "/home/u/proj", Home: "/home/u", FS: emptyFS(b)}
+	b.ReportAllocs()
+	for b.Loop() {
+		Analyze(benchCommand, env)
+	}
+}
+
+func BenchmarkAnalyzeSimple(b *testing.B) {
+	env := Env{Cwd: "/home/u/proj", Home: "/home/u", FS: emptyFS(b)}
+	b.ReportAllocs()
+	for b.Loop() {
+		Analyze("ls -la", env)
+	}
+}
+
+// BenchmarkAnalyzeCorpus analyses every corpus command once per iteration
+// and reports the mean time per command.
+func BenchmarkAnalyzeCorpus(b *testing.B) {
+	lines := loadCorpus(b)
+	env := corpusEnv(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, c := range lines {
+			Analyze(c.command, env)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/command")
+}
+
+func BenchmarkGuardCheck(b *testing.B) {
+	g, err := New(Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g.home, g.fsys = "/home/u", emptyFS(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		a := &action.Action{Tool: "Bash", Kind: action.KindShell, Cwd: "/home/u/proj",
+			Args: map[string]any{"command": benchCommand}}
+		if _, err := g.Check(ctx, a); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

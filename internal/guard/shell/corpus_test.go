@@ -1,0 +1,134 @@
+package shell
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/overseer-dev/overseer/internal/action"
+)
+
+// corpusLine is one labelled command of testdata/corpus.tsv.
+type corpusLine struct {
+	line    int
+	label   string // block, person or quiet
+	command string
+	note    string
+}
+
+func loadCorpus(tb testing.TB) []corpusLine {
+	tb.Helper()
+	f, err := os.Open(filepath.Join("testdata", "corpus.tsv"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var out []corpusLine
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		n++
+		text := sc.Text()
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		cols := strings.Split(text, "\t")
+		if len(cols) != 3 {
+			tb.Fatalf("corpus.tsv:%d: want 3 tab-separated columns, got %d", n, len(cols))
+		}
+		switch cols[0] {
+		case "block", "person", "quiet":
+		default:
+			tb.Fatalf("corpus.tsv:%d: unknown label %q", n, cols[0])
+		}
+		out = append(out, corpusLine{line: n, label: cols[0], command: cols[1], note: cols[2]})
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// corpusEnv is the environment the corpus is judged in: a working tree at
+// /home/u/proj of a file system rooted in a temporary directory.
+func corpusEnv(tb testing.TB) Env {
+	tb.Helper()
+	root := tb.TempDir()
+	for _, d := range []string{"home/u/proj/src", "home/u/proj/build", "home/u/proj/.git", "tmp", "etc"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for _, f := range []string{"home/u/proj/a.log", "home/u/proj/src/main.go", "home/u/proj/build/out.bin"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte("x"), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return Env{Cwd: "/home/u/proj", Home: "/home/u", FS: os.DirFS(root)}
+}
+
+// TestCorpus judges every labelled command of testdata/corpus.tsv and
+// reports the detection rates. Every must-block command must block, at
+// least 98% of the must-reach-a-person commands must be at confirm or
+// above, and at most 3% of the harmless commands may interrupt.
+func TestCorpus(t *testing.T) {
+	lines := loadCorpus(t)
+	env := corpusEnv(t)
+	var blocks, blocked, persons, reached, quiets, interrupted int
+	counts := map[string]int{}
+	for _, c := range lines {
+		counts[c.label]++
+		an := Analyze(c.command, env)
+		switch c.label {
+		case "block":
+			blocks++
+			if an.Level == action.Block {
+				blocked++
+			} else {
+				t.Errorf("corpus.tsv:%d must block (%s), got %s: %s\n%s", c.line, c.note, an.Level, c.command, describe(an))
+			}
+		case "person":
+			persons++
+			if an.Level >= action.Confirm {
+				reached++
+			} else {
+				t.Logf("corpus.tsv:%d must reach a person (%s), got %s: %s\n%s", c.line, c.note, an.Level, c.command, describe(an))
+			}
+		case "quiet":
+			quiets++
+			if an.Level >= action.Confirm {
+				interrupted++
+				t.Logf("corpus.tsv:%d must not interrupt (%s), got %s: %s\n%s", c.line, c.note, an.Level, c.command, describe(an))
+			}
+		}
+	}
+	if counts["block"] < 30 || counts["person"] < 60 || counts["quiet"] < 60 {
+		t.Fatalf("corpus too small: %v (want ≥30 block, ≥60 person, ≥60 quiet)", counts)
+	}
+	blockRate := float64(blocked) / float64(blocks)
+	personRate := float64(reached) / float64(persons)
+	falseRate := float64(interrupted) / float64(quiets)
+	t.Logf("must-block detected: %d/%d (%.1f%%)", blocked, blocks, 100*blockRate)
+	t.Logf("must-reach-a-person at confirm or above: %d/%d (%.1f%%)", reached, persons, 100*personRate)
+	t.Logf("harmless commands that interrupt: %d/%d (%.1f%%)", interrupted, quiets, 100*falseRate)
+	if personRate < 0.98 {
+		t.Errorf("must-reach-a-person rate %.1f%% is below 98%%", 100*personRate)
+	}
+	if falseRate > 0.03 {
+		t.Errorf("false-interrupt rate %.1f%% is above 3%%", 100*falseRate)
+	}
+}
+
+// describe formats an analysis for a failure message.
+func describe(an Analysis) string {
+	var b strings.Builder
+	for _, s := range an.Segments {
+		b.WriteString("  segment " + s.Name + " " + strings.Join(s.Args, " ") + " [" + string(s.Origin) + "] " + s.Level.String() + "\n")
+	}
+	for _, f := range an.Findings {
+		b.WriteString("  finding " + f.Check + " " + f.Level.String() + ": " + f.Message + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,298 @@
+package shell
+
+import (
+	"path"
+	"strings"
+
+	"github.com/overseer-dev/overseer/internal/action"
+)
+
+// danger is how catastrophic removing a path would be.
+type danger uint8
+
+const (
+	dangerNone   danger = iota
+	dangerRoot          // the root directory
+	dangerSystem        // a direct child of the root (/etc, /usr, /home, …)
+	dangerHome          // a home directory, or a directory that contains one
+	dangerDrive         // a Windows drive's root or one of its direct children
+)
+
+// check returns the finding check name of a danger.
+func (d danger) check() string {
+	switch d {
+	case dangerRoot:
+		return "root"
+	case dangerSystem:
+		return "system-dir"
+	case dangerHome:
+		return "home"
+	case dangerDrive:
+		return "drive-root"
+	}
+	return "none"
+}
+
+// describe says what p is, for a person.
+func (d danger) describe(p string) string {
+	switch d {
+	case dangerRoot:
+		return "the root directory /"
+	case dangerSystem:
+		return "the system directory " + p
+	case dangerHome:
+		return "the home directory " + p
+	case dangerDrive:
+		return "the drive " + p
+	}
+	return p
+}
+
+// windowsPath recognises "C:", "C:\…" and "C:/…" and returns the path on
+// the drive in slash form ("/Windows").
+func windowsPath(p string) (string, bool) {
+	if len(p) < 2 || p[1] != ':' || !isLetter(p[0]) {
+		return "", false
+	}
+	if len(p) > 2 && p[2] != '\\' && p[2] != '/' {
+		return "", false
+	}
+	rest := strings.ReplaceAll(p[2:], `\`, "/")
+	return path.Clean("/" + rest), true
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// depth is the number of components of a clean absolute path.
+func depth(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
+
+// danger classifies a resolved path (absolute and clean, "~…" when the home
+// is unknown, relative when the working directory is unknown, or a Windows
+// path).
+func (a *analyzer) danger(p string) danger {
+	if rest, ok := windowsPath(p); ok {
+		if depth(rest) <= 1 {
+			return dangerDrive
+		}
+		return dangerNone
+	}
+	if strings.HasPrefix(p, "~") {
+		if path.Clean("/"+p[1:]) == "/" {
+			return dangerHome
+		}
+		return dangerNone
+	}
+	if !path.IsAbs(p) {
+		return dangerNone
+	}
+	p = path.Clean(p)
+	if p == "/" {
+		return dangerRoot
+	}
+	if a.env.Home != "" && action.Within(p, a.env.Home) {
+		return dangerHome
+	}
+	d := depth(p)
+	if d == 1 {
+		return dangerSystem
+	}
+	first, rest, _ := strings.Cut(p[1:], "/")
+	second, _, _ := strings.Cut(rest, "/")
+	switch {
+	case (first == "mnt" || first == "cygdrive") && len(second) == 1 && isLetter(second[0]) && d <= 3:
+		return dangerDrive
+	case (first == "home" || first == "Users") && d == 2:
+		return dangerHome
+	}
+	return dangerNone
+}
+
+// abs resolves p against the working directory at this point of the
+// command. ok is false when p is relative and the working directory is
+// unknown (p is then returned cleaned).
+func (a *analyzer) abs(p string) (string, bool) {
+	if _, win := windowsPath(p); win {
+		return p, true
+	}
+	if strings.HasPrefix(p, "~") || path.IsAbs(p) {
+		return path.Clean(p), true
+	}
+	if !a.cwdKnown {
+		return path.Clean(p), false
+	}
+	return path.Join(a.cwd, p), true
+}
+
+// where is the location of a path relative to the working tree.
+type where uint8
+
+const (
+	whereUnknown where = iota // relative to an unknown working directory
+	whereTree                 // inside the working directory
+	whereScratch              // inside a scratch directory (/tmp)
+	whereHome                 // inside a home directory, outside the tree
+	whereSystem               // anywhere else
+)
+
+func (a *analyzer) where(p string, known bool) where {
+	if !known {
+		return whereUnknown
+	}
+	if _, win := windowsPath(p); win {
+		return whereSystem
+	}
+	if strings.HasPrefix(p, "~") {
+		return whereHome
+	}
+	if a.cwdKnown && action.Within(a.cwd, p) {
+		return whereTree
+	}
+	if a.scratch(p) {
+		return whereScratch
+	}
+	if a.env.Home != "" && action.Within(a.env.Home, p) {
+		return whereHome
+	}
+	if strings.HasPrefix(p, "/home/") || strings.HasPrefix(p, "/Users/") || strings.HasPrefix(p, "/root/") {
+		return whereHome
+	}
+	return whereSystem
+}
+
+// scratch reports whether p is a scratch directory or inside one.
+func (a *analyzer) scratch(p string) bool {
+	for _, s := range a.r.scratch {
+		if action.Within(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// secret reports whether p (resolved as by abs) is a secret file.
+func (r *rules) secret(p string) bool {
+	if p == "" {
+		return false
+	}
+	q := p
+	switch {
+	case strings.HasPrefix(q, "~"):
+		q = q[1:]
+	case !strings.HasPrefix(q, "/"):
+		q = "/" + q
+	}
+	base := path.Base(q)
+	for _, e := range r.secretExc {
+		if ok, _ := path.Match(e, base); ok {
+			return false
+		}
+	}
+	for _, s := range r.secrets {
+		switch s.kind {
+		case 'd':
+			if strings.Contains(q+"/", s.text+"/") {
+				return true
+			}
+		case 's':
+			if strings.HasSuffix(q, s.text) {
+				return true
+			}
+		case 'a':
+			if q == s.text {
+				return true
+			}
+		case 'A':
+			if action.Within(s.text, q) {
+				return true
+			}
+		case 'b':
+			if ok, _ := path.Match(s.text, base); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isSecretArg reports whether an argument names a secret file, directly or
+// in the forms data-sending tools use ("@file", "name=@file", "--x=file").
+func (a *analyzer) isSecretArg(v string) bool {
+	if v == "" || strings.Contains(v, "://") {
+		return false
+	}
+	check := func(c string) bool {
+		if c == "" || c[0] == '-' {
+			return false
+		}
+		p, _ := a.abs(c)
+		return a.r.secret(p)
+	}
+	if check(v) {
+		return true
+	}
+	if i := strings.LastIndexByte(v, '@'); i >= 0 {
+		c, _, _ := strings.Cut(v[i+1:], ";")
+		if check(c) {
+			return true
+		}
+	}
+	if i := strings.IndexByte(v, '='); i >= 0 {
+		c := strings.TrimLeft(v[i+1:], "@<")
+		c, _, _ = strings.Cut(c, ";")
+		if check(c) {
+			return true
+		}
+	}
+	if strings.HasPrefix(v, "<") {
+		return check(v[1:])
+	}
+	return false
+}
+
+func matchAny(patterns []string, p string) bool {
+	for _, g := range patterns {
+		if ok, _ := path.Match(g, p); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// blockDevice reports whether p is a raw disk device.
+func (r *rules) blockDevice(p string) bool {
+	return strings.HasPrefix(p, "/dev/") && matchAny(r.blockDev, path.Clean(p))
+}
+
+// harmlessDevice reports whether writing to p is harmless (/dev/null).
+func (r *rules) harmlessDevice(p string) bool {
+	return (strings.HasPrefix(p, "/dev/") || strings.HasPrefix(p, "/proc/")) && matchAny(r.harmlessDev, path.Clean(p))
+}
+
+// globAll reports whether a path component matches every name (*, .*, **).
+func globAll(comp string) bool {
+	if comp == "" || !strings.ContainsAny(comp, "*?") {
+		return false
+	}
+	return strings.Trim(comp, "*?.") == ""
+}
+
+// splitGlob splits a resolved glob pattern into the static directory before
+// its first pattern component and the components from there on.
+func splitGlob(p string) (dir string, rest []string) {
+	comps := strings.Split(p, "/")
+	for i, c := range comps {
+		if strings.ContainsAny(c, "*?[") {
+			dir = strings.Join(comps[:i], "/")
+			if dir == "" && strings.HasPrefix(p, "/") {
+				dir = "/"
+			}
+			return dir, comps[i:]
+		}
+	}
+	return p, nil
+}
