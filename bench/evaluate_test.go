@@ -167,7 +167,7 @@ func BenchmarkEvaluate100Rules(b *testing.B) {
 		checkDecision(b, c, v)
 	})
 	b.Run("default-guards", func(b *testing.B) {
-		guards, err := kernel.DefaultGuards(p)
+		guards, err := kernel.DefaultGuards(p, kernel.GuardEnv{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -35,13 +35,6 @@ import (
 // Namespace is the StateStore namespace of the index.
 const Namespace = "undo"
 
-// seqKey is the StateStore key (in namespace seqNamespace) of the counter
-// that orders kept actions.
-const (
-	seqNamespace = "undo_seq"
-	seqKey       = "seq"
-)
-
 // Defaults of Options.
 const (
 	DefaultMaxFileBytes = 10 << 20
@@ -115,11 +108,13 @@ type Entry struct {
 	Session  string    `json:"session,omitempty"`
 	Path     string    `json:"path"`
 	At       time.Time `json:"at"`
-	Seq      int64     `json:"seq"`
 	Files    []File    `json:"files"`
-	// More counts files under a directory that were not kept (cap).
-	More       int       `json:"more,omitempty"`
-	RestoredAt time.Time `json:"restored_at,omitzero"`
+	// More counts files under a directory that were not kept (cap). The
+	// count stops at ten times the cap; MoreNotCounted says there were
+	// more still.
+	More           int       `json:"more,omitempty"`
+	MoreNotCounted bool      `json:"more_not_counted,omitempty"`
+	RestoredAt     time.Time `json:"restored_at,omitzero"`
 }
 
 // Store keeps and restores previous content. It is safe for concurrent use.
@@ -182,12 +177,8 @@ func (s *Store) Keep(ctx context.Context, actionID, session, path string) (Entry
 	if err := s.capture(ctx, &e); err != nil {
 		return Entry{}, err
 	}
-	seq, err := s.nextSeq(ctx)
-	if err != nil {
-		return Entry{}, err
-	}
 	var kept Entry
-	err = s.st.UpdateState(ctx, Namespace, actionID, func(old []byte) ([]byte, error) {
+	err := s.st.UpdateState(ctx, Namespace, actionID, func(old []byte) ([]byte, error) {
 		var rec record
 		if old != nil {
 			if err := json.Unmarshal(old, &rec); err != nil {
@@ -200,10 +191,6 @@ func (s *Store) Keep(ctx context.Context, actionID, session, path string) (Entry
 				return old, nil
 			}
 		}
-		e.Seq = seq
-		if len(rec.Entries) > 0 {
-			e.Seq = rec.Entries[0].Seq // one action, one place in the order
-		}
 		kept = e
 		rec.Entries = append(rec.Entries, e)
 		return json.Marshal(rec)
@@ -212,23 +199,6 @@ func (s *Store) Keep(ctx context.Context, actionID, session, path string) (Entry
 		return Entry{}, fmt.Errorf("undo: keep %s: %w", path, err)
 	}
 	return kept, nil
-}
-
-func (s *Store) nextSeq(ctx context.Context) (int64, error) {
-	var n int64
-	err := s.st.UpdateState(ctx, seqNamespace, seqKey, func(old []byte) ([]byte, error) {
-		if old != nil {
-			if err := json.Unmarshal(old, &n); err != nil {
-				return nil, err
-			}
-		}
-		n++
-		return json.Marshal(n)
-	})
-	if err != nil {
-		return 0, fmt.Errorf("undo: sequence: %w", err)
-	}
-	return n, nil
 }
 
 // update changes the index record of an action in place.
@@ -282,6 +252,10 @@ func (s *Store) capture(ctx context.Context, e *Entry) error {
 		}
 		if !d.IsDir() {
 			if files >= s.opts.MaxDirFiles {
+				if e.More >= 10*s.opts.MaxDirFiles {
+					e.MoreNotCounted = true
+					return fs.SkipAll
+				}
 				e.More++
 				return nil
 			}
@@ -343,47 +317,53 @@ func (s *Store) blobPath(h string) string {
 }
 
 // putBlob stores the content of file p and returns its hash and size.
+// Content already stored is not written again.
 func (s *Store) putBlob(p string) (string, int64, error) {
 	src, err := os.Open(p)
 	if err != nil {
 		return "", 0, fmt.Errorf("undo: keep %s: %w", p, err)
 	}
 	defer src.Close()
+	// Read one byte past the cap: a file that grew since Lstat is not kept
+	// half.
+	b, err := io.ReadAll(io.LimitReader(src, s.opts.MaxFileBytes+1))
+	if err != nil {
+		return "", 0, fmt.Errorf("undo: keep %s: %w", p, err)
+	}
+	if int64(len(b)) > s.opts.MaxFileBytes {
+		return "", 0, fmt.Errorf("undo: keep %s: the file grew past %d bytes while it was read", p, s.opts.MaxFileBytes)
+	}
+	sum := sha256.Sum256(b)
+	h := hex.EncodeToString(sum[:])
+	n := int64(len(b))
+	dst := s.blobPath(h)
+	if _, err := os.Stat(dst); err == nil {
+		now := time.Now()
+		_ = os.Chtimes(dst, now, now) // fresh again for the GC grace
+		return h, n, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return "", 0, fmt.Errorf("undo: %w", err)
+	}
 	tmp, err := os.CreateTemp(s.blobs, "tmp-*")
 	if err != nil {
 		return "", 0, fmt.Errorf("undo: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename this is a no-op error
-	h := sha256.New()
-	// Read one byte past the cap: a file that grew since Lstat is not kept
-	// half.
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(src, s.opts.MaxFileBytes+1))
+	_, err = tmp.Write(b)
 	if err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst)
+	}
 	if err != nil {
 		return "", 0, fmt.Errorf("undo: keep %s: %w", p, err)
 	}
-	if n > s.opts.MaxFileBytes {
-		return "", 0, fmt.Errorf("undo: keep %s: the file grew past %d bytes while it was read", p, s.opts.MaxFileBytes)
-	}
-	sum := hex.EncodeToString(h.Sum(nil))
-	dst := s.blobPath(sum)
-	if _, err := os.Stat(dst); err == nil {
-		now := time.Now()
-		_ = os.Chtimes(dst, now, now) // fresh again for the GC grace
-		return sum, n, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return "", 0, fmt.Errorf("undo: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return "", 0, fmt.Errorf("undo: %w", err)
-	}
-	return sum, n, nil
+	return h, n, nil
 }
 
 // load returns the entries kept for an action.
@@ -601,16 +581,17 @@ func (s *Store) all(ctx context.Context) (map[string][]Entry, error) {
 	return out, nil
 }
 
-// actionOrder sorts action ids by their entries' sequence (oldest first).
+// actionOrder sorts action ids by when their first path was kept, oldest
+// first (ids break ties).
 func actionOrder(all map[string][]Entry) []string {
 	ids := make([]string, 0, len(all))
 	for id := range all {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool {
-		a, b := all[ids[i]][0], all[ids[j]][0]
-		if a.Seq != b.Seq {
-			return a.Seq < b.Seq
+		a, b := all[ids[i]][0].At, all[ids[j]][0].At
+		if !a.Equal(b) {
+			return a.Before(b)
 		}
 		return ids[i] < ids[j]
 	})

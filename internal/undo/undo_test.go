@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -210,8 +211,19 @@ func TestKeepRestore(t *testing.T) {
 					files++
 				}
 			}
-			if files != 3 || en.More != 2 {
+			if files != 3 || en.More != 2 || en.MoreNotCounted {
 				t.Errorf("kept %d files, more %d; want 3 and 2", files, en.More)
+			}
+			e.s.opts.MaxDirFiles = 1
+			for i := range 20 {
+				e.write(t, filepath.Join("huge", fmt.Sprintf("%02d.txt", i)), "x", 0o644)
+			}
+			en, err = e.s.Keep(ctx, "act_2", "s", filepath.Join(e.dir, "huge"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if en.More != 10 || !en.MoreNotCounted {
+				t.Errorf("huge: more %d, not counted %v; want the count to stop at 10", en.More, en.MoreNotCounted)
 			}
 		}},
 		{"large file is noted, not kept", func(t *testing.T, e *env) {

@@ -91,6 +91,15 @@ type Config struct {
 	StrictForeignEdits bool
 }
 
+// PolicyConfig is the paths guard's section of a policy file
+// (`guards: {paths: …}`): what an operator may add to the defaults.
+type PolicyConfig struct {
+	// Secrets extends the built-in secret patterns.
+	Secrets []string `yaml:"secrets" json:"secrets"`
+	// StrictForeignEdits: see Config.StrictForeignEdits.
+	StrictForeignEdits bool `yaml:"strict_foreign_edits" json:"strict_foreign_edits"`
+}
+
 // Validate reports the first entry of c that cannot be used.
 func (c Config) Validate() error {
 	for _, p := range c.Secrets {
@@ -346,6 +355,13 @@ func (g *Guard) resolveAll(a *action.Action, cwd string) []resolvedPath {
 			}
 			rp.literal = filepath.Clean(abs)
 			res, err := resolveAbs(abs)
+			if errors.Is(err, ErrSymlinkLoop) && f.Intent == action.PathDelete {
+				// Deleting a link removes the link, not what it points to: a
+				// looping link may be cleaned up, judged where it lies.
+				if dir, derr := resolveAbs(filepath.Dir(rp.literal)); derr == nil {
+					res, err = filepath.Join(dir, filepath.Base(rp.literal)), nil
+				}
+			}
 			if err != nil {
 				rp.err = err
 				rp.fact.Path = rp.literal

@@ -152,7 +152,8 @@ func TestShellFacts(t *testing.T) {
 		{"rm through link into home", action.PathFact{Path: fx.proj + "/link-ovh", Intent: action.PathDelete}, "hard:block", "paths.self-protection", fx.ovh},
 		{"redirect to secret", action.PathFact{Path: fx.proj + "/innocent.txt", Intent: action.PathWrite}, "hard:approve", "paths.secret", fx.proj + "/.env"},
 		{"rm outside cwd", action.PathFact{Path: fx.other + "/notes.txt", Intent: action.PathDelete}, "none", "-", fx.other + "/notes.txt"},
-		{"loop", action.PathFact{Path: fx.proj + "/loop2", Intent: action.PathDelete}, "hard:block", "paths.symlink-loop", fx.proj + "/loop2"},
+		{"rm of a looping link", action.PathFact{Path: fx.proj + "/loop2", Intent: action.PathDelete}, "none", "-", fx.proj + "/loop2"},
+		{"write through a loop", action.PathFact{Path: fx.proj + "/loop2", Intent: action.PathWrite}, "hard:block", "paths.symlink-loop", fx.proj + "/loop2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,10 +11,10 @@ import (
 )
 
 type queryCase struct {
-	line   int
-	read   bool
-	class  string
-	query  string
+	line  int
+	read  bool
+	class string
+	query string
 }
 
 // loadQueries reads testdata/queries.tsv: read|block<TAB>class<TAB>query, the
@@ -164,14 +164,16 @@ func TestAnalyzeErrors(t *testing.T) {
 }
 
 func TestDeepNestingIsNotRead(t *testing.T) {
-	// Deeply nested expressions either fail to parse or are too deep to
-	// judge; in no case are they a read.
-	for _, depth := range []int{1500, 5000} {
-		sql := "SELECT " + strings.Repeat("(", depth) + "1" + strings.Repeat(")", depth)
+	for _, depth := range []int{300, 5000, 100000} {
+		sql := strings.Repeat("SELECT (", depth) + "1" + strings.Repeat(")", depth)
 		c, err := Classify(sql)
-		if c == Read {
-			t.Fatalf("depth %d: classified read (err %v)", depth, err)
+		if c != Unknown || !errors.Is(err, ErrTooComplex) {
+			t.Fatalf("depth %d: Classify = %s, %v; want unknown, ErrTooComplex", depth, c, err)
 		}
+	}
+	// The parser still works afterwards.
+	if c, err := Classify("SELECT 1"); c != Read || err != nil {
+		t.Fatalf("Classify after deep input = %s, %v", c, err)
 	}
 }
 

@@ -85,8 +85,9 @@ func parseTree(sql string) (*parseResult, error) {
 	return &res, nil
 }
 
-// callParser runs the parser, turning its panics (a failed load, a trap)
-// into ErrParser.
+// callParser checks that sql is shallow enough for the parser (see
+// depthBound) and parses it, turning the parser's panics (a failed load, a
+// trap) into ErrParser.
 func callParser(sql string) (js string, err error) {
 	parserMu.Lock()
 	defer parserMu.Unlock()
@@ -95,6 +96,20 @@ func callParser(sql string) (js string, err error) {
 			js, err = "", fmt.Errorf("%w: %v", ErrParser, r)
 		}
 	}()
+	pb, err := pgparser.ScanToProtobuf(sql)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrParse, err)
+	}
+	kinds, err := scanKinds(pb)
+	if err != nil {
+		if errors.Is(err, ErrTooComplex) {
+			return "", err
+		}
+		return "", fmt.Errorf("%w: decoding the scanner's tokens: %v", ErrParser, err)
+	}
+	if d := depthBound(kinds); d > maxComplexity {
+		return "", fmt.Errorf("%w: nesting bound %d exceeds %d", ErrTooComplex, d, maxComplexity)
+	}
 	js, err = pgparser.ParseToJSON(sql)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrParse, err)

@@ -1,0 +1,201 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
+	"github.com/overseer-dev/overseer/internal/frontend/mcpgw"
+	"github.com/overseer-dev/overseer/internal/kernel"
+)
+
+func init() {
+	extraCommands = append(extraCommands, func(a *app) *cobra.Command { return a.mcpCmd() })
+	mounts = append(mounts, mountMCP)
+}
+
+// mcpStartup caps how long the gateway waits for its upstream servers'
+// first connection before it serves a client.
+const mcpStartup = 30 * time.Second
+
+func (a *app) mcpCmd() *cobra.Command {
+	var config string
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the MCP gateway over stdio: every tool call of your MCP servers through the firewall",
+		Long: `Serve Overseer's MCP gateway over stdio, for MCP clients (Claude Code, Claude
+Desktop, Cursor, …) to launch as their one MCP server. The real servers are
+configured in $OVERSEER_HOME/mcp.yaml (see --config); their tools are offered
+as server__tool. Every call is judged, audited, and put to a person when its
+level calls for it: answer with "overseer approve ID" / "overseer deny ID", or
+in the client itself where it supports MCP elicitation.
+
+The daemon (overseer serve) serves the same gateway over streamable HTTP at /mcp.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return a.serveMCP(ctx, config, &mcp.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}})
+		},
+	}
+	cmd.PersistentFlags().StringVar(&config, "config", "", "the gateway's configuration (default $OVERSEER_HOME/mcp.yaml)")
+	cmd.AddCommand(a.mcpCheckCmd(&config))
+	return cmd
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// mcpConfig loads the gateway's configuration.
+func (a *app) mcpConfig(file string) (*mcpgw.Config, error) {
+	if file == "" {
+		home, err := a.homeDir()
+		if err != nil {
+			return nil, err
+		}
+		file = filepath.Join(home, mcpgw.ConfigName)
+	}
+	cfg, err := mcpgw.LoadConfig(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s does not exist: write it to list your MCP servers (see docs/integrations/mcp.md)", file)
+	}
+	return cfg, err
+}
+
+// openMCP opens the kernel with the mcp guard and starts the gateway.
+func (a *app) openMCP(ctx context.Context, config string) (*kernel.Kernel, *mcpgw.Gateway, error) {
+	cfg, err := a.mcpConfig(config)
+	if err != nil {
+		return nil, nil, err
+	}
+	home, err := a.homeDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	k, err := kernel.Open(ctx, kernel.Config{Home: home, PolicyFile: a.policy, Guards: mcpgw.KernelGuards})
+	if err != nil {
+		return nil, nil, err
+	}
+	cwd, _ := os.Getwd()
+	gw, err := mcpgw.New(mcpgw.Options{Kernel: k, Config: cfg, Cwd: cwd, Log: a.stderr, Version: Version})
+	if err != nil {
+		k.Close()
+		return nil, nil, err
+	}
+	return k, gw, nil
+}
+
+func (a *app) serveMCP(ctx context.Context, config string, t mcp.Transport) error {
+	k, gw, err := a.openMCP(ctx, config)
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	defer gw.Close()
+	wctx, cancel := context.WithTimeout(ctx, mcpStartup)
+	_ = gw.WaitReady(wctx) // servers still starting are listed when they come up
+	cancel()
+	for _, h := range gw.Health() {
+		if h.State != mcpgw.StateHealthy {
+			fmt.Fprintf(a.stderr, "overseer mcp: upstream %s is %s: %s (retrying)\n", h.Name, h.State, h.Error)
+		}
+	}
+	if err := gw.Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+func (a *app) mcpCheckCmd(config *string) *cobra.Command {
+	var asJSON bool
+	return &cobra.Command{
+		Use:   "check",
+		Short: "Start every configured MCP server once and report its health and tools",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, gw, err := a.openMCP(cmd.Context(), *config)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			defer gw.Close()
+			wctx, cancel := context.WithTimeout(cmd.Context(), mcpStartup)
+			_ = gw.WaitReady(wctx)
+			cancel()
+			health, tools := gw.Health(), gw.Tools()
+			if asJSON {
+				if err := a.printJSON(map[string]any{"upstreams": health, "tools": tools}); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "SERVER\tSTATE\tTOOLS\tERROR")
+				for _, h := range health {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", h.Name, h.State, h.Tools, h.Error)
+				}
+				tw.Flush()
+				fmt.Fprintf(a.stdout, "\n%d tools offered:\n", len(tools))
+				for _, t := range tools {
+					fmt.Fprintf(a.stdout, "  %s\n", t)
+				}
+			}
+			for _, h := range health {
+				if h.State != mcpgw.StateHealthy {
+					return exit(1, fmt.Errorf("upstream %s is %s", h.Name, h.State))
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// mountMCP serves the gateway at /mcp on the daemon when
+// $OVERSEER_HOME/mcp.yaml exists. A broken configuration does not stop the
+// daemon (people still answer approvals through it); /mcp then answers
+// with the error, and no tool runs.
+func mountMCP(k *kernel.Kernel, api *httpapi.Server) error {
+	file := filepath.Join(k.Home, mcpgw.ConfigName)
+	cfg, err := mcpgw.LoadConfig(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		api.Mux().HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "the MCP gateway has no servers: write "+file, http.StatusNotFound)
+		})
+		return nil
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "overseer: the MCP gateway is off:", err)
+		msg := err.Error()
+		api.Mux().HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "the MCP gateway's configuration is invalid: "+msg, http.StatusServiceUnavailable)
+		})
+		return nil
+	}
+	gw, err := mcpgw.New(mcpgw.Options{Kernel: k, Config: cfg, Log: os.Stderr, Version: Version})
+	if err != nil {
+		return err
+	}
+	// The gateway lives as long as the daemon: it stops its upstream
+	// servers on the signals that stop the daemon.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+		gw.Close()
+	}()
+	api.Mux().Handle("/mcp", gw.HTTPHandler())
+	return nil
+}

@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/frontend/client"
+	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
+	"github.com/overseer-dev/overseer/internal/frontend/notify"
+	"github.com/overseer-dev/overseer/internal/frontend/web"
+	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+func init() {
+	mounts = append(mounts, mountConsole)
+}
+
+// NoQREnv turns off the QR code `overseer serve` prints (set to 1).
+const NoQREnv = "OVERSEER_NO_QR"
+
+// mountConsole mounts the web console on the daemon's router, starts the
+// notifications configured in $OVERSEER_HOME/notify.yaml, and prints the
+// console's address (with a QR code for a phone) once the daemon listens.
+//
+// The background work (notifications, the address announcement) is owned
+// by a context that ends when the daemon is told to stop (SIGINT, SIGTERM,
+// the signals `overseer serve` stops on) and also stops when the kernel's
+// store closes.
+func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
+	tok, err := EnsureToken(k.Home)
+	if err != nil {
+		return err
+	}
+	ncfg, err := notify.Load(filepath.Join(k.Home, notify.ConfigName))
+	switch {
+	case errors.Is(err, notify.ErrNoConfig):
+		ncfg = nil
+	case err != nil:
+		return err // a broken notify.yaml is reported, not ignored
+	}
+	opts := web.Options{Token: tok}
+	if ncfg != nil && ncfg.LinkTTL > 0 {
+		opts.LinkTTL = time.Duration(ncfg.LinkTTL)
+	}
+	con, err := web.New(k, opts)
+	if err != nil {
+		return err
+	}
+	con.Mount(api.Mux())
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() { <-ctx.Done(); stop() }() // ends with the daemon's stop signal
+	go announce(ctx, k.Home, os.Stdout)
+	if ncfg != nil {
+		n, err := notify.New(ncfg, notify.Options{
+			Linker: &consoleLinker{con: con, home: k.Home, base: ncfg.BaseURL},
+			Logf:   func(f string, a ...any) { fmt.Fprintf(os.Stderr, "overseer: "+f+"\n", a...) },
+		})
+		if err != nil {
+			return err
+		}
+		events := k.Gate.Subscribe(ctx)
+		pending := func(ctx context.Context) ([]*store.Approval, error) {
+			list, err := k.Gate.Pending(ctx)
+			if errors.Is(err, store.ErrClosed) {
+				return nil, err
+			}
+			return list, err
+		}
+		go func() { // owned by ctx: Run returns when it ends
+			_ = n.Run(ctx, events, pending)
+		}()
+		fmt.Fprintf(os.Stdout, "  notify:    %d channels (%s)\n", len(ncfg.Channels), channelNames(ncfg))
+	}
+	return nil
+}
+
+func channelNames(cfg *notify.Config) string {
+	var names []string
+	for _, c := range cfg.Channels {
+		names = append(names, c.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// consoleLinker makes notification links with the console's signer.
+type consoleLinker struct {
+	con  *web.Console
+	home string
+	base string
+}
+
+// Links implements notify.Linker.
+func (l *consoleLinker) Links(ctx context.Context, apr *store.Approval, via string) (notify.Links, error) {
+	base := l.base
+	if base == "" {
+		addr, err := daemonAddr(l.home)
+		if err != nil {
+			return notify.Links{}, err
+		}
+		base = "http://" + reachableAddr(addr)
+	}
+	wl, err := l.con.Links(apr, base, via)
+	if err != nil {
+		return notify.Links{}, err
+	}
+	return notify.Links{Approve: wl.Approve, Deny: wl.Deny, Open: wl.Open, Expires: wl.Expires}, nil
+}
+
+// daemonAddr reads the running daemon's address from its address file.
+func daemonAddr(home string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(home, kernel.AddrFile))
+	if err != nil {
+		return "", fmt.Errorf("the daemon's address is not known yet: %w", err)
+	}
+	var info client.AddrInfo
+	if err := json.Unmarshal(b, &info); err != nil || info.Addr == "" {
+		return "", fmt.Errorf("the daemon's address file is unreadable")
+	}
+	return info.Addr, nil
+}
+
+// reachableAddr turns a listen address on every interface (0.0.0.0, ::)
+// into one a phone on the same network can reach: this machine's first
+// non-loopback IPv4 address.
+func reachableAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsUnspecified() {
+		return addr
+	}
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return addr
+	}
+	for _, a := range ifaddrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil && !n.IP.IsLinkLocalUnicast() {
+			return net.JoinHostPort(n.IP.String(), port)
+		}
+	}
+	return net.JoinHostPort("127.0.0.1", port)
+}
+
+// announce waits until this process's daemon has written its address file,
+// then prints the console's address and, unless NoQREnv is set, a QR code
+// of it for a phone.
+func announce(ctx context.Context, home string, out io.Writer) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(home, kernel.AddrFile))
+		var info client.AddrInfo
+		if err == nil && json.Unmarshal(b, &info) == nil && info.PID == os.Getpid() && info.Addr != "" {
+			fmt.Fprint(out, consoleBanner(info.Addr, os.Getenv(NoQREnv) == "", isTerminal(out)))
+			return
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// consoleBanner is what announce prints.
+func consoleBanner(addr string, withQR, ansi bool) string {
+	url := "http://" + reachableAddr(addr) + web.Prefix
+	var b strings.Builder
+	fmt.Fprintf(&b, "  console:   %s\n", url)
+	host, _, _ := net.SplitHostPort(reachableAddr(addr))
+	local := isLoopback(host)
+	if !withQR {
+		return b.String()
+	}
+	qr, err := web.TerminalQR(url, ansi)
+	if err != nil {
+		return b.String()
+	}
+	if local {
+		b.WriteString("  (listening on loopback: a phone cannot reach it; listen on the network with TLS to use one)\n")
+	} else {
+		b.WriteString("  scan to open the console on a phone on the same network:\n")
+	}
+	b.WriteString(qr)
+	return b.String()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,179 @@
+package hooks
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/overseer-dev/overseer/internal/action"
+)
+
+// Outcome is what the hook tells the agent.
+type Outcome int
+
+const (
+	// Deny is the zero value: an undecided outcome never lets a call run.
+	Deny Outcome = iota
+	// Allow lets the call run.
+	Allow
+	// Ask hands the call to the agent's own permission prompt (Claude Code
+	// and Gemini CLI; Codex runs a call its hook answers with "ask", so
+	// there it is answered as Deny).
+	Ask
+)
+
+// String returns "deny", "allow" or "ask".
+func (o Outcome) String() string {
+	switch o {
+	case Allow:
+		return "allow"
+	case Ask:
+		return "ask"
+	}
+	return "deny"
+}
+
+// Decision is the hook's answer to one call.
+type Decision struct {
+	Outcome  Outcome
+	Reason   string // for the agent (and through it, the model)
+	ActionID string
+	Level    action.Level
+}
+
+// Response is what the hook process writes and its exit status: 0 or 2,
+// never anything else.
+type Response struct {
+	Stdout []byte
+	Stderr string
+	Code   int
+}
+
+const reasonPrefix = "Overseer: "
+
+// withPrefix makes sure a reason is non-empty (Codex rejects a deny
+// without one) and says where it comes from.
+func withPrefix(reason string) string {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		reason = "denied (no reason given)"
+	}
+	if strings.HasPrefix(reason, reasonPrefix) {
+		return reason
+	}
+	return reasonPrefix + reason
+}
+
+// Failure is the response to an internal failure: exit status 2 with the
+// reason on standard error, which every supported agent treats as "block
+// this call" (and Claude Code and Gemini CLI pass to the model).
+func Failure(reason string) Response {
+	return Response{Stderr: withPrefix(reason) + "\n", Code: 2}
+}
+
+// Render turns a decision on ev into the agent's output format.
+func Render(ev *Event, d Decision) Response {
+	if ev == nil {
+		return Failure(d.Reason)
+	}
+	if ev.Phase == PhasePost {
+		return postResponse(ev.Agent)
+	}
+	out := d.Outcome
+	if out == Ask && !CanAsk(ev.Agent) {
+		// Codex runs a call its hook answers with "ask": never hand a call
+		// to a prompt that is not there.
+		out = Deny
+	}
+	reason := withPrefix(d.Reason)
+	switch ev.Agent {
+	case ClaudeCode:
+		return claudeCode(ev, out, reason)
+	case Codex:
+		return codex(ev, out, reason)
+	case Gemini:
+		return gemini(out, reason)
+	}
+	return Failure("unknown agent " + ev.Agent)
+}
+
+func postResponse(agent string) Response {
+	if agent == Gemini {
+		return Response{Stdout: []byte("{}\n")}
+	}
+	return Response{}
+}
+
+func jsonResponse(v any) Response {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Failure("could not encode the answer: " + err.Error())
+	}
+	return Response{Stdout: append(b, '\n')}
+}
+
+type preToolUse struct {
+	HookEventName            string `json:"hookEventName"`
+	PermissionDecision       string `json:"permissionDecision"`
+	PermissionDecisionReason string `json:"permissionDecisionReason,omitempty"`
+}
+
+type permissionRequest struct {
+	HookEventName string             `json:"hookEventName"`
+	Decision      permissionDecision `json:"decision"`
+}
+
+type permissionDecision struct {
+	Behavior string `json:"behavior"`
+	Message  string `json:"message,omitempty"`
+}
+
+type hookOutput struct {
+	HookSpecificOutput any `json:"hookSpecificOutput"`
+}
+
+func claudeCode(ev *Event, out Outcome, reason string) Response {
+	if ev.Name == "PermissionRequest" {
+		switch out {
+		case Allow:
+			return jsonResponse(hookOutput{permissionRequest{"PermissionRequest", permissionDecision{Behavior: "allow"}}})
+		case Ask:
+			return Response{} // no answer: Claude Code shows its own dialog
+		}
+		return jsonResponse(hookOutput{permissionRequest{"PermissionRequest", permissionDecision{"deny", reason}}})
+	}
+	return jsonResponse(hookOutput{preToolUse{"PreToolUse", out.String(), reason}})
+}
+
+func codex(ev *Event, out Outcome, reason string) Response {
+	if ev.Name == "PermissionRequest" {
+		if out == Allow {
+			return jsonResponse(hookOutput{permissionRequest{"PermissionRequest", permissionDecision{Behavior: "allow"}}})
+		}
+		return jsonResponse(hookOutput{permissionRequest{"PermissionRequest", permissionDecision{"deny", reason}}})
+	}
+	if out == Allow {
+		// Codex 0.169 treats "allow" without updatedInput as a malformed
+		// answer (and runs the call); no output is the plain "go ahead".
+		return Response{}
+	}
+	return jsonResponse(hookOutput{preToolUse{"PreToolUse", "deny", reason}})
+}
+
+type geminiOutput struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// CanAsk reports whether the agent's hooks can hand a call to the agent's
+// own permission prompt.
+func CanAsk(agent string) bool { return agent == ClaudeCode || agent == Gemini }
+
+func gemini(out Outcome, reason string) Response {
+	switch out {
+	case Allow:
+		return jsonResponse(geminiOutput{Decision: "allow"})
+	case Ask:
+		return jsonResponse(geminiOutput{Decision: "ask", Reason: reason})
+	}
+	return jsonResponse(geminiOutput{Decision: "deny", Reason: reason})
+}

@@ -1,0 +1,269 @@
+package hooks
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/kernel"
+)
+
+// Connect reaches Overseer: the daemon when one runs, else the kernel in
+// this process. The returned function releases what it opened.
+type Connect func(ctx context.Context) (Backend, func(), error)
+
+// Runner handles hook calls for one agent.
+type Runner struct {
+	Agent string
+	// Confirm and MaxWait: see Config. MaxWait 0 means DefaultMaxWait.
+	Confirm ConfirmMode
+	MaxWait time.Duration
+	Tools   *Table
+	Connect Connect
+	// Home is Overseer's home directory; calls of agents that send no
+	// tool-use id are matched to their post event through files under it.
+	Home string
+	// Deadline bounds the whole call; when it passes the call is denied.
+	// Zero means MaxWait plus DeadlineMargin. It must stay below the
+	// agent's own hook timeout (a hook the agent kills counts as a
+	// non-blocking error there: the call would run).
+	Deadline time.Duration
+	// ConfigErr, when set, denies every call: the configuration could not
+	// be read, and a guess could let something through.
+	ConfigErr error
+}
+
+// DeadlineMargin is added to MaxWait for the hook's own deadline; `overseer
+// init` sets the agent's timeout a further margin above it.
+const DeadlineMargin = 15 * time.Second
+
+func (r *Runner) maxWait() time.Duration {
+	if r.MaxWait > 0 {
+		return r.MaxWait
+	}
+	return DefaultMaxWait
+}
+
+// Run handles one hook call: it reads the event from stdin, writes the
+// answer, and returns the exit status, which is 0 or 2 and nothing else.
+// A panic, a failure of any part or the deadline passing ends in a deny.
+func (r *Runner) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int {
+	limit := r.Deadline
+	if limit <= 0 {
+		limit = r.maxWait() + DeadlineMargin
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	done := make(chan Response, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- Failure(fmt.Sprintf("the hook failed (panic: %v), so the call is denied\n%s", p, debug.Stack()))
+			}
+		}()
+		done <- r.handle(ctx, stdin)
+	}()
+	var resp Response
+	select {
+	case resp = <-done:
+	case <-ctx.Done():
+		// The handler's goroutine ends with the process; its answer, if
+		// any, is never written.
+		resp = Failure(fmt.Sprintf("the hook did not decide within %s, so the call is denied", limit))
+	}
+	return write(resp, stdout, stderr)
+}
+
+// write writes the response; if standard output cannot be written, the
+// call is denied through the exit status.
+func write(resp Response, stdout, stderr io.Writer) int {
+	if resp.Code != 0 && resp.Code != 2 {
+		resp.Code = 2
+	}
+	if len(resp.Stdout) > 0 {
+		if _, err := stdout.Write(resp.Stdout); err != nil {
+			resp = Failure("could not write the answer: " + err.Error())
+		}
+	}
+	if resp.Stderr != "" {
+		_, _ = io.WriteString(stderr, resp.Stderr)
+	}
+	return resp.Code
+}
+
+func (r *Runner) handle(ctx context.Context, stdin io.Reader) Response {
+	data, err := io.ReadAll(io.LimitReader(stdin, MaxInput+1))
+	if err != nil {
+		return Failure("could not read the hook event: " + err.Error())
+	}
+	ev, err := ParseEvent(r.Agent, data)
+	if err != nil {
+		return Failure(err.Error() + ", so the call is denied")
+	}
+	if ev.Phase == PhasePost {
+		r.post(ctx, ev)
+		return Render(ev, Decision{})
+	}
+	if r.ConfigErr != nil {
+		return Failure(r.ConfigErr.Error() + " — every call is denied until it is fixed")
+	}
+	d, err := r.pre(ctx, ev)
+	if err != nil {
+		return Failure(err.Error() + " — so the call is denied")
+	}
+	return Render(ev, d)
+}
+
+// pre judges a call before it runs.
+func (r *Runner) pre(ctx context.Context, ev *Event) (Decision, error) {
+	if r.Connect == nil {
+		return Decision{}, errors.New("no way to reach Overseer")
+	}
+	a := r.Tools.Action(ev)
+	b, release, err := r.Connect(ctx)
+	if err != nil {
+		return Decision{}, fmt.Errorf("cannot reach Overseer: %w", err)
+	}
+	defer release()
+	opts := DecideOptions{MaxWait: r.maxWait(), AskConfirm: r.Confirm == ConfirmAsk && CanAsk(ev.Agent)}
+	d, err := b.Decide(ctx, a, opts)
+	if err != nil {
+		return Decision{}, err
+	}
+	if d.Outcome != Allow {
+		return d, nil
+	}
+	// Keep what the call will change before letting it run.
+	if err := FillTargets(ctx, a); err != nil {
+		return Decision{}, fmt.Errorf("could not tell which files the call changes: %w", err)
+	}
+	if HasTargets(a) {
+		if err := b.Keep(ctx, a); err != nil {
+			return Decision{}, fmt.Errorf("could not keep the previous content for `overseer undo`: %w", err)
+		}
+	}
+	if ev.ToolUseID == "" && a.ID != "" {
+		r.remember(ev, a.ID)
+	}
+	return d, nil
+}
+
+// post records what a call did. It never blocks the agent: failures are
+// told on standard error only.
+func (r *Runner) post(ctx context.Context, ev *Event) {
+	id := ActionID(ev)
+	if id == "" {
+		id = r.recall(ev)
+	}
+	if id == "" {
+		return // the call was not one this hook let through
+	}
+	res := kernel.Result{ActionID: id, Agent: ev.Agent, Session: ev.SessionID, Tool: ev.ToolName}
+	res.Output, res.IsError = ResultOf(ev)
+	if r.Connect == nil {
+		return
+	}
+	b, release, err := r.Connect(ctx)
+	if err != nil {
+		return
+	}
+	defer release()
+	_ = b.Record(ctx, res)
+}
+
+// ResultOf reads the output of a post event and whether the call failed.
+func ResultOf(ev *Event) (output string, isError bool) {
+	if ev.Error != "" {
+		return ev.Error, true
+	}
+	if len(ev.ToolResponse) == 0 {
+		return "", false
+	}
+	var v any
+	if err := json.Unmarshal(ev.ToolResponse, &v); err != nil {
+		return string(ev.ToolResponse), false
+	}
+	switch v := v.(type) {
+	case string:
+		return v, false
+	case map[string]any:
+		isError = truthy(v["is_error"]) || truthy(v["isError"]) || v["success"] == false ||
+			truthy(v["interrupted"]) || nonZero(v["exit_code"]) || nonZero(v["exitCode"])
+		if e, ok := v["error"]; ok && e != nil && e != "" {
+			isError = true
+		}
+		var parts []string
+		for _, k := range []string{"stdout", "stderr", "output", "llmContent", "content", "result"} {
+			if s, ok := v[k].(string); ok && s != "" {
+				parts = append(parts, s)
+			}
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, "\n"), isError
+		}
+	}
+	return string(ev.ToolResponse), isError
+}
+
+func truthy(v any) bool { b, ok := v.(bool); return ok && b }
+
+func nonZero(v any) bool { f, ok := v.(float64); return ok && f != 0 }
+
+// callsDir holds, for agents that send no tool-use id (Gemini CLI), the
+// action id of each allowed call until its post event arrives.
+const callsDir = "hooks/calls"
+
+// callKey identifies a call by agent, session, tool and exact arguments.
+func callKey(ev *Event) string {
+	b, _ := json.Marshal(ev.ToolInput)
+	sum := sha256.Sum256([]byte(ev.Agent + "\x00" + ev.SessionID + "\x00" + ev.ToolName + "\x00" + string(b)))
+	return hex.EncodeToString(sum[:16])
+}
+
+func (r *Runner) remember(ev *Event, id string) {
+	if r.Home == "" {
+		return
+	}
+	dir := filepath.Join(r.Home, callsDir)
+	if os.MkdirAll(dir, 0o700) != nil {
+		return
+	}
+	_ = os.WriteFile(filepath.Join(dir, callKey(ev)), []byte(id), 0o600)
+}
+
+func (r *Runner) recall(ev *Event) string {
+	if r.Home == "" {
+		return ""
+	}
+	p := filepath.Join(r.Home, callsDir, callKey(ev))
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	_ = os.Remove(p)
+	id := strings.TrimSpace(string(b))
+	if !strings.HasPrefix(id, "act_") {
+		return ""
+	}
+	return id
+}
+
+// HasTargets reports whether a writes or deletes a path.
+func HasTargets(a *action.Action) bool {
+	for _, p := range a.Facts.Paths {
+		if p.Intent == action.PathWrite || p.Intent == action.PathDelete {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,148 @@
+// Package mcpgwtest provides a real MCP server for the gateway's tests and
+// benchmarks: built with the official Go SDK, served over stdio by a
+// subprocess (the test binary itself, re-executed) or over streamable HTTP.
+//
+// Its tools cover what the gateway must handle: a read-only echo, a tool
+// that reports the arguments it received, a destructive file write, a
+// crash, progress, logging, a tool that adds a tool (list changes), and a
+// schema in a draft the validator does not read. It also offers a prompt
+// and a resource.
+package mcpgwtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// EnvServe, when set in a test binary's environment, makes MaybeServe
+// serve the test server over stdio instead of running the tests.
+const EnvServe = "OVERSEER_MCPGW_TEST_UPSTREAM"
+
+// MaybeServe serves the test server over stdio and exits when the process
+// was started as an upstream (EnvServe set). Call it first in TestMain.
+func MaybeServe() {
+	if os.Getenv(EnvServe) == "" {
+		return
+	}
+	err := NewServer().Run(context.Background(), &mcp.StdioTransport{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test upstream:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// Command returns the command and environment that start the test server
+// over stdio: the running test binary, re-executed.
+func Command(t testing.TB) (string, map[string]string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe, map[string]string{EnvServe: "1"}
+}
+
+func ptr(b bool) *bool { return &b }
+
+type echoIn struct {
+	Message string `json:"message" jsonschema:"the text to echo"`
+}
+
+type noteIn struct {
+	Path string `json:"path" jsonschema:"where to write"`
+	Text string `json:"text" jsonschema:"what to write"`
+}
+
+type slowIn struct {
+	Steps int `json:"steps"`
+}
+
+type logIn struct {
+	Message string `json:"message"`
+}
+
+// NewServer builds the test server.
+func NewServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "overseer-test-upstream", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echo a message",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Message}}}, nil, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "args", Description: "report the arguments received",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a"]}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "write_note", Description: "write a file",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, any, error) {
+			if err := os.WriteFile(filepath.Clean(in.Path), []byte(in.Text), 0o600); err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wrote " + in.Path}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "delete_all", Description: "pretend to delete everything",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deleted"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "exit the server process",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "report progress, then finish",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
+			tok := req.Params.GetProgressToken()
+			for i := 1; i <= in.Steps; i++ {
+				if tok != nil {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok,
+						Progress: float64(i), Total: float64(in.Steps), Message: fmt.Sprintf("step %d", i)})
+				}
+				time.Sleep(time.Millisecond)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "send a log message",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in logIn) (*mcp.CallToolResult, any, error) {
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "test", Data: in.Message})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "add_tool", Description: "add the tool \"dynamic\"",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			mcp.AddTool(s, &mcp.Tool{Name: "dynamic", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}},
+				func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "dynamic"}}}, nil, nil
+				})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added"}}}, nil, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "draft4", Description: "a tool whose schema is in an old draft",
+		InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"x":{"type":"string"}}}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "draft4"}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "greet someone", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
+				Content: &mcp.TextContent{Text: "Hello, " + req.Params.Arguments["name"]}}}}, nil
+		})
+	s.AddResource(&mcp.Resource{URI: "note://readme", Name: "readme", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "read me"}}}, nil
+		})
+	return s
+}

@@ -1,0 +1,381 @@
+package mcpgw
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/overseer-dev/overseer/internal/audit"
+)
+
+// State is the health of an upstream server.
+type State string
+
+// Upstream states.
+const (
+	StateStarting  State = "starting"  // the first connection is being made
+	StateHealthy   State = "healthy"   // connected, answering
+	StateUnhealthy State = "unhealthy" // crashed, unreachable or not answering; restarting with backoff
+	StateStopped   State = "stopped"   // the gateway is closing
+)
+
+// TypeUpstream is the audit record type of an upstream's change of health.
+const TypeUpstream = "mcp_upstream"
+
+// ErrUnavailable means a call's upstream server is not connected.
+var ErrUnavailable = errors.New("upstream unavailable")
+
+// connectTimeout caps one connection attempt (process start and handshake).
+const connectTimeout = 30 * time.Second
+
+// stableAfter is how long a connection must last for the backoff to reset.
+const stableAfter = time.Minute
+
+// UpstreamHealth is the health of one upstream server.
+type UpstreamHealth struct {
+	Name     string    `json:"name"`
+	State    State     `json:"state"`
+	Error    string    `json:"error,omitempty"`
+	Since    time.Time `json:"since"`
+	Restarts int       `json:"restarts"`
+	Tools    int       `json:"tools"`
+}
+
+// upstream is one configured server and the goroutine that keeps it
+// connected.
+type upstream struct {
+	name    string
+	cfg     *ServerConfig
+	g       *Gateway
+	ready   chan struct{} // closed after the first connection attempt ends
+	once    sync.Once
+	refresh chan struct{} // the server said a list changed
+
+	mu     sync.Mutex
+	cs     *mcp.ClientSession
+	health UpstreamHealth
+	lists  lists // as last listed
+}
+
+// lists are what an upstream offers.
+type lists struct {
+	tools     []*mcp.Tool
+	prompts   []*mcp.Prompt
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
+}
+
+func newUpstream(g *Gateway, name string, cfg *ServerConfig) *upstream {
+	return &upstream{
+		name: name, cfg: cfg, g: g,
+		ready:   make(chan struct{}),
+		refresh: make(chan struct{}, 1),
+		health:  UpstreamHealth{Name: name, State: StateStarting, Since: g.clk.Now()},
+	}
+}
+
+// session returns the live client session, or an error wrapping
+// ErrUnavailable.
+func (u *upstream) session() (*mcp.ClientSession, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.cs == nil || u.health.State != StateHealthy {
+		msg := string(u.health.State)
+		if u.health.Error != "" {
+			msg += ": " + u.health.Error
+		}
+		return nil, fmt.Errorf("%w: %s is %s", ErrUnavailable, u.name, msg)
+	}
+	return u.cs, nil
+}
+
+func (u *upstream) snapshot() UpstreamHealth {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	h := u.health
+	h.Tools = len(u.lists.tools)
+	return h
+}
+
+// setState records a change of health, and audits it.
+func (u *upstream) setState(ctx context.Context, s State, cs *mcp.ClientSession, err error) {
+	u.mu.Lock()
+	prev := u.health.State
+	u.cs = cs
+	u.health.State = s
+	u.health.Since = u.g.clk.Now()
+	u.health.Error = ""
+	if err != nil {
+		u.health.Error = err.Error()
+	}
+	h := u.health
+	u.mu.Unlock()
+	if prev == s && s != StateUnhealthy {
+		return
+	}
+	u.g.logf("upstream %s: %s%s", u.name, s, errSuffix(err))
+	if s == StateStopped {
+		return
+	}
+	// The record outlives the gateway's context: a crash is noticed even
+	// while shutting down.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, aerr := u.g.k.Audit.Append(actx, audit.Entry{Type: TypeUpstream, Tool: u.name, Data: h}); aerr != nil {
+		u.g.logf("upstream %s: recording its health: %v", u.name, aerr)
+	}
+}
+
+func errSuffix(err error) string {
+	if err == nil {
+		return ""
+	}
+	return ": " + err.Error()
+}
+
+// run keeps the upstream connected until ctx ends: a crashed or
+// unreachable server is marked unhealthy and reconnected with exponential
+// backoff. Owned by the gateway; exits when ctx ends.
+func (u *upstream) run(ctx context.Context) {
+	initial := u.cfg.Restart.Initial.get(DefaultRestartInitial)
+	maxB := u.cfg.Restart.Max.get(DefaultRestartMax)
+	if maxB < initial {
+		maxB = initial
+	}
+	backoff := initial
+	for {
+		started := u.g.clk.Now()
+		err := u.connectAndServe(ctx)
+		if ctx.Err() != nil {
+			u.setState(ctx, StateStopped, nil, nil)
+			u.once.Do(func() { close(u.ready) })
+			return
+		}
+		u.setState(ctx, StateUnhealthy, nil, err)
+		u.once.Do(func() { close(u.ready) })
+		if u.g.clk.Now().Sub(started) >= stableAfter {
+			backoff = initial
+		}
+		select {
+		case <-ctx.Done():
+			u.setState(ctx, StateStopped, nil, nil)
+			return
+		case <-u.g.clk.After(backoff):
+		}
+		backoff = min(backoff*2, maxB)
+		u.mu.Lock()
+		u.health.Restarts++
+		u.mu.Unlock()
+	}
+}
+
+// connectAndServe makes one connection, publishes what the server offers,
+// and returns when the connection ends (with why) or ctx ends.
+func (u *upstream) connectAndServe(ctx context.Context) error {
+	t, err := u.transport()
+	if err != nil {
+		return err
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "overseer-gateway", Version: u.g.version}, &mcp.ClientOptions{
+		Capabilities:               &mcp.ClientCapabilities{},
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { u.poke() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { u.poke() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { u.poke() },
+		ResourceUpdatedHandler: func(ctx context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			u.g.resourceUpdated(ctx, r.Params)
+		},
+		LoggingMessageHandler: func(ctx context.Context, r *mcp.LoggingMessageRequest) {
+			u.g.forwardLog(ctx, u.name, r.Params)
+		},
+		ProgressNotificationHandler: func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
+			u.g.forwardProgress(ctx, r.Params)
+		},
+	})
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	cs, err := client.Connect(cctx, t, nil)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connecting: %w", err)
+	}
+	done := make(chan error, 1)
+	// Owned here: ends when the connection closes, which every return path
+	// below makes sure of.
+	go func() { done <- cs.Wait() }()
+	stop := func() { _ = cs.Close(); <-done }
+
+	if err := u.list(ctx, cs); err != nil {
+		stop()
+		return fmt.Errorf("listing its tools: %w", err)
+	}
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
+		// Its log messages are forwarded to clients, each at the level it set.
+		_ = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"})
+	}
+	u.setState(ctx, StateHealthy, cs, nil)
+	u.once.Do(func() { close(u.ready) })
+	u.g.publish()
+
+	ping := u.cfg.Ping.get(DefaultPing)
+	for {
+		var tick <-chan time.Time
+		if ping > 0 {
+			tick = u.g.clk.After(ping)
+		}
+		select {
+		case <-ctx.Done():
+			stop()
+			return ctx.Err()
+		case err := <-done:
+			_ = cs.Close()
+			if err == nil {
+				err = errors.New("the connection closed")
+			}
+			return fmt.Errorf("the server stopped: %w", err)
+		case <-u.refresh:
+			if err := u.list(ctx, cs); err != nil {
+				u.g.logf("upstream %s: re-listing after a change: %v", u.name, err)
+			} else {
+				u.g.publish()
+			}
+		case <-tick:
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := cs.Ping(pctx, nil)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				stop()
+				return fmt.Errorf("it stopped answering: %w", err)
+			}
+		}
+	}
+}
+
+// poke asks the serving loop to re-list (never blocks).
+func (u *upstream) poke() {
+	select {
+	case u.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// list reads everything the server offers (every page).
+func (u *upstream) list(ctx context.Context, cs *mcp.ClientSession) error {
+	var l lists
+	caps := &mcp.ServerCapabilities{}
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
+		caps = ir.Capabilities
+	}
+	if caps.Tools != nil {
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			l.tools = append(l.tools, t)
+		}
+	}
+	if caps.Prompts != nil {
+		for p, err := range cs.Prompts(ctx, nil) {
+			if err != nil {
+				return fmt.Errorf("listing prompts: %w", err)
+			}
+			l.prompts = append(l.prompts, p)
+		}
+	}
+	if caps.Resources != nil {
+		for r, err := range cs.Resources(ctx, nil) {
+			if err != nil {
+				return fmt.Errorf("listing resources: %w", err)
+			}
+			l.resources = append(l.resources, r)
+		}
+		for r, err := range cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				return fmt.Errorf("listing resource templates: %w", err)
+			}
+			l.templates = append(l.templates, r)
+		}
+	}
+	u.mu.Lock()
+	u.lists = l
+	u.mu.Unlock()
+	return nil
+}
+
+func (u *upstream) offered() lists {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.lists
+}
+
+// transport builds a fresh transport for one connection attempt.
+func (u *upstream) transport() (mcp.Transport, error) {
+	c := u.cfg
+	if c.URL != "" {
+		hc := &http.Client{Transport: headerTransport{headers: c.Headers, next: http.DefaultTransport}}
+		return &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxRetries: 2}, nil
+	}
+	cmd := exec.Command(c.Command, c.Args...)
+	cmd.Dir = c.Cwd
+	if len(c.Env) > 0 {
+		cmd.Env = os.Environ()
+		for k, v := range c.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	cmd.Stderr = &prefixWriter{g: u.g, prefix: u.name}
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+}
+
+// headerTransport adds the configured headers to every request.
+type headerTransport struct {
+	headers map[string]string
+	next    http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(h.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range h.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return h.next.RoundTrip(r)
+}
+
+// prefixWriter copies an upstream's stderr to the gateway's log, line by
+// line, each line prefixed with the server's name.
+type prefixWriter struct {
+	g      *Gateway
+	prefix string
+	mu     sync.Mutex
+	buf    []byte
+}
+
+func (w *prefixWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.g.logf("[%s] %s", w.prefix, w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 64<<10 { // a line without end: flush it
+		w.g.logf("[%s] %s", w.prefix, w.buf)
+		w.buf = w.buf[:0]
+	}
+	return len(p), nil
+}
+
+var _ io.Writer = (*prefixWriter)(nil)

@@ -1,0 +1,682 @@
+// Package tui is Overseer's terminal UI (`overseer tui`): the approvals
+// queue with previews, answered from the keyboard, and a live tail of the
+// audit log. It talks to the daemon through its HTTP API, so it works over
+// SSH wherever the daemon's home (for the token) is readable.
+//
+// The UI is a Bubble Tea program. Its model is a plain value: Update is a
+// pure state transition over messages (keys, the results of API calls,
+// ticks), and every API call runs as a command, so the model can be tested
+// without a terminal.
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/frontend/client"
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// Options configure the UI.
+type Options struct {
+	// Who names the person answering (recorded with each answer).
+	Who string
+	// Poll is how often the queue and the audit tail are re-read.
+	// Default one second.
+	Poll time.Duration
+	// Now is the clock for waiting times (default time.Now).
+	Now func() time.Time
+	// Title is shown in the header (e.g. the daemon's address).
+	Title string
+}
+
+// Channel is the channel recorded for answers given in the terminal UI.
+const Channel = "tui"
+
+// tailSize is how many audit records the tail keeps.
+const tailSize = 200
+
+// remember scopes, in the order r cycles through them.
+var rememberScopes = []string{"once", "session", "rule"}
+
+// Model is the UI's state.
+type Model struct {
+	api  API
+	opts Options
+	ctx  context.Context
+
+	width, height int
+	pending       []*store.Approval
+	selected      string // approval id
+	remember      map[string]string
+	rules         map[string]string // approval id → proposed rule (approve), shown for remember=rule
+	tail          []store.AuditRecord
+	lastSeq       int64
+	mode          mode
+	reason        []rune
+	status        string
+	statusBad     bool
+	connected     bool
+	busy          map[string]bool
+	quitting      bool
+}
+
+type mode int
+
+const (
+	modeQueue  mode = iota
+	modeReason      // typing a deny reason
+	modeHelp
+)
+
+// New returns the UI's model over api. ctx bounds its API calls.
+func New(ctx context.Context, api API, opts Options) Model {
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Who == "" {
+		opts.Who = "tui"
+	}
+	return Model{api: api, opts: opts, ctx: ctx, lastSeq: -1, remember: map[string]string{},
+		rules: map[string]string{}, busy: map[string]bool{}, width: 100, height: 30}
+}
+
+// Messages.
+type (
+	// refreshMsg carries a fresh read of the queue and the audit tail.
+	refreshMsg struct {
+		pending []*store.Approval
+		audit   []store.AuditRecord
+		err     error
+	}
+	// answeredMsg is the outcome of an answer.
+	answeredMsg struct {
+		id, decision string
+		resp         *client.AnswerResponse
+		err          error
+	}
+	// ruleMsg carries the proposed rule of an approval.
+	ruleMsg struct {
+		id   string
+		rule string
+		err  error
+	}
+	// tickMsg asks for the next refresh.
+	tickMsg time.Time
+)
+
+// Init starts the first refresh.
+func (m Model) Init() tea.Cmd { return m.refresh() }
+
+func (m Model) refresh() tea.Cmd {
+	api, ctx, seq := m.api, m.ctx, m.lastSeq
+	return func() tea.Msg {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		pending, err := api.Pending(cctx)
+		if err != nil {
+			return refreshMsg{err: err}
+		}
+		recs, err := api.AuditAfter(cctx, seq, 50)
+		return refreshMsg{pending: pending, audit: recs, err: err}
+	}
+}
+
+func (m Model) tick() tea.Cmd {
+	return tea.Tick(m.opts.Poll, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+func (m Model) answer(id, decision, reason, remember string) tea.Cmd {
+	api, ctx, who := m.api, m.ctx, m.opts.Who
+	return func() tea.Msg {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		req := client.AnswerRequest{Who: who, Channel: Channel, Reason: reason}
+		if remember != "once" {
+			req.Remember = remember
+		}
+		resp, err := api.Answer(cctx, id, decision, req)
+		return answeredMsg{id: id, decision: decision, resp: resp, err: err}
+	}
+}
+
+func (m Model) fetchRule(id string) tea.Cmd {
+	api, ctx := m.api, m.ctx
+	return func() tea.Msg {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		raw, err := api.ProposedRule(cctx, id)
+		if err != nil {
+			return ruleMsg{id: id, err: err}
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return ruleMsg{id: id, err: err}
+		}
+		b, _ := json.Marshal(v)
+		return ruleMsg{id: id, rule: string(b)}
+	}
+}
+
+// Update applies a message.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		return m, nil
+	case tickMsg:
+		return m, m.refresh()
+	case refreshMsg:
+		if msg.err != nil {
+			m.connected = false
+			m.setStatus("cannot reach the daemon: "+msg.err.Error(), true)
+			return m, m.tick()
+		}
+		if !m.connected && m.statusBad {
+			m.status, m.statusBad = "", false
+		}
+		m.connected = true
+		m.setPending(msg.pending)
+		m.addAudit(msg.audit)
+		return m, m.tick()
+	case answeredMsg:
+		delete(m.busy, msg.id)
+		switch {
+		case msg.err != nil:
+			m.setStatus(fmt.Sprintf("%s %s failed: %v", msg.decision, msg.id, msg.err), true)
+		case !msg.resp.Applied:
+			m.setStatus(fmt.Sprintf("%s was already %s; your answer was recorded only", msg.id, statusOf(msg.resp)), false)
+		default:
+			s := fmt.Sprintf("%s: %s", msg.id, statusOf(msg.resp))
+			if msg.resp.Warning != "" {
+				s += " (warning: " + msg.resp.Warning + ")"
+				m.setStatus(s, true)
+			} else {
+				m.setStatus(s, false)
+			}
+			m.drop(msg.id)
+		}
+		return m, m.refresh()
+	case ruleMsg:
+		if msg.err != nil {
+			m.setStatus("proposed rule: "+msg.err.Error(), true)
+		} else {
+			m.rules[msg.id] = msg.rule
+		}
+		return m, nil
+	case tea.KeyPressMsg:
+		return m.key(msg)
+	}
+	return m, nil
+}
+
+func statusOf(r *client.AnswerResponse) string {
+	if r == nil || r.Approval == nil {
+		return "answered"
+	}
+	return string(r.Approval.Status)
+}
+
+func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = s, bad }
+
+// setPending replaces the queue, keeping the selection where it can.
+func (m *Model) setPending(list []*store.Approval) {
+	m.pending = list
+	if m.index(m.selected) < 0 {
+		m.selected = ""
+		if len(list) > 0 {
+			m.selected = list[0].ID
+		}
+	}
+	live := map[string]bool{}
+	for _, a := range list {
+		live[a.ID] = true
+	}
+	for id := range m.remember {
+		if !live[id] {
+			delete(m.remember, id)
+			delete(m.rules, id)
+		}
+	}
+}
+
+func (m *Model) drop(id string) {
+	out := m.pending[:0:0]
+	for _, a := range m.pending {
+		if a.ID != id {
+			out = append(out, a)
+		}
+	}
+	m.setPending(out)
+}
+
+func (m *Model) addAudit(recs []store.AuditRecord) {
+	for _, r := range recs {
+		if r.Seq <= m.lastSeq {
+			continue
+		}
+		m.tail = append(m.tail, r)
+		m.lastSeq = r.Seq
+	}
+	if m.lastSeq < 0 {
+		m.lastSeq = 0 // an empty log: from now on, read from the start
+	}
+	if len(m.tail) > tailSize {
+		m.tail = m.tail[len(m.tail)-tailSize:]
+	}
+}
+
+func (m Model) index(id string) int {
+	for i, a := range m.pending {
+		if a.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (m Model) current() *store.Approval {
+	if i := m.index(m.selected); i >= 0 {
+		return m.pending[i]
+	}
+	return nil
+}
+
+func (m Model) rememberOf(id string) string {
+	if r := m.remember[id]; r != "" {
+		return r
+	}
+	return "once"
+}
+
+func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	s := k.String()
+	if s == "ctrl+c" {
+		m.quitting = true
+		return m, tea.Quit
+	}
+	switch m.mode {
+	case modeHelp:
+		m.mode = modeQueue
+		return m, nil
+	case modeReason:
+		switch s {
+		case "esc":
+			m.mode, m.reason = modeQueue, nil
+			m.setStatus("deny cancelled", false)
+		case "enter":
+			cur := m.current()
+			m.mode = modeQueue
+			reason := strings.TrimSpace(string(m.reason))
+			m.reason = nil
+			if cur == nil {
+				return m, nil
+			}
+			return m.send(cur, "deny", reason)
+		case "backspace":
+			if len(m.reason) > 0 {
+				m.reason = m.reason[:len(m.reason)-1]
+			}
+		default:
+			if k.Text != "" && len(m.reason) < 2000 {
+				m.reason = append(m.reason, []rune(k.Text)...)
+			}
+		}
+		return m, nil
+	}
+	cur := m.current()
+	switch s {
+	case "q":
+		m.quitting = true
+		return m, tea.Quit
+	case "?", "h":
+		m.mode = modeHelp
+	case "j", "down":
+		m.move(1)
+	case "k", "up":
+		m.move(-1)
+	case "a":
+		if cur != nil {
+			return m.send(cur, "approve", "")
+		}
+	case "d":
+		if cur != nil {
+			m.mode, m.reason = modeReason, nil
+			m.setStatus("", false)
+		}
+	case "x":
+		if cur != nil {
+			return m.send(cur, "abort", "")
+		}
+	case "r":
+		if cur != nil {
+			next := rememberScopes[0]
+			for i, r := range rememberScopes {
+				if r == m.rememberOf(cur.ID) {
+					next = rememberScopes[(i+1)%len(rememberScopes)]
+				}
+			}
+			m.remember[cur.ID] = next
+			if next == "rule" && m.rules[cur.ID] == "" {
+				return m, m.fetchRule(cur.ID)
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m Model) send(cur *store.Approval, decision, reason string) (tea.Model, tea.Cmd) {
+	if m.busy[cur.ID] {
+		return m, nil
+	}
+	m.busy[cur.ID] = true
+	m.setStatus(fmt.Sprintf("sending %s for %s…", decision, cur.ID), false)
+	return m, m.answer(cur.ID, decision, reason, m.rememberOf(cur.ID))
+}
+
+func (m *Model) move(step int) {
+	if len(m.pending) == 0 {
+		return
+	}
+	i := m.index(m.selected)
+	i = max(0, min(len(m.pending)-1, i+step))
+	m.selected = m.pending[i].ID
+}
+
+// Styles.
+var (
+	stTitle    = lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("#7fb0e0"))
+	stFaint    = lipgloss.NewStyle().Faint(true)
+	stBold     = lipgloss.NewStyle().Bold(true)
+	stSel      = lipgloss.NewStyle().Reverse(true)
+	stBad      = lipgloss.NewStyle().Foreground(lipgloss.Color("#e5534b")).Bold(true)
+	stOK       = lipgloss.NewStyle().Foreground(lipgloss.Color("#57ab5a"))
+	stAdd      = lipgloss.NewStyle().Foreground(lipgloss.Color("#57ab5a"))
+	stDel      = lipgloss.NewStyle().Foreground(lipgloss.Color("#e5534b"))
+	levelStyle = map[action.Level]lipgloss.Style{
+		action.Confirm: lipgloss.NewStyle().Foreground(lipgloss.Color("#e8b339")).Bold(true),
+		action.Approve: lipgloss.NewStyle().Foreground(lipgloss.Color("#e07b39")).Bold(true),
+		action.Block:   lipgloss.NewStyle().Foreground(lipgloss.Color("#e5534b")).Bold(true),
+		action.Notify:  lipgloss.NewStyle().Foreground(lipgloss.Color("#4e9ad6")),
+		action.Auto:    lipgloss.NewStyle().Foreground(lipgloss.Color("#7fb77e")),
+	}
+)
+
+func lvl(l action.Level) string {
+	if st, ok := levelStyle[l]; ok {
+		return st.Render(l.String())
+	}
+	return l.String()
+}
+
+func dur(d time.Duration) string {
+	if d < 0 {
+		return "now"
+	}
+	d = d.Round(time.Second)
+	if d >= time.Hour {
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	if d >= time.Minute {
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%ds", int(d.Seconds()))
+}
+
+// mainArg is the argument a person most needs to see.
+func mainArg(a *action.Action) string {
+	if v, ok := a.StringArg("command", "cmd", "file_path", "path", "url", "sql", "query"); ok {
+		return v
+	}
+	keys := make([]string, 0, len(a.Args))
+	for k := range a.Args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, a.Args[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// View renders the screen.
+func (m Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	v.WindowTitle = "Overseer"
+	return v
+}
+
+func (m Model) render() string {
+	if m.quitting {
+		return ""
+	}
+	w := max(m.width, 40)
+	var lines []string
+	add := func(s string) { lines = append(lines, ansi.Truncate(s, w, "…")) }
+	rule := func(title string) {
+		add(stFaint.Render("── ") + stBold.Render(title) + " " + stFaint.Render(strings.Repeat("─", max(0, w-len(title)-4))))
+	}
+
+	live := stOK.Render("● live")
+	if !m.connected {
+		live = stBad.Render("● offline")
+	}
+	head := stTitle.Render("Overseer") + "  " + fmt.Sprintf("%d waiting", len(m.pending))
+	if m.opts.Title != "" {
+		head += stFaint.Render("  " + m.opts.Title)
+	}
+	add(head + "  " + live)
+
+	if m.mode == modeHelp {
+		rule("Keys")
+		for _, l := range []string{
+			"j / ↓   next request          k / ↑   previous request",
+			"a       approve               d       deny (type a reason, Enter sends, Esc cancels)",
+			"x       abort the agent's task",
+			"r       remember: once → session → rule",
+			"?       this help             q       quit",
+			"", "Press any key to go back.",
+		} {
+			add(l)
+		}
+		return strings.Join(lines, "\n")
+	}
+
+	now := m.opts.Now()
+	rule("Waiting for you")
+	if len(m.pending) == 0 {
+		add(stFaint.Render("  Nothing is waiting. New requests appear here as they arrive."))
+	}
+	maxRows := max(3, (m.height-12)/3)
+	start := 0
+	if i := m.index(m.selected); i >= maxRows {
+		start = i - maxRows + 1
+	}
+	for i, a := range m.pending {
+		if i < start || i >= start+maxRows {
+			continue
+		}
+		who := strings.Trim(a.Agent+"/"+a.Session, "/")
+		row := fmt.Sprintf("%-14s %s  %s  waiting %s · times out in %s", a.Tool, lvl(a.Level), who,
+			dur(now.Sub(a.CreatedAt)), dur(a.Deadline.Sub(now)))
+		if m.busy[a.ID] {
+			row += " · sending…"
+		}
+		if a.ID == m.selected {
+			add(stSel.Render("▶ " + ansi.Strip(row)))
+		} else {
+			add("  " + row)
+		}
+		add(stFaint.Render("    " + oneLine(mainArg(&a.Action))))
+	}
+	if n := len(m.pending) - start - maxRows; n > 0 {
+		add(stFaint.Render(fmt.Sprintf("  … %d more (j/k)", n)))
+	}
+
+	if cur := m.current(); cur != nil {
+		rule("Request " + cur.ID)
+		add(fmt.Sprintf("%s %s · %s · agent %s · session %s", stBold.Render(cur.Tool), "("+string(cur.Kind)+")",
+			lvl(cur.Level), orDash(cur.Agent), orDash(cur.Session)))
+		add("  " + oneLine(mainArg(&cur.Action)))
+		if cur.Action.Intent != "" {
+			add("  intent: " + oneLine(cur.Action.Intent))
+		}
+		add("Why: " + cur.Verdict.Summary())
+		for _, r := range cur.Verdict.Reasons {
+			if r.Level < action.Confirm {
+				continue
+			}
+			name := string(r.Source)
+			if r.Name != "" {
+				name += " " + r.Name
+			}
+			add(fmt.Sprintf("  - %s %s %s: %s", lvl(r.Level), r.Layer, name, oneLine(r.Message)))
+		}
+		if p := cur.Verdict.Preview; p != nil {
+			add("Preview: " + p.Summary)
+			for i, it := range p.Items {
+				if i == 5 {
+					add(stFaint.Render(fmt.Sprintf("  … %d more", len(p.Items)-5+p.More)))
+					break
+				}
+				add("  " + it)
+			}
+			if p.Diff != "" {
+				dl := strings.Split(strings.TrimRight(p.Diff, "\n"), "\n")
+				for i, l := range dl {
+					if i == 8 {
+						add(stFaint.Render(fmt.Sprintf("  … %d more diff lines", len(dl)-8)))
+						break
+					}
+					switch {
+					case strings.HasPrefix(l, "+") && !strings.HasPrefix(l, "+++"):
+						add("  " + stAdd.Render(l))
+					case strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---"):
+						add("  " + stDel.Render(l))
+					default:
+						add("  " + stFaint.Render(l))
+					}
+				}
+			}
+		}
+		rem := m.rememberOf(cur.ID)
+		add("Remember: " + stBold.Render(rem) + stFaint.Render("  (r to change)"))
+		if rem == "rule" {
+			if r := m.rules[cur.ID]; r != "" {
+				add(stFaint.Render("  rule to save on approve: ") + r)
+				add(stFaint.Render("  (a deny saves the matching block rule; edit rules in the web console)"))
+			} else {
+				add(stFaint.Render("  loading the proposed rule…"))
+			}
+		}
+	}
+
+	if m.mode == modeReason {
+		add(stBold.Render("Deny — reason or instruction for the agent: ") + string(m.reason) + "█")
+		add(stFaint.Render("  Enter sends · Esc cancels"))
+	}
+
+	// The audit tail fills what is left.
+	used := len(lines) + 3
+	room := max(3, m.height-used)
+	rule("Audit (live)")
+	from := max(0, len(m.tail)-room)
+	for _, r := range m.tail[from:] {
+		add(stFaint.Render(fmt.Sprintf("#%-5d %s ", r.Seq, r.Time.Local().Format("15:04:05"))) +
+			fmt.Sprintf("%-16s %s", r.Type, describe(r)))
+	}
+	if len(m.tail) == 0 {
+		add(stFaint.Render("  (no records yet)"))
+	}
+
+	foot := "a approve · d deny · x abort · r remember · j/k move · ? help · q quit"
+	if m.status != "" {
+		if m.statusBad {
+			foot = stBad.Render(m.status)
+		} else {
+			foot = stOK.Render(m.status)
+		}
+	}
+	add(foot)
+	return strings.Join(lines, "\n")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// describe is a one-line account of an audit record.
+func describe(r store.AuditRecord) string {
+	tool := r.Tool
+	switch r.Type {
+	case "action":
+		var a action.Action
+		if json.Unmarshal(r.Data, &a) == nil {
+			return tool + ": " + oneLine(mainArg(&a))
+		}
+	case "verdict":
+		var v action.Verdict
+		if json.Unmarshal(r.Data, &v) == nil {
+			return tool + " → " + lvl(v.Level) + " " + oneLine(v.Summary())
+		}
+	case "approval_request":
+		var a store.Approval
+		if json.Unmarshal(r.Data, &a) == nil {
+			return tool + " asked a person: " + a.ID
+		}
+	case "answer":
+		var ar struct {
+			ApprovalID string       `json:"approval_id"`
+			Answer     store.Answer `json:"answer"`
+		}
+		if json.Unmarshal(r.Data, &ar) == nil {
+			s := fmt.Sprintf("%s %s by %s via %s", ar.ApprovalID, ar.Answer.Decision, ar.Answer.Who, ar.Answer.Channel)
+			if ar.Answer.Reason != "" {
+				s += ": " + oneLine(ar.Answer.Reason)
+			}
+			return s
+		}
+	}
+	return tool + " " + oneLine(string(r.Data))
+}
+
+// Run runs the UI on the terminal until the person quits or ctx ends.
+func Run(ctx context.Context, api API, opts Options, progOpts ...tea.ProgramOption) error {
+	m := New(ctx, api, opts)
+	p := tea.NewProgram(m, append([]tea.ProgramOption{tea.WithContext(ctx)}, progOpts...)...)
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// ProgramOption configures the terminal program (input, output).
+type ProgramOption = tea.ProgramOption
+
+// WithInput reads keys from r instead of the terminal.
+func WithInput(r io.Reader) ProgramOption { return tea.WithInput(r) }
+
+// WithOutput draws on w instead of the terminal.
+func WithOutput(w io.Writer) ProgramOption { return tea.WithOutput(w) }

@@ -1,0 +1,515 @@
+// Overseer console. Plain JavaScript, no build step, no inline script
+// (the content security policy forbids it). Text from the server is only
+// ever set with textContent, never parsed as HTML.
+"use strict";
+
+const CSRF = document.querySelector('meta[name="csrf-token"]').content;
+const $ = (sel, root = document) => root.querySelector(sel);
+
+// h builds an element: h("div", {class: "x", onclick: fn}, child, "text").
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "class") el.className = v;
+    else if (k === "text") el.textContent = v;
+    else if (k === "dataset") Object.assign(el.dataset, v);
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+async function api(method, path, body) {
+  const opts = { method, headers: { "Accept": "application/json" }, credentials: "same-origin" };
+  if (method !== "GET") opts.headers["X-CSRF-Token"] = CSRF;
+  if (body !== undefined) {
+    opts.headers["Content-Type"] = "application/json";
+    opts.body = JSON.stringify(body);
+  }
+  const resp = await fetch(path, opts);
+  if (resp.status === 401) { location.href = "/ui/login"; throw new Error("signed out"); }
+  if (resp.status === 204) return null;
+  const data = await resp.json().catch(() => ({}));
+  if (!resp.ok) {
+    const msg = (data.error && data.error.message) || data.error || resp.statusText;
+    throw new Error(msg);
+  }
+  return data;
+}
+
+let toastTimer;
+function toast(msg, bad) {
+  const t = $("#toast");
+  t.textContent = msg;
+  t.hidden = false;
+  t.style.background = bad ? "var(--bad)" : "";
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { t.hidden = true; }, 4000);
+}
+
+function dur(ms) {
+  const neg = ms < 0; ms = Math.abs(ms);
+  const s = Math.floor(ms / 1000), m = Math.floor(s / 60), hh = Math.floor(m / 60);
+  let out = hh > 0 ? `${hh}h ${m % 60}m` : m > 0 ? `${m}m ${s % 60}s` : `${s}s`;
+  return neg ? "-" + out : out;
+}
+
+function fmtTime(t) {
+  const d = new Date(t);
+  return isNaN(d) ? "" : d.toLocaleString();
+}
+
+function levelBadge(level) { return h("span", { class: `lvl lvl-${level}`, text: level }); }
+
+// mainArg is the argument a person most needs to see.
+function mainArg(a) {
+  const args = (a && a.args) || {};
+  for (const k of ["command", "cmd", "file_path", "path", "url", "sql", "query"]) {
+    if (typeof args[k] === "string") return args[k];
+  }
+  return JSON.stringify(args);
+}
+
+function diffBlock(text) {
+  const pre = h("pre", { class: "diff" });
+  for (const line of text.split("\n")) {
+    let cls = "";
+    if (line.startsWith("+++") || line.startsWith("---") || line.startsWith("@@")) cls = "hunk";
+    else if (line.startsWith("+")) cls = "add";
+    else if (line.startsWith("-")) cls = "del";
+    pre.append(h("span", { class: cls, text: line + "\n" }));
+  }
+  return pre;
+}
+
+// ---------------------------------------------------------------- router
+
+const pages = ["queue", "audit", "policy", "dashboard"];
+let current = "";
+function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/");
+  const page = pages.includes(parts[0]) ? parts[0] : "queue";
+  for (const p of pages) $(`#page-${p}`).hidden = p !== page;
+  for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.page === page);
+  const entering = page !== current;
+  current = page;
+  if (page === "queue" && parts[1]) selectId(decodeURIComponent(parts[1]), true);
+  if (entering) {
+    if (page === "audit") loadAudit();
+    if (page === "policy") loadPolicy();
+    if (page === "dashboard") loadDashboard();
+  }
+}
+window.addEventListener("hashchange", route);
+
+// ---------------------------------------------------------------- live stream
+
+let skew = 0; // server time minus local time, ms
+let lastSeq = 0;
+function connect() {
+  const es = new EventSource("/ui/events" + (lastSeq ? `?after=${lastSeq}` : ""));
+  const live = $("#live");
+  es.addEventListener("ready", () => { live.className = "live on"; live.title = "live"; document.body.dataset.live = "on"; });
+  es.addEventListener("queue", (e) => renderQueue(JSON.parse(e.data)));
+  es.addEventListener("audit", (e) => onAudit(JSON.parse(e.data).records || []));
+  es.addEventListener("problem", (e) => toast(JSON.parse(e.data).message, true));
+  es.onerror = () => {
+    live.className = "live off"; live.title = "reconnecting"; document.body.dataset.live = "off";
+    if (es.readyState === EventSource.CLOSED) setTimeout(connect, 3000);
+  };
+}
+
+// ---------------------------------------------------------------- queue
+
+const items = new Map(); // approval id → {apr, el, state}
+let selected = "";
+
+function renderQueue(snap) {
+  skew = new Date(snap.now).getTime() - Date.now();
+  const ids = new Set(snap.pending.map((a) => a.id));
+  for (const [id, it] of items) {
+    if (!ids.has(id)) { it.el.remove(); items.delete(id); }
+  }
+  const q = $("#queue");
+  for (const apr of snap.pending) {
+    if (items.has(apr.id)) continue;
+    const it = { apr, state: { remember: "once", ruleText: "", editing: false } };
+    it.el = queueItem(it);
+    items.set(apr.id, it);
+    q.append(it.el);
+  }
+  if (!items.has(selected)) selected = items.size ? items.keys().next().value : "";
+  markSelected();
+  const n = items.size;
+  $("#queue-empty").hidden = n > 0;
+  const count = $("#count");
+  count.hidden = n === 0;
+  count.textContent = String(n);
+  document.title = n ? `(${n}) Overseer` : "Overseer";
+  tick();
+}
+
+function queueItem(it) {
+  const a = it.apr;
+  const v = a.verdict || {};
+  const el = h("article", { class: `item level-${a.level}`, tabindex: "0", dataset: { id: a.id }, id: `apr-${a.id}`,
+    onclick: () => { selected = a.id; markSelected(); } });
+  el.append(h("header", {},
+    h("span", { class: "tool", text: a.tool }), levelBadge(a.level),
+    h("span", { class: "meta", text: [a.agent && `agent ${a.agent}`, a.session && `session ${a.session}`, a.kind].filter(Boolean).join(" · ") }),
+    h("span", { class: "clock", dataset: { created: a.created_at, deadline: a.deadline } })));
+  el.append(h("div", { class: "main", text: mainArg(a.action) }));
+  if (a.action && a.action.intent) el.append(h("p", { class: "meta", text: `intent: ${a.action.intent}` }));
+  const rs = (v.reasons || []).filter((r) => r.level !== "auto");
+  if (rs.length) {
+    el.append(h("ul", { class: "reasons" }, rs.map((r) =>
+      h("li", {}, levelBadge(r.level), " ", h("b", { text: `${r.layer} ${r.source}${r.name ? " " + r.name : ""}` }), ": ", r.message))));
+  }
+  for (const hint of v.hints || []) el.append(h("p", { class: "meta", text: `hint: ${hint}` }));
+  const p = v.preview;
+  if (p) {
+    const box = h("div", { class: "preview" }, h("h3", { text: "Preview" }), h("p", { text: p.summary }));
+    if (p.items && p.items.length) box.append(h("ul", {}, p.items.map((x) => h("li", {}, h("code", { text: x })))));
+    if (p.more) box.append(h("p", { class: "meta", text: `and ${p.more} more` }));
+    if (p.diff) box.append(diffBlock(p.diff));
+    el.append(box);
+  }
+  const details = h("details", {}, h("summary", { text: "All arguments" }), h("pre", { text: JSON.stringify(a.action && a.action.args, null, 2) }));
+  el.append(details);
+
+  // The answer form.
+  const reason = h("textarea", { rows: "2", class: "reason", placeholder: "Reason, or an instruction for the agent (\u201cuse ./build instead\u201d). Enter denies.", "aria-label": "reason" });
+  reason.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); answer(a.id, "deny"); }
+    if (e.key === "Escape") reason.blur();
+  });
+  const ruleBox = h("div", { class: "rule-editor", hidden: true },
+    h("label", { text: "The rule that will be saved (edit it before saving)" }),
+    h("textarea", { rows: "8", spellcheck: "false", class: "rule" }));
+  const rem = h("div", { class: "remember" }, h("span", { text: "Remember:" }),
+    ["once", "session", "rule"].map((r) => h("label", {},
+      h("input", { type: "radio", name: `rem-${a.id}`, value: r, checked: r === "once",
+        onchange: () => setRemember(it, r) }),
+      { once: "just this once", session: "for this session", rule: "as a rule" }[r])));
+  el.append(h("div", { class: "answer" }, reason, rem, ruleBox,
+    h("div", { class: "buttons" },
+      h("button", { class: "approve", onclick: (e) => { e.stopPropagation(); answer(a.id, "approve"); }, text: "Approve (a)" }),
+      h("button", { class: "deny", onclick: (e) => { e.stopPropagation(); answer(a.id, "deny"); }, text: "Deny (d)" }),
+      h("button", { class: "abort", onclick: (e) => { e.stopPropagation(); answer(a.id, "abort"); }, text: "Abort task (x)" }))));
+  it.reason = reason;
+  it.ruleBox = ruleBox;
+  return el;
+}
+
+function setRemember(it, r) {
+  it.state.remember = r;
+  for (const inp of it.el.querySelectorAll(`input[name="rem-${it.apr.id}"]`)) inp.checked = inp.value === r;
+  it.ruleBox.hidden = r !== "rule";
+  if (r === "rule") {
+    const ta = it.ruleBox.querySelector("textarea");
+    if (!ta.value) ta.value = JSON.stringify(it.apr.proposed_rules.approve, null, 2);
+  }
+}
+
+function markSelected() {
+  for (const [id, it] of items) it.el.classList.toggle("selected", id === selected);
+}
+
+function selectId(id, scroll) {
+  if (!items.has(id)) return;
+  selected = id;
+  markSelected();
+  if (scroll) items.get(id).el.scrollIntoView({ block: "nearest" });
+}
+
+function tick() {
+  const now = Date.now() + skew;
+  for (const el of document.querySelectorAll(".item .clock")) {
+    const waited = now - new Date(el.dataset.created).getTime();
+    const left = new Date(el.dataset.deadline).getTime() - now;
+    el.textContent = `waiting ${dur(waited)} · times out in ${left > 0 ? dur(left) : "now"}`;
+    el.classList.toggle("soon", left < 60000);
+  }
+}
+setInterval(tick, 1000);
+
+async function answer(id, decision) {
+  const it = items.get(id);
+  if (!it || it.busy) return;
+  const body = { reason: it.reason.value.trim() };
+  if (it.state.remember !== "once") body.remember = it.state.remember;
+  if (it.state.remember === "rule") {
+    let text = it.ruleBox.querySelector("textarea").value.trim();
+    // A deny saves the deny proposal unless the person edited the rule.
+    if (decision !== "approve" && text === JSON.stringify(it.apr.proposed_rules.approve, null, 2)) {
+      text = JSON.stringify(it.apr.proposed_rules.deny);
+    }
+    try { body.rule = JSON.parse(text); } catch (e) { toast("The rule is not valid JSON: " + e.message, true); return; }
+  }
+  it.busy = true;
+  for (const b of it.el.querySelectorAll("button")) b.disabled = true;
+  try {
+    const r = await api("POST", `/ui/api/approvals/${encodeURIComponent(id)}/${decision}`, body);
+    const st = r.approval ? r.approval.status : decision;
+    toast(r.applied ? `${it.apr.tool}: ${st}` : `Already answered (${st}); your answer was recorded only`);
+    if (r.warning) toast("Answered, but: " + r.warning, true);
+    it.el.classList.add("done");
+    setTimeout(() => { if (items.get(id) === it) { it.el.remove(); items.delete(id); renderCount(); } }, 600);
+  } catch (e) {
+    toast(e.message, true);
+    it.busy = false;
+    for (const b of it.el.querySelectorAll("button")) b.disabled = false;
+  }
+}
+
+function renderCount() {
+  const n = items.size;
+  $("#queue-empty").hidden = n > 0;
+  $("#count").hidden = n === 0;
+  $("#count").textContent = String(n);
+  if (!items.has(selected)) { selected = items.size ? items.keys().next().value : ""; markSelected(); }
+}
+
+function moveSelection(step) {
+  const ids = [...items.keys()];
+  if (!ids.length) return;
+  let i = ids.indexOf(selected);
+  i = Math.max(0, Math.min(ids.length - 1, (i < 0 ? 0 : i + step)));
+  selectId(ids[i], true);
+}
+
+document.addEventListener("keydown", (e) => {
+  const tag = (e.target && e.target.tagName) || "";
+  if (["INPUT", "TEXTAREA", "SELECT"].includes(tag) || e.ctrlKey || e.metaKey || e.altKey) return;
+  if (e.key === "?") { showHelp(); return; }
+  if (current !== "queue") return;
+  const it = items.get(selected);
+  switch (e.key) {
+    case "j": case "ArrowDown": moveSelection(1); break;
+    case "k": case "ArrowUp": moveSelection(-1); break;
+    case "a": if (it) answer(selected, "approve"); break;
+    case "x": if (it) answer(selected, "abort"); break;
+    case "d":
+      if (!it) break;
+      if (it.reason.value.trim()) answer(selected, "deny");
+      else { e.preventDefault(); it.reason.focus(); toast("Type a reason (optional) and press Enter to deny"); }
+      break;
+    case "r":
+      if (it) { const order = ["once", "session", "rule"]; setRemember(it, order[(order.indexOf(it.state.remember) + 1) % 3]); }
+      break;
+    default: return;
+  }
+});
+
+function showHelp() {
+  openDialog("Keyboard shortcuts", h("table", {}, [
+    ["j / ↓", "next request"], ["k / ↑", "previous request"], ["a", "approve"],
+    ["d", "deny (type a reason, Enter sends)"], ["x", "abort the agent's task"],
+    ["r", "remember: once → session → rule"], ["?", "this help"],
+  ].map(([k, v]) => h("tr", {}, h("td", {}, h("kbd", { text: k })), h("td", { text: v })))));
+}
+
+function openDialog(title, body, ok) {
+  const d = $("#dialog");
+  $("#dialog-title").textContent = title;
+  const b = $("#dialog-body");
+  b.replaceChildren(body);
+  const okb = $("#dialog-ok");
+  okb.hidden = !ok;
+  if (ok) { okb.textContent = ok.label; okb.onclick = (e) => { e.preventDefault(); d.close(); ok.run(); }; }
+  d.showModal();
+}
+
+// ---------------------------------------------------------------- audit
+
+let auditFilters = {};
+let pendingAudit = [];
+
+function auditParams(extra) {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries({ ...auditFilters, ...extra })) {
+    if (!v) continue;
+    if ((k === "since" || k === "until") && v) p.set(k, new Date(v).toISOString());
+    else p.set(k, v);
+  }
+  return p;
+}
+
+async function loadAudit() {
+  const list = $("#audit");
+  pendingAudit = [];
+  $("#audit-new").hidden = true;
+  $("#export").href = "/ui/api/audit/export?" + auditParams({});
+  try {
+    const r = await api("GET", "/ui/api/audit?" + auditParams({ limit: 200 }));
+    list.replaceChildren(...r.records.map(auditRow));
+    if (!r.records.length) list.append(h("li", { class: "empty", text: "No records match." }));
+  } catch (e) { toast(e.message, true); }
+  verifyChain();
+}
+
+async function verifyChain() {
+  const b = $("#verify");
+  b.className = "badge";
+  b.textContent = "checking the chain…";
+  try {
+    const rep = await api("GET", "/ui/api/audit/verify");
+    b.className = "badge " + (rep.ok ? "ok" : "bad");
+    b.textContent = rep.ok ? `chain verified · ${rep.records} records` : `chain broken at record ${rep.first_bad}: ${rep.problem}`;
+  } catch (e) { b.className = "badge bad"; b.textContent = "could not verify: " + e.message; }
+}
+
+function auditRow(rec) {
+  const full = h("pre", { hidden: true, text: JSON.stringify({ ...rec, data: rec.data }, null, 2) });
+  const li = h("li", { dataset: { seq: rec.seq } });
+  const line = h("div", { class: "line", onclick: () => { full.hidden = !full.hidden; } },
+    h("span", { class: "seq", text: `#${rec.seq}` }),
+    h("span", { class: "type", text: rec.type }),
+    rec.level ? levelBadge(rec.level) : null,
+    h("span", { class: "time", text: fmtTime(rec.time) }),
+    h("span", { class: "meta", text: [rec.agent, rec.tool].filter(Boolean).join(" · ") }),
+    h("span", { class: "sum", text: rec.summary }));
+  li.append(line);
+  if (rec.undo && rec.undo.kept) {
+    li.append(rec.undo.restored
+      ? h("span", { class: "hint", text: "undone" })
+      : h("button", { class: "secondary undo", onclick: () => showUndo(rec.action_id), text: "Undo…" }));
+  }
+  li.append(full);
+  return li;
+}
+
+async function showUndo(actionID) {
+  try {
+    const r = await api("GET", `/ui/api/undo/${encodeURIComponent(actionID)}`);
+    const body = h("div", {},
+      h("p", { text: `Undo restores what Overseer kept before action ${actionID} changed these paths:` }),
+      h("ul", {}, r.entries.map((e) => h("li", {}, h("code", { text: e.path })))),
+      r.diff ? diffBlock(r.diff) : h("p", { class: "hint", text: "The files are as they were kept: undo would change nothing." }));
+    openDialog("Undo this action?", body, { label: "Undo", run: async () => {
+      try {
+        await api("POST", `/ui/api/undo/${encodeURIComponent(actionID)}`);
+        toast("Undone");
+        loadAudit();
+      } catch (e) { toast(e.message, true); }
+    } });
+  } catch (e) { toast(e.message, true); }
+}
+
+function onAudit(records) {
+  if (!records.length) return;
+  lastSeq = Math.max(lastSeq, records[records.length - 1].seq);
+  if (current !== "audit") return;
+  if (Object.values(auditFilters).some(Boolean)) {
+    pendingAudit.push(...records);
+    $("#audit-new").hidden = false;
+    $("#audit-refresh").textContent = `${pendingAudit.length} new records — show`;
+    return;
+  }
+  const list = $("#audit");
+  const empty = list.querySelector(".empty");
+  if (empty) empty.remove();
+  for (const rec of records) {
+    const li = auditRow(rec);
+    li.classList.add("fresh");
+    list.prepend(li);
+  }
+}
+
+$("#audit-filter").addEventListener("submit", (e) => {
+  e.preventDefault();
+  auditFilters = Object.fromEntries(new FormData(e.target).entries());
+  loadAudit();
+});
+$("#audit-filter").addEventListener("reset", () => { auditFilters = {}; setTimeout(loadAudit, 0); });
+$("#audit-refresh").addEventListener("click", loadAudit);
+
+// ---------------------------------------------------------------- policy
+
+function ruleTable(rules, withDelete) {
+  if (!rules.length) return h("p", { class: "hint", text: "none" });
+  return h("div", { class: "table-wrap" }, h("table", {},
+    h("tr", {}, ["name", "match", "level", "message", ""].map((t) => h("th", { text: t }))),
+    rules.map((r) => {
+      const rule = r.decoded || r;
+      const match = [
+        rule.tool && `tool ${rule.tool.join(", ")}`, rule.kind && `kind ${rule.kind.join(", ")}`,
+        rule.agent && `agent ${rule.agent.join(", ")}`, rule.session && `session ${rule.session}`,
+        rule.args_hash && `args ${rule.args_hash.slice(0, 10)}…`, rule.when && `when ${rule.when}`,
+      ].filter(Boolean).join("; ") || "anything";
+      const del = withDelete ? h("button", { class: "secondary", onclick: () => deleteRule(r.id), text: "Remove" }) : null;
+      const who = r.origin ? h("div", { class: "hint", text: `${r.origin}${r.created_by ? " · " + r.created_by : ""} · ${fmtTime(r.created_at)}` }) : null;
+      return h("tr", {}, h("td", {}, h("code", { text: rule.name }), who), h("td", { text: match }),
+        h("td", {}, levelBadge(rule.level)), h("td", { text: rule.message || "" }), h("td", {}, del));
+    })));
+}
+
+async function loadPolicy() {
+  try {
+    const p = await api("GET", "/ui/api/policy");
+    $("#policy-source").textContent = (p.source ? `admin policy: ${p.source}` : "admin policy: built-in default") + (p.locked ? " · locked" : "");
+    $("#admin-rules").replaceChildren(ruleTable(p.admin, false));
+    $("#user-rules").replaceChildren(ruleTable(p.user, true));
+    $("#adaptive").replaceChildren(p.adaptive.length ? ruleTable(p.adaptive, true)
+      : h("p", { class: "hint", text: "No tool is escalated. Three rejections in a row escalate a tool to approve." }));
+    $("#policy-history").replaceChildren(...(p.history.length ? p.history.map((r) =>
+      h("li", {}, h("span", { class: "time", text: fmtTime(r.time) }), " ", h("span", { text: r.summary })))
+      : [h("li", { class: "hint", text: "No changes yet." })]));
+  } catch (e) { toast(e.message, true); }
+}
+
+async function deleteRule(id) {
+  if (!confirm(`Remove the rule ${id}?`)) return;
+  try { await api("DELETE", `/ui/api/policy/rules/${encodeURIComponent(id)}`); toast("Removed"); loadPolicy(); }
+  catch (e) { toast(e.message, true); }
+}
+
+$("#explain").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const out = $("#explain-out");
+  let act;
+  try { act = JSON.parse($("#explain-input").value); } catch (err) { toast("Not valid JSON: " + err.message, true); return; }
+  try {
+    const ex = await api("POST", "/ui/api/policy/explain", act);
+    const v = ex.verdict;
+    const trace = (steps, name) => steps && steps.length ? h("div", {}, h("h3", { text: name }),
+      h("ol", { class: "trace" }, steps.map((s) => h("li", { class: s.matched ? "matched" : "nomatch" },
+        h("code", { text: s.rule }), " ", levelBadge(s.level), " ", s.matched ? "matched" : "no match", s.why ? ` — ${s.why}` : "")))) : null;
+    out.replaceChildren(h("div", { class: "card explain-result" },
+      h("p", {}, "Verdict: ", levelBadge(v.level), " ", h("span", { text: v.decider ? `${v.decider.source}${v.decider.name ? " " + v.decider.name : ""}: ${v.decider.message}` : "" })),
+      h("ul", { class: "reasons" }, (v.reasons || []).map((r) => h("li", {}, levelBadge(r.level), ` ${r.layer} ${r.source}${r.name ? " " + r.name : ""}: ${r.message}`))),
+      v.preview ? h("p", { text: "Preview: " + v.preview.summary }) : null,
+      trace(ex.admin, "Admin rules read"), trace(ex.user, "User rules read"),
+      h("p", { class: "hint", text: `Default for this kind: ${ex.default}` })));
+  } catch (err) { toast(err.message, true); }
+});
+
+// ---------------------------------------------------------------- dashboard
+
+async function loadDashboard() {
+  const days = $("#days").value;
+  const bust = Date.now();
+  for (const n of ["levels", "answers", "latency", "prompts"]) $(`#chart-${n}`).src = `/ui/charts/${n}.svg?days=${days}&t=${bust}`;
+  try {
+    const d = await api("GET", `/ui/api/dashboard?days=${days}`);
+    const t = d.totals;
+    $("#totals").replaceChildren(...[["actions", t.actions], ["asked a person", t.asked], ["approved", t.approved],
+      ["denied", t.denied], ["blocked", t.blocked], ["timed out", t.timed_out]].map(([k, v]) =>
+      h("div", { class: "total" }, h("b", { text: String(v) }), h("span", { class: "hint", text: k }))));
+    $("#escalated").replaceChildren(d.escalated.length ? h("ol", { class: "timeline compact" }, d.escalated.map((e) =>
+      h("li", {}, h("span", { class: "time", text: fmtTime(e.at) }), " ", h("code", { text: e.tool || e.rule_id }), " ",
+        e.before ? levelBadge(e.before) : null, e.after ? [" → ", levelBadge(e.after)] : " reverted", " ", h("span", { text: e.reason }))))
+      : h("p", { class: "hint", text: "No tool was escalated in this period." }));
+  } catch (e) { toast(e.message, true); }
+}
+$("#days").addEventListener("change", loadDashboard);
+
+// ---------------------------------------------------------------- start
+
+route();
+connect();

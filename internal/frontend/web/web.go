@@ -1,0 +1,291 @@
+// Package web is Overseer's web console: the approvals queue with live
+// updates, the audit timeline, the policy view with "try an action" and the
+// risk dashboard, served by the daemon under /ui/ from assets embedded in the
+// binary (plain HTML, CSS and JavaScript; no build step).
+//
+// People sign in with the daemon's token and get a session cookie (HttpOnly,
+// SameSite=Strict, stored server side so that it can be revoked); every
+// state-changing request carries a CSRF token bound to the session and must
+// come from the console's own origin. Every response carries strict security
+// headers (a content security policy without inline script, no framing, no
+// referrer, no sniffing).
+//
+// An approval can also be answered without a session through a signed link
+// (see Console.Links): the link is bound to one approval and its exact
+// arguments, expires, and works once. Links are what notifications carry.
+//
+// The console never decides anything: every answer goes to the kernel's
+// HumanGate, and any failure on the way (a bad session, a missing CSRF
+// token, a used or expired link) ends in no answer at all, so the approval
+// stays pending and the gate's default (deny unless configured) applies at
+// its deadline.
+package web
+
+import (
+	"crypto/sha256"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/kernel"
+)
+
+//go:embed assets
+var assetsFS embed.FS
+
+// Prefix is the path under which the console is served.
+const Prefix = "/ui/"
+
+// Defaults of Options.
+const (
+	DefaultSessionTTL = 12 * time.Hour
+	DefaultLinkTTL    = 30 * time.Minute
+	DefaultPoll       = time.Second
+	DefaultHeartbeat  = 15 * time.Second
+)
+
+// Sentinel errors.
+var (
+	// ErrNoToken means Options.Token is empty.
+	ErrNoToken = errors.New("web: the daemon token is required")
+	// ErrKeyPermissions means the signing key file can be read by others.
+	ErrKeyPermissions = errors.New("web: the signing key is readable by other users")
+)
+
+// Options configure a Console.
+type Options struct {
+	// Token is the daemon's token: the credential people sign in with.
+	Token string
+	// KeyFile holds the console's signing key (created, mode 0600, when
+	// missing). Default: KeyName in the kernel's home.
+	KeyFile string
+	// Who names the person answering when the login form leaves the name
+	// empty. Default: the user running the daemon.
+	Who string
+	// SessionTTL is how long a session lasts. Default DefaultSessionTTL.
+	SessionTTL time.Duration
+	// LinkTTL is how long an approval link works at most (it never outlives
+	// the approval's deadline). Default DefaultLinkTTL.
+	LinkTTL time.Duration
+	// Poll is how often the live stream re-reads the queue and the audit
+	// log, for changes made by other processes. Default DefaultPoll.
+	Poll time.Duration
+	// Heartbeat is how often the live stream sends a keep-alive comment.
+	Heartbeat time.Duration
+	// Clock defaults to the kernel's clock.
+	Clock clock.Clock
+}
+
+// KeyName is the default name of the signing key file in Overseer's home.
+const KeyName = "web.key"
+
+// Console is the web console. Build it with New and mount it with Mount.
+type Console struct {
+	k       *kernel.Kernel
+	opts    Options
+	clk     clock.Clock
+	key     []byte
+	tokenFP string // fingerprint of the daemon token sessions are bound to
+	tmpl    *template.Template
+	static  http.Handler
+	cop     *http.CrossOriginProtection
+	limiter *loginLimiter
+}
+
+// New builds the console over k.
+func New(k *kernel.Kernel, opts Options) (*Console, error) {
+	if strings.TrimSpace(opts.Token) == "" {
+		return nil, ErrNoToken
+	}
+	if opts.KeyFile == "" {
+		opts.KeyFile = k.Home + "/" + KeyName
+	}
+	if opts.Who == "" {
+		opts.Who = defaultWho()
+	}
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = DefaultSessionTTL
+	}
+	if opts.LinkTTL <= 0 {
+		opts.LinkTTL = DefaultLinkTTL
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = DefaultPoll
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	if opts.Clock == nil {
+		opts.Clock = k.Clock
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	key, err := LoadKey(opts.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := template.New("").Funcs(template.FuncMap{
+		"ago": func(t time.Time) string { return opts.Clock.Now().Sub(t).Round(time.Second).String() },
+		"until": func(t time.Time) string {
+			d := t.Sub(opts.Clock.Now()).Round(time.Second)
+			if d < 0 {
+				return "passed"
+			}
+			return d.String()
+		},
+	}).ParseFS(assetsFS, "assets/*.tmpl")
+	if err != nil {
+		return nil, fmt.Errorf("web: templates: %w", err)
+	}
+	static, err := fs.Sub(assetsFS, "assets/static")
+	if err != nil {
+		return nil, fmt.Errorf("web: assets: %w", err)
+	}
+	fp := sha256.Sum256([]byte("overseer-token\n" + strings.TrimSpace(opts.Token)))
+	c := &Console{
+		k:       k,
+		opts:    opts,
+		clk:     opts.Clock,
+		key:     key,
+		tokenFP: fmt.Sprintf("%x", fp[:8]),
+		tmpl:    tmpl,
+		static:  http.StripPrefix(Prefix+"static/", http.FileServerFS(static)),
+		cop:     http.NewCrossOriginProtection(),
+		limiter: newLoginLimiter(opts.Clock),
+	}
+	c.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeErr(w, http.StatusForbidden, "cross_origin", "cross-origin requests are refused")
+	}))
+	return c, nil
+}
+
+func defaultWho() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "web"
+}
+
+// Mount registers the console's routes on mux: everything under /ui/, and
+// a redirect from / to the console.
+func (c *Console) Mount(mux *http.ServeMux) {
+	h := func(pattern string, fn http.HandlerFunc) { mux.Handle(pattern, c.secure(fn)) }
+
+	h("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusFound) })
+	h("GET /ui", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusFound) })
+	mux.Handle("GET /ui/static/", c.staticHeaders(c.static))
+
+	h("GET /ui/login", c.loginPage)
+	h("POST /ui/login", c.login)
+	h("POST /ui/logout", c.session(c.logout))
+	h("GET /ui/{$}", c.page)
+
+	// Live updates.
+	h("GET /ui/events", c.session(c.events))
+
+	// The console's JSON API (session + CSRF for every change).
+	h("GET /ui/api/session", c.session(c.apiSession))
+	h("GET /ui/api/approvals", c.session(c.apiApprovals))
+	h("GET /ui/api/approvals/{id}", c.session(c.apiApproval))
+	h("POST /ui/api/approvals/{id}/{decision}", c.session(c.csrf(c.apiAnswer)))
+	h("GET /ui/api/audit", c.session(c.apiAudit))
+	h("GET /ui/api/audit/verify", c.session(c.apiVerify))
+	h("GET /ui/api/audit/export", c.session(c.apiExport))
+	h("GET /ui/api/undo/{action}", c.session(c.apiUndoDiff))
+	h("POST /ui/api/undo/{action}", c.session(c.csrf(c.apiUndo)))
+	h("GET /ui/api/policy", c.session(c.apiPolicy))
+	h("POST /ui/api/policy/explain", c.session(c.csrf(c.apiExplain)))
+	h("DELETE /ui/api/policy/rules/{id}", c.session(c.csrf(c.apiDeleteRule)))
+	h("GET /ui/api/dashboard", c.session(c.apiDashboard))
+	h("GET /ui/charts/{name}", c.session(c.chart))
+
+	// Approval links: no session; the signed single-use token is the credential.
+	h("GET /ui/a/{token}", c.linkPage)
+	h("POST /ui/a/{token}", c.linkAnswer)
+}
+
+// Handler returns a mux with only the console mounted (for tests and for
+// serving the console apart from the API).
+func (c *Console) Handler() http.Handler {
+	mux := http.NewServeMux()
+	c.Mount(mux)
+	return mux
+}
+
+// cspPolicy forbids inline script and style, framing, plugins and foreign
+// origins.
+const cspPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; " +
+	"manifest-src 'self'"
+
+// setSecurityHeaders sets the headers every console response carries.
+func setSecurityHeaders(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", cspPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")
+	if r.TLS != nil {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
+}
+
+// secure wraps a dynamic handler: security headers, no caching, and the
+// cross-origin check on unsafe methods.
+func (c *Console) secure(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setSecurityHeaders(w, r)
+		w.Header().Set("Cache-Control", "no-store")
+		if err := c.cop.Check(r); err != nil {
+			writeErr(w, http.StatusForbidden, "cross_origin", "cross-origin requests are refused")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// staticHeaders wraps the embedded assets: security headers and a short
+// cache (the assets change only with the binary).
+func (c *Console) staticHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setSecurityHeaders(w, r)
+		w.Header().Set("Cache-Control", "private, max-age=300")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// remoteIsLoopback reports whether the request came from this machine.
+func remoteIsLoopback(r *http.Request) bool {
+	host := r.RemoteAddr
+	if i := strings.LastIndexByte(host, ':'); i >= 0 {
+		host = host[:i]
+	}
+	host = strings.Trim(host, "[]")
+	return host == "127.0.0.1" || host == "::1" || strings.HasPrefix(host, "127.") || host == "localhost"
+}
+
+// page serves the console's single page, or sends to the login page.
+func (c *Console) page(w http.ResponseWriter, r *http.Request) {
+	sess, err := c.lookupSession(r)
+	if err != nil {
+		http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = c.tmpl.ExecuteTemplate(w, "app.tmpl", map[string]any{
+		"CSRF":     c.csrfToken(sess.id),
+		"Who":      sess.Who,
+		"Insecure": r.TLS == nil && !remoteIsLoopback(r),
+	})
+}

@@ -1,0 +1,306 @@
+// Package mcpguard is the guard for calls that reach Overseer through its MCP
+// gateway. It turns what the gateway learnt about the called tool into
+// findings the engine understands:
+//
+//   - the tool's MCP annotations (readOnlyHint, destructiveHint,
+//     openWorldHint) become a soft classification, the level used when no
+//     policy rule decides: a read-only tool of a closed world runs, a
+//     destructive one waits for a person with the full preview;
+//   - a tool whose input schema could not be checked is put to a person
+//     (a hard floor), since its arguments were not validated.
+//
+// The gateway records these in the action's derived facts (Facts.Notes)
+// with Annotate and MarkSchemaUnchecked. Annotations can lower a level, so
+// their note is sealed with a key that lives only in this process and bound
+// to the action's exact arguments: an agent that submits a forged note
+// through another adapter gets a stricter verdict, never a looser one.
+// Annotations only classify actions of kind mcp; a tool mapped to another
+// kind (shell, file_write, …) is judged by that kind's guards and rules.
+package mcpguard
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/policy"
+)
+
+// Name is the guard's name, and its section in a policy file's guards.
+const Name = "mcp"
+
+// Prefixes of the notes this guard reads in Action.Facts.Notes.
+const (
+	// NoteAnnotations starts a sealed annotations note (see Annotate).
+	NoteAnnotations = "mcp.annotations "
+	// NoteSchemaUnchecked starts the note of a call whose arguments could
+	// not be checked against the tool's input schema.
+	NoteSchemaUnchecked = "mcp.schema-unchecked"
+	// NoteStripped starts the note listing unknown arguments the gateway
+	// removed before the call (informational; no finding).
+	NoteStripped = "mcp.stripped-args"
+)
+
+// ErrInvalidConfig is returned for a configuration that cannot be used.
+var ErrInvalidConfig = errors.New("mcpguard: invalid config")
+
+// Annotations are the behaviour hints an MCP server gives for a tool. A nil
+// pointer means the server did not say (the protocol's defaults apply:
+// destructive and open world).
+type Annotations struct {
+	ReadOnly    bool  `json:"read_only,omitempty"`
+	Destructive *bool `json:"destructive,omitempty"`
+	Idempotent  bool  `json:"idempotent,omitempty"`
+	OpenWorld   *bool `json:"open_world,omitempty"`
+}
+
+// Declared reports whether the server said anything about the tool's
+// behaviour. A tool without hints gets no classification from this guard.
+func (an Annotations) Declared() bool {
+	return an.ReadOnly || an.Destructive != nil || an.OpenWorld != nil || an.Idempotent
+}
+
+// Config sets the level of each class of annotated tool. It is read from a
+// policy file's guards.mcp section; zero fields take the defaults.
+type Config struct {
+	// ReadOnly: readOnlyHint true and openWorldHint false. Default auto.
+	ReadOnly action.Level `yaml:"read_only" json:"read_only"`
+	// ReadOnlyOpenWorld: readOnlyHint true, open world (openWorldHint true
+	// or unsaid), such as a web search. Default notify.
+	ReadOnlyOpenWorld action.Level `yaml:"read_only_open_world" json:"read_only_open_world"`
+	// Additive: not read-only, destructiveHint false. Default confirm.
+	Additive action.Level `yaml:"additive" json:"additive"`
+	// Destructive: not read-only, destructiveHint true or unsaid. Default
+	// approve.
+	Destructive action.Level `yaml:"destructive" json:"destructive"`
+	// UncheckedSchema is the floor for a call whose arguments could not be
+	// checked against the tool's schema. Default confirm; at least confirm.
+	UncheckedSchema action.Level `yaml:"unchecked_schema" json:"unchecked_schema"`
+	// IgnoreAnnotations turns the classification by annotations off: every
+	// unmapped MCP tool gets the mcp kind's default.
+	IgnoreAnnotations bool `yaml:"ignore_annotations" json:"ignore_annotations"`
+}
+
+// DefaultConfig is the configuration with every default filled in.
+func DefaultConfig() Config {
+	return Config{
+		ReadOnly:          action.Auto,
+		ReadOnlyOpenWorld: action.Notify,
+		Additive:          action.Confirm,
+		Destructive:       action.Approve,
+		UncheckedSchema:   action.Confirm,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	fill := func(l *action.Level, def action.Level) {
+		if *l == action.Unset {
+			*l = def
+		}
+	}
+	fill(&c.ReadOnly, d.ReadOnly)
+	fill(&c.ReadOnlyOpenWorld, d.ReadOnlyOpenWorld)
+	fill(&c.Additive, d.Additive)
+	fill(&c.Destructive, d.Destructive)
+	fill(&c.UncheckedSchema, d.UncheckedSchema)
+	return c
+}
+
+// Validate reports whether c can be used.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	for name, l := range map[string]action.Level{"read_only": c.ReadOnly, "read_only_open_world": c.ReadOnlyOpenWorld,
+		"additive": c.Additive, "destructive": c.Destructive, "unchecked_schema": c.UncheckedSchema} {
+		if !l.Valid() {
+			return fmt.Errorf("%w: %s: level %s", ErrInvalidConfig, name, l)
+		}
+	}
+	if c.UncheckedSchema < action.Confirm {
+		return fmt.Errorf("%w: unchecked_schema must be confirm or stricter, not %s", ErrInvalidConfig, c.UncheckedSchema)
+	}
+	return nil
+}
+
+// Guard is the MCP guard. It is safe for concurrent use.
+type Guard struct {
+	cfg Config
+}
+
+var _ guard.Guard = (*Guard)(nil)
+
+// New builds the guard. Zero fields of cfg take the defaults.
+func New(cfg Config) (*Guard, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Guard{cfg: cfg.withDefaults()}, nil
+}
+
+// FromPolicy builds the guard from a policy's guards.mcp section (the
+// defaults when the section is absent).
+func FromPolicy(p *policy.Policy) (*Guard, error) {
+	var cfg Config
+	if p != nil {
+		if _, err := p.DecodeGuard(Name, &cfg); err != nil {
+			return nil, err
+		}
+	}
+	g, err := New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("guards.%s: %w", Name, err)
+	}
+	return g, nil
+}
+
+// Name implements guard.Guard.
+func (g *Guard) Name() string { return Name }
+
+// Check implements guard.Guard. It reads only the notes the gateway wrote;
+// an action without them yields no finding.
+func (g *Guard) Check(_ context.Context, a *action.Action) ([]guard.Finding, error) {
+	var out []guard.Finding
+	for _, n := range a.Facts.Notes {
+		switch {
+		case strings.HasPrefix(n, NoteSchemaUnchecked):
+			why := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(n, NoteSchemaUnchecked), ":"))
+			out = append(out, guard.Finding{Check: "mcp.schema-unchecked", Level: g.cfg.UncheckedSchema, Hard: true,
+				Message: fmt.Sprintf("the arguments of %s could not be checked against its input schema (%s)", a.Tool, why)})
+		case strings.HasPrefix(n, NoteAnnotations):
+			an, err := open(a, n)
+			if err != nil {
+				// Not sealed by this process for these arguments: someone
+				// wrote hints that would lower the level. Never trust them.
+				out = append(out, guard.Finding{Check: "mcp.unsealed-annotations", Level: action.Confirm, Hard: true,
+					Message: fmt.Sprintf("the %s call carries tool annotations Overseer did not record (%v)", a.Tool, err)})
+				continue
+			}
+			if g.cfg.IgnoreAnnotations || a.Kind != action.KindMCP || !an.Declared() {
+				continue
+			}
+			out = append(out, g.classify(a.Tool, an))
+		}
+	}
+	return out, nil
+}
+
+// classify maps annotations to a soft finding.
+func (g *Guard) classify(tool string, an Annotations) guard.Finding {
+	f := guard.Finding{Hard: false}
+	switch {
+	case an.ReadOnly && an.OpenWorld != nil && !*an.OpenWorld:
+		f.Check, f.Level = "mcp.read-only", g.cfg.ReadOnly
+		f.Message = fmt.Sprintf("the server declares %s read-only, in a closed world (readOnlyHint)", tool)
+	case an.ReadOnly:
+		f.Check, f.Level = "mcp.read-only-open-world", g.cfg.ReadOnlyOpenWorld
+		f.Message = fmt.Sprintf("the server declares %s read-only, reaching the open world (readOnlyHint, openWorldHint)", tool)
+	case an.Destructive != nil && !*an.Destructive:
+		f.Check, f.Level = "mcp.additive", g.cfg.Additive
+		f.Message = fmt.Sprintf("the server declares %s changes its environment without destroying anything (destructiveHint false)", tool)
+	default:
+		f.Check, f.Level = "mcp.destructive", g.cfg.Destructive
+		f.Message = fmt.Sprintf("the server declares %s may destroy data (destructiveHint)", tool)
+	}
+	return f
+}
+
+// Annotate records the tool's annotations in a's facts, sealed for this
+// process and a's exact arguments: call it after a's tool, kind, working
+// directory and arguments are final. Nothing is recorded for a tool
+// without behaviour hints.
+func Annotate(a *action.Action, an Annotations) {
+	if !an.Declared() {
+		return
+	}
+	body, err := json.Marshal(an)
+	if err != nil {
+		return // cannot happen for this type; no note means no lowering
+	}
+	a.Facts.Notes = append(a.Facts.Notes, NoteAnnotations+string(body)+" sig="+seal(a.ArgsHash(), body))
+}
+
+// MarkSchemaUnchecked records that a's arguments could not be checked
+// against the tool's input schema, and why.
+func MarkSchemaUnchecked(a *action.Action, why string) {
+	a.Facts.Notes = append(a.Facts.Notes, NoteSchemaUnchecked+": "+why)
+}
+
+// MarkStripped records the unknown arguments removed from a call.
+func MarkStripped(a *action.Action, names []string) {
+	if len(names) > 0 {
+		a.Facts.Notes = append(a.Facts.Notes, NoteStripped+": "+strings.Join(names, ", "))
+	}
+}
+
+// ErrUnsealed means an annotations note was not sealed by this process for
+// the action's arguments.
+var ErrUnsealed = errors.New("mcpguard: annotations not sealed for this call")
+
+// ParseNote reads an annotations note without checking its seal: the
+// annotations and the seal as written. It is the parser the fuzz target
+// exercises; Check also verifies the seal.
+func ParseNote(n string) (Annotations, string, error) {
+	an, _, sig, err := parseNote(n)
+	return an, sig, err
+}
+
+func parseNote(n string) (an Annotations, body, sig string, err error) {
+	rest, ok := strings.CutPrefix(n, NoteAnnotations)
+	if !ok {
+		return an, "", "", fmt.Errorf("%w: not an annotations note", ErrUnsealed)
+	}
+	i := strings.LastIndex(rest, " sig=")
+	if i < 0 {
+		return an, "", "", fmt.Errorf("%w: no seal", ErrUnsealed)
+	}
+	body, sig = rest[:i], rest[i+len(" sig="):]
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&an); err != nil {
+		return Annotations{}, "", "", fmt.Errorf("%w: %v", ErrUnsealed, err)
+	}
+	if dec.More() {
+		return Annotations{}, "", "", fmt.Errorf("%w: trailing data", ErrUnsealed)
+	}
+	return an, body, sig, nil
+}
+
+func open(a *action.Action, n string) (Annotations, error) {
+	an, body, sig, err := parseNote(n)
+	if err != nil {
+		return Annotations{}, err
+	}
+	if !hmac.Equal([]byte(sig), []byte(seal(a.ArgsHash(), []byte(body)))) {
+		return Annotations{}, ErrUnsealed
+	}
+	return an, nil
+}
+
+var (
+	keyOnce sync.Once
+	key     [32]byte
+)
+
+// seal is a MAC of the annotations bound to the arguments' hash, under a
+// key made at random once per process and never written anywhere.
+func seal(argsHash string, body []byte) string {
+	keyOnce.Do(func() {
+		if _, err := rand.Read(key[:]); err != nil {
+			panic(err) // crypto/rand does not fail on supported platforms
+		}
+	})
+	m := hmac.New(sha256.New, key[:])
+	m.Write([]byte(argsHash))
+	m.Write([]byte{'\n'})
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}

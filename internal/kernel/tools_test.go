@@ -1,0 +1,354 @@
+package kernel_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/paths"
+	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/policy"
+	"github.com/overseer-dev/overseer/internal/store"
+	"github.com/overseer-dev/overseer/plugins/tool/builtin"
+)
+
+// boundReads is a ReadTracker bound to the kernel's store once the kernel
+// is open (the guards are built before the store is); unbound, it fails,
+// and the guard fails closed.
+type boundReads struct {
+	mu sync.Mutex
+	t  paths.ReadTracker
+}
+
+func (b *boundReads) get() (paths.ReadTracker, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.t == nil {
+		return nil, errors.New("read tracker not bound")
+	}
+	return b.t, nil
+}
+
+func (b *boundReads) RecordRead(ctx context.Context, s, p string, full bool, mt time.Time, h string) error {
+	t, err := b.get()
+	if err != nil {
+		return err
+	}
+	return t.RecordRead(ctx, s, p, full, mt, h)
+}
+
+func (b *boundReads) LastRead(ctx context.Context, s, p string) (paths.ReadInfo, bool, error) {
+	t, err := b.get()
+	if err != nil {
+		return paths.ReadInfo{}, false, err
+	}
+	return t.LastRead(ctx, s, p)
+}
+
+type env struct {
+	k          *kernel.Kernel
+	home, proj string // Overseer's home; the working directory
+	other      string // outside the working directory
+	tools      *builtin.Tools
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{home: filepath.Join(root, "ovh"), proj: filepath.Join(root, "proj"), other: filepath.Join(root, "other")}
+	for _, d := range []string{e.proj, e.other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reads := &boundReads{}
+	k, err := kernel.Open(context.Background(), kernel.Config{Home: e.home, Poll: 10 * time.Millisecond,
+		Guards: func(p *policy.Policy, _ kernel.GuardEnv) ([]guard.Guard, error) {
+			g, err := kernel.PathsGuard(e.home, "", p, reads)
+			return []guard.Guard{g}, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	reads.mu.Lock()
+	reads.t = k.Reads()
+	reads.mu.Unlock()
+	e.k = k
+	e.tools, err = builtin.New(builtin.Config{Home: filepath.Join(root, "userhome")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) write(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) run(t *testing.T, tool string, args map[string]any, opts kernel.RunOptions) (*kernel.ToolRun, error) {
+	t.Helper()
+	a := &action.Action{Agent: paths.BuiltinAgent, Session: "s1", Tool: tool, Args: args, Cwd: e.proj}
+	return e.k.RunTool(context.Background(), e.tools, a, opts)
+}
+
+func content(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestReadBeforeEditThroughTheFirewall(t *testing.T) {
+	edit := map[string]any{"file_path": "main.go", "old_string": "old", "new_string": "new"}
+	read := map[string]any{"file_path": "main.go"}
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, e *env)
+		wantErr error
+		wantMsg string
+		want    string // the file afterwards
+	}{
+		{"unread file is refused", nil, kernel.ErrBlocked, "read the file first", "old\n"},
+		{"full read allows the edit", func(t *testing.T, e *env) {
+			if _, err := e.run(t, "file_read", read, kernel.RunOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, nil, "", "new\n"},
+		{"partial read is refused", func(t *testing.T, e *env) {
+			if _, err := e.run(t, "file_read", map[string]any{"file_path": "main.go", "limit": 1}, kernel.RunOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, kernel.ErrBlocked, "only partly read", "old\n"},
+		{"a change after the read is refused", func(t *testing.T, e *env) {
+			if _, err := e.run(t, "file_read", read, kernel.RunOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			e.write(t, filepath.Join(e.proj, "main.go"), "old\n// someone else\n")
+			later := time.Now().Add(time.Minute)
+			os.Chtimes(filepath.Join(e.proj, "main.go"), later, later)
+		}, kernel.ErrBlocked, "changed since you read it", "old\n// someone else\n"},
+		{"a write counts as a read", func(t *testing.T, e *env) {
+			if _, err := e.run(t, "file_write", map[string]any{"file_path": "main.go", "content": "old\n"}, kernel.RunOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, nil, "", "new\n"},
+		{"--yes does not lift the block", nil, kernel.ErrBlocked, "read the file first", "old\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			f := filepath.Join(e.proj, "main.go")
+			e.write(t, f, "old\n")
+			if tc.prepare != nil {
+				tc.prepare(t, e)
+			}
+			run, err := e.run(t, "file_edit", edit, kernel.RunOptions{Yes: true, Who: "tester"})
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("error = %v, want %v", err, tc.wantErr)
+			}
+			if tc.wantMsg != "" && !strings.Contains(run.Verdict.Summary(), tc.wantMsg) {
+				t.Errorf("verdict %q does not say %q", run.Verdict.Summary(), tc.wantMsg)
+			}
+			if err == nil && (!run.Ran || run.Result.IsError) {
+				t.Errorf("run = %+v", run)
+			}
+			if got := content(t, f); got != tc.want {
+				t.Errorf("file = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRunToolWriteUndo(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	f := filepath.Join(e.proj, "notes.txt")
+	e.write(t, f, "v0\n")
+	run, err := e.run(t, "file_write", map[string]any{"file_path": "notes.txt", "content": "v1\n"}, kernel.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Verdict.Level != action.Notify || !run.Ran || !run.Undoable {
+		t.Fatalf("run = level %s ran %v undoable %v", run.Verdict.Level, run.Ran, run.Undoable)
+	}
+	created, err := e.run(t, "file_write", map[string]any{"file_path": "new.txt", "content": "fresh"}, kernel.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if content(t, f) != "v1\n" {
+		t.Fatal("the write did not happen")
+	}
+	u, _ := e.k.Undo()
+	if d, err := u.Diff(ctx, run.Action.ID); err != nil || !strings.Contains(d, "-v1\n+v0\n") {
+		t.Errorf("Diff = %q, %v", d, err)
+	}
+	done, err := e.k.UndoLast(ctx, "s1", 2, "tester")
+	if err != nil || len(done) != 2 || done[0] != created.Action.ID {
+		t.Fatalf("UndoLast = %v, %v", done, err)
+	}
+	if content(t, f) != "v0\n" {
+		t.Error("notes.txt not restored")
+	}
+	if _, err := os.Stat(filepath.Join(e.proj, "new.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("new.txt, created by the undone action, still exists")
+	}
+	recs, err := e.k.Store.QueryAudit(ctx, store.AuditQuery{Types: []string{kernel.TypeUndo}})
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("undo audit records = %d, %v; want 2", len(recs), err)
+	}
+	if recs[0].Agent != paths.BuiltinAgent || recs[0].Tool != "file_write" || !strings.Contains(string(recs[0].Data), `"who":"tester"`) {
+		t.Errorf("undo record = %+v %s", recs[0], recs[0].Data)
+	}
+	if _, err := e.k.UndoAction(ctx, run.Action.ID, "tester"); err == nil {
+		t.Error("a second undo of the same action succeeded")
+	}
+}
+
+func TestRunToolVerdicts(t *testing.T) {
+	ctx := context.Background()
+	t.Run("confirm runs with yes, answer recorded", func(t *testing.T) {
+		e := newEnv(t)
+		out := filepath.Join(e.other, "report.txt")
+		run, err := e.run(t, "file_write", map[string]any{"file_path": out, "content": "r"}, kernel.RunOptions{Yes: true, Who: "tester"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Verdict.Level != action.Confirm || run.Approval == nil || run.Approval.Answer == nil {
+			t.Fatalf("run = %+v", run)
+		}
+		if a := run.Approval.Answer; a.Channel != "cli-yes" || a.Who != "tester" || a.Decision != "approve" {
+			t.Errorf("answer = %+v", a)
+		}
+		if content(t, out) != "r" {
+			t.Error("not written")
+		}
+	})
+	t.Run("confirm waits and a denial stops it", func(t *testing.T) {
+		e := newEnv(t)
+		out := filepath.Join(e.other, "report.txt")
+		var waited string
+		run, err := e.run(t, "file_write", map[string]any{"file_path": out, "content": "r"}, kernel.RunOptions{OnWait: func(apr *store.Approval) {
+			waited = apr.ID
+			if _, _, err := e.k.Answer(ctx, apr.ID, store.Answer{Decision: "deny", Who: "boss", Channel: "cli", Reason: "not there"}); err != nil {
+				t.Error(err)
+			}
+		}})
+		if !errors.Is(err, kernel.ErrDenied) || !strings.Contains(err.Error(), "not there") {
+			t.Fatalf("error = %v, want ErrDenied with the reason", err)
+		}
+		if waited == "" || run.Ran {
+			t.Errorf("waited %q, ran %v", waited, run.Ran)
+		}
+		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+			t.Error("a denied write happened")
+		}
+	})
+	t.Run("yes without a name is refused", func(t *testing.T) {
+		e := newEnv(t)
+		_, err := e.run(t, "file_write", map[string]any{"file_path": filepath.Join(e.other, "x"), "content": "r"}, kernel.RunOptions{Yes: true})
+		if !errors.Is(err, kernel.ErrDenied) {
+			t.Errorf("error = %v, want ErrDenied", err)
+		}
+	})
+	t.Run("block through a link into the home stays a block with yes", func(t *testing.T) {
+		e := newEnv(t)
+		if err := os.Symlink(e.home, filepath.Join(e.proj, "data")); err != nil {
+			t.Fatal(err)
+		}
+		run, err := e.run(t, "file_write", map[string]any{"file_path": "data/policy.yaml", "content": "version: 1\nextends: none\n"},
+			kernel.RunOptions{Yes: true, Who: "tester"})
+		if !errors.Is(err, kernel.ErrBlocked) || run.Ran {
+			t.Fatalf("error = %v, ran %v; want ErrBlocked", err, run != nil && run.Ran)
+		}
+		if _, err := os.Stat(filepath.Join(e.home, "policy.yaml")); !errors.Is(err, os.ErrNotExist) {
+			t.Error("the policy file was written")
+		}
+	})
+	t.Run("no undo data, no write", func(t *testing.T) {
+		e := newEnv(t)
+		// The undo directory cannot be created: Keep fails, so the write
+		// must not happen.
+		e.write(t, filepath.Join(e.home, kernel.UndoDir), "not a directory")
+		f := filepath.Join(e.proj, "a.txt")
+		e.write(t, f, "v0")
+		run, err := e.run(t, "file_write", map[string]any{"file_path": "a.txt", "content": "v1"}, kernel.RunOptions{})
+		if !errors.Is(err, kernel.ErrNotKept) || run.Ran {
+			t.Fatalf("error = %v; want ErrNotKept and not run", err)
+		}
+		if content(t, f) != "v0" {
+			t.Error("the file was written without undo data")
+		}
+		recs, _ := e.k.Store.QueryAudit(ctx, store.AuditQuery{Types: []string{"error"}, ActionID: run.Action.ID})
+		if len(recs) != 1 {
+			t.Errorf("error audit records = %d, want 1", len(recs))
+		}
+	})
+	t.Run("a failing tool is a result, not an error", func(t *testing.T) {
+		e := newEnv(t)
+		if _, err := e.run(t, "file_read", map[string]any{"file_path": "a.txt"}, kernel.RunOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.write(t, filepath.Join(e.proj, "a.txt"), "abc")
+		if _, err := e.run(t, "file_read", map[string]any{"file_path": "a.txt"}, kernel.RunOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		run, err := e.run(t, "file_edit", map[string]any{"file_path": "a.txt", "old_string": "zzz", "new_string": "y"}, kernel.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !run.Ran || !run.Result.IsError || !strings.Contains(run.Result.Output, "not found") {
+			t.Errorf("result = %+v", run.Result)
+		}
+		recs, _ := e.k.Store.QueryAudit(ctx, store.AuditQuery{Types: []string{"result"}, ActionID: run.Action.ID})
+		if len(recs) != 1 || !strings.Contains(string(recs[0].Data), `"is_error":true`) {
+			t.Errorf("result records = %+v", recs)
+		}
+	})
+}
+
+func TestPathsGuardConfig(t *testing.T) {
+	pol, err := policy.Parse("p.yaml", []byte("version: 1\nguards:\n  paths:\n    secrets: [\"*.vault\"]\n"), policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := kernel.PathsGuard("/nonexistent/ovh", "", pol, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &action.Action{Agent: "x", Tool: "Read", Kind: action.KindFileRead, Cwd: "/srv", Args: map[string]any{"file_path": "db.vault"}}
+	action.DeriveFileFacts(a)
+	fs, err := g.Check(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range fs {
+		found = found || (f.Check == "paths.secret" && f.Level == action.Approve)
+	}
+	if !found {
+		t.Errorf("the policy's extra secret pattern did not apply: %+v", fs)
+	}
+	bad, err := policy.Parse("p.yaml", []byte("version: 1\nguards:\n  paths:\n    secrets: [\"a/b\"]\n"), policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kernel.PathsGuard("/x", "", bad, nil); err == nil {
+		t.Error("a bad secret pattern was accepted")
+	}
+}

@@ -1,0 +1,133 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/overseer-dev/overseer/test/agents/modeltest"
+)
+
+// claude runs `claude -p` in the project with the scripted model and
+// returns its final JSON and the model server.
+func (e *env) claude(t *testing.T, bin string, script modeltest.Script, extra ...string) (map[string]any, *modeltest.Server, string) {
+	t.Helper()
+	srv := modeltest.Anthropic(t, script)
+	environ := append(baseEnv(e.userHome),
+		"ANTHROPIC_BASE_URL="+srv.URL,
+		"ANTHROPIC_API_KEY=sk-ant-test",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_AUTOUPDATER=1",
+		"DISABLE_ERROR_REPORTING=1",
+		"IS_SANDBOX=1",
+	)
+	args := append([]string{"-p", "Run the command you are asked to run.", "--output-format", "json",
+		"--model", "claude-sonnet-4-5"}, extra...)
+	out, code := runCLI(t, e.proj, environ, 90*time.Second, bin, args...)
+	var res map[string]any
+	// The JSON result is the last line.
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("claude exited %d without a JSON result: %v\n%s", code, err, out)
+	}
+	return res, srv, out
+}
+
+func TestClaudeCode(t *testing.T) {
+	bin := findCLI(t, "claude")
+	e := newEnv(t, true)
+	if r := e.overseer(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
+		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
+	}
+
+	t.Run("harmless command runs", func(t *testing.T) {
+		res, srv, out := e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "echo hello-overseer"}))
+		rs := srv.Results()
+		if len(rs) != 1 || rs[0].IsError || !strings.Contains(rs[0].Content, "hello-overseer") {
+			t.Fatalf("tool results %+v\n%s", rs, out)
+		}
+		if res["is_error"] == true {
+			t.Fatalf("result %v", res)
+		}
+	})
+
+	t.Run("rm -rf of a protected path is denied and the victim survives", func(t *testing.T) {
+		victim := filepath.Join(e.proj, "victim")
+		keep := filepath.Join(victim, "keep.txt")
+		if err := os.MkdirAll(victim, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(keep, []byte("precious"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, srv, out := e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "rm -rf " + victim}))
+		if b, err := os.ReadFile(keep); err != nil || string(b) != "precious" {
+			t.Fatalf("the victim did not survive: %v\n%s", err, out)
+		}
+		// The denial reaches the model as the tool's error.
+		rs := srv.Results()
+		if len(rs) != 1 || !rs[0].IsError || !strings.Contains(rs[0].Content, "victim directory is protected") {
+			t.Fatalf("tool results %+v\n%s", rs, out)
+		}
+		if d, _ := res["permission_denials"].([]any); len(d) == 0 {
+			t.Fatalf("no permission_denials in %v", res)
+		}
+	})
+
+	t.Run("confirm waits for overseer approve, then runs", func(t *testing.T) {
+		marker := filepath.Join(e.proj, "approved.txt")
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		approved := e.approveWhenPending(t, ctx)
+		_, srv, out := e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "touch " + marker}))
+		if id := <-approved; id == "" {
+			t.Fatalf("no approval was asked for\n%s", out)
+		}
+		if _, err := os.Stat(marker); err != nil {
+			t.Fatalf("the approved command did not run: %v\n%s", err, out)
+		}
+		if rs := srv.Results(); len(rs) != 1 || rs[0].IsError {
+			t.Fatalf("tool results %+v", rs)
+		}
+	})
+
+	t.Run("audit names agent, session, tool-use id and provenance", func(t *testing.T) {
+		var sawBlock, sawHuman, sawResult bool
+		for _, r := range e.audit(t) {
+			if r.Type == "" || r.ActionID == "" {
+				continue
+			}
+			if r.Agent != "claude-code" || r.Session == "" {
+				t.Errorf("record %d (%s) names agent %q session %q", r.Seq, r.Type, r.Agent, r.Session)
+			}
+			var data map[string]any
+			_ = json.Unmarshal(r.Data, &data)
+			switch r.Type {
+			case "action":
+				if id, _ := data["tool_use_id"].(string); id == "" {
+					t.Errorf("action %s has no tool_use_id: %s", r.ActionID, r.Data)
+				}
+			case "verdict":
+				dec, _ := data["decider"].(map[string]any)
+				if dec["name"] == "e2e-protect-victims" && data["level"] == "block" {
+					sawBlock = true
+				}
+			case "answer":
+				ans, _ := data["answer"].(map[string]any)
+				if ans["channel"] == "cli" && ans["who"] != "" && ans["decision"] == "approve" {
+					sawHuman = true
+				}
+			case "result":
+				sawResult = true
+			}
+		}
+		if !sawBlock || !sawHuman || !sawResult {
+			t.Fatalf("block by rule %v, human answer %v, result %v", sawBlock, sawHuman, sawResult)
+		}
+	})
+}

@@ -1,0 +1,162 @@
+// Drives Overseer's web console in headless Chromium for the end-to-end
+// test (console_test.go). Talks to the Go test over a line protocol:
+//
+//   stdout: READY | SEEN <approval id> | DONE <approval id> | SHOT <file> | ERROR <text>
+//   stdin:  APPROVE            wait for a request in the queue, approve it by clicking
+//           DENY <reason>      wait for a request, deny it with the keyboard (d, reason, Enter)
+//           SHOTS <dir>        take a screenshot of every page into <dir>
+//           LINK <url> <file>  open an approval link, screenshot it, press its button
+//           QUIT
+//
+// Environment: OVERSEER_URL (base URL), OVERSEER_TOKEN, CHROMIUM (default
+// /usr/bin/chromium), PLAYWRIGHT_DIR (where playwright-core is installed).
+import { createRequire } from "node:module";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import readline from "node:readline";
+
+const require = createRequire(import.meta.url);
+const pwDir = process.env.PLAYWRIGHT_DIR;
+const { chromium } = require(pwDir ? path.join(pwDir, "node_modules", "playwright-core") : "playwright-core");
+
+const base = process.env.OVERSEER_URL;
+const token = process.env.OVERSEER_TOKEN;
+const say = (line) => process.stdout.write(line + "\n");
+
+// Each browser context gets a fresh, empty profile directory.
+const profiles = [];
+async function launch(viewport) {
+  const dir = mkdtempSync(path.join(tmpdir(), "overseer-chromium-"));
+  profiles.push(dir);
+  return chromium.launchPersistentContext(dir, {
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    viewport,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+}
+
+const ctx = await launch({ width: 1280, height: 900 });
+
+async function finish(code) {
+  await ctx.close().catch(() => {});
+  for (const d of profiles) rmSync(d, { recursive: true, force: true });
+  process.exit(code);
+}
+
+process.on("unhandledRejection", async (e) => { say("ERROR " + String(e && e.stack || e).replace(/\n/g, " | ")); await finish(1); });
+
+const page = ctx.pages()[0] || await ctx.newPage();
+page.on("pageerror", (e) => say("ERROR page: " + e.message));
+page.on("console", (m) => { if (m.type() === "error") say("ERROR console: " + m.text()); });
+
+// Sign in.
+await page.goto(base + "/ui/");
+await page.waitForURL(/\/ui\/login$/);
+await page.fill("#token", token);
+await page.fill("#who", "alice");
+await page.click("button[type=submit]");
+await page.waitForURL(/\/ui\/$/);
+await page.waitForSelector('body[data-live="on"]', { timeout: 20000 });
+say("READY");
+
+async function nextItem() {
+  const el = await page.waitForSelector("article.item:not(.done)", { timeout: 60000 });
+  const id = await el.getAttribute("data-id");
+  say("SEEN " + id);
+  return id;
+}
+
+async function shots(dir) {
+  const shot = async (name, p = page) => {
+    const file = path.join(dir, name);
+    await p.screenshot({ path: file, fullPage: true });
+    say("SHOT " + file);
+  };
+  await page.goto(base + "/ui/#/queue");
+  await page.waitForSelector('body[data-live="on"]');
+  await page.waitForSelector("article.item", { timeout: 20000 }).catch(() => {});
+  await page.waitForTimeout(300);
+  await shot("queue.png");
+
+  // The queue with "remember as a rule" open: the proposed rule, editable.
+  const first = await page.$("article.item");
+  if (first) {
+    await page.click("article.item header");
+    await page.keyboard.press("r");
+    await page.keyboard.press("r");
+    await page.waitForSelector("article.item.selected .rule-editor:not([hidden])");
+    await first.screenshot({ path: path.join(dir, "queue-remember.png") });
+    say("SHOT " + path.join(dir, "queue-remember.png"));
+    await page.keyboard.press("r");
+  }
+
+  await page.goto(base + "/ui/#/audit");
+  await page.waitForSelector("#audit li");
+  await page.waitForSelector("#verify.ok, #verify.bad");
+  const row = await page.$("#audit li .line");
+  if (row) await row.click();
+  await shot("audit.png");
+
+  await page.goto(base + "/ui/#/policy");
+  await page.waitForSelector("#admin-rules table, #admin-rules p");
+  await page.fill("#explain-input", JSON.stringify({ tool: "Bash", args: { command: "rm -rf build && git push --force" } }));
+  await page.click("#explain button[type=submit]");
+  await page.waitForSelector(".explain-result");
+  await shot("policy.png");
+
+  await page.goto(base + "/ui/#/dashboard");
+  await page.waitForSelector("#totals .total");
+  await page.waitForFunction(() => [...document.querySelectorAll(".charts img")].every((i) => i.complete && i.naturalWidth > 0));
+  await shot("dashboard.png");
+
+  const phone = await ctx.newPage();
+  await phone.setViewportSize({ width: 390, height: 844 });
+  await phone.goto(base + "/ui/#/queue");
+  await phone.waitForSelector('body[data-live="on"]');
+  await phone.waitForSelector("article.item", { timeout: 20000 }).catch(() => {});
+  await phone.screenshot({ path: path.join(dir, "phone-queue.png"), fullPage: false });
+  say("SHOT " + path.join(dir, "phone-queue.png"));
+  await phone.close();
+  await page.goto(base + "/ui/#/queue");
+}
+
+const rl = readline.createInterface({ input: process.stdin });
+for await (const line of rl) {
+  const [cmd, ...rest] = line.trim().split(" ");
+  if (cmd === "APPROVE") {
+    await page.goto(base + "/ui/#/queue").catch(() => {});
+    const id = await nextItem();
+    await page.click(`article.item[data-id="${id}"] button.approve`);
+    await page.waitForSelector(`article.item[data-id="${id}"]`, { state: "detached", timeout: 20000 });
+    say("DONE " + id);
+  } else if (cmd === "DENY") {
+    const id = await nextItem();
+    await page.click(`article.item[data-id="${id}"] header`);
+    await page.keyboard.press("d");
+    await page.waitForFunction(() => document.activeElement && document.activeElement.classList.contains("reason"));
+    await page.keyboard.type(rest.join(" "));
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(`article.item[data-id="${id}"]`, { state: "detached", timeout: 20000 });
+    say("DONE " + id);
+  } else if (cmd === "SHOTS") {
+    await shots(rest[0]);
+    say("DONE shots");
+  } else if (cmd === "LINK") {
+    // A fresh context: the link needs no session.
+    const anon = await launch({ width: 390, height: 844 });
+    const p = await anon.newPage();
+    await p.goto(rest[0]);
+    await p.waitForSelector("#link-submit");
+    if (rest[1]) { await p.screenshot({ path: rest[1], fullPage: true }); say("SHOT " + rest[1]); }
+    await p.click("#link-submit");
+    await p.waitForSelector("#link-title");
+    say("DONE " + (await p.textContent("#link-title")).trim());
+    await anon.close();
+  } else if (cmd === "QUIT") {
+    break;
+  }
+}
+await finish(0);
