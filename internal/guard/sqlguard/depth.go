@@ -16,7 +16,7 @@ import (
 // stack holds.
 
 // ErrTooComplex means the text nests too deeply to be parsed safely.
-var ErrTooComplex = errors.New("sqlguard: SQL nests too deeply to judge")
+var ErrTooComplex = errors.New("sqlguard: SQL nests too deeply or is too long to judge")
 
 const (
 	// maxComplexity bounds depthBound. Probing nested constructs one by one
