@@ -4,6 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "== installing test tools (idempotent)"
+# Real peers for the end-to-end tests: agent CLIs, MCP servers, a browser
+# and tmux. Each script installs only what is missing.
+./scripts/install-agent-clis.sh
+./scripts/install-mcp-servers.sh
+./scripts/install-web-test-tools.sh
+
 echo "== go vet"
 go vet ./...
 

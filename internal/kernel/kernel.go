@@ -234,6 +234,7 @@ func (k *Kernel) Answer(ctx context.Context, id string, ans store.Answer) (*stor
 // and saves "remember" rules. Errors are returned to the answering caller.
 func (k *Kernel) onAnswer(ctx context.Context, apr *store.Approval, ans store.Answer, applied bool) error {
 	a := &apr.Action
+	ans.Applied = applied
 	if _, err := k.Audit.Append(ctx, entry(audit.TypeAnswer, a, answerRecord{ApprovalID: apr.ID, Status: apr.Status,
 		ArgsHash: apr.ArgsHash, Level: apr.Level, Answer: ans})); err != nil {
 		return fmt.Errorf("recording the answer: %w", err)

@@ -50,7 +50,7 @@ process.on("unhandledRejection", async (e) => { say("ERROR " + String(e && e.sta
 
 const page = ctx.pages()[0] || await ctx.newPage();
 page.on("pageerror", (e) => say("ERROR page: " + e.message));
-page.on("console", (m) => { if (m.type() === "error") say("ERROR console: " + m.text()); });
+page.on("console", (m) => { if (m.type() === "error") say("WARN console: " + m.text()); });
 
 // Sign in.
 await page.goto(base + "/ui/");
@@ -71,6 +71,7 @@ async function nextItem() {
 
 async function shots(dir) {
   const shot = async (name, p = page) => {
+    await p.evaluate(() => { const t = document.querySelector("#toast"); if (t) t.hidden = true; });
     const file = path.join(dir, name);
     await p.screenshot({ path: file, fullPage: true });
     say("SHOT " + file);

@@ -183,7 +183,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case refreshMsg:
 		if msg.err != nil {
 			m.connected = false
-			m.setStatus("cannot reach the daemon: "+msg.err.Error(), true)
+			if !m.statusBad { // keep an answer's failure on screen
+				m.setStatus("cannot reach the daemon: "+msg.err.Error(), true)
+			}
 			return m, m.tick()
 		}
 		if !m.connected && m.statusBad {
@@ -551,7 +553,13 @@ func (m Model) render() string {
 			add(fmt.Sprintf("  - %s %s %s: %s", lvl(r.Level), r.Layer, name, oneLine(r.Message)))
 		}
 		if p := cur.Verdict.Preview; p != nil {
-			add("Preview: " + p.Summary)
+			for i, l := range strings.Split(strings.TrimRight(p.Summary, "\n"), "\n") {
+				if i == 0 {
+					add("Preview: " + l)
+				} else if i < 8 {
+					add("  " + l)
+				}
+			}
 			for i, it := range p.Items {
 				if i == 5 {
 					add(stFaint.Render(fmt.Sprintf("  … %d more", len(p.Items)-5+p.More)))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -332,6 +333,19 @@ func actionLine(a *action.Action) string {
 	s := a.Tool
 	if v, ok := a.StringArg("command", "cmd", "file_path", "path", "url", "sql", "query"); ok {
 		s += ": " + v
+	} else if len(a.Args) > 0 {
+		keys := make([]string, 0, len(a.Args))
+		for k := range a.Args {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for i, k := range keys {
+			sep := " "
+			if i == 0 {
+				sep = ": "
+			}
+			s += fmt.Sprintf("%s%s=%v", sep, k, a.Args[k])
+		}
 	}
 	return oneLine(s, 160)
 }

@@ -109,7 +109,7 @@ func BuildDashboard(ctx context.Context, st store.AuditStore, now time.Time, day
 		y, m, dd := now.AddDate(0, 0, -(days - 1)).Date()
 		d.From = time.Date(y, m, dd, 0, 0, 0, 0, loc)
 	}
-	recs, err := st.QueryAudit(ctx, store.AuditQuery{Since: d.From, Limit: maxDashboardRecords,
+	recs, err := st.QueryAudit(ctx, store.AuditQuery{Since: d.From, Until: now.Add(time.Millisecond), Limit: maxDashboardRecords,
 		Types: []string{audit.TypeVerdict, audit.TypeApprovalRequest, audit.TypeAnswer, audit.TypePolicyChange}})
 	if err != nil {
 		return nil, fmt.Errorf("web: dashboard: %w", err)
@@ -423,7 +423,7 @@ func LevelsChart(d *Dashboard) string {
 	if peak == 0 || len(d.Levels) == 0 {
 		return s.empty("No actions in this period")
 	}
-	top2 := niceMax(peak)
+	top2 := (niceMax(peak) + 3) / 4 * 4 // four even steps
 	plotH := float64(h - top - bottom)
 	plotW := float64(w - left - right)
 	for i := 0; i <= 4; i++ {
@@ -468,7 +468,7 @@ type hbar struct {
 }
 
 func hbarChart(title string, keys, colors []string, bars []hbar, emptyMsg string) string {
-	const w, left, right, rowH, top = 720, 200, 60, 26, 34
+	const w, left, right, rowH, top = 720, 190, 170, 26, 34
 	h := top + rowH*max(len(bars), 1) + 10
 	s := newSVG(w, h, title)
 	s.legend(10, 16, keys, colors)

@@ -61,6 +61,11 @@ func stream(t *testing.T, b *browser) <-chan sseEvent {
 
 // next returns the next event named name, nudging the clock while it waits.
 func next(t *testing.T, e *env, evs <-chan sseEvent, name string, nudge bool) sseEvent {
+	return nextWith(t, e, evs, name, "", nudge)
+}
+
+// nextWith returns the next event named name whose data holds want.
+func nextWith(t *testing.T, e *env, evs <-chan sseEvent, name, want string, nudge bool) sseEvent {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -71,7 +76,7 @@ func next(t *testing.T, e *env, evs <-chan sseEvent, name string, nudge bool) ss
 			if !ok {
 				t.Fatalf("the stream ended before a %q event", name)
 			}
-			if ev.name == name {
+			if ev.name == name && strings.Contains(ev.data, want) {
 				return ev
 			}
 		case <-tick.C:
@@ -121,8 +126,8 @@ func TestLiveStream(t *testing.T) {
 	if ids := pendingIDs(t, q); len(ids) != 1 || ids[0] != apr.ID {
 		t.Fatalf("queue %v, want [%s]", ids, apr.ID)
 	}
-	a := next(t, e, evs, "audit", false)
-	if !strings.Contains(a.data, `"type":"approval_request"`) || a.id == "" {
+	a := nextWith(t, e, evs, "audit", `"type":"approval_request"`, true)
+	if a.id == "" {
 		t.Fatalf("audit event %+v", a)
 	}
 
@@ -140,8 +145,5 @@ func TestLiveStream(t *testing.T) {
 	if ids := pendingIDs(t, q); len(ids) != 0 {
 		t.Fatalf("queue after another process answered: %v", ids)
 	}
-	a = next(t, e, evs, "audit", true)
-	if !strings.Contains(a.data, "approve by bob via cli") {
-		t.Fatalf("audit event %s", a.data)
-	}
+	nextWith(t, e, evs, "audit", "approve by bob via cli", true)
 }

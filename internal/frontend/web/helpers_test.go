@@ -41,7 +41,7 @@ var t0 = time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
 // env is a console over a real kernel (SQLite in a temp dir) with a fake
 // clock, served by httptest.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	home string
 	clk  *clock.Fake
 	k    *kernel.Kernel
@@ -49,7 +49,9 @@ type env struct {
 	srv  *httptest.Server
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvTB(t) }
+
+func newEnvTB(t testing.TB) *env {
 	t.Helper()
 	home := t.TempDir()
 	if err := os.WriteFile(filepath.Join(home, kernel.PolicyName), []byte(testPolicy), 0o600); err != nil {

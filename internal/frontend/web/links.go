@@ -41,6 +41,9 @@ var (
 	ErrLinkMismatch = errors.New("web: the approval link does not match the approval")
 )
 
+// strictB64 decodes link tokens.
+var strictB64 = base64.RawURLEncoding.Strict()
+
 // LinkClaims is what a signed approval link says.
 type LinkClaims struct {
 	Approval string `json:"a"`           // approval id
@@ -124,11 +127,12 @@ func (c *Console) ParseLink(tok string) (LinkClaims, error) {
 	if !ok {
 		return cl, ErrLinkInvalid
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
+	// Strict: a token has one spelling (no stray bits in the last character).
+	got, err := strictB64.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, mac(c.key, "link", p)) {
 		return cl, ErrLinkInvalid
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(p)
+	payload, err := strictB64.DecodeString(p)
 	if err != nil {
 		return cl, ErrLinkInvalid
 	}

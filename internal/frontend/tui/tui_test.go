@@ -1,0 +1,266 @@
+package tui
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/frontend/client"
+	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
+	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+const token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+const testPolicy = `version: 1
+extends: builtin
+rules:
+  - name: test-deploy
+    tool: [deploy]
+    level: approve
+    message: Deploys need a person.
+`
+
+// daemon is a real kernel behind the real HTTP API on loopback.
+type daemon struct {
+	k   *kernel.Kernel
+	srv *httptest.Server
+	api ClientAPI
+}
+
+func newDaemon(t *testing.T) *daemon {
+	t.Helper()
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, kernel.PolicyName), []byte(testPolicy), 0o600)
+	k, err := kernel.Open(context.Background(), kernel.Config{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	api, err := httpapi.New(k, httpapi.Options{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	return &daemon{k: k, srv: srv, api: ClientAPI{C: &client.Client{Base: srv.URL, Token: token, HTTP: srv.Client()}}}
+}
+
+func (d *daemon) submit(t *testing.T, target string) *store.Approval {
+	t.Helper()
+	sub, err := d.k.Submit(context.Background(), &action.Action{Tool: "deploy", Agent: "codex", Session: "s-9",
+		Args: map[string]any{"target": target}})
+	if err != nil || sub.Approval == nil {
+		t.Fatalf("submit: %v", err)
+	}
+	return sub.Approval
+}
+
+func (d *daemon) status(t *testing.T, id string) *store.Approval {
+	t.Helper()
+	apr, err := d.k.Gate.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return apr
+}
+
+// run applies msg and then every message its commands produce, except the
+// timers (ticks), until nothing is left.
+func run(t *testing.T, m Model, msg tea.Msg) Model {
+	t.Helper()
+	queue := []tea.Msg{msg}
+	for steps := 0; len(queue) > 0; steps++ {
+		if steps > 50 {
+			t.Fatal("the model does not settle")
+		}
+		next, cmd := m.Update(queue[0])
+		m = next.(Model)
+		queue = queue[1:]
+		queue = append(queue, expand(cmd)...)
+	}
+	return m
+}
+
+// expand runs a command and returns its messages; ticks are dropped.
+func expand(cmd tea.Cmd) []tea.Msg {
+	if cmd == nil {
+		return nil
+	}
+	done := make(chan tea.Msg, 1)
+	go func() { done <- cmd() }()
+	var msg tea.Msg
+	select {
+	case msg = <-done:
+	case <-time.After(50 * time.Millisecond):
+		return nil // a timer: the test drives refreshes itself
+	}
+	switch msg := msg.(type) {
+	case tea.BatchMsg:
+		var out []tea.Msg
+		for _, c := range msg {
+			out = append(out, expand(c)...)
+		}
+		return out
+	case tickMsg:
+		return nil
+	case nil:
+		return nil
+	default:
+		return []tea.Msg{msg}
+	}
+}
+
+func key(s string) tea.KeyPressMsg {
+	switch s {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "backspace":
+		return tea.KeyPressMsg{Code: tea.KeyBackspace}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	}
+	r := []rune(s)[0]
+	return tea.KeyPressMsg{Code: r, Text: s}
+}
+
+func typeText(t *testing.T, m Model, s string) Model {
+	for _, r := range s {
+		m = run(t, m, key(string(r)))
+	}
+	return m
+}
+
+func screen(m Model) string { return ansi.Strip(m.render()) }
+
+func newModel(t *testing.T, d *daemon) Model {
+	m := New(context.Background(), d.api, Options{Who: "ann", Title: "test"})
+	m = run(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	return run(t, m, m.Init()())
+}
+
+func TestQueueAndAnswers(t *testing.T) {
+	d := newDaemon(t)
+	a1 := d.submit(t, "prod")
+	a2 := d.submit(t, "staging")
+	m := newModel(t, d)
+
+	s := screen(m)
+	for _, want := range []string{"2 waiting", "● live", "target=prod", "target=staging", "Request " + a1.ID,
+		"Deploys need a person", "Remember: once", "asked a person: " + a2.ID} {
+		if !strings.Contains(s, want) {
+			t.Fatalf("screen lacks %q:\n%s", want, s)
+		}
+	}
+
+	t.Run("j moves, d asks for a reason, Enter denies", func(t *testing.T) {
+		m = run(t, m, key("j"))
+		if !strings.Contains(screen(m), "Request "+a2.ID) {
+			t.Fatalf("selection did not move:\n%s", screen(m))
+		}
+		m = run(t, m, key("d"))
+		m = typeText(t, m, "use ./build instead")
+		if !strings.Contains(screen(m), "reason or instruction for the agent: use ./build instead") {
+			t.Fatalf("the reason is not shown:\n%s", screen(m))
+		}
+		m = run(t, m, key("enter"))
+		got := d.status(t, a2.ID)
+		if got.Status != store.StatusDenied || got.Answer.Reason != "use ./build instead" || got.Answer.Channel != Channel || got.Answer.Who != "ann" {
+			t.Fatalf("approval %s %+v", got.Status, got.Answer)
+		}
+		if s := screen(m); !strings.Contains(s, "1 waiting") || !strings.Contains(s, a2.ID+": denied") {
+			t.Fatalf("screen after deny:\n%s", s)
+		}
+	})
+	t.Run("Esc cancels a deny", func(t *testing.T) {
+		m = run(t, m, key("d"))
+		m = typeText(t, m, "no")
+		m = run(t, m, key("esc"))
+		if got := d.status(t, a1.ID); got.Status != store.StatusPending {
+			t.Fatalf("a cancelled deny answered: %s", got.Status)
+		}
+	})
+	t.Run("r remembers as a rule, a approves", func(t *testing.T) {
+		m = run(t, m, key("r"))
+		m = run(t, m, key("r"))
+		s := screen(m)
+		if !strings.Contains(s, "Remember: rule") || !strings.Contains(s, `"args_hash":"`+a1.ArgsHash+`"`) {
+			t.Fatalf("the proposed rule is not shown:\n%s", s)
+		}
+		m = run(t, m, key("a"))
+		if got := d.status(t, a1.ID); got.Status != store.StatusApproved || got.Answer.Remember != "rule" {
+			t.Fatalf("approval %s %+v", got.Status, got.Answer)
+		}
+		rules, _ := d.k.Store.ListUserRules(context.Background(), time.Now())
+		if len(rules) != 1 || !strings.Contains(string(rules[0].Rule), a1.ArgsHash) {
+			t.Fatalf("rules %+v", rules)
+		}
+		if !strings.Contains(screen(m), "Nothing is waiting") {
+			t.Fatalf("queue not empty:\n%s", screen(m))
+		}
+	})
+	t.Run("the audit tail follows new records", func(t *testing.T) {
+		a3 := d.submit(t, "dev")
+		m = run(t, m, tickMsg(time.Now()))
+		s := screen(m)
+		if !strings.Contains(s, "asked a person: "+a3.ID) || !strings.Contains(s, "deny by ann via tui: use ./build instead") {
+			t.Fatalf("tail:\n%s", s)
+		}
+	})
+	t.Run("help", func(t *testing.T) {
+		m = run(t, m, key("?"))
+		if !strings.Contains(screen(m), "abort the agent's task") {
+			t.Fatalf("help:\n%s", screen(m))
+		}
+		m = run(t, m, key("x")) // any key goes back, and answers nothing
+		if strings.Contains(screen(m), "abort the agent's task") {
+			t.Fatal("help did not close")
+		}
+	})
+}
+
+func TestOfflineAnswersNothing(t *testing.T) {
+	d := newDaemon(t)
+	apr := d.submit(t, "prod")
+	m := newModel(t, d)
+	d.srv.Close() // the daemon goes away
+	m = run(t, m, key("a"))
+	s := screen(m)
+	if !strings.Contains(s, "approve "+apr.ID+" failed") {
+		t.Fatalf("screen:\n%s", s)
+	}
+	m = run(t, m, tickMsg(time.Now()))
+	if !strings.Contains(screen(m), "● offline") {
+		t.Fatalf("screen:\n%s", screen(m))
+	}
+	if got := d.status(t, apr.ID); got.Status != store.StatusPending {
+		t.Fatalf("status %s", got.Status)
+	}
+}
+
+func TestAlreadyAnswered(t *testing.T) {
+	d := newDaemon(t)
+	apr := d.submit(t, "prod")
+	m := newModel(t, d)
+	if _, _, err := d.k.Answer(context.Background(), apr.ID, store.Answer{Decision: "deny", Who: "bob", Channel: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	m = run(t, m, key("a")) // the screen still showed it
+	if !strings.Contains(screen(m), "was already denied") {
+		t.Fatalf("screen:\n%s", screen(m))
+	}
+	if got := d.status(t, apr.ID); got.Status != store.StatusDenied {
+		t.Fatalf("status %s", got.Status)
+	}
+}

@@ -1,0 +1,274 @@
+package webe2e
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/overseertest"
+)
+
+var screenshots = flag.Bool("screenshots", false, "write a screenshot of every page into docs/screenshots")
+
+func shotDir(t *testing.T) string {
+	dir := filepath.Join(moduleRoot(t), "docs", "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestBrowserAnswers: the console, open before the action arrives, shows
+// it live; a click approves it and the agent's waiting call is released;
+// the keyboard denies the next one with an instruction for the agent.
+func TestBrowserAnswers(t *testing.T) {
+	needBrowser(t)
+	d := overseertest.StartDaemon(t, newHome(t, map[string]string{}))
+	dr := startDriver(t, d)
+
+	call := callAndWait(d, "prod")
+	dr.send("APPROVE")
+	id := dr.expect("SEEN")
+	if got := dr.expect("DONE"); got != id {
+		t.Fatalf("answered %s, saw %s", got, id)
+	}
+	o := released(t, call)
+	if o.Decision != "allow" || !strings.Contains(o.Reason, "approved by alice via web") {
+		t.Fatalf("outcome %+v", o)
+	}
+
+	call = callAndWait(d, "staging")
+	dr.send("DENY use ./build instead")
+	dr.expect("SEEN")
+	dr.expect("DONE")
+	o = released(t, call)
+	if o.Decision != "deny" || !strings.Contains(o.Reason, "use ./build instead") {
+		t.Fatalf("outcome %+v", o)
+	}
+
+	if *screenshots {
+		populate(t, d)
+		dr.send("SHOTS " + shotDir(t))
+		dr.expect("DONE shots")
+	}
+}
+
+// populate fills the daemon with requests and history for screenshots.
+func populate(t *testing.T, d *overseertest.Daemon) {
+	t.Helper()
+	for _, a := range []map[string]any{
+		{"tool": "Bash", "agent": "claude-code", "session": "s-42", "args": map[string]any{"command": "rm -rf build dist"}},
+		{"tool": "deploy", "agent": "codex", "session": "s-7", "args": map[string]any{"target": "production"}},
+		{"tool": "Bash", "agent": "claude-code", "session": "s-42", "args": map[string]any{"command": "git push --force origin main"}},
+		{"tool": "delete_file", "agent": "gemini", "session": "s-3", "args": map[string]any{"path": "/srv/app/config.yaml"}},
+	} {
+		if st, body := d.Do(t, "POST", "/api/v1/actions", a, false); st != 200 {
+			t.Fatalf("%d %s", st, body)
+		}
+	}
+	for _, a := range []map[string]any{
+		{"tool": "Read", "agent": "claude-code", "args": map[string]any{"file_path": "README.md"}},
+		{"tool": "WebFetch", "agent": "claude-code", "args": map[string]any{"url": "https://go.dev/doc"}},
+	} {
+		d.Do(t, "POST", "/api/v1/actions", a, false)
+	}
+}
+
+// TestNotificationLinks: a webhook on loopback receives the request with
+// approve and deny links; following the approve link (a GET shows, a POST
+// answers) releases the agent, once; the deny link of the next request is
+// used in a browser without a session.
+func TestNotificationLinks(t *testing.T) {
+	got := make(chan map[string]any, 10)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p map[string]any
+		json.NewDecoder(r.Body).Decode(&p)
+		got <- p
+	}))
+	defer hook.Close()
+	home := newHome(t, map[string]string{"notify.yaml": "channels:\n  - type: webhook\n    name: phone\n    url: " + hook.URL + "\n"})
+	d := overseertest.StartDaemon(t, home)
+
+	links := func() (approve, deny string) {
+		t.Helper()
+		select {
+		case p := <-got:
+			l, _ := p["links"].(map[string]any)
+			approve, _ = l["approve"].(string)
+			deny, _ = l["deny"].(string)
+			if !strings.HasPrefix(approve, "http://"+d.Addr+"/ui/a/") || !strings.HasPrefix(deny, "http://"+d.Addr+"/ui/a/") {
+				t.Fatalf("links %v", l)
+			}
+			return approve, deny
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no notification arrived:\n%s", d.Log())
+		}
+		return "", ""
+	}
+
+	call := callAndWait(d, "prod")
+	approve, _ := links()
+	resp, err := http.Get(approve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), "Approve this action?") {
+		t.Fatalf("link page: %d %s", resp.StatusCode, page)
+	}
+	post := func(link, decision string) (int, string) {
+		resp, err := http.PostForm(link, url.Values{"decision": {decision}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if st, body := post(approve, "approve"); st != 200 || !strings.Contains(body, "Answered: approved") {
+		t.Fatalf("answer through the link: %d %s", st, body)
+	}
+	o := released(t, call)
+	if o.Decision != "allow" || !strings.Contains(o.Reason, "approved by phone via link") {
+		t.Fatalf("outcome %+v", o)
+	}
+	if st, body := post(approve, "approve"); st != http.StatusGone || !strings.Contains(body, "used already") {
+		t.Fatalf("second use: %d %s", st, body)
+	}
+
+	t.Run("in a browser", func(t *testing.T) {
+		needBrowser(t)
+		dr := startDriver(t, d)
+		call := callAndWait(d, "staging")
+		_, deny := links()
+		shot := ""
+		if *screenshots {
+			shot = filepath.Join(shotDir(t), "link.png")
+		}
+		dr.send(strings.TrimSpace("LINK " + deny + " " + shot))
+		if title := dr.expect("DONE"); title != "Answered: denied" {
+			t.Fatalf("page title %q", title)
+		}
+		if o := released(t, call); o.Decision != "deny" {
+			t.Fatalf("outcome %+v", o)
+		}
+	})
+}
+
+// TestCLIAnswers: `overseer approve` and `overseer deny` release the agent.
+func TestCLIAnswers(t *testing.T) {
+	home := newHome(t, map[string]string{})
+	d := overseertest.StartDaemon(t, home)
+	for _, tc := range []struct {
+		name, target string
+		args         []string
+		decision     string
+		reason       string
+	}{
+		{"approve", "prod", []string{"approve"}, "allow", "approved by"},
+		{"deny with a reason", "staging", []string{"deny", "--reason", "use ./build instead"}, "deny", "use ./build instead"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			call := callAndWait(d, tc.target)
+			id := pendingID(t, d, tc.target)
+			res := overseertest.Run(t, home, "", append(tc.args, id)...)
+			if res.Code != 0 {
+				t.Fatalf("exit %d: %s %s", res.Code, res.Stdout, res.Stderr)
+			}
+			o := released(t, call)
+			if o.Decision != tc.decision || !strings.Contains(o.Reason, tc.reason) || !strings.Contains(o.Reason, "via cli") {
+				t.Fatalf("outcome %+v", o)
+			}
+		})
+	}
+}
+
+// TestTUIAnswers drives `overseer tui` in a real tmux.
+func TestTUIAnswers(t *testing.T) {
+	_, err := exec.LookPath("tmux")
+	need(t, "tmux", err == nil)
+	home := newHome(t, map[string]string{})
+	d := overseertest.StartDaemon(t, home)
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	tmux := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	tmux("new-session", "-d", "-s", "tui", "-x", "140", "-y", "45",
+		fmt.Sprintf("%s --home %s tui --who tess --poll 200ms", overseertest.Binary(t), home))
+	t.Cleanup(func() { exec.Command("tmux", "-S", sock, "kill-server").Run() })
+	screen := func(want string) string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		var s string
+		for time.Now().Before(deadline) {
+			s = tmux("capture-pane", "-p", "-t", "tui")
+			if strings.Contains(s, want) {
+				return s
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("the screen never showed %q:\n%s", want, s)
+		return ""
+	}
+	screen("0 waiting")
+
+	call := callAndWait(d, "prod")
+	screen("target=prod")
+	tmux("send-keys", "-t", "tui", "a")
+	o := released(t, call)
+	if o.Decision != "allow" || !strings.Contains(o.Reason, "approved by tess via tui") {
+		t.Fatalf("outcome %+v", o)
+	}
+	screen(": approved")
+
+	call = callAndWait(d, "staging")
+	screen("target=staging")
+	tmux("send-keys", "-t", "tui", "d")
+	screen("reason or instruction for the agent")
+	tmux("send-keys", "-t", "tui", "-l", "use ./build instead")
+	tmux("send-keys", "-t", "tui", "Enter")
+	o = released(t, call)
+	if o.Decision != "deny" || !strings.Contains(o.Reason, "use ./build instead") {
+		t.Fatalf("outcome %+v", o)
+	}
+	s := screen("deny by tess via tui")
+	if !strings.Contains(s, "0 waiting") {
+		t.Fatalf("screen:\n%s", s)
+	}
+	tmux("send-keys", "-t", "tui", "q")
+}
+
+// TestServeAnnouncesConsole: `overseer serve` prints the console's address
+// and a QR code of it.
+func TestServeAnnouncesConsole(t *testing.T) {
+	d := overseertest.StartDaemon(t, newHome(t, map[string]string{}))
+	want := "console:   http://" + d.Addr + "/ui/"
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(d.Log(), "▀") {
+		time.Sleep(50 * time.Millisecond)
+	}
+	log := d.Log()
+	if !strings.Contains(log, want) || !strings.Contains(log, "█") || !strings.Contains(log, "loopback") {
+		t.Fatalf("the daemon did not announce the console:\n%s", log)
+	}
+	st, body := d.Do(t, "GET", "/", nil, false)
+	if st != 200 || !strings.Contains(string(body), "Daemon token") {
+		t.Fatalf("/ does not lead to the console's sign-in: %d", st)
+	}
+}
