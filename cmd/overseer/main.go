@@ -6,6 +6,9 @@ import (
 	"os"
 
 	"github.com/overseer-dev/overseer/internal/frontend/cli"
+
+	// The standard plugin set registers itself.
+	_ "github.com/overseer-dev/overseer/plugins/tool/builtin"
 )
 
 func main() {

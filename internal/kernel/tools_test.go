@@ -6,51 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
-	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/guard/paths"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/plugins/tool/builtin"
 )
-
-// boundReads is a ReadTracker bound to the kernel's store once the kernel
-// is open (the guards are built before the store is); unbound, it fails,
-// and the guard fails closed.
-type boundReads struct {
-	mu sync.Mutex
-	t  paths.ReadTracker
-}
-
-func (b *boundReads) get() (paths.ReadTracker, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.t == nil {
-		return nil, errors.New("read tracker not bound")
-	}
-	return b.t, nil
-}
-
-func (b *boundReads) RecordRead(ctx context.Context, s, p string, full bool, mt time.Time, h string) error {
-	t, err := b.get()
-	if err != nil {
-		return err
-	}
-	return t.RecordRead(ctx, s, p, full, mt, h)
-}
-
-func (b *boundReads) LastRead(ctx context.Context, s, p string) (paths.ReadInfo, bool, error) {
-	t, err := b.get()
-	if err != nil {
-		return paths.ReadInfo{}, false, err
-	}
-	return t.LastRead(ctx, s, p)
-}
 
 type env struct {
 	k          *kernel.Kernel
@@ -71,19 +36,13 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	reads := &boundReads{}
-	k, err := kernel.Open(context.Background(), kernel.Config{Home: e.home, Poll: 10 * time.Millisecond,
-		Guards: func(p *policy.Policy, _ kernel.GuardEnv) ([]guard.Guard, error) {
-			g, err := kernel.PathsGuard(e.home, "", p, reads)
-			return []guard.Guard{g}, err
-		}})
+	// The kernel's own guards: shell, paths (with the store's read
+	// tracker), net and SQL.
+	k, err := kernel.Open(context.Background(), kernel.Config{Home: e.home, Poll: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Close() })
-	reads.mu.Lock()
-	reads.t = k.Reads()
-	reads.mu.Unlock()
 	e.k = k
 	e.tools, err = builtin.New(builtin.Config{Home: filepath.Join(root, "userhome")})
 	if err != nil {

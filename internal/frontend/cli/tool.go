@@ -189,7 +189,7 @@ could not be started), 2 when it did not run because it was blocked or denied.`,
 				if run.Verdict.Level == action.Notify || run.Approval != nil {
 					fmt.Fprintf(a.stderr, "overseer: %s ran at level %s (action %s)\n", args[0], run.Verdict.Level, run.Action.ID)
 				}
-				if run.Undoable {
+				if run.Undoable && !run.Result.IsError {
 					fmt.Fprintf(a.stderr, "overseer: undo with: overseer undo %s\n", run.Action.ID)
 				}
 			}

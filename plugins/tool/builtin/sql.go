@@ -11,6 +11,7 @@ import (
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
+	"github.com/overseer-dev/overseer/internal/guard/sqlguard"
 	"github.com/overseer-dev/overseer/plugin"
 )
 
@@ -45,10 +46,13 @@ func (t *Tools) sqlQuery(ctx context.Context, c plugin.Call) (plugin.Result, err
 		return plugin.Result{}, err
 	}
 	defer db.Close()
-	cols, rows, more, err := queryReadOnly(ctx, db, args.Query, t.cfg.SQL.MaxRows, sqlValues(args.Args)...)
+	// The SQL guard judged the query; the read-only transaction makes sure
+	// a statement it misjudged still cannot write.
+	qr, err := sqlguard.RunReadOnlyMax(ctx, db, t.cfg.SQL.MaxRows, args.Query, sqlValues(args.Args)...)
 	if err != nil {
 		return plugin.Result{}, err
 	}
+	cols, rows, more := qr.Columns, qr.Rows, qr.Truncated
 	meta := map[string]any{"columns": cols, "rows": len(rows)}
 	var sb strings.Builder
 	sb.WriteString(strings.Join(cols, "\t"))
@@ -169,7 +173,10 @@ func (t *Tools) sqlExec(ctx context.Context, c plugin.Call) (plugin.Result, erro
 	for k, v := range args.Set {
 		set[k] = sqlValue(v)
 	}
-	if err := execCAS(ctx, db, args.Table, idCol, verCol, sqlValue(args.ID), version, set); err != nil {
+	if err := sqlguard.ExecCAS(ctx, db, args.Table, idCol, verCol, sqlValue(args.ID), version, set); err != nil {
+		if errors.Is(err, sqlguard.ErrConflict) {
+			return plugin.Result{}, fmt.Errorf("%w; read the row again and retry with its current %s", err, verCol)
+		}
 		return plugin.Result{}, err
 	}
 	return plugin.Result{Output: fmt.Sprintf("updated %s where %s = %v; %s is now %d", args.Table, idCol, args.ID, verCol, version+1),

@@ -56,7 +56,8 @@ func TestSQLQuery(t *testing.T) {
 		{"row cap", map[string]any{"query": "SELECT id FROM items ORDER BY id"}, false, []string{"1\n2\n", "only the first 2 rows"}},
 		{"syntax error", map[string]any{"query": "SELEC 1"}, true, []string{"syntax"}},
 		{"empty", map[string]any{"query": " "}, true, []string{"empty"}},
-		{"a write is refused by the transaction", map[string]any{"query": "DELETE FROM items"}, true, nil},
+		{"a write is refused by the transaction", map[string]any{"query": "DELETE FROM items"}, true, []string{"read"}},
+		{"a write in a CTE is refused too", map[string]any{"query": "WITH x AS (SELECT 1) UPDATE items SET name = 'x'"}, true, nil},
 		{"unknown argument", map[string]any{"query": "SELECT 1", "limit": 1}, true, []string{"invalid arguments"}},
 	}
 	for _, tc := range tests {
@@ -122,7 +123,7 @@ func TestSQLExec(t *testing.T) {
 	})
 	t.Run("stale version is a conflict, no retry", func(t *testing.T) {
 		res := exec(map[string]any{"table": "items", "id": json.Number("2"), "version": json.Number("1"), "set": map[string]any{"name": "stale"}})
-		if !res.IsError {
+		if !res.IsError || !strings.Contains(res.Output, "version conflict") {
 			t.Fatalf("a stale update succeeded: %+v", res)
 		}
 		if v, name := version(2); v != 2 || name != "nashi" {
