@@ -96,6 +96,27 @@ func TestClaudeCode(t *testing.T) {
 		}
 	})
 
+	t.Run("an edit keeps the previous content for overseer undo", func(t *testing.T) {
+		notes := filepath.Join(e.proj, "notes.txt")
+		if err := os.WriteFile(notes, []byte("version 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, srv, out := e.claude(t, bin, modeltest.Steps(
+			modeltest.ToolCall{Name: "Read", Input: map[string]any{"file_path": notes}},
+			modeltest.ToolCall{Name: "Write", Input: map[string]any{"file_path": notes, "content": "version 2\n"}},
+		))
+		if b, _ := os.ReadFile(notes); string(b) != "version 2\n" {
+			t.Fatalf("the write did not happen: %q (results %+v)\n%s", b, srv.Results(), out)
+		}
+		sid, _ := res["session_id"].(string)
+		if r := e.overseer(t, "undo", "--session", sid, "--last", "1"); r.Code != 0 {
+			t.Fatalf("undo: %d %s %s", r.Code, r.Stdout, r.Stderr)
+		}
+		if b, _ := os.ReadFile(notes); string(b) != "version 1\n" {
+			t.Fatalf("after undo: %q", b)
+		}
+	})
+
 	t.Run("audit names agent, session, tool-use id and provenance", func(t *testing.T) {
 		var sawBlock, sawHuman, sawResult bool
 		for _, r := range e.audit(t) {
@@ -128,6 +149,40 @@ func TestClaudeCode(t *testing.T) {
 		}
 		if !sawBlock || !sawHuman || !sawResult {
 			t.Fatalf("block by rule %v, human answer %v, result %v", sawBlock, sawHuman, sawResult)
+		}
+	})
+}
+
+func TestClaudeCodeWithoutDaemon(t *testing.T) {
+	bin := findCLI(t, "claude")
+	e := newEnv(t, false)
+	if r := e.overseer(t, "init", "claude-code", "--project", e.proj); r.Code != 0 {
+		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
+	}
+	t.Run("auto still runs", func(t *testing.T) {
+		_, srv, out := e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "echo no-daemon-needed"}))
+		if rs := srv.Results(); len(rs) != 1 || rs[0].IsError || !strings.Contains(rs[0].Content, "no-daemon-needed") {
+			t.Fatalf("tool results %+v\n%s", rs, out)
+		}
+	})
+	t.Run("a call that needs a person is denied with how to start the daemon", func(t *testing.T) {
+		marker := filepath.Join(e.proj, "never.txt")
+		_, srv, out := e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "touch " + marker}))
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("the command ran\n%s", out)
+		}
+		if rs := srv.Results(); len(rs) != 1 || !rs[0].IsError || !strings.Contains(rs[0].Content, "overseer serve") {
+			t.Fatalf("tool results %+v\n%s", rs, out)
+		}
+	})
+	t.Run("a broken hook configuration denies", func(t *testing.T) {
+		if err := os.WriteFile(filepath.Join(e.home, "hooks.yaml"), []byte("confirm: sometimes\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(filepath.Join(e.home, "hooks.yaml"))
+		_, srv, out := e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "echo should-not-run"}))
+		if rs := srv.Results(); len(rs) != 1 || !rs[0].IsError || !strings.Contains(rs[0].Content, "invalid hooks configuration") {
+			t.Fatalf("tool results %+v\n%s", rs, out)
 		}
 	})
 }

@@ -140,6 +140,9 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool) error {
 	go func() { errc <- srv.Serve(ln) }()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	prune := time.NewTicker(time.Hour)
+	defer prune.Stop()
+	a.pruneUndo(ctx, k)
 	for {
 		select {
 		case <-ctx.Done():
@@ -153,6 +156,8 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool) error {
 				return nil
 			}
 			return err
+		case <-prune.C:
+			a.pruneUndo(ctx, k)
 		case <-tick.C:
 			if _, err := k.Gate.ExpireDue(ctx); err != nil && ctx.Err() == nil {
 				fmt.Fprintln(a.stderr, "overseer: expiring approvals:", err)
@@ -161,5 +166,22 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool) error {
 				fmt.Fprintln(a.stderr, "overseer: reloading the user policy (actions go to a person until fixed):", err)
 			}
 		}
+	}
+}
+
+// Undo keeps previous file contents for this long, and at most this much.
+const (
+	undoMaxAge   = 30 * 24 * time.Hour
+	undoMaxBytes = 1 << 30
+)
+
+// pruneUndo bounds the undo store by age and size.
+func (a *app) pruneUndo(ctx context.Context, k *kernel.Kernel) {
+	u, err := k.Undo()
+	if err == nil {
+		_, err = u.Prune(ctx, undoMaxAge, undoMaxBytes)
+	}
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintln(a.stderr, "overseer: pruning the undo store:", err)
 	}
 }
