@@ -19,7 +19,7 @@ go test -count=1 -timeout 20m ./...
 
 # A short coverage-guided fuzz run of each parser, so new crashers are found
 # in CI too. FUZZTIME=0 skips it.
-FUZZTIME="${FUZZTIME:-10s}"
+FUZZTIME="${FUZZTIME:-2s}"
 if [ "$FUZZTIME" != "0" ]; then
   echo "== fuzz (${FUZZTIME} per target)"
   while read -r pkg target; do

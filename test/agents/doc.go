@@ -1,7 +1,8 @@
 // Package agents holds the end-to-end tests of Overseer's agent hooks with
-// the real agent CLIs: Claude Code and Codex run offline against scripted
-// model servers (package modeltest), with hooks installed by `overseer
-// init`, and every tool call they make goes through `overseer hook`.
+// the real agent CLIs: Claude Code, Codex and Gemini CLI run offline against
+// scripted model servers (package modeltest), with hooks installed by
+// `overseer init`, and every tool call they make goes through `overseer
+// hook`.
 //
 // The CLIs are installed by scripts/install-agent-clis.sh into .cache/npm.
 // When one is missing the tests are skipped with a message, except in CI

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/overseer-dev/overseer/internal/frontend/client"
 	"github.com/overseer-dev/overseer/internal/frontend/hooks"
 )
 
@@ -112,14 +111,8 @@ func (a *app) runHook(ctx context.Context, args []string, f hookFlags) int {
 		r.ConfigErr = err
 	}
 	r.Connect = func(ctx context.Context) (hooks.Backend, func(), error) {
-		if c, err := client.Discover(ctx, home); err == nil {
-			return &hooks.Daemon{C: c, OpenKernel: a.open}, func() {}, nil
-		}
-		k, err := a.open(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		return &hooks.InProcess{K: k}, func() { _ = k.Close() }, nil
+		b := hooks.NewAuto(home, a.open)
+		return b, b.Close, nil
 	}
 	return r.Run(ctx, a.stdin, a.stdout, a.stderr)
 }

@@ -2,8 +2,17 @@ package hooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
@@ -64,6 +73,9 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 	}
 	o, err := d.C.Submit(ctx, a, wait)
 	if err != nil {
+		if notConnected(err) {
+			return Decision{}, fmt.Errorf("%w: %v", client.ErrNoDaemon, err)
+		}
 		return Decision{}, fmt.Errorf("submitting the call to the Overseer daemon: %w", err)
 	}
 	if o.ActionID != "" {
@@ -87,6 +99,13 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 	return outcomeDecision(a.ID, o), nil
 }
 
+// notConnected reports whether err is a failure to connect at all (nothing
+// was sent): the daemon named in the address file is not running.
+func notConnected(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED)
+}
+
 func reasonOf(o *client.Outcome) string {
 	if o.Verdict != nil {
 		return o.Verdict.Summary()
@@ -105,26 +124,22 @@ func noAnswerReason(wait time.Duration, apr *store.Approval) string {
 // outcomeDecision turns the daemon's final outcome into a decision.
 func outcomeDecision(id string, o *client.Outcome) Decision {
 	d := Decision{ActionID: id, Level: o.Level}
-	switch o.Decision {
-	case "allow":
+	switch {
+	case o.Decision == "allow":
 		d.Outcome = Allow
 		d.Reason = "allowed (" + o.Level.String() + ")"
 		if o.Approval != nil {
-			d.Reason = "allowed: " + o.Reason
+			d.Reason = o.Reason // "approved by ann via web: …"
 		}
-	default: // deny, or anything this hook does not know
-		d.Outcome = Deny
-		switch {
-		case o.Approval != nil:
-			d.Reason = "denied: " + o.Reason
-		case o.Verdict != nil:
-			d.Reason = "blocked: " + o.Verdict.Summary()
-		default:
-			d.Reason = "denied: " + o.Reason
-		}
-	}
-	if o.Decision != "allow" && o.Decision != "deny" {
+	case o.Decision != "deny":
 		d.Reason = fmt.Sprintf("denied: the daemon answered %q", o.Decision)
+	case o.Approval != nil:
+		d.Reason = o.Reason // "denied by ann via cli: …", or the timeout's
+		d.Stop = o.Approval.Status == store.StatusAborted
+	case o.Verdict != nil:
+		d.Reason = "blocked: " + o.Verdict.Summary()
+	default:
+		d.Reason = "denied: " + o.Reason
 	}
 	return d
 }
@@ -191,4 +206,176 @@ func (p *InProcess) Keep(ctx context.Context, a *action.Action) error { return p
 func (p *InProcess) Record(ctx context.Context, r kernel.Result) error {
 	_, err := p.K.RecordResult(ctx, r)
 	return err
+}
+
+// DialDaemon returns a client of the daemon named in home's address file,
+// without the health check of client.Discover: the hook's first request is
+// its check, and a call that cannot even connect (Daemon.Decide reports
+// ErrNoDaemon then) is judged in this process instead — nothing reached the
+// daemon, so nothing was decided there. ErrNoDaemon means no daemon is
+// named.
+func DialDaemon(home string) (*client.Client, error) {
+	b, err := os.ReadFile(filepath.Join(home, kernel.AddrFile))
+	if err != nil {
+		return nil, client.ErrNoDaemon
+	}
+	var info client.AddrInfo
+	if err := json.Unmarshal(b, &info); err != nil || info.Addr == "" {
+		return nil, client.ErrNoDaemon
+	}
+	tok, _ := os.ReadFile(filepath.Join(home, kernel.TokenFile))
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, DisableCompression: true}
+	return &client.Client{Base: "http://" + info.Addr, Token: strings.TrimSpace(string(tok)),
+		HTTP: &http.Client{Transport: tr}}, nil
+}
+
+// Auto is the Backend of `overseer hook`: the daemon named in Home's
+// address file when it runs, else the kernel in this process on the same
+// store (opened only when needed, and at most once).
+type Auto struct {
+	Home       string
+	OpenKernel func(ctx context.Context) (*kernel.Kernel, error)
+
+	daemon *Daemon
+	k      *kernel.Kernel
+}
+
+var _ Backend = (*Auto)(nil)
+
+// NewAuto prepares the backend; it does no I/O beyond reading the daemon's
+// address file.
+func NewAuto(home string, open func(ctx context.Context) (*kernel.Kernel, error)) *Auto {
+	a := &Auto{Home: home, OpenKernel: open}
+	if c, err := DialDaemon(home); err == nil {
+		a.daemon = &Daemon{C: c, OpenKernel: a.kernel}
+	}
+	return a
+}
+
+// kernel opens the in-process kernel once; Close closes it.
+func (a *Auto) kernel(ctx context.Context) (*kernel.Kernel, error) {
+	if a.k != nil {
+		return a.k, nil
+	}
+	if a.OpenKernel == nil {
+		return nil, errors.New("no way to open Overseer's kernel")
+	}
+	k, err := a.OpenKernel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.k = k
+	return k, nil
+}
+
+// Close releases the in-process kernel, if one was opened.
+func (a *Auto) Close() {
+	if a.k != nil {
+		_ = a.k.Close()
+		a.k = nil
+	}
+}
+
+func (a *Auto) inProcess(ctx context.Context) (*InProcess, error) {
+	k, err := a.kernel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &InProcess{K: k}, nil
+}
+
+// Decide asks the daemon; when none runs (or it cannot be connected to at
+// all), the kernel in this process.
+func (a *Auto) Decide(ctx context.Context, act *action.Action, opts DecideOptions) (Decision, error) {
+	if a.daemon != nil {
+		d, err := a.daemon.Decide(ctx, act, opts)
+		if !errors.Is(err, client.ErrNoDaemon) {
+			return d, err
+		}
+		a.daemon = nil
+	}
+	p, err := a.inProcess(ctx)
+	if err != nil {
+		return Decision{}, err
+	}
+	return p.Decide(ctx, act, opts)
+}
+
+// Keep keeps the previous content through the kernel in this process (the
+// daemon's API has no endpoint for it yet; the store is shared).
+func (a *Auto) Keep(ctx context.Context, act *action.Action) error {
+	k, err := a.kernel(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %v", kernel.ErrNotKept, err)
+	}
+	return k.Snapshot(ctx, act)
+}
+
+// Record reports a result to the daemon, or writes it in this process.
+func (a *Auto) Record(ctx context.Context, r kernel.Result) error {
+	if a.daemon != nil {
+		err := a.daemon.Record(ctx, r)
+		if err == nil || !notConnected(err) {
+			return err
+		}
+		a.daemon = nil
+	}
+	p, err := a.inProcess(ctx)
+	if err != nil {
+		return err
+	}
+	return p.Record(ctx, r)
+}
+
+// FactsSource is an optional ability of a Backend: the facts Overseer's
+// analyzers derived for an action it judged (the paths a shell command
+// deletes or writes, …), so the hook need not analyse the call again.
+type FactsSource interface {
+	Facts(ctx context.Context, actionID string) (action.Facts, error)
+}
+
+// Facts reads the facts of a judged action from the daemon's audit record
+// of it.
+func (d *Daemon) Facts(ctx context.Context, actionID string) (action.Facts, error) {
+	u := d.C.Base + "/api/v1/audit?type=action&limit=1&action_id=" + url.QueryEscape(actionID)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return action.Facts{}, err
+	}
+	if d.C.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+d.C.Token)
+	}
+	hc := d.C.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return action.Facts{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return action.Facts{}, fmt.Errorf("reading the action's record: HTTP %d", resp.StatusCode)
+	}
+	var recs []store.AuditRecord
+	if err := json.NewDecoder(io.LimitReader(resp.Body, MaxInput)).Decode(&recs); err != nil {
+		return action.Facts{}, fmt.Errorf("reading the action's record: %w", err)
+	}
+	if len(recs) == 0 {
+		return action.Facts{}, fmt.Errorf("no record of action %s", actionID)
+	}
+	var a action.Action
+	if err := json.Unmarshal(recs[0].Data, &a); err != nil {
+		return action.Facts{}, fmt.Errorf("reading the action's record: %w", err)
+	}
+	return a.Facts, nil
+}
+
+// Facts reads the facts from the daemon; the kernel in this process fills
+// the action's facts itself while judging it.
+func (a *Auto) Facts(ctx context.Context, actionID string) (action.Facts, error) {
+	if a.daemon == nil {
+		return action.Facts{}, errors.New("no daemon")
+	}
+	return a.daemon.Facts(ctx, actionID)
 }

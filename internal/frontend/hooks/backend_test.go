@@ -3,6 +3,8 @@ package hooks
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -237,5 +239,77 @@ func TestInProcessDecide(t *testing.T) {
 				t.Fatalf("got %+v, want %v with %q", got, tc.outcome, tc.inReason)
 			}
 		})
+	}
+}
+
+func TestDaemonShellDeleteIsUndoable(t *testing.T) {
+	d, k, _ := daemon(t)
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim.txt")
+	if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	answerWhenPending(t, k, "approve", "") // in case the delete needs a person
+	tab, _ := NewTable(nil)
+	r := &Runner{Agent: ClaudeCode, Tools: tab, Home: t.TempDir(), MaxWait: 20 * time.Second,
+		Connect: func(context.Context) (Backend, func(), error) { return d, func() {}, nil }}
+	ev := `{"session_id":"s8","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Bash",` +
+		`"tool_input":{"command":"rm victim.txt"},"tool_use_id":"del1"}`
+	if got := run(r, ev); !strings.Contains(got.stdout, `"permissionDecision":"allow"`) {
+		t.Fatalf("%+v", got)
+	}
+	// The agent runs the command; undo brings the file back.
+	if err := os.Remove(victim); err != nil {
+		t.Fatal(err)
+	}
+	parsed, _ := ParseEvent(ClaudeCode, []byte(ev))
+	if _, err := k.UndoAction(context.Background(), ActionID(parsed), "ann"); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Fatalf("after undo: %q", b)
+	}
+}
+
+func TestDaemonErrorAnswerDenies(t *testing.T) {
+	for _, status := range []int{500, 400, 401} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(status)
+				_, _ = w.Write([]byte(`{"action_id":"act_x","decision":"allow","level":"auto"}`))
+			}))
+			defer srv.Close()
+			d := &Daemon{C: &client.Client{Base: srv.URL, HTTP: srv.Client()}}
+			tab, _ := NewTable(nil)
+			r := &Runner{Agent: Codex, Tools: tab, Home: t.TempDir(), MaxWait: time.Second,
+				Connect: func(context.Context) (Backend, func(), error) { return d, func() {}, nil }}
+			if got := run(r, bashPre); got.code != 2 || !isDeny(got) {
+				t.Fatalf("%+v", got)
+			}
+		})
+	}
+}
+
+func TestDaemonUnknownDecisionDenies(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"action_id":"act_x","decision":"maybe","level":"auto"}`))
+	}))
+	defer srv.Close()
+	d := &Daemon{C: &client.Client{Base: srv.URL, HTTP: srv.Client()}}
+	got, err := d.Decide(context.Background(), shellAction("echo hi"), DecideOptions{MaxWait: time.Second})
+	if err != nil || got.Outcome != Deny || !strings.Contains(got.Reason, "maybe") {
+		t.Fatalf("%+v %v", got, err)
+	}
+}
+
+func TestDaemonAbortStopsTheTask(t *testing.T) {
+	d, k, _ := daemon(t)
+	answerWhenPending(t, k, "abort", "stop everything")
+	got, err := d.Decide(context.Background(), shellAction("make release"), DecideOptions{MaxWait: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Outcome != Deny || !got.Stop || !strings.Contains(got.Reason, "stop everything") {
+		t.Fatalf("%+v", got)
 	}
 }

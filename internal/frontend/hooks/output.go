@@ -38,6 +38,9 @@ type Decision struct {
 	Reason   string // for the agent (and through it, the model)
 	ActionID string
 	Level    action.Level
+	// Stop asks the agent to stop its whole task (a person answered
+	// "abort"), where its hooks can say so (Claude Code, Gemini CLI).
+	Stop bool
 }
 
 // Response is what the hook process writes and its exit status: 0 or 2,
@@ -87,11 +90,11 @@ func Render(ev *Event, d Decision) Response {
 	reason := withPrefix(d.Reason)
 	switch ev.Agent {
 	case ClaudeCode:
-		return claudeCode(ev, out, reason)
+		return claudeCode(ev, d, out, reason)
 	case Codex:
 		return codex(ev, out, reason)
 	case Gemini:
-		return gemini(out, reason)
+		return gemini(d, out, reason)
 	}
 	return Failure("unknown agent " + ev.Agent)
 }
@@ -128,52 +131,66 @@ type permissionDecision struct {
 }
 
 type hookOutput struct {
-	HookSpecificOutput any `json:"hookSpecificOutput"`
+	Continue           *bool  `json:"continue,omitempty"`
+	StopReason         string `json:"stopReason,omitempty"`
+	HookSpecificOutput any    `json:"hookSpecificOutput"`
 }
 
-func claudeCode(ev *Event, out Outcome, reason string) Response {
+var no = false
+
+func claudeCode(ev *Event, d Decision, out Outcome, reason string) Response {
 	if ev.Name == "PermissionRequest" {
 		switch out {
 		case Allow:
-			return jsonResponse(hookOutput{permissionRequest{"PermissionRequest", permissionDecision{Behavior: "allow"}}})
+			return jsonResponse(hookOutput{HookSpecificOutput: permissionRequest{"PermissionRequest", permissionDecision{Behavior: "allow"}}})
 		case Ask:
 			return Response{} // no answer: Claude Code shows its own dialog
 		}
-		return jsonResponse(hookOutput{permissionRequest{"PermissionRequest", permissionDecision{"deny", reason}}})
+		return jsonResponse(hookOutput{HookSpecificOutput: permissionRequest{"PermissionRequest", permissionDecision{"deny", reason}}})
 	}
-	return jsonResponse(hookOutput{preToolUse{"PreToolUse", out.String(), reason}})
+	o := hookOutput{HookSpecificOutput: preToolUse{"PreToolUse", out.String(), reason}}
+	if out == Deny && d.Stop {
+		o.Continue, o.StopReason = &no, reason
+	}
+	return jsonResponse(o)
 }
 
 func codex(ev *Event, out Outcome, reason string) Response {
 	if ev.Name == "PermissionRequest" {
 		if out == Allow {
-			return jsonResponse(hookOutput{permissionRequest{"PermissionRequest", permissionDecision{Behavior: "allow"}}})
+			return jsonResponse(hookOutput{HookSpecificOutput: permissionRequest{"PermissionRequest", permissionDecision{Behavior: "allow"}}})
 		}
-		return jsonResponse(hookOutput{permissionRequest{"PermissionRequest", permissionDecision{"deny", reason}}})
+		return jsonResponse(hookOutput{HookSpecificOutput: permissionRequest{"PermissionRequest", permissionDecision{"deny", reason}}})
 	}
 	if out == Allow {
 		// Codex 0.169 treats "allow" without updatedInput as a malformed
 		// answer (and runs the call); no output is the plain "go ahead".
 		return Response{}
 	}
-	return jsonResponse(hookOutput{preToolUse{"PreToolUse", "deny", reason}})
+	return jsonResponse(hookOutput{HookSpecificOutput: preToolUse{"PreToolUse", "deny", reason}})
 }
 
 type geminiOutput struct {
-	Decision string `json:"decision"`
-	Reason   string `json:"reason,omitempty"`
+	Decision   string `json:"decision"`
+	Reason     string `json:"reason,omitempty"`
+	Continue   *bool  `json:"continue,omitempty"`
+	StopReason string `json:"stopReason,omitempty"`
 }
 
 // CanAsk reports whether the agent's hooks can hand a call to the agent's
 // own permission prompt.
 func CanAsk(agent string) bool { return agent == ClaudeCode || agent == Gemini }
 
-func gemini(out Outcome, reason string) Response {
+func gemini(d Decision, out Outcome, reason string) Response {
 	switch out {
 	case Allow:
 		return jsonResponse(geminiOutput{Decision: "allow"})
 	case Ask:
 		return jsonResponse(geminiOutput{Decision: "ask", Reason: reason})
 	}
-	return jsonResponse(geminiOutput{Decision: "deny", Reason: reason})
+	o := geminiOutput{Decision: "deny", Reason: reason}
+	if d.Stop {
+		o.Continue, o.StopReason = &no, reason
+	}
+	return jsonResponse(o)
 }

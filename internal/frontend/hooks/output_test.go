@@ -48,6 +48,12 @@ func TestRender(t *testing.T) {
 		{"gemini deny", pre(Gemini, "BeforeTool"), Decision{Reason: "blocked"}, `{"decision":"deny","reason":"Overseer: blocked"}`, 0},
 		{"gemini ask", pre(Gemini, "BeforeTool"), Decision{Outcome: Ask, Reason: "c"}, `{"decision":"ask","reason":"Overseer: c"}`, 0},
 		{"gemini post", post(Gemini, "AfterTool"), Decision{}, `{}`, 0},
+		{"claude abort stops the task", pre(ClaudeCode, "PreToolUse"), Decision{Reason: "aborted", Stop: true},
+			`{"continue":false,"stopReason":"Overseer: aborted","hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"Overseer: aborted"}}`, 0},
+		{"gemini abort stops the task", pre(Gemini, "BeforeTool"), Decision{Reason: "aborted", Stop: true},
+			`{"decision":"deny","reason":"Overseer: aborted","continue":false,"stopReason":"Overseer: aborted"}`, 0},
+		{"codex abort is a deny", pre(Codex, "PreToolUse"), Decision{Reason: "aborted", Stop: true},
+			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"Overseer: aborted"}}`, 0},
 		{"no event", nil, Decision{Reason: "bad input"}, ``, 2},
 	}
 	for _, tc := range tests {

@@ -143,9 +143,23 @@ func (r *Runner) pre(ctx context.Context, ev *Event) (Decision, error) {
 	if d.Outcome != Allow {
 		return d, nil
 	}
-	// Keep what the call will change before letting it run.
-	if err := FillTargets(ctx, a); err != nil {
-		return Decision{}, fmt.Errorf("could not tell which files the call changes: %w", err)
+	// Keep what the call will change before letting it run. The facts of a
+	// shell command come from the analysis Overseer made while judging it
+	// (the kernel in this process fills them in; a daemon has them in its
+	// record of the action); only when they cannot be had is the command
+	// analysed here.
+	analysed := len(a.Facts.Commands) > 0 || len(a.Facts.Paths) > 0
+	if a.Kind == action.KindShell && !analysed && a.ID != "" {
+		if fs, ok := b.(FactsSource); ok {
+			if f, err := fs.Facts(ctx, a.ID); err == nil && (len(f.Commands) > 0 || len(f.Paths) > 0) {
+				a.Facts, analysed = f, true
+			}
+		}
+	}
+	if !analysed || a.Kind != action.KindShell {
+		if err := FillTargets(ctx, a); err != nil {
+			return Decision{}, fmt.Errorf("could not tell which files the call changes: %w", err)
+		}
 	}
 	if HasTargets(a) {
 		if err := b.Keep(ctx, a); err != nil {

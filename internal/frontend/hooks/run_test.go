@@ -175,12 +175,12 @@ func TestRunCannotWriteAnswerDenies(t *testing.T) {
 func TestRunAllowsAndKeepsPreviousContent(t *testing.T) {
 	b := &scripted{decide: allowAll}
 	r := runner(t, ClaudeCode, b, nil)
-	got := run(r, `{"session_id":"s","cwd":"/work/p","hook_event_name":"PreToolUse","tool_name":"Edit",`+
+	got := run(r, `{"session_id":"s","cwd":"/src/p","hook_event_name":"PreToolUse","tool_name":"Edit",`+
 		`"tool_input":{"file_path":"src/a.go","old_string":"a","new_string":"b"},"tool_use_id":"t9"}`)
 	if got.code != 0 || !strings.Contains(got.stdout, `"permissionDecision":"allow"`) {
 		t.Fatalf("%+v", got)
 	}
-	if len(b.kept) != 1 || len(b.kept[0].Facts.Paths) != 1 || b.kept[0].Facts.Paths[0].Path != "/work/p/src/a.go" ||
+	if len(b.kept) != 1 || len(b.kept[0].Facts.Paths) != 1 || b.kept[0].Facts.Paths[0].Path != "/src/p/src/a.go" ||
 		b.kept[0].Facts.Paths[0].Intent != action.PathWrite || b.kept[0].ID == "" {
 		t.Fatalf("kept %+v", b.kept)
 	}

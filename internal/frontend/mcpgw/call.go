@@ -531,7 +531,7 @@ func (g *Gateway) pending(apr *store.Approval) *mcp.CallToolResult {
 		why = ": " + d.Message
 	}
 	return toolError(meta(apr.ActionID, apr.Level, "pending", apr.ID),
-		"Overseer: this call is waiting for a person's approval (approval %s, level %s%s). Nothing was run yet. "+
+		"Overseer: this call is waiting for a person's answer (pending approval %s, level %s%s). Nothing was run yet. "+
 			"Ask the user to answer it (for example: overseer approve %s), then retry this exact call with the same "+
 			"arguments to pick up the answer.", apr.ID, apr.Level, why, apr.ID)
 }

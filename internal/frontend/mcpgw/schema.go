@@ -68,6 +68,10 @@ func compileSchema(raw any) *argSchema {
 	case map[string]any:
 		s.extra = true
 	}
+	if v, ok := m["$schema"]; ok && !supportedDraft(v) {
+		s.unchecked = fmt.Sprintf("the input schema's draft %v cannot be validated (draft-07 and 2020-12 can)", v)
+		return s
+	}
 	var js jsonschema.Schema
 	if err := json.Unmarshal(b, &js); err != nil {
 		s.unchecked = fmt.Sprintf("the input schema cannot be read: %v", err)
@@ -149,4 +153,14 @@ func decodeArgs(raw json.RawMessage) (map[string]any, error) {
 		args = map[string]any{}
 	}
 	return args, nil
+}
+
+// supportedDraft reports whether the validator reads a $schema value.
+func supportedDraft(v any) bool {
+	switch v {
+	case "", "http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema#",
+		"https://json-schema.org/draft/2020-12/schema":
+		return true
+	}
+	return false
 }

@@ -221,8 +221,8 @@ func (u *upstream) connectAndServe(ctx context.Context) error {
 		_ = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"})
 	}
 	u.setState(ctx, StateHealthy, cs, nil)
-	u.once.Do(func() { close(u.ready) })
 	u.g.publish()
+	u.once.Do(func() { close(u.ready) })
 
 	ping := u.cfg.Ping.get(DefaultPing)
 	for {

@@ -1,7 +1,7 @@
 // Package modeltest serves scripted language-model APIs on loopback, so the
-// real agent CLIs (Claude Code, Codex) can run offline in tests: an
-// Anthropic Messages API and an OpenAI Responses API, both streaming with
-// server-sent events. A script decides each reply from the request; every
+// real agent CLIs (Claude Code, Codex, Gemini CLI) can run offline in tests:
+// an Anthropic Messages API, an OpenAI Responses API and a Gemini API, all
+// streaming with server-sent events. A script decides each reply from the request; every
 // request is kept for the test to inspect (for example, the tool result a
 // denied call sent back to the model).
 package modeltest
