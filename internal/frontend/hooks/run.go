@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -68,7 +67,7 @@ func (r *Runner) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Wri
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				done <- Failure(fmt.Sprintf("the hook failed (panic: %v), so the call is denied\n%s", p, debug.Stack()))
+				done <- Failure(fmt.Sprintf("the hook failed (panic: %v), so the call is denied", p))
 			}
 		}()
 		done <- r.handle(ctx, stdin)

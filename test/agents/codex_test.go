@@ -1,0 +1,113 @@
+package agents
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/overseer-dev/overseer/test/agents/modeltest"
+)
+
+// codex runs `codex exec` in the project with the scripted model.
+func (e *env) codex(t *testing.T, bin, codexHome string, script modeltest.Script) (*modeltest.Server, string) {
+	t.Helper()
+	srv := modeltest.Responses(t, script)
+	cfg := fmt.Sprintf(`model = "m"
+model_provider = "fake"
+approval_policy = "never"
+
+[model_providers.fake]
+name = "fake"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "OVERSEER_TEST_MODEL_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+`, srv.URL)
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	environ := append(baseEnv(e.userHome), "CODEX_HOME="+codexHome, "OVERSEER_TEST_MODEL_KEY=test")
+	out, _ := runCLI(t, e.proj, environ, 90*time.Second, bin, "exec", "--skip-git-repo-check",
+		"-s", "danger-full-access", "--dangerously-bypass-hook-trust", "Run the command you are asked to run.")
+	return srv, out
+}
+
+func TestCodex(t *testing.T) {
+	bin := findCLI(t, "codex")
+	e := newEnv(t, true)
+	codexHome := filepath.Join(e.userHome, ".codex")
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CODEX_HOME", codexHome) // for `overseer init codex`
+	if r := e.overseer(t, "init", "codex", "--max-wait", "60s"); r.Code != 0 {
+		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(codexHome, "hooks.json")); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("harmless command runs", func(t *testing.T) {
+		srv, out := e.codex(t, bin, codexHome, modeltest.OneCall("exec_command", map[string]any{"cmd": "echo hello-codex"}))
+		if rs := srv.Results(); len(rs) != 1 || !strings.Contains(rs[0].Content, "hello-codex") {
+			t.Fatalf("tool results %+v\n%s", rs, out)
+		}
+	})
+
+	t.Run("rm -rf of a protected path is denied and the victim survives", func(t *testing.T) {
+		victim := filepath.Join(e.proj, "victim")
+		keep := filepath.Join(victim, "keep.txt")
+		if err := os.MkdirAll(victim, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(keep, []byte("precious"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		srv, out := e.codex(t, bin, codexHome, modeltest.OneCall("exec_command", map[string]any{"cmd": "rm -rf " + victim}))
+		if b, err := os.ReadFile(keep); err != nil || string(b) != "precious" {
+			t.Fatalf("the victim did not survive: %v\n%s", err, out)
+		}
+		rs := srv.Results()
+		if len(rs) != 1 || !strings.Contains(rs[0].Content, "victim directory is protected") {
+			t.Fatalf("the denial did not reach the model: %+v\n%s", rs, out)
+		}
+	})
+
+	t.Run("confirm is held until overseer approve, then runs", func(t *testing.T) {
+		marker := filepath.Join(e.proj, "codex-approved.txt")
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		approved := e.approveWhenPending(t, ctx)
+		srv, out := e.codex(t, bin, codexHome, modeltest.OneCall("exec_command", map[string]any{"cmd": "touch " + marker}))
+		if id := <-approved; id == "" {
+			t.Fatalf("no approval was asked for\n%s", out)
+		}
+		if _, err := os.Stat(marker); err != nil {
+			t.Fatalf("the approved command did not run: %v (results %+v)\n%s", err, srv.Results(), out)
+		}
+	})
+
+	t.Run("audit names the agent and session", func(t *testing.T) {
+		actions, results := 0, 0
+		for _, r := range e.audit(t) {
+			switch r.Type {
+			case "action":
+				actions++
+				if r.Agent != "codex" || r.Session == "" {
+					t.Errorf("action %s: agent %q session %q", r.ActionID, r.Agent, r.Session)
+				}
+			case "result":
+				results++
+			}
+		}
+		// Three calls; the two that ran reported their results (PostToolUse).
+		if actions != 3 || results != 2 {
+			t.Fatalf("%d actions and %d results recorded", actions, results)
+		}
+	})
+}
