@@ -464,7 +464,13 @@ func (g *Gateway) forward(ctx context.Context, e *toolEntry, req *mcp.CallToolRe
 	cs, err := e.up.session()
 	var res *mcp.CallToolResult
 	if err == nil {
-		params := &mcp.CallToolParams{Name: e.orig, Arguments: args}
+		// Upstreams on the newest protocol log only within a request, at
+		// the level it carries: the client's, or info.
+		level := any("info")
+		if l, ok := req.Params.Meta[mcp.MetaKeyLogLevel]; ok {
+			level = l
+		}
+		params := &mcp.CallToolParams{Name: e.orig, Arguments: args, Meta: mcp.Meta{mcp.MetaKeyLogLevel: level}}
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			gt, forget := g.trackProgress(req.Session, tok)
 			defer forget()
