@@ -189,3 +189,9 @@ func (c *Client) Answer(ctx context.Context, id, decision string, req AnswerRequ
 func (c *Client) Result(ctx context.Context, r any) error {
 	return c.do(ctx, "POST", "/api/v1/results", r, nil)
 }
+
+// Keep asks the daemon to keep the previous content of the files a judged
+// action is about to change (for `overseer undo`). It needs the token.
+func (c *Client) Keep(ctx context.Context, actionID string) error {
+	return c.do(ctx, "POST", "/api/v1/actions/"+url.PathEscape(actionID)+"/keep", nil, nil)
+}

@@ -144,8 +144,13 @@ func outcomeDecision(id string, o *client.Outcome) Decision {
 	return d
 }
 
-// Keep opens the kernel in this process and keeps the previous content.
+// Keep asks the daemon to keep the previous content of what the action
+// changes; if the daemon cannot (an older daemon, or the action is not
+// recorded there), it opens the kernel in this process and keeps it here.
 func (d *Daemon) Keep(ctx context.Context, a *action.Action) error {
+	if a.ID != "" && d.C != nil && d.C.Keep(ctx, a.ID) == nil {
+		return nil
+	}
 	if d.OpenKernel == nil {
 		return fmt.Errorf("%w: no way to reach the undo store", kernel.ErrNotKept)
 	}

@@ -83,6 +83,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/v1/results", s.result)
 
 	// People's side: token required.
+	m.HandleFunc("POST /api/v1/actions/{id}/keep", s.auth(s.keep))
 	m.HandleFunc("GET /api/v1/approvals", s.auth(s.listApprovals))
 	m.HandleFunc("GET /api/v1/approvals/{id}", s.auth(s.getApproval))
 	m.HandleFunc("POST /api/v1/approvals/{id}/approve", s.auth(s.answer("approve")))
@@ -337,6 +338,21 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, info)
+}
+
+// keep keeps the previous content of the files an allowed action is about
+// to change, for `overseer undo`. It needs the token: it writes to
+// Overseer's home, and the adapters that call it (hooks) hold the token.
+func (s *Server) keep(w http.ResponseWriter, r *http.Request) {
+	err := s.k.KeepAction(r.Context(), r.PathValue("id"))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeErr(w, http.StatusNotFound, "not_found", err.Error())
+	case err != nil:
+		writeErr(w, http.StatusInternalServerError, "not_kept", err.Error())
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +198,38 @@ func TestPolicyRulesAndMetrics(t *testing.T) {
 	_, b = call(t, srv, "GET", "/metrics", nil, false)
 	if !strings.Contains(string(b), `overseer_actions_total{level="block"} 1`) || !strings.Contains(string(b), "overseer_approvals_pending") {
 		t.Fatalf("metrics:\n%s", b)
+	}
+}
+
+func TestKeepThenUndo(t *testing.T) {
+	srv, k := server(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(file, []byte("before"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	act := map[string]any{"id": "act_keep1", "tool": "Write", "cwd": dir, "session": "s",
+		"args": map[string]any{"file_path": "notes.txt", "content": "after"}}
+	code, b := call(t, srv, "POST", "/api/v1/actions", act, false)
+	if code != 200 || !strings.Contains(string(b), `"decision":"allow"`) {
+		t.Fatalf("submit: %d %s", code, b)
+	}
+	if code, _ := call(t, srv, "POST", "/api/v1/actions/act_keep1/keep", nil, false); code != http.StatusUnauthorized {
+		t.Fatalf("keep without token: %d", code)
+	}
+	if code, b := call(t, srv, "POST", "/api/v1/actions/act_keep1/keep", nil, true); code != http.StatusNoContent {
+		t.Fatalf("keep: %d %s", code, b)
+	}
+	if code, _ := call(t, srv, "POST", "/api/v1/actions/act_nope/keep", nil, true); code != http.StatusNotFound {
+		t.Fatalf("keep of an unknown action: %d", code)
+	}
+	if err := os.WriteFile(file, []byte("after"), 0o644); err != nil { // the agent writes
+		t.Fatal(err)
+	}
+	if _, err := k.UndoAction(context.Background(), "act_keep1", "ann"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(file); string(got) != "before" {
+		t.Fatalf("after undo: %q", got)
 	}
 }
