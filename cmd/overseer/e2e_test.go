@@ -2,8 +2,16 @@ package main_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"database/sql"
 	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -194,5 +202,53 @@ func TestEvalContract(t *testing.T) {
 	// Bad input is an error, not a verdict.
 	if r := overseertest.Run(t, home, `not json`, "eval"); r.Code == 0 {
 		t.Fatal("eval accepted invalid JSON")
+	}
+}
+
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "overseer-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// With --tls-cert/--tls-key the daemon serves HTTPS and the CLI finds it,
+// pinning the announced certificate.
+func TestDaemonOverTLS(t *testing.T) {
+	home := t.TempDir()
+	cert, key := selfSigned(t, t.TempDir())
+	overseertest.StartDaemon(t, home, "--tls-cert", cert, "--tls-key", key)
+	b, err := os.ReadFile(filepath.Join(home, "daemon.json"))
+	if err != nil || !strings.Contains(string(b), `"tls":true`) {
+		t.Fatalf("daemon.json: %s %v", b, err)
+	}
+	r := overseertest.Run(t, home, "", "approvals", "--json")
+	if r.Code != 0 || strings.TrimSpace(r.Stdout) != "[]" {
+		t.Fatalf("approvals over TLS: %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+	// Without TLS a non-loopback address is refused.
+	r = overseertest.Run(t, t.TempDir(), "", "serve", "--addr", "0.0.0.0:0")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "not a loopback address") {
+		t.Fatalf("serve on 0.0.0.0 without TLS: %d %q", r.Code, r.Stderr)
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -28,7 +29,7 @@ import (
 var mounts []func(k *kernel.Kernel, api *httpapi.Server) error
 
 func (a *app) serveCmd() *cobra.Command {
-	var addr string
+	var addr, certFile, keyFile string
 	var anywhere bool
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -41,10 +42,12 @@ is in $OVERSEER_HOME/token (mode 0600).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return a.serve(ctx, addr, anywhere)
+			return a.serve(ctx, addr, anywhere, certFile, keyFile)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7777", "address to listen on (host:port; port 0 picks a free port)")
+	cmd.Flags().StringVar(&certFile, "tls-cert", "", "serve HTTPS with this certificate (PEM); required with --tls-key to listen beyond loopback")
+	cmd.Flags().StringVar(&keyFile, "tls-key", "", "the certificate's private key (PEM)")
 	cmd.Flags().BoolVar(&anywhere, "listen-anywhere-without-tls", false,
 		"allow a non-loopback address without TLS (anyone who can reach it and steals the token can approve)")
 	return cmd
@@ -76,14 +79,26 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (a *app) serve(ctx context.Context, addr string, anywhere bool) error {
+func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, keyFile string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("--addr %q: %w", addr, err)
 	}
-	if !isLoopback(host) && !anywhere {
+	if (certFile == "") != (keyFile == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	useTLS := certFile != ""
+	if useTLS {
+		if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
+			return fmt.Errorf("loading the TLS certificate: %w", err)
+		}
+		if certFile, err = filepath.Abs(certFile); err != nil {
+			return err
+		}
+	}
+	if !isLoopback(host) && !anywhere && !useTLS {
 		return fmt.Errorf("refusing to listen on %s: it is not a loopback address and there is no TLS; "+
-			"pass --listen-anywhere-without-tls to accept the risk", addr)
+			"pass --tls-cert and --tls-key, or --listen-anywhere-without-tls to accept the risk", addr)
 	}
 	k, err := a.open(ctx)
 	if err != nil {
@@ -112,7 +127,11 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool) error {
 	}
 	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	addrFile := filepath.Join(k.Home, kernel.AddrFile)
-	info, _ := json.Marshal(client.AddrInfo{Addr: ln.Addr().String(), PID: os.Getpid(), Started: time.Now().UTC()})
+	ai := client.AddrInfo{Addr: ln.Addr().String(), PID: os.Getpid(), Started: time.Now().UTC()}
+	if useTLS {
+		ai.TLS, ai.CertFile = true, certFile
+	}
+	info, _ := json.Marshal(ai)
 	if err := os.WriteFile(addrFile, info, 0o600); err != nil {
 		ln.Close()
 		return fmt.Errorf("writing %s: %w", addrFile, err)
@@ -126,7 +145,11 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool) error {
 		fmt.Fprintf(a.stderr, "overseer: %d approvals timed out while the daemon was down; their default was applied\n", n)
 	}
 	pending, _ := k.Gate.Pending(ctx)
-	fmt.Fprintf(a.stdout, "Overseer daemon listening on http://%s\n", ln.Addr())
+	scheme := "http"
+	if useTLS {
+		scheme = "https"
+	}
+	fmt.Fprintf(a.stdout, "Overseer daemon listening on %s://%s\n", scheme, ln.Addr())
 	fmt.Fprintf(a.stdout, "  home:      %s\n", k.Home)
 	policyName := k.PolicyFile
 	if policyName == "" {
@@ -137,7 +160,13 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool) error {
 	fmt.Fprintf(a.stdout, "  pending:   %d approvals\n", len(pending))
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if useTLS {
+			errc <- srv.ServeTLS(ln, certFile, keyFile)
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	prune := time.NewTicker(time.Hour)

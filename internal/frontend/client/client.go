@@ -6,7 +6,10 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +32,35 @@ type AddrInfo struct {
 	Addr    string    `json:"addr"` // host:port
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
+	// TLS is set when the daemon serves HTTPS with the certificate in
+	// CertFile; clients pin that exact certificate.
+	TLS      bool   `json:"tls,omitempty"`
+	CertFile string `json:"cert_file,omitempty"`
+}
+
+// pinnedClient returns an HTTP client that accepts only the certificate in
+// certFile: the daemon's own, whatever name or address it is reached by.
+func pinnedClient(certFile string) (*http.Client, error) {
+	pemBytes, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(pemBytes)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("%s holds no PEM certificate", certFile)
+	}
+	want := block.Bytes
+	cfg := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		InsecureSkipVerify: true, // replaced by the pin below
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 || !bytes.Equal(raw[0], want) {
+				return errors.New("the daemon's certificate is not the one it announced")
+			}
+			return nil
+		},
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}, nil
 }
 
 // Client is an API client.
@@ -51,6 +83,13 @@ func Discover(ctx context.Context, home string) (*Client, error) {
 	}
 	tok, _ := os.ReadFile(filepath.Join(home, "token"))
 	c := &Client{Base: "http://" + info.Addr, Token: strings.TrimSpace(string(tok)), HTTP: &http.Client{}}
+	if info.TLS {
+		hc, err := pinnedClient(info.CertFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w (its TLS certificate: %v)", ErrNoDaemon, err)
+		}
+		c.Base, c.HTTP = "https://"+info.Addr, hc
+	}
 	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := c.do(hctx, "GET", "/healthz", nil, nil); err != nil {
