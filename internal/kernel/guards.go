@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/mcpguard"
 	"github.com/overseer-dev/overseer/internal/guard/netguard"
 	"github.com/overseer-dev/overseer/internal/guard/paths"
 	"github.com/overseer-dev/overseer/internal/guard/shell"
@@ -24,7 +25,7 @@ type GuardEnv struct {
 var knownGuards = map[string]bool{"shell": true, "paths": true, "net": true, "sql": true, "mcp": true}
 
 // DefaultGuards builds the standard hard guards — shell, paths, network,
-// SQL — configured from the policy's guards section, in the order the
+// SQL, MCP tool annotations — configured from the policy's guards section, in the order the
 // engine runs them (the shell guard first: it derives the path facts the
 // paths guard then resolves).
 func DefaultGuards(p *policy.Policy, env GuardEnv) ([]guard.Guard, error) {
@@ -68,5 +69,9 @@ func DefaultGuards(p *policy.Policy, env GuardEnv) ([]guard.Guard, error) {
 	if err := sqlPol.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: guards.sql: %w", p.Name, err)
 	}
-	return []guard.Guard{sh, pg, netguard.New(netPol), sqlguard.New(sqlPol)}, nil
+	mg, err := mcpguard.FromPolicy(p)
+	if err != nil {
+		return nil, err
+	}
+	return []guard.Guard{sh, pg, netguard.New(netPol), sqlguard.New(sqlPol), mg}, nil
 }

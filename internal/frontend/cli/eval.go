@@ -42,6 +42,7 @@ func readAction(r io.Reader) (*action.Action, error) {
 	if a.Args == nil {
 		a.Args = map[string]any{}
 	}
+	a.Facts = action.Facts{} // derived by the analyzers, never taken from input
 	return &a, nil
 }
 

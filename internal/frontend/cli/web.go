@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -109,7 +110,7 @@ func (l *consoleLinker) Links(ctx context.Context, apr *store.Approval, via stri
 		if err != nil {
 			return notify.Links{}, err
 		}
-		base = "http://" + reachableAddr(addr)
+		base = schemeOf(l.home) + "://" + reachableAddr(addr)
 	}
 	wl, err := l.con.Links(apr, base, via)
 	if err != nil {
@@ -164,7 +165,7 @@ func announce(ctx context.Context, home string, out io.Writer) {
 		b, err := os.ReadFile(filepath.Join(home, kernel.AddrFile))
 		var info client.AddrInfo
 		if err == nil && json.Unmarshal(b, &info) == nil && info.PID == os.Getpid() && info.Addr != "" {
-			fmt.Fprint(out, consoleBanner(info.Addr, os.Getenv(NoQREnv) == "", isTerminal(out)))
+			fmt.Fprint(out, consoleBanner(schemeOf(home)+"://"+reachableAddr(info.Addr), os.Getenv(NoQREnv) == "", isTerminal(out)))
 			return
 		}
 		if time.Now().After(deadline) {
@@ -179,11 +180,14 @@ func announce(ctx context.Context, home string, out io.Writer) {
 }
 
 // consoleBanner is what announce prints.
-func consoleBanner(addr string, withQR, ansi bool) string {
-	url := "http://" + reachableAddr(addr) + web.Prefix
+func consoleBanner(base string, withQR, ansi bool) string {
+	url := base + web.Prefix
 	var b strings.Builder
 	fmt.Fprintf(&b, "  console:   %s\n", url)
-	host, _, _ := net.SplitHostPort(reachableAddr(addr))
+	host := base
+	if u, err := neturl.Parse(base); err == nil {
+		host = u.Hostname()
+	}
 	local := isLoopback(host)
 	if !withQR {
 		return b.String()
@@ -208,4 +212,14 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// schemeOf is "https" when the daemon of home serves TLS, else "http".
+func schemeOf(home string) string {
+	b, err := os.ReadFile(filepath.Join(home, kernel.AddrFile))
+	var info client.AddrInfo
+	if err == nil && json.Unmarshal(b, &info) == nil && info.TLS {
+		return "https"
+	}
+	return "http"
 }

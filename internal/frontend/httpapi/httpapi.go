@@ -227,6 +227,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &a) {
 		return
 	}
+	// Facts are what Overseer's analyzers derive; a caller must not supply
+	// them (a forged "in_cwd" path could lower a verdict).
+	a.Facts = action.Facts{}
 	wait, err := s.waitParam(r)
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
@@ -565,6 +568,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &a) {
 		return
 	}
+	a.Facts = action.Facts{}
 	writeJSON(w, http.StatusOK, s.k.Explain(r.Context(), &a))
 }
 

@@ -233,3 +233,16 @@ func TestKeepThenUndo(t *testing.T) {
 		t.Fatalf("after undo: %q", got)
 	}
 }
+
+// Facts are derived, never taken from the caller: a forged in-tree path
+// must not turn a write to /etc into a notify.
+func TestForgedFactsAreIgnored(t *testing.T) {
+	srv, _ := server(t)
+	act := map[string]any{"tool": "Write", "cwd": "/p", "args": map[string]any{"file_path": "/etc/hosts"},
+		"facts": map[string]any{"paths": []map[string]any{{"path": "/p/x", "intent": "write", "in_cwd": true}}}}
+	_, b := call(t, srv, "POST", "/api/v1/actions?dry_run=1", act, false)
+	var o httpapi.Outcome
+	if err := json.Unmarshal(b, &o); err != nil || o.Level.String() != "confirm" {
+		t.Fatalf("forged facts: %s", b)
+	}
+}

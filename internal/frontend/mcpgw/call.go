@@ -486,13 +486,8 @@ func (g *Gateway) forward(ctx context.Context, e *toolEntry, req *mcp.CallToolRe
 	if res == nil {
 		res = toolError(nil, "Overseer: the server %s returned no result", e.up.name)
 	}
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	_, rerr := g.k.RecordResult(rctx, kernel.Result{ActionID: d.actionID, Agent: a.Agent, Session: a.Session,
+	g.results.record(kernel.Result{ActionID: d.actionID, Agent: a.Agent, Session: a.Session,
 		Tool: a.Tool, Output: resultText(res), IsError: res.IsError})
-	rcancel()
-	if rerr != nil {
-		g.logf("recording the result of %s: %v", d.actionID, rerr)
-	}
 	if len(stripped) > 0 {
 		res.Content = append(res.Content, &mcp.TextContent{Text: fmt.Sprintf(
 			"Overseer: ignored unknown argument(s) %s: they are not in the tool's input schema.", strings.Join(stripped, ", "))})
@@ -642,7 +637,7 @@ type recentCalls struct {
 	clk  clock.Clock
 	keep time.Duration
 	mu   sync.Mutex
-	m      map[string]recentCall
+	m    map[string]recentCall
 }
 
 type recentCall struct {
@@ -682,4 +677,67 @@ func (r *recentCalls) drop(hash string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.m, hash)
+}
+
+// resultQueue records results of calls that ran, off the path of the
+// answer to the client: the action and its verdict were recorded durably
+// before the call ran; what it returned is recorded by a goroutine owned
+// by the gateway, which drains the queue when the gateway closes.
+type resultQueue struct {
+	g    *Gateway
+	ch   chan kernel.Result
+	mu   sync.RWMutex // guards closed and sends on ch
+	shut bool
+	done chan struct{}
+}
+
+// resultBacklog is how many results may wait; beyond it callers record
+// their own (backpressure rather than loss).
+const resultBacklog = 1024
+
+func newResultQueue(g *Gateway) *resultQueue {
+	q := &resultQueue{g: g, ch: make(chan kernel.Result, resultBacklog), done: make(chan struct{})}
+	go q.run()
+	return q
+}
+
+func (q *resultQueue) run() {
+	defer close(q.done)
+	for r := range q.ch {
+		q.write(r)
+	}
+}
+
+func (q *resultQueue) write(r kernel.Result) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := q.g.k.RecordResult(ctx, r); err != nil {
+		q.g.logf("recording the result of %s: %v", r.ActionID, err)
+	}
+}
+
+// record queues r, or writes it at once when the queue is full or closed.
+func (q *resultQueue) record(r kernel.Result) {
+	q.mu.RLock()
+	if !q.shut {
+		select {
+		case q.ch <- r:
+			q.mu.RUnlock()
+			return
+		default:
+		}
+	}
+	q.mu.RUnlock()
+	q.write(r)
+}
+
+// close stops the queue and waits until every queued result is written.
+func (q *resultQueue) close() {
+	q.mu.Lock()
+	if !q.shut {
+		q.shut = true
+		close(q.ch)
+	}
+	q.mu.Unlock()
+	<-q.done
 }

@@ -97,7 +97,8 @@ type Gateway struct {
 	templates map[string]*templateEntry // by URI template
 	mark      policyMark
 
-	recent *recentCalls
+	recent  *recentCalls
+	results *resultQueue
 
 	progMu   sync.Mutex
 	progress map[string]progressTarget
@@ -179,6 +180,7 @@ func New(opts Options) (*Gateway, error) {
 	if _, err := rand.Read(g.stateKey[:]); err != nil {
 		return nil, err
 	}
+	g.results = newResultQueue(g)
 	gc := g.k.Gate.Config()
 	g.recent = newRecentCalls(clk, gc.Timeout+gc.RetryWindow)
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "overseer", Title: "Overseer MCP gateway", Version: opts.Version},
@@ -222,12 +224,14 @@ func New(opts Options) (*Gateway, error) {
 }
 
 // Close stops the gateway: it disconnects every upstream (stopping stdio
-// servers) and waits for its goroutines. Client sessions are the
-// caller's to close.
+// servers), records the results still queued and waits for its
+// goroutines. Client sessions are the caller's to close; calls still in
+// flight should end first.
 func (g *Gateway) Close() error {
 	g.closed.Do(func() {
 		g.cancel()
 		g.wg.Wait()
+		g.results.close()
 	})
 	return nil
 }

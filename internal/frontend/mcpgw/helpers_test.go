@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 // env is a kernel on a temporary home (real SQLite), a gateway in front of
 // the test upstream (a real subprocess over stdio), and a fake clock.
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	k   *kernel.Kernel
 	clk *clock.Fake
 	gw  *mcpgw.Gateway
@@ -38,21 +38,26 @@ type env struct {
 }
 
 type envOpts struct {
-	policy  string // admin policy YAML ("" = built-in)
-	extra   string // more YAML at the top level of mcp.yaml
-	servers string // more servers (YAML, indented by two spaces)
-	upstream string // more settings of server "up" (indented by four spaces)
+	policy    string // admin policy YAML ("" = built-in)
+	extra     string // more YAML at the top level of mcp.yaml
+	servers   string // more servers (YAML, indented by two spaces)
+	upstream  string // more settings of server "up" (indented by four spaces)
+	realClock bool   // the wall clock instead of a fake one (benchmarks)
 }
 
 const upstreamTools = `    tools:
       write_note: {kind: file_write, arg: path}
 `
 
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	home := t.TempDir()
 	e := &env{t: t, clk: clock.NewFake(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)), dir: t.TempDir(), cwd: t.TempDir()}
-	kc := kernel.Config{Home: home, Clock: e.clk, Guards: mcpgw.KernelGuards, Poll: 20 * time.Millisecond}
+	var clk clock.Clock = e.clk
+	if o.realClock {
+		clk = clock.Real{}
+	}
+	kc := kernel.Config{Home: home, Clock: clk, Guards: mcpgw.KernelGuards, Poll: 20 * time.Millisecond}
 	if o.policy != "" {
 		kc.PolicyFile = filepath.Join(t.TempDir(), "policy.yaml")
 		if err := os.WriteFile(kc.PolicyFile, []byte(o.policy), 0o600); err != nil {
@@ -75,7 +80,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, yaml)
 	}
-	gw, err := mcpgw.New(mcpgw.Options{Kernel: k, Config: cfg, Cwd: e.cwd, Log: &testLog{t: t}, Clock: e.clk})
+	gw, err := mcpgw.New(mcpgw.Options{Kernel: k, Config: cfg, Cwd: e.cwd, Log: &testLog{t: t}, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +104,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 // runs.
 type testLog struct {
 	mu   sync.Mutex
-	t    *testing.T
+	t    testing.TB
 	done bool
 }
 
@@ -262,6 +267,23 @@ func (e *env) auditTypes(actionID string) []string {
 		out = append(out, r.Type)
 	}
 	return out
+}
+
+// wantAudit waits until the action's audit records are want (results are
+// recorded just after the answer to the client).
+func (e *env) wantAudit(actionID, want string) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := strings.Join(e.auditTypes(actionID), ",")
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("audit records %s, want %s", got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func mustContain(t *testing.T, s, sub string) {

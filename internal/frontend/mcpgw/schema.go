@@ -29,6 +29,32 @@ type argSchema struct {
 	unchecked string
 }
 
+// Limits on the schemas the gateway validates against.
+const (
+	maxSchemaBytes = 256 << 10
+	maxSchemaDepth = 32
+)
+
+// depth is the nesting depth of a decoded JSON value, counted up to a
+// little past maxSchemaDepth.
+func depth(v any, d int) int {
+	if d > maxSchemaDepth {
+		return d
+	}
+	m := d
+	switch x := v.(type) {
+	case map[string]any:
+		for _, c := range x {
+			m = max(m, depth(c, d+1))
+		}
+	case []any:
+		for _, c := range x {
+			m = max(m, depth(c, d+1))
+		}
+	}
+	return m
+}
+
 // compileSchema compiles a tool's input schema as the upstream listed it.
 // A schema that cannot be compiled still strips unknown arguments where it
 // declares its properties; the call is marked unchecked, which puts it to
@@ -43,6 +69,18 @@ func compileSchema(raw any) *argSchema {
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		s.unchecked = "the input schema is not a JSON object"
+		return s
+	}
+	// A schema too large or too deep to validate quickly is not validated:
+	// a server must not be able to stall every call with its schema.
+	if len(b) > maxSchemaBytes || depth(m, 0) > maxSchemaDepth {
+		s.unchecked = fmt.Sprintf("the input schema is over %d bytes or %d levels deep", maxSchemaBytes, maxSchemaDepth)
+		if props, ok := m["properties"].(map[string]any); ok {
+			s.props = make(map[string]bool, len(props))
+			for k := range props {
+				s.props[k] = true
+			}
+		}
 		return s
 	}
 	if props, ok := m["properties"].(map[string]any); ok {

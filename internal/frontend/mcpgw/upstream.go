@@ -37,6 +37,9 @@ var ErrUnavailable = errors.New("upstream unavailable")
 // connectTimeout caps one connection attempt (process start and handshake).
 const connectTimeout = 30 * time.Second
 
+// upstreamProtocol is the protocol version the gateway asks its upstreams for.
+const upstreamProtocol = "2025-11-25"
+
 // stableAfter is how long a connection must last for the backoff to reset.
 const stableAfter = time.Minute
 
@@ -201,7 +204,11 @@ func (u *upstream) connectAndServe(ctx context.Context) error {
 		},
 	})
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	cs, err := client.Connect(cctx, t, nil)
+	// The gateway speaks the last session-based protocol version to its
+	// upstreams: every server supports it, one session per server carries
+	// the log level and the list notifications, and a call costs less than
+	// with the per-request metadata of the newest version.
+	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("connecting: %w", err)

@@ -1,0 +1,4 @@
+package mcpgw
+
+// HiddenByPolicy exposes hiddenByPolicy to the tests.
+var HiddenByPolicy = hiddenByPolicy
