@@ -89,6 +89,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/v1/approvals/{id}/approve", s.auth(s.answer("approve")))
 	m.HandleFunc("POST /api/v1/approvals/{id}/deny", s.auth(s.answer("deny")))
 	m.HandleFunc("POST /api/v1/approvals/{id}/abort", s.auth(s.answer("abort")))
+	m.HandleFunc("POST /api/v1/approvals/{id}/reply", s.auth(s.reply))
 	m.HandleFunc("GET /api/v1/audit", s.auth(s.queryAudit))
 	m.HandleFunc("GET /api/v1/audit/verify", s.auth(s.verifyAudit))
 	m.HandleFunc("GET /api/v1/audit/export", s.auth(s.exportAudit))
@@ -438,6 +439,53 @@ func (s *Server) answer(decision string) http.HandlerFunc {
 		}
 		writeJSON(w, http.StatusOK, resp)
 	}
+}
+
+// ReplyRequest is a free-text answer ("ok, go ahead", "不要", "stop").
+type ReplyRequest struct {
+	Text    string `json:"text"`
+	Who     string `json:"who"`
+	Channel string `json:"channel,omitempty"`
+}
+
+// reply reads a free-text answer for its intent (English or Chinese) and
+// answers with it. Text whose intent is not clear answers nothing: the
+// request keeps waiting and the caller is told to say it again plainly.
+func (s *Server) reply(w http.ResponseWriter, r *http.Request) {
+	var req ReplyRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	var decision string
+	switch gate.ParseIntent(req.Text) {
+	case gate.IntentApprove:
+		decision = "approve"
+	case gate.IntentReject:
+		decision = "deny"
+	case gate.IntentAbort:
+		decision = "abort"
+	default:
+		writeErr(w, http.StatusUnprocessableEntity, "unclear",
+			"the reply could not be read as approve, deny or abort; nothing was answered — say it plainly (yes / no / stop)")
+		return
+	}
+	if req.Who == "" {
+		req.Who = "api"
+	}
+	if req.Channel == "" {
+		req.Channel = "api"
+	}
+	apr, applied, err := s.k.Answer(r.Context(), r.PathValue("id"), store.Answer{
+		Decision: decision, Who: req.Who, Channel: req.Channel, Reason: req.Text})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeErr(w, http.StatusNotFound, "not_found", "no approval with id "+r.PathValue("id"))
+		return
+	case err != nil && apr == nil:
+		writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"approval": apr, "applied": applied, "decision": decision})
 }
 
 func (s *Server) queryAudit(w http.ResponseWriter, r *http.Request) {

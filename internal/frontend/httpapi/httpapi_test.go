@@ -246,3 +246,37 @@ func TestForgedFactsAreIgnored(t *testing.T) {
 		t.Fatalf("forged facts: %s", b)
 	}
 }
+
+func TestFreeTextReply(t *testing.T) {
+	srv, _ := server(t)
+	submit := func() string {
+		_, b := call(t, srv, "POST", "/api/v1/actions", map[string]any{"tool": "Write", "args": map[string]any{"file_path": "/etc/x"}}, false)
+		var o httpapi.Outcome
+		if err := json.Unmarshal(b, &o); err != nil || o.Approval == nil {
+			t.Fatalf("submit: %s", b)
+		}
+		return o.Approval.ID
+	}
+	for _, tc := range []struct{ text, status string }{
+		{"好的，可以", "approved"},
+		{"不要执行", "denied"},
+		{"don't do it", "denied"},
+		{"ok, go ahead", "approved"},
+		{"停止", "aborted"},
+	} {
+		id := submit()
+		code, b := call(t, srv, "POST", "/api/v1/approvals/"+id+"/reply", map[string]any{"text": tc.text, "who": "ann"}, true)
+		if code != 200 || !strings.Contains(string(b), `"status":"`+tc.status+`"`) {
+			t.Errorf("reply %q: %d %s", tc.text, code, b)
+		}
+	}
+	id := submit()
+	code, _ := call(t, srv, "POST", "/api/v1/approvals/"+id+"/reply", map[string]any{"text": "hmm, what does it do?"}, true)
+	if code != http.StatusUnprocessableEntity {
+		t.Fatalf("unclear reply: %d", code)
+	}
+	_, b := call(t, srv, "GET", "/api/v1/approvals/"+id, nil, true)
+	if !strings.Contains(string(b), `"status":"pending"`) {
+		t.Fatalf("an unclear reply answered the approval: %s", b)
+	}
+}
