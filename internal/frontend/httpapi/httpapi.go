@@ -422,22 +422,7 @@ func (s *Server) answer(decision string) http.HandlerFunc {
 			Decision: decision, Who: req.Who, Channel: req.Channel, Reason: req.Reason,
 			Remember: req.Remember, Rule: req.Rule,
 		})
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			writeErr(w, http.StatusNotFound, "not_found", "no approval with id "+r.PathValue("id"))
-			return
-		case err != nil && apr == nil:
-			writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
-			return
-		}
-		resp := map[string]any{"approval": apr, "applied": applied}
-		if err != nil {
-			resp["warning"] = err.Error()
-		}
-		if !applied {
-			resp["note"] = "the approval had already been answered; this answer was recorded only"
-		}
-		writeJSON(w, http.StatusOK, resp)
+		WriteAnswerResult(w, r.PathValue("id"), apr, applied, err, nil)
 	}
 }
 
@@ -477,15 +462,34 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request) {
 	}
 	apr, applied, err := s.k.Answer(r.Context(), r.PathValue("id"), store.Answer{
 		Decision: decision, Who: req.Who, Channel: req.Channel, Reason: req.Text})
+	WriteAnswerResult(w, r.PathValue("id"), apr, applied, err, map[string]any{"decision": decision})
+}
+
+// WriteAnswerResult writes the outcome of answering approval id: 404 for an
+// unknown approval, 400 when the answer was refused, otherwise 200 with the
+// approval, whether this answer decided it, and a warning when something
+// after the answer failed (saving a remembered rule, say). Every front end
+// that takes answers over HTTP uses it, so they answer alike.
+func WriteAnswerResult(w http.ResponseWriter, id string, apr *store.Approval, applied bool, err error, extra map[string]any) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeErr(w, http.StatusNotFound, "not_found", "no approval with id "+r.PathValue("id"))
+		writeErr(w, http.StatusNotFound, "not_found", "no approval with id "+id)
 		return
 	case err != nil && apr == nil:
 		writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approval": apr, "applied": applied, "decision": decision})
+	resp := map[string]any{"approval": apr, "applied": applied}
+	for k, v := range extra {
+		resp[k] = v
+	}
+	if err != nil {
+		resp["warning"] = err.Error()
+	}
+	if !applied {
+		resp["note"] = "the approval had already been answered; this answer was recorded only"
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) queryAudit(w http.ResponseWriter, r *http.Request) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
 	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
@@ -149,24 +150,7 @@ func (c *Console) apiAnswer(w http.ResponseWriter, r *http.Request, sess *sessio
 	}
 	apr, applied, err := c.k.Answer(r.Context(), r.PathValue("id"), store.Answer{Decision: decision, Who: sess.Who,
 		Channel: "web", Reason: req.Reason, Remember: req.Remember, Rule: req.Rule})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		writeErr(w, http.StatusNotFound, "not_found", "no approval "+r.PathValue("id"))
-		return
-	case err != nil && apr == nil:
-		writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
-		return
-	}
-	resp := map[string]any{"approval": apr, "applied": applied}
-	if err != nil {
-		// The answer stands; what failed after it (saving a remembered rule,
-		// say) is reported.
-		resp["warning"] = err.Error()
-	}
-	if !applied {
-		resp["note"] = "the request had already been answered; your answer was recorded only"
-	}
-	writeJSON(w, http.StatusOK, resp)
+	httpapi.WriteAnswerResult(w, r.PathValue("id"), apr, applied, err, nil)
 }
 
 // auditItem is an audit record with what the timeline shows of it.
