@@ -91,6 +91,11 @@ func run(t *testing.T, m Model, msg tea.Msg) Model {
 	return m
 }
 
+// commandWait is how long expand waits for a command before taking it for
+// a timer. API calls that write durably can take far longer than a few
+// milliseconds on a loaded machine, so it is generous.
+const commandWait = 400 * time.Millisecond
+
 // expand runs a command and returns its messages; ticks are dropped.
 func expand(cmd tea.Cmd) []tea.Msg {
 	if cmd == nil {
@@ -101,7 +106,7 @@ func expand(cmd tea.Cmd) []tea.Msg {
 	var msg tea.Msg
 	select {
 	case msg = <-done:
-	case <-time.After(50 * time.Millisecond):
+	case <-time.After(commandWait):
 		return nil // a timer: the test drives refreshes itself
 	}
 	switch msg := msg.(type) {
