@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -94,8 +95,20 @@ func SchemaVersion() int { return migrations[len(migrations)-1].version }
 // its own write transaction. Every transaction re-reads what is applied, so
 // processes opening the same new file at once apply each step exactly once.
 func migrate(ctx context.Context, db *sql.DB, ms []migration) error {
+	deadline := time.Now().Add(BusyTimeout)
 	for {
 		done, err := migrateOne(ctx, db, ms)
+		if err != nil && isBusy(err) && time.Now().Before(deadline) {
+			// Two processes opening a new database at once can meet a
+			// lock that SQLite's busy handler does not wait on (the
+			// switch to WAL, its recovery): try again shortly.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -172,4 +185,10 @@ func migrateOne(ctx context.Context, db *sql.DB, ms []migration) (done bool, err
 		return false, fmt.Errorf("sqlite: migrate: %w", err)
 	}
 	return true, nil
+}
+
+// isBusy reports whether err is SQLite's "database is locked" (SQLITE_BUSY).
+func isBusy(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
 }
