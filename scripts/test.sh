@@ -24,8 +24,22 @@ if [ "$FUZZTIME" != "0" ]; then
   echo "== fuzz (${FUZZTIME} per target)"
   while read -r pkg target; do
     [ -z "$pkg" ] && continue
-    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" >/dev/null
-    echo "fuzz ${pkg} ${target}: ok"
+    log=$(mktemp)
+    if go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" >"$log" 2>&1; then
+      echo "fuzz ${pkg} ${target}: ok"
+    elif grep -q "Failing input written to" "$log"; then
+      # A real finding: the crasher is now in the package's testdata.
+      cat "$log"
+      echo "fuzz ${pkg} ${target}: FOUND A FAILING INPUT" >&2
+      rm -f "$log"
+      exit 1
+    else
+      # The fuzzing engine itself gave up (for example its coordinator timed
+      # out on a loaded machine): no input failed. Say so loudly, go on.
+      tail -5 "$log"
+      echo "fuzz ${pkg} ${target}: WARNING: the fuzzer stopped without a failing input (see above)" >&2
+    fi
+    rm -f "$log"
   done < <(grep -rl --include='*_test.go' '^func Fuzz' . | while read -r f; do
       d=$(dirname "$f"); grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed 's/^func //' | sed "s|^|./${d#./} |"
     done | sort -u)
