@@ -106,7 +106,10 @@ type apiError struct {
 	Message string `json:"message"`
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON writes v as the JSON body of a response that is never cached.
+// Every front end serving JSON over HTTP uses it (and WriteError), so their
+// responses look alike.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -114,9 +117,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeErr(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]apiError{"error": {Code: code, Message: msg}})
+// WriteError writes a coded error: {"error": {"code": …, "message": …}}.
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	WriteJSON(w, status, map[string]apiError{"error": {Code: code, Message: msg}})
 }
+
+var (
+	writeJSON = WriteJSON
+	writeErr  = WriteError
+)
 
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

@@ -24,22 +24,11 @@ import (
 // maxBody caps a JSON request body of the console's API.
 const maxBody = 1 << 20
 
-type apiError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeErr(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]apiError{"error": {Code: code, Message: msg}})
-}
+// The console answers JSON exactly as the API does.
+var (
+	writeJSON = httpapi.WriteJSON
+	writeErr  = httpapi.WriteError
+)
 
 // decodeStrict decodes one JSON value from r's body; unknown fields are an
 // error.
