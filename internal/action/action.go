@@ -143,8 +143,11 @@ type Action struct {
 	// Confidence is the decider's self-reported confidence in [0,1], if any.
 	Confidence *float64 `json:"confidence,omitempty"`
 	// Intent is what the agent said the call is for, if it said.
-	Intent string    `json:"intent,omitempty"`
-	Time   time.Time `json:"time,omitempty"`
+	Intent string `json:"intent,omitempty"`
+	// HumanRequested means the decider asked for a person to look before
+	// the call runs. It can only raise the level.
+	HumanRequested bool      `json:"human_requested,omitempty"`
+	Time           time.Time `json:"time,omitempty"`
 	// Facts are derived by analyzers; adapters leave them empty.
 	Facts Facts `json:"facts,omitempty"`
 }
@@ -240,6 +243,7 @@ const (
 	SourceParams   Source = "params"   // L1 argument checks
 	SourceError    Source = "error"    // an evaluation error (fails closed)
 	SourceHuman    Source = "human"    // a person's answer
+	SourceAgent    Source = "agent"    // the agent itself asked a person (a question, a task to confirm)
 )
 
 // Reason is one finding that contributed to a verdict.

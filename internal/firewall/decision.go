@@ -60,6 +60,9 @@ type Decision struct {
 	Reason string
 	// Source is SourceFenced, SourceJSON or SourceFallback.
 	Source string
+	// SubtaskDone means the model reports the plan's current subtask as
+	// finished.
+	SubtaskDone bool
 }
 
 // errNotDecision marks a JSON object that does not look like a decision at
@@ -330,6 +333,7 @@ func decodeDecision(b []byte) (Decision, error) {
 	}
 	d.Intent, _ = m["intent"].(string)
 	d.Reason, _ = m["reason"].(string)
+	d.SubtaskDone, _ = m["subtask_done"].(bool)
 	if v, ok := m["human_required"]; ok && v != nil {
 		b, isBool := v.(bool)
 		// Anything but an explicit false asks a person.

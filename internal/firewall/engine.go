@@ -30,6 +30,7 @@ import (
 type Signals interface {
 	Recent(session string, window time.Duration) []perception.ActionSample
 	LowConfidenceStreak(session string, below float64) int
+	StagnationCount(session string) int
 	RecentToolStats(ctx context.Context, tool string) (perception.ToolStats, error)
 }
 
@@ -393,16 +394,26 @@ func (ev *evaluation) sandbox() {
 // hesitation of the person about this tool, brings a person in or asks
 // the agent to explain.
 func (ev *evaluation) metacognition(ctx context.Context) {
+	a := ev.a
+	if a.HumanRequested {
+		ev.add(action.Reason{Layer: "L5", Source: action.SourceMeta, Name: "agent-asked", Level: action.Confirm,
+			Message: "the agent asked for a person to look before this runs"})
+	}
 	if ev.e.signals == nil {
 		return
 	}
-	a := ev.a
 	meta := ev.snap.admin.Settings.Meta
 	if a.Confidence != nil && meta.Streak > 0 && *a.Confidence < meta.LowConfidence {
 		streak := ev.e.signals.LowConfidenceStreak(sessionKey(a), meta.LowConfidence) + 1
 		if streak >= meta.Streak {
 			ev.add(action.Reason{Layer: "L5", Source: action.SourceMeta, Name: "low-confidence", Level: action.Confirm,
 				Message: fmt.Sprintf("confidence has been below %.2f for %d decisions in a row", meta.LowConfidence, streak)})
+		}
+	}
+	if meta.Stagnation > 0 {
+		if n := ev.e.signals.StagnationCount(sessionKey(a)); n >= meta.Stagnation {
+			ev.add(action.Reason{Layer: "L5", Source: action.SourceMeta, Name: "stagnation", Level: action.Confirm,
+				Message: fmt.Sprintf("the session made no progress %d times (repeated or irrelevant results) since a person last looked", n)})
 		}
 	}
 	stats, err := ev.e.signals.RecentToolStats(ctx, a.Tool)

@@ -52,6 +52,8 @@ Fields:
 - "confidence" (required): a number from 0 to 1.
 - "human_required": true when you want a person to look before the action runs.
 - "reason": why you chose the action; for "ask_human" your question, for "done" your summary.
+- "subtask_done": true when the result you have seen finishes the current subtask of the plan (only when a
+  plan is shown).
 
 A reply without a valid decision block is handed to the person.`
 

@@ -242,7 +242,15 @@ func (k *Kernel) onAnswer(ctx context.Context, apr *store.Approval, ans store.An
 	if !applied || ans.Who == "timeout" {
 		return nil
 	}
+	if d := apr.Verdict.Decider; d != nil && d.Source == action.SourceAgent {
+		// An answer to the agent's own question says nothing about the
+		// person's trust in a tool: nothing to learn or remember.
+		return nil
+	}
 	approved := ans.Decision == "approve"
+	if approved {
+		k.Bus.ClearStagnation(firewall.SessionKey(a))
+	}
 	elapsed := ans.At.Sub(apr.CreatedAt)
 	stats, err := k.Bus.RecordAnswer(ctx, apr.Tool, approved, elapsed)
 	if err != nil {

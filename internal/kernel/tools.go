@@ -142,6 +142,10 @@ type ToolRun struct {
 	Result plugin.Result `json:"result"`
 	// Undoable is true when previous content was kept for `overseer undo`.
 	Undoable bool `json:"undoable,omitempty"`
+	// Class is the PerceptionBus's classification of the result, and
+	// Repeated whether it repeats the tool's previous output.
+	Class    string `json:"class,omitempty"`
+	Repeated bool   `json:"repeated,omitempty"`
 }
 
 // RunTool runs one call of a Tool plugin through the whole firewall: it
@@ -217,10 +221,12 @@ func (k *Kernel) RunTool(ctx context.Context, t plugin.Tool, a *action.Action, o
 		res = plugin.Result{Output: err.Error(), IsError: true}
 	}
 	run.Result = res
-	if _, rerr := k.RecordResult(ctx, Result{ActionID: a.ID, Agent: a.Agent, Session: a.Session, Tool: a.Tool,
-		Output: res.Output, IsError: res.IsError, Intent: a.Intent}); rerr != nil {
+	rec, rerr := k.RecordResult(ctx, Result{ActionID: a.ID, Agent: a.Agent, Session: a.Session, Tool: a.Tool,
+		Output: res.Output, IsError: res.IsError, Intent: a.Intent})
+	if rerr != nil {
 		return run, fmt.Errorf("the tool ran, but recording its result failed: %w", rerr)
 	}
+	run.Class, run.Repeated = rec.Class, rec.Repeated
 	return run, nil
 }
 

@@ -500,6 +500,16 @@ func (b *Bus) StagnationCount(session string) int {
 	return 0
 }
 
+// ClearStagnation forgets session's no-progress count (its notes are
+// kept): a person has looked at the session since.
+func (b *Bus) ClearStagnation(session string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.lookup(session); s != nil {
+		s.stagnation = 0
+	}
+}
+
 // SessionStats is a read-only copy of one session's signals.
 type SessionStats struct {
 	Session         string              `json:"session"`

@@ -149,7 +149,7 @@ func DefaultSettings() Settings {
 			Level:         action.Confirm,
 			LowConfidence: 0.5,
 		},
-		Meta:   MetaSettings{LowConfidence: 0.5, Streak: 3},
+		Meta:   MetaSettings{LowConfidence: 0.5, Streak: 3, Stagnation: 3},
 		Gate:   GateSettings{Timeout: Duration(10 * time.Minute), Default: GateDeny},
 		Adapt:  AdaptSettings{EscalateAfter: 3, RevertAfter: 5, HesitationAfter: Duration(30 * time.Second)},
 		Params: ParamSettings{MaxArgBytes: 1 << 20},
@@ -334,6 +334,9 @@ func validateSettings(d *diag, dc *decoder, s *Settings) {
 	}
 	unit("metacognition.low_confidence", s.Meta.LowConfidence)
 	nonNeg("metacognition.streak", s.Meta.Streak)
+	if s.Meta.Stagnation < -1 {
+		d.errorf(at("metacognition.stagnation"), "settings.metacognition.stagnation: want -1 (off) or more")
+	}
 	switch s.Gate.Default {
 	case "", GateDeny, GateApprove:
 	default:
@@ -356,6 +359,7 @@ func fillSettings(s *Settings, def Settings) {
 	fill(&s.Loop.LowConfidence, def.Loop.LowConfidence)
 	fill(&s.Meta.LowConfidence, def.Meta.LowConfidence)
 	fill(&s.Meta.Streak, def.Meta.Streak)
+	fill(&s.Meta.Stagnation, def.Meta.Stagnation)
 	fill(&s.Gate.Timeout, def.Gate.Timeout)
 	fill(&s.Gate.Default, def.Gate.Default)
 	fill(&s.Adapt.EscalateAfter, def.Adapt.EscalateAfter)

@@ -87,6 +87,10 @@ type LoopSettings struct {
 type MetaSettings struct {
 	LowConfidence float64 `yaml:"low_confidence" json:"low_confidence"` // default 0.5
 	Streak        int     `yaml:"streak" json:"streak"`                 // consecutive low values; default 3
+	// Stagnation is how many no-progress notes in a session (repeated or
+	// irrelevant results) force at least confirm until a person answers;
+	// default 3, -1 turns the check off.
+	Stagnation int `yaml:"stagnation" json:"stagnation"`
 }
 
 // GateSettings configure the human gate.

@@ -1,0 +1,608 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/agent/task"
+	"github.com/overseer-dev/overseer/internal/firewall"
+	"github.com/overseer-dev/overseer/internal/gate"
+	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/store"
+	"github.com/overseer-dev/overseer/plugin"
+)
+
+// Corrections the loop injects when an output guard fires.
+const (
+	correctThinkingLoop = "Your previous reasoning got stuck repeating the same text and was stopped. Think briefly, do not repeat yourself, and end with one decision block."
+	correctDuplicates   = "Your previous reply repeated the same block of text. Write each thing once."
+	correctTruncated    = "Your previous reply was cut off at the length limit. Keep your reply short and end it with the decision block."
+	correctStepLimit    = "You have reached this run's step limit. Do not call any tool. Summarise what has been done, what remains and what you would do next; then end with a decision block with the action \"ask_human\" whose reason says the step limit was reached."
+)
+
+// reply is one model reply the loop accepted for a step.
+type reply struct {
+	resp     plugin.Response
+	decision firewall.Decision
+	// rejected is set when the validator rejected the reply too often.
+	rejected string
+	// looped is set when the thinking channel was stuck even after a
+	// correction.
+	looped bool
+}
+
+// step takes one step: prompt, reply, decision, and what the kernel makes
+// of it.
+func (r *run) step(ctx context.Context) error {
+	t := r.t
+	if err := r.plan(ctx); err != nil {
+		return err
+	}
+	n := t.Step + 1
+	rep, err := r.decide(ctx, n, "")
+	if err != nil {
+		return err
+	}
+	t.Step = n
+	t.Corrections = nil
+	d := rep.decision
+	rec := plugin.StepRecord{N: n, Thought: thought(rep.resp.Text), Action: d.Action, Tool: d.Tool, Args: d.Args,
+		Intent: d.Intent, Confidence: d.Confidence}
+	r.l.printf("\n── step %d/%d  %s\n", n, t.MaxSteps, usageLine(rep.resp))
+	switch {
+	case rep.rejected != "":
+		rec.Action, rec.Outcome, rec.Note = "", plugin.OutcomeRejected, rep.rejected
+		err = r.askWhatNext(ctx, &rec, "The model's replies were rejected "+fmt.Sprint(r.l.cfg.MaxRejections)+
+			" times in a row ("+rep.rejected+"). What should it do?")
+	case rep.looped:
+		rec.Action, rec.Outcome, rec.Note = "", plugin.OutcomeInvalid, "the model's reasoning kept looping"
+		err = r.askWhatNext(ctx, &rec, "The model's reasoning got stuck in a loop twice. What should it do?")
+	case d.Source == firewall.SourceFallback:
+		rec.Outcome, rec.Note = plugin.OutcomeInvalid, d.Reason
+		r.l.printf("⚠  no usable decision in the reply (%s): asking a person\n", d.Reason)
+		err = r.askWhatNext(ctx, &rec, "The model's reply had no usable decision ("+d.Reason+"). Its reply began: "+
+			oneLine(rep.resp.Text, 400)+"\nWhat should it do?")
+	case d.Action == firewall.ActionDone:
+		err = r.confirmDone(ctx, &rec, d)
+	case d.Action == firewall.ActionAskHuman:
+		err = r.askHuman(ctx, &rec, d)
+	case d.Action == firewall.ActionToolCall:
+		err = r.callTool(ctx, &rec, d)
+	default:
+		// ParseDecision never returns another action; a person decides.
+		rec.Outcome = plugin.OutcomeInvalid
+		err = r.askWhatNext(ctx, &rec, "The model chose an action the loop does not know ("+d.Action+"). What should it do?")
+	}
+	t.Steps = append(t.Steps, rec)
+	if err != nil {
+		return err
+	}
+	if d.SubtaskDone && rec.Outcome == plugin.OutcomeRan && !rec.IsError {
+		r.advancePlan(ctx, rec)
+	}
+	if t.Status != task.Running {
+		return errStop
+	}
+	return nil
+}
+
+// thought is a reply's text without its decision block.
+func thought(text string) string {
+	if i := strings.Index(text, "```decision"); i >= 0 {
+		text = text[:i]
+	}
+	return strings.TrimSpace(text)
+}
+
+func usageLine(resp plugin.Response) string {
+	u := resp.Usage
+	s := fmt.Sprintf("%s · %d in / %d out tokens", resp.Model, u.InputTokens, u.OutputTokens)
+	if u.CostUSD > 0 {
+		s += fmt.Sprintf(" · $%.4f", u.CostUSD)
+	}
+	return s
+}
+
+// decide asks the model for the step's reply, with the output guards:
+// a stuck thinking channel is stopped and corrected once, a reply cut off
+// at the token limit is retried once with a larger limit, duplicated text
+// blocks are dropped and corrected next step, and the validator may reject
+// replies up to its cap. extra is a correction for this call only.
+func (r *run) decide(ctx context.Context, n int, extra string) (reply, error) {
+	t := r.t
+	loopedOnce := false
+	for {
+		corrections := append([]string(nil), t.Corrections...)
+		if extra != "" {
+			corrections = append(corrections, extra)
+		}
+		msgs, err := r.prompt(ctx, corrections)
+		if err != nil {
+			return reply{}, err
+		}
+		req := plugin.Request{Purpose: plugin.PurposeDecide, System: firewall.SystemPrompt(r.l.specs),
+			Messages: msgs, MaxTokens: t.MaxTokens}
+		resp, looped, err := r.stream(ctx, n, req)
+		if err != nil {
+			return reply{}, err
+		}
+		if looped {
+			r.l.printf("\n⚠  the model's reasoning is repeating itself: stopped the reply")
+			if loopedOnce {
+				r.l.printf("; asking a person\n")
+				return reply{resp: resp, looped: true}, nil
+			}
+			r.l.printf("; asking again with a correction\n")
+			loopedOnce = true
+			t.Corrections = appendOnce(t.Corrections, correctThinkingLoop)
+			continue
+		}
+		if resp.Truncated {
+			next, raised := firewall.NextMaxTokens(t.MaxTokens, true, t.TokensRaised)
+			wasRaised := t.TokensRaised
+			t.TokensRaised = raised
+			if !wasRaised && next > t.MaxTokens {
+				r.l.printf("\n⚠  the reply was cut off at the token limit: asking again with a limit of %d tokens\n", next)
+				t.MaxTokens = next
+				continue
+			}
+			t.Corrections = appendOnce(t.Corrections, correctTruncated)
+		}
+		if text, dups := dropDuplicateBlocks(resp.Text); dups > 0 {
+			r.l.printf("\n⚠  the reply repeated %d block(s) of text: dropped them\n", dups)
+			resp.Text = text
+			t.Corrections = appendOnce(t.Corrections, correctDuplicates)
+		}
+		if v := r.l.cfg.Validator; v != nil {
+			if verr := v(resp.Text); verr != nil {
+				t.Rejections++
+				r.l.printf("\n⚠  the reply was rejected (%d of %d): %v\n", t.Rejections, r.l.cfg.MaxRejections, verr)
+				if t.Rejections >= r.l.cfg.MaxRejections {
+					t.Rejections = 0
+					return reply{resp: resp, rejected: verr.Error()}, nil
+				}
+				t.Corrections = appendOnce(t.Corrections, "Your previous reply was rejected: "+verr.Error()+". Answer again.")
+				continue
+			}
+			t.Rejections = 0
+		}
+		d := firewall.ParseDecision(resp.Text)
+		if len(resp.ToolCalls) > 0 && d.Source == firewall.SourceFallback {
+			// A model that used its native tool calling instead of the
+			// decision block: the call is still judged, and a person
+			// looks because the model reported no confidence.
+			tc := resp.ToolCalls[0]
+			if nd, ok := nativeDecision(tc); ok {
+				d = nd
+			}
+		}
+		return reply{resp: resp, decision: d}, nil
+	}
+}
+
+func appendOnce(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// dropDuplicateBlocks removes the paragraphs of text that repeat an earlier
+// one (the kernel's DuplicateTextBlocks check) and reports how many.
+func dropDuplicateBlocks(text string) (string, int) {
+	blocks := strings.Split(text, "\n\n")
+	dups := firewall.DuplicateTextBlocks(blocks)
+	if len(dups) == 0 {
+		return text, 0
+	}
+	drop := map[int]bool{}
+	for _, i := range dups {
+		// A repeated decision block is not dropped: ParseDecision judges
+		// several identical decisions itself.
+		if !strings.Contains(blocks[i], "```") {
+			drop[i] = true
+		}
+	}
+	var kept []string
+	for i, b := range blocks {
+		if !drop[i] {
+			kept = append(kept, b)
+		}
+	}
+	return strings.Join(kept, "\n\n"), len(drop)
+}
+
+// prompt builds the step's messages through the Context plugin.
+func (r *run) prompt(ctx context.Context, corrections []string) ([]plugin.Message, error) {
+	t := r.t
+	pol := r.l.k.Engine.Policy()
+	in := plugin.ContextInput{
+		Goal:           t.Goal,
+		Constraints:    firewall.Constraints(t.Steps, r.toolStats(ctx), pol.Settings.Adapt.EscalateAfter),
+		Signals:        t.Signals,
+		HumanDecisions: t.HumanDecisions,
+		Corrections:    corrections,
+		Plan:           t.Plan,
+		Memories:       r.memories(ctx),
+		Steps:          t.Steps,
+		Step:           t.Step + 1,
+		MaxSteps:       t.MaxSteps,
+		Elapsed:        t.Elapsed + time.Since(r.start),
+		Summary:        t.Summary,
+		SummaryThrough: t.SummaryThrough,
+	}
+	p, err := r.l.cfg.Context.Build(ctx, in, r.compress)
+	if err != nil {
+		return nil, fmt.Errorf("building the prompt: %w", err)
+	}
+	t.Summary, t.SummaryThrough = p.Summary, p.SummaryThrough
+	return p.Messages, nil
+}
+
+// compress is the Context plugin's Compressor: a model call for that
+// purpose.
+func (r *run) compress(ctx context.Context, text string) (string, plugin.Usage, error) {
+	resp, err := r.l.cfg.LLM.Complete(ctx, plugin.Request{Purpose: plugin.PurposeCompress,
+		System: "Summarise the steps of an agent's task below for the agent's own later use. Keep every fact it " +
+			"will need: file names, paths, values found, errors, what was refused and why, what people said. Be brief.",
+		Messages: []plugin.Message{{Role: plugin.RoleUser, Content: text}}})
+	if err != nil {
+		return "", plugin.Usage{}, err
+	}
+	r.account(r.t.Step+1, plugin.PurposeCompress, resp)
+	return resp.Text, resp.Usage, nil
+}
+
+// account adds a call's usage to the task.
+func (r *run) account(step int, purpose string, resp plugin.Response) {
+	r.t.Usage = r.t.Usage.Add(resp.Usage)
+	r.t.StepUsage = append(r.t.StepUsage, task.StepUsage{Step: step, Purpose: purpose, Model: resp.Model, Usage: resp.Usage})
+}
+
+// stream makes the decide call, streaming the reply's text (without its
+// decision block) to the output and watching the thinking channel: a
+// thinking block stuck in a loop stops the call (looped is true).
+func (r *run) stream(ctx context.Context, n int, req plugin.Request) (plugin.Response, bool, error) {
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var thinking strings.Builder
+	looped, checked := false, 0
+	f := &fenceFilter{w: r.l, prefix: "\n"}
+	onDelta := func(d plugin.Delta) {
+		if d.Thinking != "" && !looped {
+			thinking.WriteString(d.Thinking)
+			if thinking.Len()-checked >= 256 {
+				checked = thinking.Len()
+				if firewall.ThinkingLoop(thinking.String()) {
+					looped = true
+					cancel()
+				}
+			}
+		}
+		if d.Text != "" {
+			f.write(d.Text)
+		}
+	}
+	var resp plugin.Response
+	var err error
+	if s, ok := r.l.cfg.LLM.(plugin.LLMStreamer); ok {
+		resp, err = s.Stream(callCtx, req, onDelta)
+	} else {
+		resp, err = r.l.cfg.LLM.Complete(callCtx, req)
+		if err == nil {
+			onDelta(plugin.Delta{Thinking: resp.Thinking, Text: resp.Text})
+		}
+	}
+	f.flush()
+	if looped && ctx.Err() == nil {
+		r.account(n, plugin.PurposeDecide, resp)
+		return resp, true, nil
+	}
+	if err != nil {
+		return resp, false, fmt.Errorf("asking the model: %w", err)
+	}
+	if !looped && firewall.ThinkingLoop(resp.Thinking) {
+		looped = true
+	}
+	r.account(n, plugin.PurposeDecide, resp)
+	return resp, looped, nil
+}
+
+// nativeDecision turns a native tool call into a decision without a
+// reported confidence.
+func nativeDecision(tc plugin.ToolCall) (firewall.Decision, bool) {
+	b := fmt.Sprintf(`{"action":"tool_call","tool":%q,"args":%s,"reason":"native tool call"}`, tc.Name, string(tc.Arguments))
+	d := firewall.ParseDecision(b)
+	return d, d.Source != firewall.SourceFallback
+}
+
+// callTool runs a tool call through the kernel.
+func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.Decision) error {
+	t := r.t
+	tool, ok := r.l.tools[d.Tool]
+	if !ok {
+		rec.Outcome, rec.Note = plugin.OutcomeError, fmt.Sprintf("there is no tool named %q", d.Tool)
+		rec.Output = "no such tool: choose one of the listed tools"
+		r.l.printf("✗  %s: no such tool\n", d.Tool)
+		return nil
+	}
+	a := &action.Action{Agent: AgentName, Session: t.Session, Tool: d.Tool, Args: d.Args, Cwd: t.Cwd,
+		Confidence: d.Confidence, Intent: d.Intent, HumanRequested: d.HumanRequired}
+	if a.Args == nil {
+		a.Args = map[string]any{}
+	}
+	r.l.printf("→  %s %s\n", d.Tool, oneLine(argsText(d.Args), 200))
+	tr, err := r.l.k.RunTool(ctx, tool, a, kernel.RunOptions{OnWait: func(apr *store.Approval) { r.waiting(ctx, apr) }})
+	t.Status, t.Pending = task.Running, ""
+	if tr != nil && len(tr.Verdict.Hints) > 0 {
+		t.Signals = appendRecent(t.Signals, tr.Verdict.Hints...)
+	}
+	if tr != nil && tr.Approval != nil && tr.Approval.Answer != nil {
+		r.noteDecision(rec.N, tr.Approval, d.Tool)
+	}
+	switch {
+	case errors.Is(err, kernel.ErrBlocked):
+		rec.Outcome, rec.Note = plugin.OutcomeBlocked, tr.Verdict.Summary()
+		r.l.printf("⛔ blocked: %s\n", rec.Note)
+		return nil
+	case errors.Is(err, kernel.ErrDenied):
+		rec.Outcome = plugin.OutcomeDenied
+		if tr != nil && tr.Approval != nil {
+			rec.Human = answerWords(tr.Approval)
+			if tr.Approval.Status == store.StatusAborted {
+				r.t.Status, r.t.Result = task.Aborted, "aborted by a person at step "+fmt.Sprint(rec.N)
+				r.l.printf("⏹  the person aborted the task\n")
+				return nil
+			}
+		}
+		r.l.printf("✗  refused: %v\n", err)
+		return nil
+	case err != nil && (tr == nil || !tr.Ran):
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rec.Outcome, rec.Output, rec.IsError = plugin.OutcomeError, err.Error(), true
+		r.l.printf("✗  not run: %v\n", err)
+		return nil
+	}
+	rec.Outcome, rec.Output, rec.IsError, rec.Class = plugin.OutcomeRan, tr.Result.Output, tr.Result.IsError, tr.Class
+	if err != nil {
+		rec.Note = err.Error()
+	}
+	if flag := firewall.Deviation(rec.N, d.Intent, tr.Class); flag != "" {
+		rec.Note = strings.TrimSpace(rec.Note + " " + flag)
+		t.Signals = appendRecent(t.Signals, flag)
+		r.l.printf("⚠  %s\n", flag)
+	}
+	if tr.Repeated || tr.Class == "irrelevant" {
+		r.l.k.Bus.RecordStagnation(r.sessionKey(), fmt.Sprintf("step %d: %s gave a repeated or irrelevant result", rec.N, d.Tool))
+	}
+	mark := "✓"
+	if tr.Result.IsError {
+		mark = "✗"
+	}
+	r.l.printf("%s  %s (%s): %s\n", mark, d.Tool, tr.Class, oneLine(tr.Result.Output, 160))
+	return nil
+}
+
+// noteDecision keeps a person's answer among the task's human decisions.
+func (r *run) noteDecision(step int, apr *store.Approval, what string) {
+	a := apr.Answer
+	s := fmt.Sprintf("step %d: %s %s %s", step, a.Who, pastTense(a.Decision), what)
+	if w := answerWords(apr); w != "" {
+		s += fmt.Sprintf(": %q", w)
+	}
+	r.t.HumanDecisions = appendRecent(r.t.HumanDecisions, s)
+}
+
+func pastTense(decision string) string {
+	switch decision {
+	case gate.DecisionApprove:
+		return "approved"
+	case gate.DecisionDeny:
+		return "refused"
+	case gate.DecisionAbort:
+		return "aborted"
+	}
+	return decision
+}
+
+// appendRecent appends and keeps the newest 20 entries.
+func appendRecent(list []string, s ...string) []string {
+	list = append(list, s...)
+	if len(list) > 20 {
+		list = list[len(list)-20:]
+	}
+	return list
+}
+
+func argsText(args map[string]any) string {
+	var parts []string
+	for _, k := range sortedKeys(args) {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, args[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// askHuman puts the model's question to a person.
+func (r *run) askHuman(ctx context.Context, rec *plugin.StepRecord, d firewall.Decision) error {
+	q := strings.TrimSpace(d.Reason)
+	if q == "" {
+		q = "The agent asks for your guidance (it gave no question)."
+	}
+	r.l.printf("?  the agent asks: %s\n", oneLine(q, 400))
+	apr, err := r.ask(ctx, kernel.AskTool, q)
+	if err != nil {
+		return r.askFailed(ctx, err)
+	}
+	return r.took(rec, apr, "answered the question")
+}
+
+// askWhatNext asks a person what to do when the step produced nothing
+// runnable.
+func (r *run) askWhatNext(ctx context.Context, rec *plugin.StepRecord, q string) error {
+	apr, err := r.ask(ctx, kernel.AskTool, q)
+	if err != nil {
+		return r.askFailed(ctx, err)
+	}
+	if err := r.took(rec, apr, "answered"); err != nil {
+		return err
+	}
+	if rec.Human != "" && r.t.Status == task.Running {
+		r.t.Corrections = appendOnce(r.t.Corrections, "A person says: "+rec.Human)
+	}
+	return nil
+}
+
+// confirmDone asks a person to confirm the task is finished.
+func (r *run) confirmDone(ctx context.Context, rec *plugin.StepRecord, d firewall.Decision) error {
+	summary := strings.TrimSpace(d.Reason)
+	if summary == "" {
+		summary = thought(rec.Thought)
+	}
+	r.l.printf("?  the agent says the task is done: %s\n", oneLine(summary, 400))
+	apr, err := r.ask(ctx, kernel.ConfirmDoneTool, "The agent says the task is done. Confirm? Its summary: "+summary)
+	if err != nil {
+		return r.askFailed(ctx, err)
+	}
+	if err := r.took(rec, apr, "answered whether the task is done"); err != nil {
+		return err
+	}
+	if r.t.Status != task.Running {
+		return nil
+	}
+	if apr.Status == store.StatusApproved {
+		r.t.Status, r.t.Result = task.Done, summary
+		r.l.printf("✓  done, confirmed by %s\n", apr.Answer.Who)
+		return nil
+	}
+	if rec.Human == "" {
+		rec.Human = "the person does not confirm that the task is done"
+	}
+	r.t.Corrections = appendOnce(r.t.Corrections, "The person did not confirm that the task is done: "+rec.Human)
+	return nil
+}
+
+// took records a person's answer to a question in the step, and ends the
+// task when the person aborted it or nobody answered in time.
+func (r *run) took(rec *plugin.StepRecord, apr *store.Approval, what string) error {
+	rec.Outcome = plugin.OutcomeAsked
+	if rec.Action == "" {
+		rec.Action = firewall.ActionAskHuman
+	}
+	rec.Human = answerWords(apr)
+	if apr.Answer == nil {
+		return errors.New("the question ended without an answer")
+	}
+	r.noteDecision(rec.N, apr, what)
+	switch {
+	case apr.Status == store.StatusAborted:
+		r.t.Status, r.t.Result = task.Aborted, "aborted by a person at step "+fmt.Sprint(rec.N)
+		r.l.printf("⏹  the person aborted the task\n")
+	case apr.Answer.Who == "timeout":
+		r.t.Status, r.t.Result = task.Paused, "paused: nobody answered the agent's question in time; resume it with `overseer resume "+r.t.ID+"`"
+		r.l.printf("⏸  nobody answered in time: pausing the task\n")
+	default:
+		r.l.printf("   %s: %s\n", pastTense(apr.Answer.Decision), oneLine(rec.Human, 300))
+	}
+	return nil
+}
+
+// askFailed ends the step when a question could not be asked or waited
+// for: the task pauses (nothing runs without the answer).
+func (r *run) askFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	r.t.Status, r.t.Result = task.Paused, "paused: a person could not be asked: "+err.Error()
+	return nil
+}
+
+// summaryStep gives the model one step to summarise at the step limit, then
+// pauses the task.
+func (r *run) summaryStep(ctx context.Context) error {
+	t := r.t
+	r.l.printf("\n── step limit of %d reached: asking the model for a summary\n", t.MaxSteps)
+	rep, err := r.decide(ctx, t.Step+1, correctStepLimit)
+	if err != nil {
+		return err
+	}
+	summary := thought(rep.resp.Text)
+	if summary == "" {
+		summary = oneLine(rep.decision.Reason, 2000)
+	}
+	t.Step++
+	t.Corrections = nil
+	t.Steps = append(t.Steps, plugin.StepRecord{N: t.Step, Action: "summary", Outcome: plugin.OutcomeSummary, Output: summary})
+	t.Status = task.Paused
+	t.Result = fmt.Sprintf("paused at the step limit (%d steps); resume it with `overseer resume %s`.\n%s", t.MaxSteps, t.ID, summary)
+	r.l.printf("⏸  paused at the step limit; checkpoint saved. Resume with `overseer resume %s`\n", t.ID)
+	return r.checkpoint(ctx)
+}
+
+// plan asks the Planner for a plan once, before the first step.
+func (r *run) plan(ctx context.Context) error {
+	t := r.t
+	if r.l.cfg.Planner == nil || t.Planned {
+		return nil
+	}
+	t.Planned = true
+	p, u, err := r.l.cfg.Planner.Plan(ctx, r.l.cfg.LLM, t.Goal, strings.Join(r.memories(ctx), "\n"))
+	r.account(t.Step+1, plugin.PurposePlan, plugin.Response{Usage: u})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.l.printf("⚠  planning failed (%v): going on without a plan\n", err)
+		return nil
+	}
+	if len(p.Subtasks) == 0 {
+		return nil
+	}
+	t.Plan = &p
+	r.l.printf("plan:\n")
+	for i, s := range p.Subtasks {
+		r.l.printf("  %d. %s\n", i+1, s.Title)
+	}
+	return r.checkpoint(ctx)
+}
+
+// advancePlan marks the current subtask done and lets the Planner reflect.
+func (r *run) advancePlan(ctx context.Context, rec plugin.StepRecord) {
+	t := r.t
+	i := t.Plan.Current()
+	if i < 0 {
+		return
+	}
+	t.Plan.Subtasks[i].Done = true
+	t.Plan.Subtasks[i].Result = oneLine(firstNonEmpty(rec.Intent, rec.Thought, rec.Tool), 300)
+	r.l.printf("✓  subtask %d done: %s\n", i+1, t.Plan.Subtasks[i].Title)
+	if r.l.cfg.Planner == nil {
+		return
+	}
+	p, u, err := r.l.cfg.Planner.Reflect(ctx, r.l.cfg.LLM, t.Goal, *t.Plan, i, strings.Join(t.HumanDecisions, "\n"))
+	r.account(t.Step, plugin.PurposeReflect, plugin.Response{Usage: u})
+	if err != nil {
+		r.l.printf("⚠  reflection failed (%v): keeping the plan\n", err)
+		return
+	}
+	if p.Revision != t.Plan.Revision {
+		r.l.printf("plan revised (%d): %s\n", p.Revision, oneLine(p.Notes, 200))
+	}
+	t.Plan = &p
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if strings.TrimSpace(x) != "" {
+			return x
+		}
+	}
+	return ""
+}

@@ -1,0 +1,53 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/audit"
+)
+
+// Tools under which the agent loop's questions to a person are recorded.
+const (
+	// AskTool is a question the agent puts to a person.
+	AskTool = "overseer.ask_human"
+	// ConfirmDoneTool asks a person to confirm that a task is finished.
+	ConfirmDoneTool = "overseer.confirm_done"
+)
+
+// Ask puts a question from an agent to a person: it records the question
+// and opens an approval whose answer (approve, deny, abort, with the
+// person's words as its reason) the caller waits for with Wait. tool is
+// AskTool or ConfirmDoneTool; a.Args should carry the question. An answer
+// to a question never adapts the policy.
+func (k *Kernel) Ask(ctx context.Context, a *action.Action, question string) (*Submission, error) {
+	if strings.TrimSpace(question) == "" {
+		return nil, errors.New("ask: empty question")
+	}
+	if a.ID == "" {
+		a.ID = NewID("act_")
+	}
+	a.Kind = action.KindOther
+	if a.Args == nil {
+		a.Args = map[string]any{}
+	}
+	a.Args["question"] = question
+	r := action.Reason{Layer: "L5", Source: action.SourceAgent, Name: "question", Level: action.Confirm, Message: question}
+	v := action.Verdict{ActionID: a.ID, Level: action.Confirm, Reasons: []action.Reason{r}, Decider: &r, ArgsHash: a.ArgsHash()}
+	sub := &Submission{Action: *a, Verdict: v}
+	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, a, a), entry(audit.TypeVerdict, a, v)); err != nil {
+		return nil, fmt.Errorf("recording the question: %w", err)
+	}
+	apr, err := k.Gate.Request(ctx, *a, v)
+	if err != nil {
+		return nil, fmt.Errorf("opening the question: %w", err)
+	}
+	if _, err := k.Audit.Append(ctx, entry(audit.TypeApprovalRequest, a, apr)); err != nil {
+		return nil, fmt.Errorf("recording the question: %w", err)
+	}
+	sub.Approval = apr
+	return sub, nil
+}
