@@ -171,10 +171,12 @@ func (r *run) decide(ctx context.Context, n int, extra string) (reply, error) {
 			t.Rejections = 0
 		}
 		d := firewall.ParseDecision(resp.Text)
-		if len(resp.ToolCalls) > 0 && d.Source == firewall.SourceFallback {
+		if len(resp.ToolCalls) > 0 && d.Source == firewall.SourceFallback && !resp.Truncated {
 			// A model that used its native tool calling instead of the
 			// decision block: the call is still judged, and a person
-			// looks because the model reported no confidence.
+			// looks because the model reported no confidence. A call
+			// from a reply cut off at the limit is never taken: its
+			// arguments may be incomplete.
 			tc := resp.ToolCalls[0]
 			if nd, ok := nativeDecision(tc); ok {
 				d = nd

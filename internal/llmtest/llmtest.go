@@ -80,7 +80,8 @@ type Reply struct {
 	// HTTP date); empty sends none.
 	RetryAfter string
 	// Drop cuts the reply half-way: the first half of its events (at least
-	// one) is sent and flushed, then the connection is closed without the
+	// one; of a Raw or single-object body, the first half of its bytes) is
+	// sent and flushed, then the connection is closed abruptly, without the
 	// stream's terminator.
 	Drop bool
 	// Raw, when set, is sent verbatim as the response body instead of the
