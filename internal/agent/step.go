@@ -494,7 +494,9 @@ func (r *run) confirmDone(ctx context.Context, rec *plugin.StepRecord, d firewal
 // took records a person's answer to a question in the step, and ends the
 // task when the person aborted it or nobody answered in time.
 func (r *run) took(rec *plugin.StepRecord, apr *store.Approval, what string) error {
-	rec.Outcome = plugin.OutcomeAsked
+	if rec.Outcome == "" {
+		rec.Outcome = plugin.OutcomeAsked
+	}
 	if rec.Action == "" {
 		rec.Action = firewall.ActionAskHuman
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -329,7 +330,14 @@ func (s *Store) Abort(ctx context.Context, id string, stale time.Duration) (*Tas
 	})
 }
 
-// Live reports whether t has a runner that sent a heartbeat within stale.
+// Live reports whether t has a runner that sent a heartbeat within stale
+// and, when it runs on this machine, whose process still exists.
 func (s *Store) Live(t *Task, stale time.Duration) bool {
-	return t.Runner != nil && s.now().Sub(t.Runner.Heartbeat) < stale
+	if t.Runner == nil || s.now().Sub(t.Runner.Heartbeat) >= stale {
+		return false
+	}
+	if host, err := os.Hostname(); err == nil && host == t.Runner.Host {
+		return processAlive(t.Runner.PID)
+	}
+	return true
 }

@@ -3,6 +3,8 @@ package task_test
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -128,5 +130,31 @@ func TestAbort(t *testing.T) {
 	}
 	if got, _ := ts.Abort(ctx, dead.ID, 5*time.Second); got.Status != task.Aborted {
 		t.Fatalf("dead runner: %+v", got)
+	}
+}
+
+func TestLiveNeedsTheRunnerProcess(t *testing.T) {
+	now := time.Now()
+	ts, closeDB := open(t, filepath.Join(t.TempDir(), "o.db"), func() time.Time { return now })
+	defer closeDB()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip("no host name")
+	}
+	alive := &task.Task{Runner: &task.Runner{PID: os.Getpid(), Host: host, Heartbeat: now}}
+	if !ts.Live(alive, 5*time.Second) {
+		t.Fatal("this process counts as dead")
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("cannot run true:", err)
+	}
+	gone := &task.Task{Runner: &task.Runner{PID: cmd.Process.Pid, Host: host, Heartbeat: now}}
+	if ts.Live(gone, 5*time.Second) {
+		t.Fatal("a runner whose process ended counts as alive")
+	}
+	stale := &task.Task{Runner: &task.Runner{PID: os.Getpid(), Host: host, Heartbeat: now.Add(-time.Minute)}}
+	if ts.Live(stale, 5*time.Second) {
+		t.Fatal("a stale heartbeat counts as alive")
 	}
 }

@@ -104,7 +104,8 @@ Exit status: 0 done, 1 failed, 2 aborted, 3 paused or waiting for a person.`,
 				if budget == 0 {
 					budget = agent.DefaultMaxSteps
 				}
-				t := &task.Task{Goal: goal, Model: model, Budget: budget, MaxSteps: budget, Cwd: dir}
+				// A task started without a plan is not planned when resumed.
+				t := &task.Task{Goal: goal, Model: model, Budget: budget, MaxSteps: budget, Cwd: dir, Planned: f.noPlan}
 				if err := ts.Create(ctx, t); err != nil {
 					return err
 				}
