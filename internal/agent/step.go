@@ -33,6 +33,8 @@ type reply struct {
 	// looped is set when the thinking channel was stuck even after a
 	// correction.
 	looped bool
+	// next are the corrections for the next step.
+	next []string
 }
 
 // step takes one step: prompt, reply, decision, and what the kernel makes
@@ -48,7 +50,7 @@ func (r *run) step(ctx context.Context) error {
 		return err
 	}
 	t.Step = n
-	t.Corrections = nil
+	t.Corrections = rep.next
 	d := rep.decision
 	rec := plugin.StepRecord{N: n, Thought: thought(rep.resp.Text), Action: d.Action, Tool: d.Tool, Args: d.Args,
 		Intent: d.Intent, Confidence: d.Confidence}
@@ -115,6 +117,7 @@ func usageLine(resp plugin.Response) string {
 func (r *run) decide(ctx context.Context, n int, extra string) (reply, error) {
 	t := r.t
 	loopedOnce := false
+	var next []string
 	for {
 		corrections := append([]string(nil), t.Corrections...)
 		if extra != "" {
@@ -134,7 +137,7 @@ func (r *run) decide(ctx context.Context, n int, extra string) (reply, error) {
 			r.l.printf("\n⚠  the model's reasoning is repeating itself: stopped the reply")
 			if loopedOnce {
 				r.l.printf("; asking a person\n")
-				return reply{resp: resp, looped: true}, nil
+				return reply{resp: resp, looped: true, next: next}, nil
 			}
 			r.l.printf("; asking again with a correction\n")
 			loopedOnce = true
@@ -142,20 +145,20 @@ func (r *run) decide(ctx context.Context, n int, extra string) (reply, error) {
 			continue
 		}
 		if resp.Truncated {
-			next, raised := firewall.NextMaxTokens(t.MaxTokens, true, t.TokensRaised)
+			limit, raised := firewall.NextMaxTokens(t.MaxTokens, true, t.TokensRaised)
 			wasRaised := t.TokensRaised
 			t.TokensRaised = raised
-			if !wasRaised && next > t.MaxTokens {
-				r.l.printf("\n⚠  the reply was cut off at the token limit: asking again with a limit of %d tokens\n", next)
-				t.MaxTokens = next
+			if !wasRaised && limit > t.MaxTokens {
+				r.l.printf("\n⚠  the reply was cut off at the token limit: asking again with a limit of %d tokens\n", limit)
+				t.MaxTokens = limit
 				continue
 			}
-			t.Corrections = appendOnce(t.Corrections, correctTruncated)
+			next = appendOnce(next, correctTruncated)
 		}
 		if text, dups := dropDuplicateBlocks(resp.Text); dups > 0 {
 			r.l.printf("\n⚠  the reply repeated %d block(s) of text: dropped them\n", dups)
 			resp.Text = text
-			t.Corrections = appendOnce(t.Corrections, correctDuplicates)
+			next = appendOnce(next, correctDuplicates)
 		}
 		if v := r.l.cfg.Validator; v != nil {
 			if verr := v(resp.Text); verr != nil {
@@ -163,7 +166,7 @@ func (r *run) decide(ctx context.Context, n int, extra string) (reply, error) {
 				r.l.printf("\n⚠  the reply was rejected (%d of %d): %v\n", t.Rejections, r.l.cfg.MaxRejections, verr)
 				if t.Rejections >= r.l.cfg.MaxRejections {
 					t.Rejections = 0
-					return reply{resp: resp, rejected: verr.Error()}, nil
+					return reply{resp: resp, rejected: verr.Error(), next: next}, nil
 				}
 				t.Corrections = appendOnce(t.Corrections, "Your previous reply was rejected: "+verr.Error()+". Answer again.")
 				continue
@@ -182,7 +185,7 @@ func (r *run) decide(ctx context.Context, n int, extra string) (reply, error) {
 				d = nd
 			}
 		}
-		return reply{resp: resp, decision: d}, nil
+		return reply{resp: resp, decision: d, next: next}, nil
 	}
 }
 
@@ -377,13 +380,13 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 	if err != nil {
 		rec.Note = err.Error()
 	}
-	if flag := firewall.Deviation(rec.N, d.Intent, tr.Class); flag != "" {
+	if flag := firewall.Deviation(rec.N, d.Intent, tr.Class, d.Args); flag != "" {
 		rec.Note = strings.TrimSpace(rec.Note + " " + flag)
 		t.Signals = appendRecent(t.Signals, flag)
 		r.l.printf("⚠  %s\n", flag)
 	}
-	if tr.Repeated || tr.Class == "irrelevant" {
-		r.l.k.Bus.RecordStagnation(r.sessionKey(), fmt.Sprintf("step %d: %s gave a repeated or irrelevant result", rec.N, d.Tool))
+	if tr.Repeated {
+		r.l.k.Bus.RecordStagnation(r.sessionKey(), fmt.Sprintf("step %d: %s gave the same result as before", rec.N, d.Tool))
 	}
 	mark := "✓"
 	if tr.Result.IsError {
@@ -542,7 +545,7 @@ func (r *run) summaryStep(ctx context.Context) error {
 		summary = oneLine(rep.decision.Reason, 2000)
 	}
 	t.Step++
-	t.Corrections = nil
+	t.Corrections = rep.next
 	t.Steps = append(t.Steps, plugin.StepRecord{N: t.Step, Action: "summary", Outcome: plugin.OutcomeSummary, Output: summary})
 	t.Status = task.Paused
 	t.Result = fmt.Sprintf("paused at the step limit (%d steps); resume it with `overseer resume %s`.\n%s", t.MaxSteps, t.ID, summary)

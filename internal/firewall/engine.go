@@ -413,7 +413,7 @@ func (ev *evaluation) metacognition(ctx context.Context) {
 	if meta.Stagnation > 0 {
 		if n := ev.e.signals.StagnationCount(sessionKey(a)); n >= meta.Stagnation {
 			ev.add(action.Reason{Layer: "L5", Source: action.SourceMeta, Name: "stagnation", Level: action.Confirm,
-				Message: fmt.Sprintf("the session made no progress %d times (repeated or irrelevant results) since a person last looked", n)})
+				Message: fmt.Sprintf("the session made no progress %d times (tools returning the same result again) since a person last looked", n)})
 		}
 	}
 	stats, err := ev.e.signals.RecentToolStats(ctx, a.Tool)
