@@ -130,6 +130,10 @@ type run struct {
 	aborts atomic.Int32
 	forced atomic.Bool
 	start  time.Time
+	// current is the step under way, kept in the checkpoint while it waits
+	// for a person; resumed is the approval a resumed step waits on.
+	current *task.PendingStep
+	resumed string
 }
 
 // Options adjust one run.
@@ -407,20 +411,29 @@ func (r *run) memories(ctx context.Context) []string {
 // Ask puts a question to a person and waits for the answer. It returns the
 // answered approval; the task's status shows the wait meanwhile.
 func (r *run) ask(ctx context.Context, tool, question string) (*store.Approval, error) {
-	a := &action.Action{Agent: AgentName, Session: r.t.Session, Tool: tool, Cwd: r.t.Cwd}
-	sub, err := r.l.k.Ask(ctx, a, question)
-	if err != nil {
-		return nil, err
+	pending := r.takeResumed(ctx)
+	if pending == nil || pending.Tool != tool {
+		a := &action.Action{Agent: AgentName, Session: r.t.Session, Tool: tool, Cwd: r.t.Cwd}
+		sub, err := r.l.k.Ask(ctx, a, question)
+		if err != nil {
+			return nil, err
+		}
+		pending = sub.Approval
 	}
-	r.waiting(ctx, sub.Approval)
-	apr, err := r.l.k.Wait(ctx, sub.Approval.ID)
-	r.t.Status, r.t.Pending = task.Running, ""
+	r.waiting(ctx, pending)
+	apr, err := r.l.k.Wait(ctx, pending.ID)
+	r.t.Status, r.t.Pending, r.t.PendingStep = task.Running, "", nil
 	return apr, err
 }
 
 // waiting tells the person how to answer and checkpoints the wait.
 func (r *run) waiting(ctx context.Context, apr *store.Approval) {
 	r.t.Status, r.t.Pending = task.WaitingPerson, apr.ID
+	if r.current != nil {
+		p := *r.current
+		p.Approval = apr.ID
+		r.t.PendingStep = &p
+	}
 	_ = r.checkpoint(ctx)
 	what := apr.Tool
 	if q, ok := apr.Action.Args["question"].(string); ok {

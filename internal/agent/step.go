@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -45,16 +46,31 @@ func (r *run) step(ctx context.Context) error {
 		return err
 	}
 	n := t.Step + 1
-	rep, err := r.decide(ctx, n, "")
-	if err != nil {
-		return err
+	var rep reply
+	resuming := t.PendingStep != nil
+	if resuming {
+		// The step's process died while it waited for a person: wait for
+		// the same answer.
+		rep = r.resumeStep(t.PendingStep)
+		r.l.printf("\n── step %d resumed: waiting for the answer to %s\n", n, t.PendingStep.Approval)
+	} else {
+		var err error
+		if rep, err = r.decide(ctx, n, ""); err != nil {
+			return err
+		}
+		r.l.printf("\n── step %d/%d  %s\n", n, t.MaxSteps, usageLine(rep.resp))
 	}
-	t.Step = n
-	t.Corrections = rep.next
+	r.current = &task.PendingStep{N: n, Text: rep.resp.Text, Rejected: rep.rejected, Looped: rep.looped}
+	if b, err := json.Marshal(rep.decision); err == nil {
+		r.current.Decision = b
+	}
+	if !resuming {
+		t.Corrections = rep.next
+	}
 	d := rep.decision
 	rec := plugin.StepRecord{N: n, Thought: thought(rep.resp.Text), Action: d.Action, Tool: d.Tool, Args: d.Args,
 		Intent: d.Intent, Confidence: d.Confidence}
-	r.l.printf("\n── step %d/%d  %s\n", n, t.MaxSteps, usageLine(rep.resp))
+	var err error
 	switch {
 	case rep.rejected != "":
 		rec.Action, rec.Outcome, rec.Note = "", plugin.OutcomeRejected, rep.rejected
@@ -79,10 +95,14 @@ func (r *run) step(ctx context.Context) error {
 		rec.Outcome = plugin.OutcomeInvalid
 		err = r.askWhatNext(ctx, &rec, "The model chose an action the loop does not know ("+d.Action+"). What should it do?")
 	}
-	t.Steps = append(t.Steps, rec)
 	if err != nil {
+		// Interrupted: a step that waits for a person keeps waiting for
+		// the same answer when the task is resumed.
 		return err
 	}
+	r.current, t.PendingStep = nil, nil
+	t.Step = n
+	t.Steps = append(t.Steps, rec)
 	if d.SubtaskDone && rec.Outcome == plugin.OutcomeRan && !rec.IsError {
 		r.advancePlan(ctx, rec)
 	}
@@ -343,7 +363,14 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 		a.Args = map[string]any{}
 	}
 	r.l.printf("→  %s %s\n", d.Tool, oneLine(argsText(d.Args), 200))
-	tr, err := r.l.k.RunTool(ctx, tool, a, kernel.RunOptions{OnWait: func(apr *store.Approval) { r.waiting(ctx, apr) }})
+	opts := kernel.RunOptions{OnWait: func(apr *store.Approval) { r.waiting(ctx, apr) }}
+	var tr *kernel.ToolRun
+	var err error
+	if apr := r.takeResumed(ctx); apr != nil {
+		tr, err = r.l.k.ResumeTool(ctx, tool, apr, opts)
+	} else {
+		tr, err = r.l.k.RunTool(ctx, tool, a, opts)
+	}
 	t.Status, t.Pending = task.Running, ""
 	if tr != nil && len(tr.Verdict.Hints) > 0 {
 		t.Signals = appendRecent(t.Signals, tr.Verdict.Hints...)
@@ -612,4 +639,32 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// resumeStep rebuilds the reply of a step interrupted while it waited for
+// a person, and arranges for the step to wait on the same approval.
+func (r *run) resumeStep(p *task.PendingStep) reply {
+	var d firewall.Decision
+	if err := json.Unmarshal(p.Decision, &d); err != nil || d.Action == "" && d.Source == "" {
+		// The checkpoint cannot say what was decided: a person decides.
+		d = firewall.ParseDecision("")
+	}
+	r.resumed = p.Approval
+	return reply{resp: plugin.Response{Text: p.Text}, decision: d, rejected: p.Rejected, looped: p.Looped}
+}
+
+// takeResumed returns, once, the approval a resumed step waits on, when it
+// still exists.
+func (r *run) takeResumed(ctx context.Context) *store.Approval {
+	id := r.resumed
+	r.resumed = ""
+	if id == "" {
+		return nil
+	}
+	apr, err := r.l.k.Store.GetApproval(ctx, id)
+	if err != nil {
+		r.l.printf("⚠  the approval %s the step waited on is gone (%v): asking again\n", id, err)
+		return nil
+	}
+	return apr
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/overseer-dev/overseer/internal/action"
@@ -185,17 +186,49 @@ func (k *Kernel) RunTool(ctx context.Context, t plugin.Tool, a *action.Action, o
 	if err != nil {
 		return nil, err
 	}
-	run := &ToolRun{Action: sub.Action, Verdict: sub.Verdict, Approval: sub.Approval}
-	v := sub.Verdict
+	return k.runJudged(ctx, t, a, &ToolRun{Action: sub.Action, Verdict: sub.Verdict, Approval: sub.Approval}, opts)
+}
+
+// ResumeTool goes on with a call that was judged and put to a person
+// before its caller stopped (a process that was killed while it waited):
+// apr is that approval, as stored. The action and its verdict are taken
+// from the approval, never from the caller, so what runs is exactly what
+// was judged and asked about. It waits for the answer (returning at once
+// if it came meanwhile) and runs the call as RunTool does.
+func (k *Kernel) ResumeTool(ctx context.Context, t plugin.Tool, apr *store.Approval, opts RunOptions) (*ToolRun, error) {
+	if t == nil || apr == nil {
+		return nil, errors.New("resume tool: no tool or approval")
+	}
+	if d := apr.Verdict.Decider; d != nil && d.Source == action.SourceAgent {
+		return nil, fmt.Errorf("%w: approval %s is a question, not a tool call", ErrDenied, apr.ID)
+	}
+	a := apr.Action
+	if !apr.Verdict.Level.NeedsPerson() {
+		return nil, fmt.Errorf("%w: approval %s is not for a call that waits for a person", ErrDenied, apr.ID)
+	}
+	specs, err := t.Tools(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("resume tool: listing the tools: %w", err)
+	}
+	if !slices.ContainsFunc(specs, func(s plugin.ToolSpec) bool { return s.Name == a.Tool }) {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, a.Tool)
+	}
+	return k.runJudged(ctx, t, &a, &ToolRun{Action: a, Verdict: apr.Verdict, Approval: apr}, opts)
+}
+
+// runJudged runs a judged call: at once when its verdict lets it through,
+// after a person's yes when it needs one, never when it is blocked.
+func (k *Kernel) runJudged(ctx context.Context, t plugin.Tool, a *action.Action, run *ToolRun, opts RunOptions) (*ToolRun, error) {
+	v := run.Verdict
 	switch {
 	case v.Level == action.Block:
 		return run, fmt.Errorf("%w: %s", ErrBlocked, v.Summary())
 	case v.Level.RunsWithoutPerson():
 	case v.Level.NeedsPerson():
-		if sub.Approval == nil {
+		if run.Approval == nil {
 			return run, fmt.Errorf("%w: the verdict asks a person but no approval was opened", ErrDenied)
 		}
-		apr, err := k.decide(ctx, sub.Approval, opts)
+		apr, err := k.decide(ctx, run.Approval, opts)
 		if apr != nil {
 			run.Approval = apr
 		}

@@ -311,3 +311,74 @@ func TestPathsGuardConfig(t *testing.T) {
 		t.Error("a bad secret pattern was accepted")
 	}
 }
+
+func TestResumeTool(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	out := filepath.Join(e.other, "report.txt")
+	a := &action.Action{Agent: paths.BuiltinAgent, Session: "s1", Tool: "file_write",
+		Args: map[string]any{"file_path": out, "content": "judged"}, Cwd: e.proj}
+	sub, err := e.k.Submit(ctx, a)
+	if err != nil || sub.Approval == nil {
+		t.Fatalf("submit: %v %+v", err, sub)
+	}
+	// The caller died; the person answers; a new process resumes.
+	if _, _, err := e.k.Answer(ctx, sub.Approval.ID, store.Answer{Decision: "approve", Who: "alice", Channel: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := e.k.Store.GetApproval(ctx, sub.Approval.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := e.k.ResumeTool(ctx, e.tools, stored, kernel.RunOptions{})
+	if err != nil || !run.Ran || content(t, out) != "judged" {
+		t.Fatalf("resume: %v %+v", err, run)
+	}
+	// The approval was used: it does not let a second run through.
+	if _, err := e.k.ResumeTool(ctx, e.tools, stored, kernel.RunOptions{}); !errors.Is(err, kernel.ErrDenied) {
+		t.Fatalf("second resume: %v", err)
+	}
+
+	t.Run("a denied approval does not run", func(t *testing.T) {
+		other := filepath.Join(e.other, "denied.txt")
+		a := &action.Action{Agent: paths.BuiltinAgent, Session: "s1", Tool: "file_write",
+			Args: map[string]any{"file_path": other, "content": "x"}, Cwd: e.proj}
+		sub, err := e.k.Submit(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.k.Answer(ctx, sub.Approval.ID, store.Answer{Decision: "deny", Who: "alice", Channel: "cli"}); err != nil {
+			t.Fatal(err)
+		}
+		apr, _ := e.k.Store.GetApproval(ctx, sub.Approval.ID)
+		if run, err := e.k.ResumeTool(ctx, e.tools, apr, kernel.RunOptions{}); !errors.Is(err, kernel.ErrDenied) || run.Ran {
+			t.Fatalf("denied: %v", err)
+		}
+		if _, err := os.Stat(other); !errors.Is(err, os.ErrNotExist) {
+			t.Fatal("a denied write happened")
+		}
+	})
+	t.Run("a question is not a tool call", func(t *testing.T) {
+		sub, err := e.k.Ask(ctx, &action.Action{Agent: "overseer", Session: "s1", Tool: kernel.AskTool}, "may I?")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.k.ResumeTool(ctx, e.tools, sub.Approval, kernel.RunOptions{}); !errors.Is(err, kernel.ErrDenied) {
+			t.Fatalf("question resumed as a call: %v", err)
+		}
+	})
+	t.Run("answers to questions never adapt the policy", func(t *testing.T) {
+		for i := 0; i < 4; i++ {
+			sub, err := e.k.Ask(ctx, &action.Action{Agent: "overseer", Session: "s1", Tool: kernel.ConfirmDoneTool}, "done?")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := e.k.Answer(ctx, sub.Approval.ID, store.Answer{Decision: "deny", Who: "alice", Channel: "cli"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rules := e.k.Engine.UserRules(); len(rules) != 0 {
+			t.Fatalf("refusing questions made user rules: %d", len(rules))
+		}
+	})
+}

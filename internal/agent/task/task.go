@@ -124,6 +124,24 @@ type Task struct {
 	Elapsed time.Duration `json:"elapsed"`
 	// Pending is the approval the task waits on, while it waits.
 	Pending string `json:"pending,omitempty"`
+	// PendingStep is the step that waits for a person, kept so that a task
+	// resumed after its process died waits for the same answer instead of
+	// asking the model (and the person) again.
+	PendingStep *PendingStep `json:"pending_step,omitempty"`
+}
+
+// PendingStep is a step interrupted while it waited for a person.
+type PendingStep struct {
+	N int `json:"n"`
+	// Decision is the model's decision of the step, as the loop parsed it.
+	Decision json.RawMessage `json:"decision"`
+	// Text is the model's reply; Rejected and Looped say why a person was
+	// asked instead of acting on it.
+	Text     string `json:"text,omitempty"`
+	Rejected string `json:"rejected,omitempty"`
+	Looped   bool   `json:"looped,omitempty"`
+	// Approval is the approval the step waits on.
+	Approval string `json:"approval"`
 }
 
 // StepUsage is one model call's usage.
