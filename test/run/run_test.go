@@ -453,6 +453,11 @@ func TestMemoryRecalledAcrossTasks(t *testing.T) {
 				return r
 			}
 			return decision("", done("Deploying to staging-eu"))
+		case 4:
+			if r, ok := expect(t, n, req, "整理周报"); !ok {
+				return r
+			}
+			return decision("", done("周报已整理"))
 		}
 		return llmtest.Fail("request %d was not expected", n)
 	}))
@@ -464,6 +469,40 @@ func TestMemoryRecalledAcrossTasks(t *testing.T) {
 		if code := p.wait(t, 60*time.Second); code != 0 {
 			t.Fatalf("task %d exit %d:\n%s", i, code, p.out.String())
 		}
+	}
+
+	// A captured task waits in the inbox until it is run.
+	r := e.run("tasks", "add", "整理周报")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "(inbox)") {
+		t.Fatalf("tasks add: %s%s", r.Stdout, r.Stderr)
+	}
+	if r := e.run("tasks", "add", "--someday", "learn Rust"); r.Code != 0 {
+		t.Fatalf("tasks add --someday: %s%s", r.Stdout, r.Stderr)
+	}
+	if r := e.run("tasks", "--status", "bogus"); r.Code != 2 || !strings.Contains(r.Stderr, "unknown status") {
+		t.Fatalf("bad status: %d %s", r.Code, r.Stderr)
+	}
+	var inbox []taskJSON
+	r = e.run("tasks", "--status", "inbox,someday", "--json")
+	if err := json.Unmarshal([]byte(r.Stdout), &inbox); err != nil || len(inbox) != 2 {
+		t.Fatalf("captured tasks: %v %s", err, r.Stdout)
+	}
+	var id string
+	for _, tk := range inbox {
+		if tk.Status == "inbox" {
+			id = tk.ID
+		}
+	}
+	p := e.start("resume", "--no-plan", "--model", model, id)
+	e.answer("approve", e.awaitApproval(p, "overseer.confirm_done"))
+	if code := p.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("captured task exit %d:\n%s", code, p.out.String())
+	}
+	if r := e.run("tasks", "show", id); r.Code != 0 || !strings.Contains(r.Stdout, "status: done") || !strings.Contains(r.Stdout, "周报已整理") {
+		t.Fatalf("tasks show: %s%s", r.Stdout, r.Stderr)
+	}
+	if r := e.run("abort", id); r.Code == 0 || !strings.Contains(r.Stderr, "has ended") {
+		t.Fatalf("aborting a done task: %d %s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
 
