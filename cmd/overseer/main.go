@@ -15,6 +15,7 @@ import (
 	_ "github.com/overseer-dev/overseer/plugins/memory/sqlite"
 	_ "github.com/overseer-dev/overseer/plugins/plan/llmplan"
 	_ "github.com/overseer-dev/overseer/plugins/tool/builtin"
+	_ "github.com/overseer-dev/overseer/plugins/tool/mcp"
 )
 
 func main() {

@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
 	"github.com/overseer-dev/overseer/internal/agent"
 	"github.com/overseer-dev/overseer/internal/agent/task"
@@ -45,7 +48,7 @@ func init() {
 type runFlags struct {
 	model, llmConfig string
 	maxSteps         int
-	noPlan           bool
+	noPlan, noMCP    bool
 	validate         []string
 	maxRejections    int
 }
@@ -59,6 +62,7 @@ func (f *runFlags) register(cmd *cobra.Command, resume bool) {
 	}
 	cmd.Flags().IntVar(&f.maxSteps, "max-steps", 0, help)
 	cmd.Flags().BoolVar(&f.noPlan, "no-plan", false, "do not break the task into subtasks first")
+	cmd.Flags().BoolVar(&f.noMCP, "no-mcp", false, "do not offer the tools of the MCP servers in $OVERSEER_HOME/mcp.yaml")
 	cmd.Flags().StringArrayVar(&f.validate, "validate", nil, "a regular expression every reply must match (repeatable); a reply that does not is rejected and asked again")
 	cmd.Flags().IntVar(&f.maxRejections, "max-rejections", agent.DefaultMaxRejections, "how many rejected replies in a row bring a person in")
 }
@@ -232,7 +236,7 @@ func (a *app) withLoop(ctx context.Context, f runFlags, resumeID string,
 	if err != nil {
 		return exit(2, err)
 	}
-	tools, closeTools, err := a.runTools(ctx, k.Home)
+	tools, closeTools, err := a.runTools(ctx, k.Home, f.noMCP)
 	if err != nil {
 		return err
 	}
@@ -280,13 +284,87 @@ func newPlugin[T any](id string, cfg json.RawMessage) (T, error) {
 }
 
 // runTools builds the tools of the supervised mode: the builtin tools (with
-// $OVERSEER_HOME/tools.json when present).
-func (a *app) runTools(ctx context.Context, home string) ([]plugin.Tool, func(), error) {
+// $OVERSEER_HOME/tools.json when present) and the servers of the MCP
+// gateway's configuration ($OVERSEER_HOME/mcp.yaml when present, unless
+// noMCP).
+func (a *app) runTools(ctx context.Context, home string, noMCP bool) ([]plugin.Tool, func(), error) {
 	t, err := a.loadTool(toolFlags{pluginID: defaultToolPlugin})
 	if err != nil {
 		return nil, nil, err
 	}
-	return []plugin.Tool{t}, func() {}, nil
+	tools := []plugin.Tool{t}
+	if noMCP {
+		return tools, func() {}, nil
+	}
+	raw, err := mcpToolConfig(filepath.Join(home, "mcp.yaml"), a.stderr)
+	if err != nil || raw == nil {
+		return tools, func() {}, err
+	}
+	mt, err := newPlugin[plugin.Tool]("tool.mcp", raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the MCP servers of mcp.yaml: %w", err)
+	}
+	closeMCP := func() {
+		if c, ok := mt.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
+	return append(tools, mt), closeMCP, nil
+}
+
+// canonicalArgs are the argument names under which the guards find a
+// kind's subject.
+var canonicalArgs = map[string][]string{
+	"shell":       {"command"},
+	"net_fetch":   {"url"},
+	"sql":         {"query"},
+	"file_read":   {"path", "file_path", "filepath", "filename", "file", "notebook_path", "target"},
+	"file_write":  {"path", "file_path", "filepath", "filename", "file", "notebook_path", "target"},
+	"file_edit":   {"path", "file_path", "filepath", "filename", "file", "notebook_path", "target"},
+	"file_delete": {"path", "file_path", "filepath", "filename", "file", "notebook_path", "target"},
+}
+
+// mcpToolConfig turns the servers of the MCP gateway's configuration file
+// into the tool.mcp plugin's configuration; nil when the file does not
+// exist or names no server. A tool mapped to a kind whose subject argument
+// the guards would not find under its name keeps the kind "mcp" (a person
+// is asked) instead: in the supervised mode the arguments reach the server
+// exactly as judged, so they are not copied to another name.
+func mcpToolConfig(file string, warn io.Writer) (json.RawMessage, error) {
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Servers map[string]map[string]any `yaml:"servers"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if len(doc.Servers) == 0 {
+		return nil, nil
+	}
+	for name, srv := range doc.Servers {
+		if srv == nil {
+			continue
+		}
+		delete(srv, "ping") // health is checked at each call
+		tools, _ := srv["tools"].(map[string]any)
+		for tool, m := range tools {
+			mm, _ := m.(map[string]any)
+			kind, _ := mm["kind"].(string)
+			arg, _ := mm["arg"].(string)
+			if names, ok := canonicalArgs[kind]; ok && arg != "" && !slices.Contains(names, arg) {
+				fmt.Fprintf(warn, "overseer: mcp.yaml: %s__%s: in overseer run the guards cannot read %q as a %s subject; the tool is judged as an MCP call (a person is asked)\n",
+					name, tool, arg, kind)
+				delete(tools, tool)
+			}
+		}
+	}
+	return json.Marshal(map[string]any{"servers": doc.Servers})
 }
 
 // regexValidator builds the response validator from --validate patterns.
