@@ -24,6 +24,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/agent/task"
 	"github.com/overseer-dev/overseer/internal/firewall"
+	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/perception"
 	"github.com/overseer-dev/overseer/internal/store"
@@ -68,6 +69,19 @@ type Config struct {
 	// Heartbeat is how often a running task proves it is alive and looks
 	// for abort requests (default 500ms).
 	Heartbeat time.Duration
+	// Answers, when set, are lines a person types where the task runs
+	// (its terminal): while the task waits for a person, a line answers
+	// (y, n, stop, or words), racing the other channels — the first
+	// answer wins. Lines typed before a question was asked are ignored.
+	// Who names that person.
+	Answers <-chan Line
+	Who     string
+}
+
+// Line is a line a person typed, and when.
+type Line struct {
+	Text string
+	At   time.Time
 }
 
 // Loop runs tasks.
@@ -134,6 +148,8 @@ type run struct {
 	// for a person; resumed is the approval a resumed step waits on.
 	current *task.PendingStep
 	resumed string
+	// endWait stops reading answers typed for the current wait.
+	endWait func()
 }
 
 // Options adjust one run.
@@ -422,6 +438,7 @@ func (r *run) ask(ctx context.Context, tool, question string) (*store.Approval, 
 	}
 	r.waiting(ctx, pending)
 	apr, err := r.l.k.Wait(ctx, pending.ID)
+	r.stopAnswering()
 	r.t.Status, r.t.Pending, r.t.PendingStep = task.Running, "", nil
 	return apr, err
 }
@@ -443,6 +460,102 @@ func (r *run) waiting(ctx context.Context, apr *store.Approval) {
 	}
 	r.l.printf("\n⏸  waiting for a person (%s): %s\n   answer with `overseer approve %s`, `overseer deny %s --reason \"…\"`, or in the web console\n",
 		apr.ID, oneLine(what, 300), apr.ID, apr.ID)
+	r.answerHere(ctx, apr)
+}
+
+// answerHere reads the person's answer to apr from the lines typed where the
+// task runs, until the wait ends (done).
+func (r *run) answerHere(ctx context.Context, apr *store.Approval) {
+	lines := r.l.cfg.Answers
+	if lines == nil {
+		return
+	}
+	question := apr.Verdict.Decider != nil && apr.Verdict.Decider.Source == action.SourceAgent
+	if question {
+		r.l.printf("   or answer here: y (yes) · n (no) · stop (abort the task) · or write your answer\n")
+	} else {
+		r.l.printf("   or answer here: y (run it) · n (refuse it) · stop (abort the task) · \"no, …\" with what to do instead\n")
+	}
+	asked := time.Now()
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	r.endWait = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		for {
+			var line string
+			select {
+			case <-wctx.Done():
+				return
+			case l, ok := <-lines:
+				if !ok {
+					return
+				}
+				if l.At.Before(asked) {
+					continue // typed before the question: not an answer to it
+				}
+				line = strings.TrimSpace(l.Text)
+			}
+			if line == "" {
+				continue
+			}
+			decision, ok := terminalDecision(line, question, apr.Tool == kernel.ConfirmDoneTool)
+			if !ok {
+				r.l.printf("   say y, n or stop (or \"no, …\" with what to do instead)\n")
+				continue
+			}
+			who := r.l.cfg.Who
+			if who == "" {
+				who = "terminal"
+			}
+			reason := line
+			if len([]rune(line)) <= 4 {
+				reason = "" // y, n, ok, stop: no words for the agent
+			}
+			if _, _, err := r.l.k.Answer(wctx, apr.ID, store.Answer{Decision: decision, Who: who, Channel: "terminal", Reason: reason}); err != nil {
+				if wctx.Err() == nil {
+					r.l.printf("   could not record the answer: %v\n", err)
+				}
+				continue
+			}
+			return
+		}
+	}()
+}
+
+// stopAnswering ends reading answers for the wait that just ended.
+func (r *run) stopAnswering() {
+	if r.endWait != nil {
+		r.endWait()
+		r.endWait = nil
+	}
+}
+
+// terminalDecision reads a typed answer. For a question, words that are
+// neither yes, no nor stop are an answer of their own (approve with the
+// words), except for a done-confirmation, where they say what is missing.
+func terminalDecision(line string, question, confirmDone bool) (string, bool) {
+	switch strings.ToLower(line) {
+	case "y", "yes":
+		return gate.DecisionApprove, true
+	case "n", "no":
+		return gate.DecisionDeny, true
+	}
+	switch gate.ParseIntent(line) {
+	case gate.IntentApprove:
+		return gate.DecisionApprove, true
+	case gate.IntentReject:
+		return gate.DecisionDeny, true
+	case gate.IntentAbort:
+		return gate.DecisionAbort, true
+	}
+	switch {
+	case confirmDone:
+		return gate.DecisionDeny, true
+	case question:
+		return gate.DecisionApprove, true
+	}
+	return "", false
 }
 
 // answerWords describes a person's answer for the model and the record.

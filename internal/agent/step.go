@@ -371,6 +371,7 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 	} else {
 		tr, err = r.l.k.RunTool(ctx, tool, a, opts)
 	}
+	r.stopAnswering()
 	t.Status, t.Pending = task.Running, ""
 	if tr != nil && len(tr.Verdict.Hints) > 0 {
 		t.Signals = appendRecent(t.Signals, tr.Verdict.Hints...)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,9 +63,23 @@ func (s *syncBuf) String() string {
 // start starts overseer with args in the working directory.
 func (e *env) start(args ...string) *proc {
 	e.t.Helper()
+	p, _ := e.startIn(false, args...)
+	return p
+}
+
+// startIn starts overseer, with a pipe to its standard input when withInput.
+func (e *env) startIn(withInput bool, args ...string) (*proc, io.WriteCloser) {
+	e.t.Helper()
 	cmd := exec.Command(overseertest.Binary(e.t), append([]string{"--home", e.home}, args...)...)
 	cmd.Dir = e.work
 	cmd.Env = append(append(os.Environ(), "OVERSEER_HOME="+e.home), e.extra...)
+	var in io.WriteCloser
+	if withInput {
+		var err error
+		if in, err = cmd.StdinPipe(); err != nil {
+			e.t.Fatal(err)
+		}
+	}
 	p := &proc{cmd: cmd, out: &syncBuf{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
@@ -88,7 +103,7 @@ func (e *env) start(args ...string) *proc {
 			<-p.done
 		}
 	})
-	return p
+	return p, in
 }
 
 // wait waits for the command to end and returns its exit status.
@@ -604,5 +619,58 @@ func TestPlanRoutingAndAbort(t *testing.T) {
 		if tk.ID == id && tk.Status != "aborted" {
 			t.Fatalf("aborted task: %+v", tk)
 		}
+	}
+}
+
+// TestAnswerInTheTerminal: the person answers where the task runs; a line
+// typed before a question is not taken as its answer; "no, …" refuses with
+// an instruction that reaches the model.
+func TestAnswerInTheTerminal(t *testing.T) {
+	e := newEnv(t)
+	outside := filepath.Join(t.TempDir(), "copy.txt")
+	inside := filepath.Join(e.work, "copy.txt")
+	srv := llmtest.NewOpenAI(t, llmtest.Func(func(n int, req llmtest.Request) llmtest.Reply {
+		switch n {
+		case 0:
+			return decision("", toolCall("file_write", map[string]any{"file_path": outside, "content": "c"}, "write the copy"))
+		case 1:
+			if r, ok := expect(t, n, req, "write it inside the project"); !ok {
+				return r
+			}
+			return decision("", toolCall("file_write", map[string]any{"file_path": inside, "content": "c"}, "write the copy inside"))
+		case 2:
+			return decision("", done("copied"))
+		}
+		return llmtest.Fail("request %d was not expected", n)
+	}))
+	p, pw := e.startIn(true, "run", "--answer-here", "--no-plan", "--model", "openai:test-model@"+srv.URL, "Copy a file")
+	defer pw.Close()
+	// A stray yes typed before anything was asked.
+	if _, err := io.WriteString(pw, "y\n"); err != nil {
+		t.Fatal(err)
+	}
+	e.awaitApproval(p, "file_write")
+	time.Sleep(300 * time.Millisecond)
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatal("a line typed before the question approved it")
+	}
+	if _, err := io.WriteString(pw, "no, write it inside the project\n"); err != nil {
+		t.Fatal(err)
+	}
+	e.awaitApproval(p, "overseer.confirm_done")
+	if _, err := io.WriteString(pw, "y\n"); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, p.out.String())
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatal("the refused write happened")
+	}
+	if _, err := os.Stat(inside); err != nil {
+		t.Fatalf("the write inside did not happen: %v", err)
+	}
+	if !strings.Contains(p.out.String(), "or answer here") {
+		t.Errorf("no prompt for an answer here:\n%s", p.out.String())
 	}
 }

@@ -2,10 +2,19 @@
 // test (console_test.go). Talks to the Go test over a line protocol:
 //
 //   stdout: READY | SEEN <approval id> | DONE <approval id> | SHOT <file> | ERROR <text>
+//           (and the answers to the task commands below)
 //   stdin:  APPROVE            wait for a request in the queue, approve it by clicking
 //           DENY <reason>      wait for a request, deny it with the keyboard (d, reason, Enter)
 //           SHOTS <dir>        take a screenshot of every page into <dir>
 //           LINK <url> <file>  open an approval link, screenshot it, press its button
+//           TASKLIST <n>       open the Tasks page, wait for n tasks: LIST <json>
+//           TASK <id>          open a task's detail: TASK <json>
+//           ABORT <id> <status> <aborts>
+//                              press the task's Abort button and confirm; wait until it shows
+//                              that status and that many abort requests: ABORTED <json>
+//           JUMP <id> <apr>    follow the waiting task's link to its approval: JUMPED <apr>
+//           PHONE <id> [dir]   the Tasks page and a task on a phone-sized screen: PHONE <json>
+//                              (with dir: screenshots tasks.png, task.png, phone-tasks.png, phone-task.png)
 //           QUIT
 //
 // Environment: OVERSEER_URL (base URL), OVERSEER_TOKEN, CHROMIUM (default
@@ -124,6 +133,96 @@ async function shots(dir) {
   await page.goto(base + "/ui/#/queue");
 }
 
+// ---- the Tasks page
+
+async function taskList(p, n) {
+  await p.goto(base + "/ui/#/tasks");
+  await p.waitForFunction((n) => document.querySelectorAll("#tasks li.task-row").length >= n, n, { timeout: 20000 });
+  return p.evaluate(() => ({
+    rows: [...document.querySelectorAll("#tasks li.task-row")].map((li) => ({
+      id: li.dataset.id, status: li.querySelector(".st").textContent, goal: li.querySelector(".goal").textContent,
+      meta: li.querySelector(".meta").textContent, live: !!li.querySelector(".runner"),
+      waits: (li.querySelector("a.waits") || { getAttribute: () => "" }).getAttribute("href"),
+    })),
+    // Markup in a goal must stay text: no element made from it, no script run.
+    injected: !!window.__pwned || document.querySelectorAll("#tasks script, #tasks img, #tasks b.x").length > 0,
+  }));
+}
+
+async function openTask(p, id) {
+  await p.goto(base + "/ui/#/tasks/" + encodeURIComponent(id));
+  await p.waitForSelector(`.task-detail[data-id="${id}"]`, { timeout: 20000 });
+}
+
+async function taskDetail(p, id) {
+  await openTask(p, id);
+  return p.evaluate(() => {
+    const d = document.querySelector(".task-detail");
+    const text = (el) => (el ? el.textContent.trim() : "");
+    const facts = {};
+    for (const dt of d.querySelectorAll(".facts dt")) facts[dt.textContent] = dt.nextElementSibling.textContent;
+    return {
+      status: d.dataset.status, goal: text(d.querySelector("h1.goal")), facts,
+      plan: [...d.querySelectorAll(".plan li")].map((li) => ({ title: text(li.querySelector("span")), checked: li.querySelector("input").checked })),
+      decisions: [...d.querySelectorAll(".decisions li")].map(text),
+      steps: [...d.querySelectorAll(".steps li.step")].map((li) => ({
+        n: Number(li.dataset.n), tool: text(li.querySelector(".tool")), outcome: text(li.querySelector(".oc")),
+        human: text(li.querySelector(".human span")), note: text(li.querySelector(".note")),
+        output: text(li.querySelector("pre.output")), full: !!li.querySelector("details pre.output"),
+      })),
+      waiting: text(d.querySelector(".waiting")),
+      approval: (d.querySelector("#task-approval") || { getAttribute: () => "" }).getAttribute("href"),
+      abort: text(d.querySelector("#task-abort")),
+      injected: !!window.__pwned || d.querySelectorAll("script, img, b.x").length > 0,
+    };
+  });
+}
+
+async function abortTask(id, status, aborts) {
+  await openTask(page, id);
+  const before = (await page.textContent("#task-abort")).trim();
+  await page.click("#task-abort");
+  await page.waitForSelector("#dialog[open]");
+  const title = (await page.textContent("#dialog-title")).trim();
+  const body = (await page.textContent("#dialog-body")).trim();
+  await page.click("#dialog-ok");
+  await page.waitForFunction(([id, status, aborts]) => {
+    const d = document.querySelector(`.task-detail[data-id="${id}"]`);
+    if (!d || d.dataset.status !== status) return false;
+    const dt = [...d.querySelectorAll(".facts dt")].find((x) => x.textContent === "abort requests");
+    return dt && dt.nextElementSibling.textContent === aborts;
+  }, [id, status, aborts], { timeout: 20000 });
+  const btn = await page.$("#task-abort");
+  return { before, title, body, after: btn ? (await btn.textContent()).trim() : "", toast: (await page.textContent("#toast")).trim() };
+}
+
+async function phoneTasks(id, dir) {
+  const p = await ctx.newPage();
+  p.on("pageerror", (e) => say("ERROR phone page: " + e.message));
+  await p.setViewportSize({ width: 390, height: 844 });
+  const overflow = () => p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  const quiet = (q) => q.evaluate(() => { const t = document.querySelector("#toast"); if (t) t.hidden = true; });
+  await p.goto(base + "/ui/#/tasks");
+  await p.waitForSelector("#tasks li.task-row", { timeout: 20000 });
+  const list = await overflow();
+  if (dir) { await quiet(p); await p.screenshot({ path: path.join(dir, "phone-tasks.png") }); say("SHOT " + path.join(dir, "phone-tasks.png")); }
+  await openTask(p, id);
+  const detail = await overflow();
+  const button = await p.evaluate(() => { const b = document.querySelector("#task-abort"); return b ? b.getBoundingClientRect().right <= window.innerWidth : true; });
+  if (dir) { await quiet(p); await p.screenshot({ path: path.join(dir, "phone-task.png"), fullPage: true }); say("SHOT " + path.join(dir, "phone-task.png")); }
+  await p.close();
+  if (dir) {
+    await page.goto(base + "/ui/#/tasks");
+    await page.waitForSelector("#tasks li.task-row");
+    await quiet(page);
+    await page.screenshot({ path: path.join(dir, "tasks.png"), fullPage: true }); say("SHOT " + path.join(dir, "tasks.png"));
+    await openTask(page, id);
+    await quiet(page);
+    await page.screenshot({ path: path.join(dir, "task.png"), fullPage: true }); say("SHOT " + path.join(dir, "task.png"));
+  }
+  return { list, detail, button };
+}
+
 const rl = readline.createInterface({ input: process.stdin });
 for await (const line of rl) {
   const [cmd, ...rest] = line.trim().split(" ");
@@ -156,6 +255,19 @@ for await (const line of rl) {
     await p.waitForSelector("#link-title");
     say("DONE " + (await p.textContent("#link-title")).trim());
     await anon.close();
+  } else if (cmd === "TASKLIST") {
+    say("LIST " + JSON.stringify(await taskList(page, Number(rest[0]))));
+  } else if (cmd === "TASK") {
+    say("TASK " + JSON.stringify(await taskDetail(page, rest[0])));
+  } else if (cmd === "ABORT") {
+    say("ABORTED " + JSON.stringify(await abortTask(rest[0], rest[1], rest[2])));
+  } else if (cmd === "JUMP") {
+    await openTask(page, rest[0]);
+    await page.click("#task-approval");
+    await page.waitForSelector(`article.item.selected[data-id="${rest[1]}"]`, { timeout: 20000 });
+    say("JUMPED " + (await page.getAttribute("article.item.selected", "data-id")));
+  } else if (cmd === "PHONE") {
+    say("PHONE " + JSON.stringify(await phoneTasks(rest[0], rest[1])));
   } else if (cmd === "QUIT") {
     break;
   }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,7 @@ type runFlags struct {
 	model, llmConfig string
 	maxSteps         int
 	noPlan, noMCP    bool
+	answerHere       bool
 	validate         []string
 	maxRejections    int
 }
@@ -63,6 +65,7 @@ func (f *runFlags) register(cmd *cobra.Command, resume bool) {
 	cmd.Flags().IntVar(&f.maxSteps, "max-steps", 0, help)
 	cmd.Flags().BoolVar(&f.noPlan, "no-plan", false, "do not break the task into subtasks first")
 	cmd.Flags().BoolVar(&f.noMCP, "no-mcp", false, "do not offer the tools of the MCP servers in $OVERSEER_HOME/mcp.yaml")
+	cmd.Flags().BoolVar(&f.answerHere, "answer-here", false, "read answers from standard input even when it is not a terminal (it always is read from a terminal)")
 	cmd.Flags().StringArrayVar(&f.validate, "validate", nil, "a regular expression every reply must match (repeatable); a reply that does not is rejected and asked again")
 	cmd.Flags().IntVar(&f.maxRejections, "max-rejections", agent.DefaultMaxRejections, "how many rejected replies in a row bring a person in")
 }
@@ -242,6 +245,9 @@ func (a *app) withLoop(ctx context.Context, f runFlags, resumeID string,
 	}
 	defer closeTools()
 	cfg := agent.Config{Kernel: k, Tasks: ts, LLM: llm, Tools: tools, Out: a.stdout, MaxRejections: f.maxRejections}
+	if f.answerHere || isTerminalIn(a.stdin) {
+		cfg.Answers, cfg.Who = readLines(a.stdin), whoami()
+	}
 	if cfg.Context, err = newPlugin[plugin.Context]("context.standard", nil); err != nil {
 		return err
 	}
@@ -681,4 +687,25 @@ func (a *app) abortCmd() *cobra.Command {
 			})
 		},
 	}
+}
+
+// isTerminalIn reports whether r is a terminal.
+func isTerminalIn(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && isTerminal(f)
+}
+
+// readLines reads r line by line, stamping each line with when it was
+// read. The goroutine ends at the end of r (or stays blocked reading a
+// terminal until the process exits).
+func readLines(r io.Reader) <-chan agent.Line {
+	ch := make(chan agent.Line)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			ch <- agent.Line{Text: sc.Text(), At: time.Now()}
+		}
+	}()
+	return ch
 }

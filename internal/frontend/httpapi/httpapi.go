@@ -98,6 +98,7 @@ func (s *Server) routes() {
 	m.HandleFunc("DELETE /api/v1/policy/rules/{id}", s.auth(s.deleteRule))
 	m.HandleFunc("GET /api/v1/policy/history", s.auth(s.policyHistory))
 	m.HandleFunc("POST /api/v1/policy/explain", s.auth(s.explain))
+	s.taskRoutes()
 }
 
 // apiError is the coded error that crosses the API.

@@ -1,7 +1,8 @@
 // Package web is Overseer's web console: the approvals queue with live
 // updates, the audit timeline, the policy view with "try an action" and the
 // risk dashboard, served by the daemon under /ui/ from assets embedded in the
-// binary (plain HTML, CSS and JavaScript; no build step).
+// binary (plain HTML, CSS and JavaScript; no build step). Its Tasks page
+// follows the tasks of Overseer's own agent loop and can abort them.
 //
 // People sign in with the daemon's token and get a session cookie (HttpOnly,
 // SameSite=Strict, stored server side so that it can be revoked); every
@@ -33,7 +34,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/overseer-dev/overseer/internal/agent/task"
 	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
 	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
@@ -97,6 +100,7 @@ type Console struct {
 	static  http.Handler
 	cop     *http.CrossOriginProtection
 	limiter *loginLimiter
+	tasks   *httpapi.Tasks
 }
 
 // New builds the console over k.
@@ -160,6 +164,7 @@ func New(k *kernel.Kernel, opts Options) (*Console, error) {
 		static:  http.StripPrefix(Prefix+"static/", http.FileServerFS(static)),
 		cop:     http.NewCrossOriginProtection(),
 		limiter: newLoginLimiter(opts.Clock),
+		tasks:   httpapi.NewTasks(task.NewStore(k.Store, opts.Clock.Now), k.Gate),
 	}
 	c.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusForbidden, "cross_origin", "cross-origin requests are refused")
@@ -206,6 +211,9 @@ func (c *Console) Mount(mux *http.ServeMux) {
 	h("DELETE /ui/api/policy/rules/{id}", c.session(c.csrf(c.apiDeleteRule)))
 	h("GET /ui/api/dashboard", c.session(c.apiDashboard))
 	h("GET /ui/charts/{name}", c.session(c.chart))
+	h("GET /ui/api/tasks", c.session(c.apiTasks))
+	h("GET /ui/api/tasks/{id}", c.session(c.apiTask))
+	h("POST /ui/api/tasks/{id}/abort", c.session(c.csrf(c.apiTaskAbort)))
 
 	// Approval links: no session; the signed single-use token is the credential.
 	h("GET /ui/a/{token}", c.linkPage)

@@ -89,7 +89,7 @@ function diffBlock(text) {
 
 // ---------------------------------------------------------------- router
 
-const pages = ["queue", "audit", "policy", "dashboard"];
+const pages = ["queue", "tasks", "audit", "policy", "dashboard"];
 let current = "";
 function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/");
@@ -99,6 +99,7 @@ function route() {
   const entering = page !== current;
   current = page;
   if (page === "queue" && parts[1]) selectId(decodeURIComponent(parts[1]), true);
+  if (page === "tasks") showTasks(parts[1] ? decodeURIComponent(parts[1]) : "");
   if (entering) {
     if (page === "audit") loadAudit();
     if (page === "policy") loadPolicy();
@@ -128,6 +129,7 @@ function connect() {
 
 const items = new Map(); // approval id → {apr, el, state}
 let selected = "";
+let wantSelected = ""; // an approval asked for (#/queue/ID) before the queue showed it
 
 function renderQueue(snap) {
   skew = new Date(snap.now).getTime() - Date.now();
@@ -145,6 +147,7 @@ function renderQueue(snap) {
   }
   if (!items.has(selected)) selected = items.size ? items.keys().next().value : "";
   markSelected();
+  if (wantSelected && items.has(wantSelected)) { const id = wantSelected; wantSelected = ""; selectId(id, true); }
   const n = items.size;
   $("#queue-empty").hidden = n > 0;
   const count = $("#count");
@@ -221,7 +224,8 @@ function markSelected() {
 }
 
 function selectId(id, scroll) {
-  if (!items.has(id)) return;
+  if (!items.has(id)) { wantSelected = id; return; }
+  wantSelected = "";
   selected = id;
   markSelected();
   if (scroll) items.get(id).el.scrollIntoView({ block: "nearest" });
@@ -323,6 +327,221 @@ function openDialog(title, body, ok) {
   okb.hidden = !ok;
   if (ok) { okb.textContent = ok.label; okb.onclick = (e) => { e.preventDefault(); d.close(); ok.run(); }; }
   d.showModal();
+}
+
+// ---------------------------------------------------------------- tasks
+
+// The tasks of Overseer's own agent loop. The page re-reads the task it
+// shows (or the list) every few seconds while it is open; goals, outputs
+// and people's words are untrusted text and only ever set as text.
+
+const TASK_POLL_MS = 3000;
+const ENDED = ["done", "failed", "aborted"];
+let taskShown = "";     // the task whose detail is open ("" for the list)
+let taskKey = "";       // what the shown detail was rendered from
+let taskLoading = false;
+let taskGen = 0;        // the latest load; older answers are dropped
+
+function shorten(s, n) {
+  s = String(s || "");
+  return s.length > n ? s.slice(0, n) + "…" : s;
+}
+
+function statusBadge(t) {
+  const b = h("span", { class: `st st-${t.status}`, text: t.status.replace("_", " ") });
+  if (t.status === "running" && !t.live) b.title = "no runner process: it stopped without ending (resume it)";
+  return b;
+}
+
+function usageText(u) {
+  u = u || {};
+  const tokens = (u.input_tokens || 0) + (u.output_tokens || 0);
+  let s = `${tokens.toLocaleString()} tokens`;
+  if (u.cost_usd > 0) s += ` · $${u.cost_usd.toFixed(u.cost_usd < 1 ? 4 : 2)}`;
+  return s;
+}
+
+function stepText(t) { return `step ${t.step}/${t.max_steps}`; }
+
+function showTasks(id) {
+  taskShown = id;
+  taskKey = "";
+  $("#tasks-view").hidden = !!id;
+  $("#task-detail").hidden = !id;
+  if (id) $("#task-detail").replaceChildren(h("p", { class: "hint", text: "loading…" }));
+  refreshTasks(true);
+}
+
+// refreshTasks re-reads what the page shows; a poll is skipped while a load
+// runs, a forced load (the person moved) supersedes it.
+async function refreshTasks(force) {
+  if (current !== "tasks" || (taskLoading && !force)) return;
+  const gen = ++taskGen;
+  taskLoading = true;
+  try {
+    if (taskShown) await loadTask(taskShown, gen);
+    else await loadTaskList(gen);
+  } catch (e) {
+    if (gen === taskGen) toast(e.message, true);
+  } finally {
+    if (gen === taskGen) taskLoading = false;
+  }
+}
+setInterval(() => { if (current === "tasks" && !document.hidden) refreshTasks(); }, TASK_POLL_MS);
+
+async function loadTaskList(gen) {
+  const status = $("#task-filter").value;
+  const list = await api("GET", "/ui/api/tasks?limit=200" + (status ? "&status=" + encodeURIComponent(status) : ""));
+  if (gen !== taskGen || taskShown) return; // the person moved meanwhile
+  $("#tasks").replaceChildren(...list.map(taskRow));
+  $("#tasks-empty").hidden = list.length > 0;
+}
+
+function taskRow(t) {
+  const meta = [stepText(t), usageText(t.usage)];
+  if (t.plan_total) meta.push(`plan ${t.plan_done}/${t.plan_total}`);
+  meta.push(`updated ${fmtTime(t.updated_at)}`);
+  const li = h("li", { class: `task-row status-${t.status}`, dataset: { id: t.id, status: t.status } },
+    h("a", { class: "task-link", href: `#/tasks/${encodeURIComponent(t.id)}` },
+      h("div", { class: "task-top" }, statusBadge(t),
+        t.live ? h("span", { class: "runner", title: "a runner is working on it", text: "● live" }) : null,
+        h("code", { class: "task-id", text: t.id })),
+      h("div", { class: "goal", text: t.goal }),
+      h("div", { class: "meta", text: meta.join(" · ") }),
+      t.error ? h("div", { class: "task-error", text: shorten(t.error, 200) }) : null));
+  if (t.pending) {
+    li.append(h("a", { class: "waits", href: `#/queue/${encodeURIComponent(t.pending)}`, text: "Waiting for you — answer in the queue →" }));
+  }
+  return li;
+}
+
+$("#task-filter").addEventListener("change", () => { if (!taskShown) refreshTasks(true); });
+
+async function loadTask(id, gen) {
+  let t;
+  try {
+    t = await api("GET", `/ui/api/tasks/${encodeURIComponent(id)}`);
+  } catch (e) {
+    if (gen === taskGen && taskShown === id) {
+      $("#task-detail").replaceChildren(h("p", {}, h("a", { href: "#/tasks", text: "← All tasks" })),
+        h("p", { class: "empty", text: e.message }));
+    }
+    return;
+  }
+  if (gen !== taskGen || taskShown !== id) return;
+  // Re-render only when something changed, so open details stay open.
+  const key = JSON.stringify([t.updated_at, t.live, t.status, t.aborts, t.pending_approval && t.pending_approval.status]);
+  if (key === taskKey) return;
+  taskKey = key;
+  $("#task-detail").replaceChildren(taskDetail(t));
+}
+
+function taskDetail(t) {
+  const root = h("article", { class: `task-detail status-${t.status}`, dataset: { id: t.id, status: t.status } });
+  root.append(h("p", {}, h("a", { href: "#/tasks", class: "back", text: "← All tasks" })));
+  root.append(h("div", { class: "task-top" }, statusBadge(t),
+    t.live ? h("span", { class: "runner", text: "● live" }) : h("span", { class: "hint", text: "no runner" }),
+    h("code", { class: "task-id", text: t.id })));
+  root.append(h("h1", { class: "goal", text: t.goal }));
+
+  const facts = [["progress", stepText(t)], ["usage", usageText(t.usage)], ["model", t.model],
+    ["created", fmtTime(t.created_at)], ["updated", fmtTime(t.updated_at)],
+    ["time spent", t.elapsed ? dur(t.elapsed / 1e6) : ""], ["directory", t.cwd],
+    ["abort requests", t.aborts ? String(t.aborts) : ""]];
+  root.append(h("dl", { class: "facts" }, facts.filter(([, v]) => v).flatMap(([k, v]) => [h("dt", { text: k }), h("dd", { text: v })])));
+
+  if (t.pending) {
+    const apr = t.pending_approval;
+    const q = apr && apr.action && apr.action.args && typeof apr.action.args.question === "string" ? apr.action.args.question : "";
+    const what = apr ? (apr.tool === "overseer.ask_human" ? "The agent asks:" : apr.tool === "overseer.confirm_done" ? "The agent says it is done:" : `It waits for an answer on ${apr.tool}:`) : "It waits for a person.";
+    root.append(h("div", { class: "waiting card" },
+      h("b", { text: what }), " ",
+      q ? h("span", { class: "question", text: q }) : (apr ? h("span", { text: mainArg(apr.action) }) : null),
+      h("div", {}, h("a", { class: "button", id: "task-approval", href: `#/queue/${encodeURIComponent(t.pending)}`, text: "Answer in the queue →" }))));
+  }
+  if (t.result) root.append(h("div", { class: "card result" }, h("h2", { text: t.status === "paused" ? "Where it stopped" : "Result" }), h("p", { class: "prewrap", text: t.result })));
+  if (t.error) root.append(h("div", { class: "card task-error" }, h("h2", { text: "Error" }), h("p", { class: "prewrap", text: t.error })));
+
+  if (!ENDED.includes(t.status)) {
+    const again = t.live && t.aborts > 0;
+    root.append(h("div", { class: "row" }, h("button", { class: "abort", id: "task-abort",
+      onclick: () => confirmAbort(t), text: again ? "Stop now" : "Abort task" }),
+      again ? h("span", { class: "hint", text: "An abort was asked for: it stops after its current step." }) : null));
+  }
+
+  const plan = t.plan && t.plan.subtasks && t.plan.subtasks.length ? t.plan : null;
+  if (plan) {
+    root.append(h("h2", {}, "Plan", plan.revision ? h("span", { class: "hint", text: ` (revision ${plan.revision})` }) : null));
+    root.append(h("ol", { class: "plan" }, plan.subtasks.map((s) => h("li", { class: s.done ? "done" : "" },
+      h("label", {}, h("input", { type: "checkbox", disabled: true, checked: !!s.done }), h("span", { text: s.title })),
+      s.result ? h("div", { class: "hint", text: s.result }) : null))));
+    if (plan.notes) root.append(h("p", { class: "hint", text: "Notes: " + plan.notes }));
+  }
+
+  if (t.human_decisions && t.human_decisions.length) {
+    root.append(h("h2", { text: "People's decisions" }));
+    root.append(h("ul", { class: "decisions" }, t.human_decisions.map((d) => h("li", { text: d }))));
+  }
+  if (t.signals && t.signals.length) {
+    root.append(h("h2", { text: "Signals" }));
+    root.append(h("ul", { class: "decisions" }, t.signals.map((d) => h("li", { text: d }))));
+  }
+
+  const steps = t.steps || [];
+  root.append(h("h2", {}, "Steps", h("span", { class: "hint", text: ` (${steps.length})` })));
+  if (!steps.length) root.append(h("p", { class: "hint", text: "No steps yet." }));
+  else root.append(h("ol", { class: "steps" }, steps.slice().reverse().map(stepRow)));
+  return root;
+}
+
+function stepRow(s) {
+  const li = h("li", { class: `step step-${s.outcome}`, dataset: { n: s.n } });
+  const tool = s.tool || s.action;
+  li.append(h("div", { class: "step-head" }, h("span", { class: "seq", text: `#${s.n}` }),
+    h("b", { class: "tool", text: tool }), h("span", { class: `oc oc-${s.outcome}`, text: s.outcome }),
+    s.is_error ? h("span", { class: "oc oc-error", text: "error" }) : null,
+    s.class ? h("span", { class: "hint", text: s.class }) : null,
+    typeof s.confidence === "number" ? h("span", { class: "hint", text: `confidence ${s.confidence}` }) : null));
+  if (s.args && Object.keys(s.args).length) li.append(h("div", { class: "main", text: shorten(mainArg(s), 300) }));
+  if (s.intent) li.append(h("p", { class: "meta", text: "intent: " + s.intent }));
+  if (s.thought) li.append(h("p", { class: "thought", text: shorten(s.thought, 300) }));
+  if (s.note) li.append(h("p", { class: "note", text: s.note }));
+  if (s.human) li.append(h("p", { class: "human" }, h("b", { text: "Person: " }), h("span", { text: s.human })));
+  if (s.output) {
+    const short = shorten(s.output, 400);
+    li.append(h("pre", { class: "output", text: short }));
+    if (short !== s.output) {
+      li.append(h("details", {}, h("summary", { text: `All output (${s.output.length.toLocaleString()} characters)` }),
+        h("pre", { class: "output", text: s.output })));
+    }
+  }
+  return li;
+}
+
+function confirmAbort(t) {
+  const again = t.live && t.aborts > 0;
+  const msg = !t.live
+    ? "No runner is working on this task: it ends as aborted now."
+    : again
+      ? "An abort was asked for already. Pressing again stops the task at once, in the middle of its step."
+      : "The task stops after its current step. (Press again afterwards to stop it at once.)";
+  openDialog(again ? "Stop this task now?" : "Abort this task?", h("div", {},
+    h("p", { class: "goal", text: t.goal }), h("p", { text: msg })), { label: again ? "Stop now" : "Abort", run: () => abortTask(t.id) });
+}
+
+async function abortTask(id) {
+  const btn = $("#task-abort");
+  if (btn) btn.disabled = true;
+  try {
+    const r = await api("POST", `/ui/api/tasks/${encodeURIComponent(id)}/abort`);
+    toast(r.note || `task ${r.status}`);
+    if (taskShown === id) { taskGen++; taskLoading = false; taskKey = ""; $("#task-detail").replaceChildren(taskDetail(r)); }
+  } catch (e) {
+    toast(e.message, true);
+    if (btn) btn.disabled = false;
+    taskKey = "";
+    refreshTasks(true);
+  }
 }
 
 // ---------------------------------------------------------------- audit
