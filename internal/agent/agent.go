@@ -168,6 +168,11 @@ func (l *Loop) Run(ctx context.Context, id string, opts Options) (*task.Task, er
 		return nil, err
 	}
 	r := &run{l: l, t: t, start: time.Now()}
+	if err := l.cfg.Tasks.Record(ctx, t, task.Event{Event: "started"}); err != nil {
+		// Nothing runs unrecorded.
+		t.Status, t.Runner, t.Error = task.Failed, nil, err.Error()
+		return t, errors.Join(err, l.cfg.Tasks.Save(context.WithoutCancel(ctx), t))
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	hbDone := make(chan struct{})
@@ -335,6 +340,9 @@ func (r *run) finish(ctx context.Context, err error) (*task.Task, error) {
 	}
 	if cerr := r.checkpoint(ctx); cerr != nil {
 		return t, errors.Join(runErr, cerr)
+	}
+	if aerr := r.l.cfg.Tasks.Record(ctx, t, task.Event{Event: "ended", Result: oneLine(t.Result, 500), Error: t.Error}); aerr != nil {
+		return t, errors.Join(runErr, aerr)
 	}
 	return t, runErr
 }

@@ -47,6 +47,7 @@ const (
 	TypeResult          = "result"
 	TypePolicyChange    = "policy_change"
 	TypeError           = "error"
+	TypeTask            = "task" // a supervised-mode task's lifecycle: created, started, abort requested, ended
 )
 
 // Genesis is the prev_hash of the first record of a chain.

@@ -620,6 +620,30 @@ func TestPlanRoutingAndAbort(t *testing.T) {
 			t.Fatalf("aborted task: %+v", tk)
 		}
 	}
+	// The task's lifecycle is in the audit log, with who asked to abort.
+	r := e.run("audit", "export")
+	var events []string
+	for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		var rec struct {
+			Type string         `json:"type"`
+			Data map[string]any `json:"data"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Type != "task" {
+			continue
+		}
+		if d := rec.Data; d["task_id"] == id {
+			ev := fmt.Sprint(d["event"], ":", d["status"])
+			if w, _ := d["who"].(string); w != "" {
+				ev += ":by-" + fmt.Sprint(d["channel"])
+			}
+			events = append(events, ev)
+		}
+	}
+	want := "created:created,started:running,abort_requested:running:by-cli,abort_requested:running:by-cli,ended:aborted"
+	if got := strings.Join(events, ","); got != want {
+		t.Errorf("audit of the task: %s\nwant %s", got, want)
+	}
+	e.verifyAudit()
 }
 
 // TestAnswerInTheTerminal: the person answers where the task runs; a line

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/plugin"
 )
@@ -165,8 +166,47 @@ const ns = "task"
 // Store keeps tasks in the kernel's state store, so every process sharing
 // the database sees them.
 type Store struct {
-	st  store.StateStore
-	now func() time.Time
+	st    store.StateStore
+	now   func() time.Time
+	audit *audit.Log
+}
+
+// WithAudit makes the store record each task's lifecycle (created, started,
+// abort requested, ended) in the audit log, and returns it.
+func (s *Store) WithAudit(l *audit.Log) *Store {
+	s.audit = l
+	return s
+}
+
+// Event is the audit record of a task's lifecycle event.
+type Event struct {
+	Event   string `json:"event"` // created, started, abort_requested, ended
+	TaskID  string `json:"task_id"`
+	Goal    string `json:"goal,omitempty"`
+	Status  Status `json:"status"`
+	Step    int    `json:"step"`
+	Who     string `json:"who,omitempty"`
+	Channel string `json:"channel,omitempty"`
+	Aborts  int    `json:"aborts,omitempty"`
+	Result  string `json:"result,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Record writes a lifecycle event of t to the audit log (when the store has
+// one).
+func (s *Store) Record(ctx context.Context, t *Task, ev Event) error {
+	if s.audit == nil {
+		return nil
+	}
+	ev.TaskID, ev.Status, ev.Step = t.ID, t.Status, t.Step
+	if ev.Event == "created" {
+		ev.Goal = t.Goal
+	}
+	_, err := s.audit.Append(context.WithoutCancel(ctx), audit.Entry{Type: audit.TypeTask, Agent: "overseer", Session: t.Session, Data: ev})
+	if err != nil {
+		return fmt.Errorf("recording the task's %s in the audit log: %w", ev.Event, err)
+	}
+	return nil
 }
 
 // NewStore returns a Store over st; now defaults to time.Now.
@@ -211,12 +251,15 @@ func (s *Store) Create(ctx context.Context, t *Task) error {
 	if err != nil {
 		return err
 	}
-	return s.st.UpdateState(ctx, ns, t.ID, func(old []byte) ([]byte, error) {
+	if err := s.st.UpdateState(ctx, ns, t.ID, func(old []byte) ([]byte, error) {
 		if old != nil {
 			return nil, fmt.Errorf("task %s already exists", t.ID)
 		}
 		return b, nil
-	})
+	}); err != nil {
+		return err
+	}
+	return s.Record(ctx, t, Event{Event: "created"})
 }
 
 // Get returns the task with id, or one whose ID starts with id when that is
@@ -330,11 +373,17 @@ func (s *Store) Save(ctx context.Context, t *Task) error {
 // that is not running ends as aborted at once; a running one is told to
 // stop after its current step (first request) or at once (second).
 func (s *Store) Abort(ctx context.Context, id string, stale time.Duration) (*Task, error) {
+	return s.AbortBy(ctx, id, stale, "", "")
+}
+
+// AbortBy is Abort that records who asked, through which channel, in the
+// audit log.
+func (s *Store) AbortBy(ctx context.Context, id string, stale time.Duration, who, channel string) (*Task, error) {
 	t, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return s.Update(ctx, t.ID, func(t *Task) error {
+	t, err = s.Update(ctx, t.ID, func(t *Task) error {
 		if t.Status.Ended() {
 			return fmt.Errorf("%w: %s is %s", ErrEnded, t.ID, t.Status)
 		}
@@ -346,6 +395,10 @@ func (s *Store) Abort(ctx context.Context, id string, stale time.Duration) (*Tas
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return t, s.Record(ctx, t, Event{Event: "abort_requested", Who: who, Channel: channel, Aborts: t.Aborts})
 }
 
 // Live reports whether t has a runner that sent a heartbeat within stale

@@ -219,7 +219,7 @@ func (a *app) withLoop(ctx context.Context, f runFlags, resumeID string,
 		return err
 	}
 	defer k.Close()
-	ts := task.NewStore(k.Store, k.Clock.Now)
+	ts := task.NewStore(k.Store, k.Clock.Now).WithAudit(k.Audit)
 	model := f.model
 	if f.llmConfig != "" {
 		abs, err := filepath.Abs(f.llmConfig)
@@ -546,7 +546,7 @@ func (a *app) withTasks(ctx context.Context, fn func(ctx context.Context, ts *ta
 		return err
 	}
 	defer k.Close()
-	return fn(ctx, task.NewStore(k.Store, k.Clock.Now))
+	return fn(ctx, task.NewStore(k.Store, k.Clock.Now).WithAudit(k.Audit))
 }
 
 func (a *app) tasksAddCmd() *cobra.Command {
@@ -671,7 +671,7 @@ func (a *app) abortCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withTasks(cmd.Context(), func(ctx context.Context, ts *task.Store) error {
-				t, err := ts.Abort(ctx, args[0], 5*time.Second)
+				t, err := ts.AbortBy(ctx, args[0], 5*time.Second, whoami(), "cli")
 				if err != nil {
 					return exit(exitFailed, err)
 				}

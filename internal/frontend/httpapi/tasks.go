@@ -209,7 +209,7 @@ func (h *Tasks) Get(w http.ResponseWriter, r *http.Request) {
 // at once (second). It answers with the task after the request, 404 for an
 // unknown task and 409 for one that has ended.
 func (h *Tasks) Abort(w http.ResponseWriter, r *http.Request) {
-	t, err := h.tasks.Abort(r.Context(), r.PathValue("id"), h.stale)
+	t, err := h.tasks.AbortBy(r.Context(), r.PathValue("id"), h.stale, "api", "api")
 	if errors.Is(err, task.ErrEnded) {
 		msg := "the task has ended: there is nothing to abort"
 		if cur, gerr := h.tasks.Get(r.Context(), r.PathValue("id")); gerr == nil {
@@ -260,7 +260,7 @@ func writeTaskErr(w http.ResponseWriter, id string, err error) {
 
 // taskRoutes registers the task endpoints (people's side: token required).
 func (s *Server) taskRoutes() {
-	h := NewTasks(task.NewStore(s.k.Store, s.k.Clock.Now), s.k.Gate)
+	h := NewTasks(task.NewStore(s.k.Store, s.k.Clock.Now).WithAudit(s.k.Audit), s.k.Gate)
 	s.mux.HandleFunc("GET /api/v1/tasks", s.auth(h.List))
 	s.mux.HandleFunc("GET /api/v1/tasks/{id}", s.auth(h.Get))
 	s.mux.HandleFunc("POST /api/v1/tasks/{id}/abort", s.auth(h.Abort))
