@@ -163,6 +163,9 @@ func (a *app) runTask(ctx context.Context, l *agent.Loop, id string, opts agent.
 		a.printOutcome(t)
 	}
 	if err != nil {
+		if t != nil && t.Error != "" {
+			return exit(exitFailed, nil) // printed with the outcome
+		}
 		return exit(exitFailed, err)
 	}
 	switch t.Status {
@@ -188,6 +191,7 @@ func (a *app) printOutcome(t *task.Task) {
 	}
 	if t.Error != "" {
 		fmt.Fprintln(a.stdout, "error:", t.Error)
+		fmt.Fprintf(a.stdout, "the task is checkpointed: once the problem is fixed, go on with `overseer resume %s`\n", t.ID)
 	}
 }
 
