@@ -9,8 +9,10 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -122,4 +124,24 @@ type ToolSpec struct {
 type Tool interface {
 	Tools(ctx context.Context) ([]ToolSpec, error)
 	Execute(ctx context.Context, c Call) (Result, error)
+}
+
+// DecodeConfig decodes a plugin's JSON configuration into v strictly: an
+// unknown field, a wrong type or trailing data is an error. Empty input
+// (or JSON null) leaves v as it is, so a plugin's zero configuration is its
+// default.
+func DecodeConfig(raw json.RawMessage, v any) error {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the configuration")
+	}
+	return nil
 }

@@ -40,3 +40,35 @@ func TestRegistry(t *testing.T) {
 		t.Fatalf("IDs(test) = %v", ids)
 	}
 }
+
+func TestDecodeConfig(t *testing.T) {
+	type cfg struct {
+		A int    `json:"a"`
+		B string `json:"b"`
+	}
+	tests := []struct {
+		raw     string
+		want    cfg
+		wantErr bool
+	}{
+		{raw: "", want: cfg{A: 7}},
+		{raw: "  null ", want: cfg{A: 7}},
+		{raw: `{"a": 1, "b": "x"}`, want: cfg{A: 1, B: "x"}},
+		{raw: `{"a": 1, "c": 2}`, wantErr: true},
+		{raw: `{"a": "1"}`, wantErr: true},
+		{raw: `{"a": 1} {"a": 2}`, wantErr: true},
+		{raw: `{"a": 1`, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			got := cfg{A: 7}
+			err := DecodeConfig(json.RawMessage(tt.raw), &got)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("error %v, want error %v", err, tt.wantErr)
+			}
+			if !tt.wantErr && got != tt.want {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
