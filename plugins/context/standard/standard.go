@@ -21,7 +21,6 @@
 package standard
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,16 +74,8 @@ type Config struct {
 // errors) and validates it. Empty input is the default configuration.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	var c Config
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return c, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	if err := plugin.DecodeConfig(raw, &c); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	if dec.More() {
-		return c, fmt.Errorf("%w: trailing data", ErrConfig)
 	}
 	return c, c.Validate()
 }

@@ -62,13 +62,8 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return c, fmt.Errorf("%w: empty configuration (model is required)", ErrConfig)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	if err := plugin.DecodeConfig(raw, &c); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	if dec.More() {
-		return c, fmt.Errorf("%w: trailing data", ErrConfig)
 	}
 	return c, nil
 }

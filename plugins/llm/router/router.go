@@ -6,7 +6,6 @@
 package router
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,13 +55,8 @@ var knownPurposes = map[string]bool{
 // ParseConfig decodes raw strictly.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	var c Config
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	if err := plugin.DecodeConfig(raw, &c); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	if dec.More() {
-		return c, fmt.Errorf("%w: trailing data", ErrConfig)
 	}
 	return c, nil
 }
