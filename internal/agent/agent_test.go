@@ -260,3 +260,35 @@ func TestLowConfidenceAndPreferences(t *testing.T) {
 		t.Fatalf("no preference kept in memory: %+v", items)
 	}
 }
+
+// TestUnknownToolAndBlock: a tool that does not exist never runs anything
+// and the model is told; a hard-guard block is a constraint in the next
+// prompt; neither reaches a person.
+func TestUnknownToolAndBlock(t *testing.T) {
+	h := newHarness(t, llmtest.Func(func(n int, req llmtest.Request) llmtest.Reply {
+		switch n {
+		case 0:
+			return reply("", call("shell_exec", map[string]any{"cmd": "rm -rf /"}, "clean", 0.9))
+		case 1:
+			if lacks(t, n, req, `no tool named "shell_exec"`) {
+				return llmtest.Fail("not told")
+			}
+			return reply("", call("bash", map[string]any{"command": "rm -rf / --no-preserve-root"}, "clean", 0.9))
+		case 2:
+			if lacks(t, n, req, "the firewall blocked bash") {
+				return llmtest.Fail("no constraint")
+			}
+			return reply("", doneDecision)
+		}
+		return llmtest.Fail("request %d was not expected", n)
+	}), nil)
+	tk := h.run(t, "clean up")
+	if tk.Status != task.Done || tk.Steps[0].Outcome != plugin.OutcomeError || tk.Steps[1].Outcome != plugin.OutcomeBlocked {
+		t.Fatalf("status %s steps %+v\n%s", tk.Status, tk.Steps, h.out)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.asked) != 1 || h.asked[0].Tool != kernel.ConfirmDoneTool {
+		t.Fatalf("a person was asked about something else: %d questions", len(h.asked))
+	}
+}

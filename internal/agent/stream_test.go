@@ -60,3 +60,33 @@ func FuzzFenceFilter(f *testing.F) {
 		}
 	})
 }
+
+func TestTerminalDecision(t *testing.T) {
+	tests := []struct {
+		line                  string
+		question, confirmDone bool
+		want                  string
+		ok                    bool
+	}{
+		{line: "y", want: "approve", ok: true},
+		{line: "YES", want: "approve", ok: true},
+		{line: "n", want: "deny", ok: true},
+		{line: "stop", want: "abort", ok: true},
+		{line: "no, write it under docs/ instead", want: "deny", ok: true},
+		{line: "不要执行", want: "deny", ok: true},
+		{line: "可以", want: "approve", ok: true},
+		{line: "hmm, what does it do?", ok: false},
+		{line: "use the staging database", ok: false},
+		{line: "use the staging database", question: true, want: "approve", ok: true},
+		{line: "also update the changelog", question: true, confirmDone: true, want: "deny", ok: true},
+		{line: "ok?", question: false, ok: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			got, ok := terminalDecision(tt.line, tt.question, tt.confirmDone)
+			if ok != tt.ok || got != tt.want {
+				t.Fatalf("got %q %v, want %q %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
