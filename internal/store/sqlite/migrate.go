@@ -4,22 +4,32 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 )
 
-// migration is one step of the schema's history. Steps are never edited once
+// Migration is one step of a schema's history. Steps are never edited once
 // released; a change is a new step with the next version.
-type migration struct {
-	version int
-	name    string
-	stmts   []string
+type Migration struct {
+	// Version numbers the step; the steps of a history have increasing
+	// versions, from 1.
+	Version int
+	// Name says what the step does; it is recorded with the version.
+	Name string
+	// Stmts are the SQL statements of the step, run in order in one
+	// transaction.
+	Stmts []string
 }
 
-// migrations is the schema's history, in order. Versions start at 1 and
-// increase by one.
-var migrations = []migration{
-	{version: 1, name: "initial schema", stmts: []string{
+// MigrationTable is the table in which the store records the versions of its
+// schema that a database has.
+const MigrationTable = "schema_migrations"
+
+// migrations is the store's schema history, in order. Versions start at 1
+// and increase by one.
+var migrations = []Migration{
+	{Version: 1, Name: "initial schema", Stmts: []string{
 		`CREATE TABLE audit (
 			seq       INTEGER PRIMARY KEY,
 			time      TEXT NOT NULL,
@@ -89,15 +99,40 @@ var migrations = []migration{
 }
 
 // SchemaVersion is the schema version this program writes.
-func SchemaVersion() int { return migrations[len(migrations)-1].version }
+func SchemaVersion() int { return migrations[len(migrations)-1].Version }
 
-// migrate applies the steps of ms that the database lacks, in order, each in
-// its own write transaction. Every transaction re-reads what is applied, so
-// processes opening the same new file at once apply each step exactly once.
-func migrate(ctx context.Context, db *sql.DB, ms []migration) error {
+// identifier is what Migrate accepts as the name of a version table.
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Migrate brings the schema of the database behind db up to date with the
+// history ms, recording the applied versions in table (created when
+// missing). It applies the steps the database lacks in order, each in its own
+// transaction; a failing step is rolled back whole. Every transaction re-reads
+// what is applied, so processes opening the same new file at once apply each
+// step exactly once, and a transaction that meets a lock SQLite's busy
+// handler does not wait on is tried again for up to BusyTimeout.
+//
+// A database that records a version ms does not know was written by a newer
+// program: Migrate refuses it with an error wrapping ErrSchemaTooNew that
+// tells the user to upgrade. ms must be non-empty with increasing positive
+// versions, and table a plain SQL identifier. db should run its transactions
+// as BEGIN IMMEDIATE (see OpenPools), so that two migrating processes do not
+// both read the versions before either writes.
+func Migrate(ctx context.Context, db *sql.DB, table string, ms []Migration) error {
+	if !identifier.MatchString(table) {
+		return fmt.Errorf("sqlite: migrate: version table %q is not a plain identifier", table)
+	}
+	if len(ms) == 0 {
+		return fmt.Errorf("sqlite: migrate: no migrations")
+	}
+	for i, m := range ms {
+		if m.Version <= 0 || i > 0 && m.Version <= ms[i-1].Version {
+			return fmt.Errorf("sqlite: migrate: migration %d (%s) is out of order", m.Version, m.Name)
+		}
+	}
 	deadline := time.Now().Add(BusyTimeout)
 	for {
-		done, err := migrateOne(ctx, db, ms)
+		done, err := migrateOne(ctx, db, table, ms)
 		if err != nil && isBusy(err) && time.Now().Before(deadline) {
 			// Two processes opening a new database at once can meet a
 			// lock that SQLite's busy handler does not wait on (the
@@ -119,8 +154,8 @@ func migrate(ctx context.Context, db *sql.DB, ms []migration) error {
 }
 
 // migrateOne applies the first missing step of ms and reports done when
-// there was none.
-func migrateOne(ctx context.Context, db *sql.DB, ms []migration) (done bool, err error) {
+// there was none. table has been checked to be an identifier.
+func migrateOne(ctx context.Context, db *sql.DB, table string, ms []Migration) (done bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("sqlite: migrate: %w", err)
@@ -130,7 +165,7 @@ func migrateOne(ctx context.Context, db *sql.DB, ms []migration) (done bool, err
 			_ = tx.Rollback()
 		}
 	}()
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS "`+table+`" (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT NOT NULL,
 		applied_at TEXT NOT NULL
@@ -138,7 +173,7 @@ func migrateOne(ctx context.Context, db *sql.DB, ms []migration) (done bool, err
 		return false, fmt.Errorf("sqlite: migrate: %w", err)
 	}
 	applied := map[int]bool{}
-	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	rows, err := tx.QueryContext(ctx, `SELECT version FROM "`+table+`" ORDER BY version`)
 	if err != nil {
 		return false, fmt.Errorf("sqlite: migrate: %w", err)
 	}
@@ -155,29 +190,29 @@ func migrateOne(ctx context.Context, db *sql.DB, ms []migration) (done bool, err
 	}
 	known := map[int]bool{}
 	for _, m := range ms {
-		known[m.version] = true
+		known[m.Version] = true
 	}
 	for v := range applied {
 		if !known[v] {
 			return false, fmt.Errorf("%w: it has schema version %d, this program knows versions up to %d; upgrade the program",
-				ErrSchemaTooNew, v, ms[len(ms)-1].version)
+				ErrSchemaTooNew, v, ms[len(ms)-1].Version)
 		}
 	}
 	for _, m := range ms {
-		if applied[m.version] {
+		if applied[m.Version] {
 			continue
 		}
-		for _, s := range m.stmts {
+		for _, s := range m.Stmts {
 			if _, err := tx.ExecContext(ctx, s); err != nil {
-				return false, fmt.Errorf("sqlite: migration %d (%s): %w", m.version, m.name, err)
+				return false, fmt.Errorf("sqlite: migration %d (%s): %w", m.Version, m.Name, err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-			m.version, m.name, fmtTime(time.Now())); err != nil {
-			return false, fmt.Errorf("sqlite: migration %d (%s): %w", m.version, m.name, err)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO "`+table+`" (version, name, applied_at) VALUES (?, ?, ?)`,
+			m.Version, m.Name, fmtTime(time.Now())); err != nil {
+			return false, fmt.Errorf("sqlite: migration %d (%s): %w", m.Version, m.Name, err)
 		}
 		if err := tx.Commit(); err != nil {
-			return false, fmt.Errorf("sqlite: migration %d (%s): %w", m.version, m.name, err)
+			return false, fmt.Errorf("sqlite: migration %d (%s): %w", m.Version, m.Name, err)
 		}
 		return false, nil
 	}

@@ -13,6 +13,10 @@
 // The schema is versioned: Open applies the missing migrations in order, each
 // in its own transaction, and refuses a database written by a newer version
 // of the program (ErrSchemaTooNew).
+//
+// The plumbing under the store is exported for other SQLite files of the
+// program: OpenPools opens a file as such a pair of pools, and Migrate
+// brings a versioned schema up to date.
 package sqlite
 
 import (
@@ -20,10 +24,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -37,8 +37,8 @@ import (
 // holding the database's write lock before it fails.
 const BusyTimeout = 10 * time.Second
 
-// ErrSchemaTooNew is returned by Open for a database whose schema was
-// written by a newer version of the program.
+// ErrSchemaTooNew is returned (wrapped) by Open, OpenPools and Migrate for a
+// database whose schema was written by a newer version of the program.
 var ErrSchemaTooNew = errors.New("sqlite: database schema is newer than this program")
 
 // DB is a store.Store on one SQLite file. It is safe for concurrent use, and
@@ -66,78 +66,21 @@ func Open(path string) (*DB, error) {
 // OpenContext is Open with a context bounding the wait for the database's
 // write lock while migrations run.
 func OpenContext(ctx context.Context, path string) (*DB, error) {
-	if path == "" {
-		return nil, errors.New("sqlite: empty database path")
-	}
-	abs, err := filepath.Abs(path)
+	p, err := OpenPools(ctx, path, PoolOptions{
+		ForeignKeys:     true,
+		TempStoreMemory: true,
+		MinReaders:      4,
+		Migrations:      migrations,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("sqlite: create directory: %w", err)
-	}
-	// Create the file ourselves so that it gets mode 0600; SQLite gives its
-	// -wal and -shm files the main file's mode.
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: create database file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("sqlite: create database file: %w", err)
-	}
-
-	ms := fmt.Sprint(BusyTimeout.Milliseconds())
-	w, err := sql.Open("sqlite", dsn(abs,
-		"_pragma=busy_timeout("+ms+")",
-		"_pragma=journal_mode(WAL)",
-		"_pragma=synchronous(FULL)",
-		"_pragma=temp_store(MEMORY)",
-		"_pragma=foreign_keys(ON)",
-		"_txlock=immediate",
-	))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: open: %w", err)
-	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
-
-	if err := migrate(ctx, w, migrations); err != nil {
-		w.Close()
 		return nil, err
 	}
-
-	r, err := sql.Open("sqlite", dsn(abs,
-		"_pragma=busy_timeout("+ms+")",
-		"_pragma=foreign_keys(ON)",
-		"_pragma=query_only(1)",
-	))
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("sqlite: open: %w", err)
-	}
-	n := max(4, runtime.GOMAXPROCS(0))
-	r.SetMaxOpenConns(n)
-	r.SetMaxIdleConns(n)
-	if err := r.PingContext(ctx); err != nil {
-		w.Close()
-		r.Close()
-		return nil, fmt.Errorf("sqlite: open: %w", err)
-	}
-	d := &DB{path: abs, w: w, r: r}
+	d := &DB{path: p.Path, w: p.Write, r: p.Read}
 	if err := d.prepareAudit(ctx); err != nil {
 		d.Close()
 		return nil, err
 	}
 	return d, nil
-}
-
-// dsn builds a file: URI for path with the given query parameters. The
-// characters that a URI gives a meaning to are escaped in the path.
-func dsn(path string, params ...string) string {
-	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
-	return "file:" + esc.Replace(filepath.ToSlash(path)) + "?" + strings.Join(params, "&")
 }
 
 // Path returns the database file's absolute path.

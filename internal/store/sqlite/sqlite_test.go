@@ -209,12 +209,12 @@ func TestMigrationsConcurrentOpen(t *testing.T) {
 
 func TestMigrationSequence(t *testing.T) {
 	ctx := t.Context()
-	base := []migration{
+	base := []Migration{
 		{1, "one", []string{`CREATE TABLE t1 (x)`}},
 		{2, "two", []string{`CREATE TABLE t2 (x)`, `INSERT INTO t2 VALUES (2)`}},
 	}
-	bad := append(append([]migration{}, base...), migration{3, "bad", []string{`CREATE TABLE t3 (x)`, `NOT SQL`}})
-	good := append(append([]migration{}, base...), migration{3, "three", []string{`CREATE TABLE t3 (x)`}})
+	bad := append(append([]Migration{}, base...), Migration{3, "bad", []string{`CREATE TABLE t3 (x)`, `NOT SQL`}})
+	good := append(append([]Migration{}, base...), Migration{3, "three", []string{`CREATE TABLE t3 (x)`}})
 
 	p := filepath.Join(t.TempDir(), "seq.db")
 	raw, err := sql.Open("sqlite", p+"?_txlock=immediate")
@@ -239,7 +239,7 @@ func TestMigrationSequence(t *testing.T) {
 	}
 	steps := []struct {
 		name       string
-		ms         []migration
+		ms         []Migration
 		wantErr    bool
 		wantTables string
 	}{
@@ -251,7 +251,7 @@ func TestMigrationSequence(t *testing.T) {
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
-			err := migrate(ctx, raw, s.ms)
+			err := Migrate(ctx, raw, MigrationTable, s.ms)
 			if (err != nil) != s.wantErr {
 				t.Fatalf("err = %v, want error %v", err, s.wantErr)
 			}

@@ -26,19 +26,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	// The pure-Go SQLite driver, registered as "sqlite".
-	_ "modernc.org/sqlite"
-
 	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/store/sqlite"
 	"github.com/overseer-dev/overseer/plugin"
 )
 
@@ -74,7 +69,7 @@ const (
 
 // BusyTimeout is how long a write waits for another connection or process
 // holding the file's write lock before it fails.
-const BusyTimeout = 10 * time.Second
+const BusyTimeout = sqlite.BusyTimeout
 
 // Errors callers may branch on (all are wrapped with more detail).
 var (
@@ -89,9 +84,10 @@ var (
 	ErrNotFound = errors.New("memsqlite: no such item")
 	// ErrClosed is returned by every method after Close.
 	ErrClosed = errors.New("memsqlite: closed")
-	// ErrSchemaTooNew is returned by Open for a file whose schema was written
-	// by a newer version of the program.
-	ErrSchemaTooNew = errors.New("memsqlite: database schema is newer than this program")
+	// ErrSchemaTooNew is returned (wrapped) by Open for a file whose schema
+	// was written by a newer version of the program. It is the store's
+	// sentinel, as the store's migration runner keeps the schema of both.
+	ErrSchemaTooNew = sqlite.ErrSchemaTooNew
 )
 
 // Config configures the plugin.
@@ -105,16 +101,8 @@ type Config struct {
 // errors) and validates it.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	var c Config
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return c, fmt.Errorf("%w: empty configuration (path is required)", ErrConfig)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	if err := plugin.DecodeConfig(raw, &c); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	if dec.More() {
-		return c, fmt.Errorf("%w: trailing data", ErrConfig)
 	}
 	if strings.TrimSpace(c.Path) == "" {
 		return c, fmt.Errorf("%w: path is required", ErrConfig)
@@ -147,67 +135,16 @@ func OpenContext(ctx context.Context, path string) (*Memory, error) {
 	if strings.TrimSpace(path) == "" {
 		return nil, fmt.Errorf("%w: empty path", ErrConfig)
 	}
-	abs, err := filepath.Abs(path)
+	p, err := sqlite.OpenPools(ctx, path, sqlite.PoolOptions{
+		// A memory lost to a power cut is not worth a sync per save.
+		SyncNormal: true,
+		MinReaders: 2,
+		Migrations: migrations,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("memsqlite: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("memsqlite: create directory: %w", err)
-	}
-	// Create the file ourselves so that it gets mode 0600; SQLite gives its
-	// -wal and -shm files the main file's mode.
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("memsqlite: create database file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("memsqlite: create database file: %w", err)
-	}
-
-	ms := fmt.Sprint(BusyTimeout.Milliseconds())
-	w, err := sql.Open("sqlite", dsn(abs,
-		"_pragma=busy_timeout("+ms+")",
-		"_pragma=journal_mode(WAL)",
-		// A memory lost to a power cut is not worth a sync per save.
-		"_pragma=synchronous(NORMAL)",
-		"_txlock=immediate",
-	))
-	if err != nil {
-		return nil, fmt.Errorf("memsqlite: open: %w", err)
-	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
-	if err := migrate(ctx, w, migrations); err != nil {
-		w.Close()
-		return nil, err
-	}
-
-	r, err := sql.Open("sqlite", dsn(abs,
-		"_pragma=busy_timeout("+ms+")",
-		"_pragma=query_only(1)",
-	))
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("memsqlite: open: %w", err)
-	}
-	n := max(2, runtime.GOMAXPROCS(0))
-	r.SetMaxOpenConns(n)
-	r.SetMaxIdleConns(n)
-	if err := r.PingContext(ctx); err != nil {
-		w.Close()
-		r.Close()
-		return nil, fmt.Errorf("memsqlite: open: %w", err)
-	}
-	return &Memory{path: abs, w: w, r: r, clock: clock.Real{}}, nil
-}
-
-// dsn builds a file: URI for path with the given query parameters. The
-// characters that a URI gives a meaning to are escaped in the path.
-func dsn(path string, params ...string) string {
-	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
-	return "file:" + esc.Replace(filepath.ToSlash(path)) + "?" + strings.Join(params, "&")
+	return &Memory{path: p.Path, w: p.Write, r: p.Read, clock: clock.Real{}}, nil
 }
 
 // Path returns the memory file's absolute path.

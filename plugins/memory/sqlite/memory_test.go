@@ -30,22 +30,28 @@ func openTemp(t testing.TB) *Memory {
 	return m
 }
 
+// configCases are configurations and the path ParseConfig must find in
+// them ("" when it must refuse them).
+var configCases = []struct {
+	name, raw string
+	want      string // the path, when valid
+}{
+	{"valid", `{"path": "mem.db"}`, "mem.db"},
+	{"padded", " \n{\"path\": \"mem.db\"}\n", "mem.db"},
+	{"empty", ``, ""},
+	{"blank", " \n\t", ""},
+	{"null", `null`, ""},
+	{"empty object", `{}`, ""},
+	{"blank path", `{"path": "  "}`, ""},
+	{"unknown field", `{"path": "mem.db", "paht": "x"}`, ""},
+	{"wrong type", `{"path": 3}`, ""},
+	{"trailing data", `{"path": "mem.db"} {}`, ""},
+	{"not json", `path=mem.db`, ""},
+	{"array", `["mem.db"]`, ""},
+}
+
 func TestParseConfig(t *testing.T) {
-	tests := []struct {
-		name, raw string
-		want      string // the path, when valid
-	}{
-		{"valid", `{"path": "mem.db"}`, "mem.db"},
-		{"empty", ``, ""},
-		{"null", `null`, ""},
-		{"empty object", `{}`, ""},
-		{"blank path", `{"path": "  "}`, ""},
-		{"unknown field", `{"path": "mem.db", "paht": "x"}`, ""},
-		{"wrong type", `{"path": 3}`, ""},
-		{"trailing data", `{"path": "mem.db"} {}`, ""},
-		{"not json", `path=mem.db`, ""},
-	}
-	for _, tc := range tests {
+	for _, tc := range configCases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := ParseConfig(json.RawMessage(tc.raw))
 			if tc.want == "" {
@@ -59,6 +65,33 @@ func TestParseConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseConfig checks that ParseConfig either refuses a configuration
+// with ErrConfig or returns one with a path, which re-encodes to itself.
+func FuzzParseConfig(f *testing.F) {
+	for _, tc := range configCases {
+		f.Add(tc.raw)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		c, err := ParseConfig(json.RawMessage(raw))
+		if err != nil {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("ParseConfig(%q): %v, not ErrConfig", raw, err)
+			}
+			return
+		}
+		if strings.TrimSpace(c.Path) == "" {
+			t.Fatalf("ParseConfig(%q) accepted a blank path", raw)
+		}
+		again, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c2, err := ParseConfig(again); err != nil || c2 != c {
+			t.Fatalf("ParseConfig(%s) = %+v, %v; want %+v", again, c2, err, c)
+		}
+	})
 }
 
 func TestRegistered(t *testing.T) {
@@ -144,11 +177,15 @@ func TestOpenErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.Close()
-		if m, err := Open(path); !errors.Is(err, ErrSchemaTooNew) {
-			if err == nil {
-				m.Close()
-			}
-			t.Errorf("Open = %v, want ErrSchemaTooNew", err)
+		m, err = Open(path)
+		if err == nil {
+			m.Close()
+		}
+		if !errors.Is(err, ErrSchemaTooNew) {
+			t.Fatalf("Open = %v, want ErrSchemaTooNew", err)
+		}
+		if msg := err.Error(); !strings.HasPrefix(msg, "memsqlite: ") || !strings.Contains(msg, "upgrade") {
+			t.Errorf("error %q does not say whose file it is and what to do", msg)
 		}
 	})
 }

@@ -1,0 +1,148 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// PoolOptions says how OpenPools opens a file. The zero value gives durable
+// commits (synchronous=FULL), no foreign-key enforcement, no migrations and
+// a read pool of at least four connections.
+type PoolOptions struct {
+	// SyncNormal lowers the write pool's synchronous level from FULL to
+	// NORMAL: in WAL mode a commit then survives a crash of the program but
+	// may be lost to a crash of the machine, and costs no sync of its own.
+	SyncNormal bool
+	// ForeignKeys enforces foreign keys on both pools.
+	ForeignKeys bool
+	// TempStoreMemory keeps the write pool's temporary tables and indexes
+	// in memory.
+	TempStoreMemory bool
+	// MinReaders is the read pool's smallest size: it holds
+	// max(MinReaders, GOMAXPROCS) connections. Zero means 4.
+	MinReaders int
+	// Migrations, when not empty, are applied with Migrate on the write
+	// pool, recording versions in MigrationTable, before the read pool is
+	// opened.
+	Migrations []Migration
+	// MigrationTable is the version table of Migrations; empty means
+	// "schema_migrations" (MigrationTable).
+	MigrationTable string
+}
+
+// Pools is one SQLite file opened as a single-connection write pool and a
+// pool of readers. Several Pools, in one or several processes, may share a
+// file.
+type Pools struct {
+	// Path is the file's absolute path.
+	Path string
+	// Write has exactly one connection, in WAL mode, and runs every
+	// transaction as BEGIN IMMEDIATE, so that writers are serialised within
+	// a process by the pool and across processes by SQLite's write lock,
+	// which they wait for up to BusyTimeout.
+	Write *sql.DB
+	// Read is query_only; its readers see WAL snapshots and never block
+	// the writer.
+	Read *sql.DB
+}
+
+// OpenPools opens (creating if needed) the SQLite file at path as a write
+// pool and a read pool, and applies o.Migrations. Parent directories are
+// created with mode 0700 and a new file with mode 0600 (SQLite gives its
+// -wal and -shm files the same mode). ctx bounds the wait for the file's
+// write lock while migrations run; the pools outlive it.
+func OpenPools(ctx context.Context, path string, o PoolOptions) (*Pools, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: empty database path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: create directory: %w", err)
+	}
+	// Create the file ourselves so that it gets mode 0600.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: create database file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("sqlite: create database file: %w", err)
+	}
+
+	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", BusyTimeout.Milliseconds())
+	wp := []string{busy, "_pragma=journal_mode(WAL)", "_pragma=synchronous(FULL)"}
+	if o.SyncNormal {
+		wp[2] = "_pragma=synchronous(NORMAL)"
+	}
+	if o.TempStoreMemory {
+		wp = append(wp, "_pragma=temp_store(MEMORY)")
+	}
+	rp := []string{busy}
+	if o.ForeignKeys {
+		wp = append(wp, "_pragma=foreign_keys(ON)")
+		rp = append(rp, "_pragma=foreign_keys(ON)")
+	}
+	wp = append(wp, "_txlock=immediate")
+	rp = append(rp, "_pragma=query_only(1)")
+
+	w, err := sql.Open("sqlite", dsn(abs, wp...))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if len(o.Migrations) > 0 {
+		table := o.MigrationTable
+		if table == "" {
+			table = MigrationTable
+		}
+		err = Migrate(ctx, w, table, o.Migrations)
+	} else if err = w.PingContext(ctx); err != nil {
+		err = fmt.Errorf("sqlite: open: %w", err)
+	}
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+
+	r, err := sql.Open("sqlite", dsn(abs, rp...))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	n := o.MinReaders
+	if n <= 0 {
+		n = 4
+	}
+	n = max(n, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	if err := r.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	return &Pools{Path: abs, Write: w, Read: r}, nil
+}
+
+// Close closes both pools.
+func (p *Pools) Close() error {
+	return errors.Join(p.Write.Close(), p.Read.Close())
+}
+
+// dsn builds a file: URI for path with the given query parameters. The
+// characters that a URI gives a meaning to are escaped in the path.
+func dsn(path string, params ...string) string {
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+	return "file:" + esc.Replace(filepath.ToSlash(path)) + "?" + strings.Join(params, "&")
+}
