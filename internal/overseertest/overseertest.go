@@ -1,6 +1,8 @@
 // Package overseertest helps end-to-end tests drive the real overseer
 // binary: build it once per test process, run commands against a temporary
-// home, and start, kill and restart the daemon.
+// home, and start, kill and restart the daemon. It also finds the npm MCP
+// servers the MCP tests talk to, and lists processes (to check that none
+// is left behind).
 package overseertest
 
 import (
@@ -12,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -77,6 +80,83 @@ type buildError struct {
 }
 
 func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// MCPPeers returns the directory of the npm MCP servers installed by
+// scripts/install-mcp-servers.sh: $MCP_SERVERS_DIR, else .cache/npm-mcp at
+// the module's root. Each package is a name under @modelcontextprotocol
+// ("server-filesystem") that must be installed there; node must be on
+// PATH. When something is missing the test is skipped with a loud message,
+// or failed when CI=true.
+func MCPPeers(t testing.TB, packages ...string) string {
+	t.Helper()
+	dir := os.Getenv("MCP_SERVERS_DIR")
+	if dir == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			t.Fatalf("finding the module's root: %v", err)
+		}
+		dir = filepath.Join(root, ".cache", "npm-mcp")
+	}
+	missing := func(what string) {
+		t.Helper()
+		msg := "the MCP test peers (" + what + ") are not installed; run scripts/install-mcp-servers.sh"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip("SKIPPED: " + msg)
+	}
+	_, nodeErr := exec.LookPath("node")
+	if nodeErr != nil && len(packages) == 0 {
+		missing("node")
+	}
+	for _, p := range packages {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", p, "package.json")); err != nil || nodeErr != nil {
+			missing("node, @modelcontextprotocol/" + p)
+		}
+	}
+	return dir
+}
+
+// Proc is one process as Linux's /proc shows it.
+type Proc struct {
+	PID, PPID, PGID int
+	State           string // "R", "S", "Z" (a zombie), …
+	Cmdline         string // the arguments, joined by spaces
+}
+
+// Procs lists the processes of this machine, read from /proc: empty where
+// there is no /proc. A process that ends while it is read is left out.
+func Procs() []Proc {
+	var out []Proc
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and
+		// parentheses, so cut at the last ')'.
+		st := string(b)
+		i := strings.LastIndexByte(st, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(st[i+1:])
+		if len(f) < 3 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		pgid, _ := strconv.Atoi(f[2])
+		cl, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		out = append(out, Proc{PID: pid, PPID: ppid, PGID: pgid, State: f[0],
+			Cmdline: strings.TrimRight(strings.ReplaceAll(string(cl), "\x00", " "), " ")})
+	}
+	return out
+}
 
 // Result is a finished command.
 type Result struct {

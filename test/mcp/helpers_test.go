@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,31 +16,6 @@ import (
 	"github.com/overseer-dev/overseer/internal/overseertest"
 )
 
-// peers finds the npm packages installed by scripts/install-mcp-servers.sh.
-// Without them (or node) the test is skipped — or, in CI, failed.
-func peers(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("MCP_SERVERS_DIR")
-	if dir == "" {
-		root, err := filepath.Abs(filepath.Join("..", ".."))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, ".cache", "npm-mcp")
-	}
-	_, nodeErr := exec.LookPath("node")
-	for _, p := range []string{"server-filesystem", "server-everything", "sdk"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", p, "package.json")); err != nil || nodeErr != nil {
-			msg := "the MCP test peers (node, @modelcontextprotocol/" + p + ") are not installed; run scripts/install-mcp-servers.sh"
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip("SKIPPED: " + msg)
-		}
-	}
-	return dir
-}
-
 // setup is a home with mcp.yaml in front of the filesystem server (on
 // data) and the everything server, and a working directory apart from
 // data, so that writes there wait for a person.
@@ -51,7 +25,7 @@ type setup struct {
 
 func newSetup(t *testing.T, hold string) *setup {
 	t.Helper()
-	s := &setup{home: t.TempDir(), data: t.TempDir(), cwd: t.TempDir(), npm: peers(t)}
+	s := &setup{home: t.TempDir(), data: t.TempDir(), cwd: t.TempDir(), npm: overseertest.MCPPeers(t, "server-filesystem", "server-everything", "sdk")}
 	mod := filepath.Join(s.npm, "node_modules", "@modelcontextprotocol")
 	q := func(v string) string { b, _ := json.Marshal(v); return string(b) }
 	cfg := "hold: " + hold + "\n" +
@@ -153,43 +127,13 @@ func text(res *mcp.CallToolResult) string {
 	return b.String()
 }
 
-// children returns the process ids whose parent is pid.
-func children(pid int) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so cut at the last ')'.
-		st := string(b)
-		i := strings.LastIndexByte(st, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(st[i+1:])
-		if len(f) > 1 {
-			if pp, _ := strconv.Atoi(f[1]); pp == pid {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
-}
-
 // killUpstream kills the gateway's child process whose command line
 // contains marker.
 func killUpstream(t *testing.T, gatewayPID int, marker string) {
 	t.Helper()
-	for _, c := range children(gatewayPID) {
-		cl, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c), "cmdline"))
-		if strings.Contains(string(cl), marker) {
-			if err := syscall.Kill(c, syscall.SIGKILL); err != nil {
+	for _, p := range overseertest.Procs() {
+		if p.PPID == gatewayPID && strings.Contains(p.Cmdline, marker) {
+			if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
 			return

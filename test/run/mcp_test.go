@@ -3,45 +3,21 @@ package run
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/llmtest"
+	"github.com/overseer-dev/overseer/internal/overseertest"
 )
-
-// mcpPeers finds the npm MCP servers installed by
-// scripts/install-mcp-servers.sh. Without them the test is skipped — or,
-// in CI, failed.
-func mcpPeers(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("MCP_SERVERS_DIR")
-	if dir == "" {
-		root, err := filepath.Abs(filepath.Join("..", ".."))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, ".cache", "npm-mcp")
-	}
-	_, nodeErr := exec.LookPath("node")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-filesystem", "package.json")); err != nil || nodeErr != nil {
-		msg := "node and @modelcontextprotocol/server-filesystem are not installed; run scripts/install-mcp-servers.sh"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip("SKIPPED: " + msg)
-	}
-	return dir
-}
 
 // TestMCPToolsInTheLoop: the servers of mcp.yaml are tools of the
 // supervised mode, judged like any other: a mapped write inside the
 // working directory runs, a mapped write outside it waits for a person who
 // refuses, and an unmapped tool (kind mcp) asks a person too.
 func TestMCPToolsInTheLoop(t *testing.T) {
-	npm := mcpPeers(t)
+	npm := overseertest.MCPPeers(t, "server-filesystem")
 	e := newEnv(t)
 	outside := t.TempDir()
 	q := func(v string) string { b, _ := json.Marshal(v); return string(b) }

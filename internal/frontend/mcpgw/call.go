@@ -20,6 +20,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/guard/mcpguard"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/mcpshared"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -232,7 +233,7 @@ func (g *Gateway) hold(ctx context.Context, req *mcp.CallToolRequest, a *action.
 		}
 		return g.elicitLegacy(ctx, req, a, apr)
 	}
-	return g.waitHold(ctx, req, apr, g.cfg.Hold.get(DefaultHold))
+	return g.waitHold(ctx, req, apr, g.cfg.Hold.Get(DefaultHold))
 }
 
 func canElicit(req *mcp.CallToolRequest) bool {
@@ -329,7 +330,7 @@ func (g *Gateway) elicitLegacy(ctx context.Context, req *mcp.CallToolRequest, a 
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	wch := g.waitAsync(wctx, apr.ID)
-	timeout := g.clk.After(g.cfg.ElicitationHold.get(DefaultElicitationHold))
+	timeout := g.clk.After(g.cfg.ElicitationHold.Get(DefaultElicitationHold))
 	select {
 	case e := <-ech:
 		if e.err != nil || !g.recordElicit(ctx, req, apr.ID, e.res) {
@@ -364,7 +365,7 @@ func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest, a *actio
 	if apr.Status == store.StatusPending {
 		// The person dismissed the prompt: other channels may still answer.
 		g.recent.put(apr.ArgsHash, apr.ID)
-		return g.waitHold(ctx, req, apr, g.cfg.Hold.get(DefaultHold))
+		return g.waitHold(ctx, req, apr, g.cfg.Hold.Get(DefaultHold))
 	}
 	done, err := g.k.Wait(ctx, id)
 	return g.outcome(ctx, apr, waitResult{done, err})
@@ -476,7 +477,10 @@ func (g *Gateway) forward(ctx context.Context, e *toolEntry, req *mcp.CallToolRe
 			defer forget()
 			params.SetProgressToken(gt)
 		}
-		cctx, cancel := context.WithTimeout(ctx, e.up.cfg.CallTimeout.get(DefaultCallTimeout))
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if d := e.up.cfg.CallTimeout.Get(DefaultCallTimeout); d > 0 { // "off": the client's call bounds it
+			cctx, cancel = context.WithTimeout(ctx, d)
+		}
 		res, err = cs.CallTool(cctx, params)
 		cancel()
 	}
@@ -487,7 +491,7 @@ func (g *Gateway) forward(ctx context.Context, e *toolEntry, req *mcp.CallToolRe
 		res = toolError(nil, "Overseer: the server %s returned no result", e.up.name)
 	}
 	g.results.record(kernel.Result{ActionID: d.actionID, Agent: a.Agent, Session: a.Session,
-		Tool: a.Tool, Output: resultText(res), IsError: res.IsError})
+		Tool: a.Tool, Output: mcpshared.Text(res), IsError: res.IsError})
 	if len(stripped) > 0 {
 		res.Content = append(res.Content, &mcp.TextContent{Text: fmt.Sprintf(
 			"Overseer: ignored unknown argument(s) %s: they are not in the tool's input schema.", strings.Join(stripped, ", "))})
@@ -589,38 +593,6 @@ func toolError(m map[string]any, format string, args ...any) *mcp.CallToolResult
 		setMeta(res, m)
 	}
 	return res
-}
-
-// resultText is the result as text, for the audit log and perception.
-func resultText(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		switch x := c.(type) {
-		case *mcp.TextContent:
-			b.WriteString(x.Text)
-		case *mcp.ImageContent:
-			fmt.Fprintf(&b, "[image %s, %d bytes]", x.MIMEType, len(x.Data))
-		case *mcp.AudioContent:
-			fmt.Fprintf(&b, "[audio %s, %d bytes]", x.MIMEType, len(x.Data))
-		case *mcp.ResourceLink:
-			fmt.Fprintf(&b, "[resource link %s]", x.URI)
-		case *mcp.EmbeddedResource:
-			if x.Resource != nil {
-				fmt.Fprintf(&b, "[resource %s]", x.Resource.URI)
-			}
-		default:
-			fmt.Fprintf(&b, "[%T]", c)
-		}
-	}
-	if b.Len() == 0 && res.StructuredContent != nil {
-		if s, err := json.Marshal(res.StructuredContent); err == nil {
-			b.Write(s)
-		}
-	}
-	return b.String()
 }
 
 func truncate(s string, n int) string {

@@ -360,7 +360,7 @@ func (g *Gateway) publish() {
 		}
 		l := u.offered()
 		for _, t := range l.tools {
-			if t == nil || u.cfg.hidden(t.Name) {
+			if t == nil || u.cfg.Hides(t.Name) {
 				continue
 			}
 			name := u.name + Separator + t.Name

@@ -105,6 +105,16 @@ func TestAnnotatedReadOnlyToolRunsAndIsAudited(t *testing.T) {
 	}
 }
 
+// TestCallTimeoutOff: a server whose call_timeout is "off" is given as
+// long as the client's call takes, not no time at all.
+func TestCallTimeoutOff(t *testing.T) {
+	e := newEnv(t, envOpts{upstream: "    call_timeout: off\n"})
+	res := e.call(e.client(nil, ""), "up__echo", map[string]any{"message": "hi"})
+	if res.IsError || !strings.Contains(text(res), "echo: hi") {
+		t.Fatalf("echo: %+v %s", res, text(res))
+	}
+}
+
 func TestArgumentsCheckedAgainstTheSchema(t *testing.T) {
 	e := newEnv(t, envOpts{policy: listPolicy})
 	cs := e.client(nil, "")

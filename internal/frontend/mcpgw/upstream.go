@@ -1,20 +1,16 @@
 package mcpgw
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"os/exec"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/mcpshared"
 )
 
 // State is the health of an upstream server.
@@ -34,14 +30,12 @@ const TypeUpstream = "mcp_upstream"
 // ErrUnavailable means a call's upstream server is not connected.
 var ErrUnavailable = errors.New("upstream unavailable")
 
-// connectTimeout caps one connection attempt (process start and handshake).
-const connectTimeout = 30 * time.Second
-
-// upstreamProtocol is the protocol version the gateway asks its upstreams for.
-const upstreamProtocol = "2025-11-25"
-
-// stableAfter is how long a connection must last for the backoff to reset.
-const stableAfter = time.Minute
+// Timings shared with the tool.mcp plugin.
+const (
+	connectTimeout   = mcpshared.ConnectTimeout  // one connection attempt (process start and handshake)
+	upstreamProtocol = mcpshared.ProtocolVersion // what the gateway asks its upstreams for
+	stableAfter      = mcpshared.StableAfter     // how long a connection must last for the backoff to reset
+)
 
 // UpstreamHealth is the health of one upstream server.
 type UpstreamHealth struct {
@@ -149,11 +143,7 @@ func errSuffix(err error) string {
 // unreachable server is marked unhealthy and reconnected with exponential
 // backoff. Owned by the gateway; exits when ctx ends.
 func (u *upstream) run(ctx context.Context) {
-	initial := u.cfg.Restart.Initial.get(DefaultRestartInitial)
-	maxB := u.cfg.Restart.Max.get(DefaultRestartMax)
-	if maxB < initial {
-		maxB = initial
-	}
+	initial, maxB := u.cfg.Restart.Range()
 	backoff := initial
 	for {
 		started := u.g.clk.Now()
@@ -184,10 +174,7 @@ func (u *upstream) run(ctx context.Context) {
 // connectAndServe makes one connection, publishes what the server offers,
 // and returns when the connection ends (with why) or ctx ends.
 func (u *upstream) connectAndServe(ctx context.Context) error {
-	t, err := u.transport()
-	if err != nil {
-		return err
-	}
+	t := u.transport()
 	client := mcp.NewClient(&mcp.Implementation{Name: "overseer-gateway", Version: u.g.version}, &mcp.ClientOptions{
 		Capabilities:               &mcp.ClientCapabilities{},
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { u.poke() },
@@ -231,7 +218,7 @@ func (u *upstream) connectAndServe(ctx context.Context) error {
 	u.g.publish()
 	u.once.Do(func() { close(u.ready) })
 
-	ping := u.cfg.Ping.get(DefaultPing)
+	ping := u.cfg.Ping.Get(DefaultPing)
 	for {
 		var tick <-chan time.Time
 		if ping > 0 {
@@ -322,67 +309,11 @@ func (u *upstream) offered() lists {
 	return u.lists
 }
 
-// transport builds a fresh transport for one connection attempt.
-func (u *upstream) transport() (mcp.Transport, error) {
-	c := u.cfg
-	if c.URL != "" {
-		hc := &http.Client{Transport: headerTransport{headers: c.Headers, next: http.DefaultTransport}}
-		return &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxRetries: 2}, nil
-	}
-	cmd := exec.Command(c.Command, c.Args...)
-	cmd.Dir = c.Cwd
-	if len(c.Env) > 0 {
-		cmd.Env = os.Environ()
-		for k, v := range c.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-	}
-	cmd.Stderr = &prefixWriter{g: u.g, prefix: u.name}
-	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
-}
-
-// headerTransport adds the configured headers to every request.
-type headerTransport struct {
-	headers map[string]string
-	next    http.RoundTripper
-}
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(h.headers) > 0 {
-		r = r.Clone(r.Context())
-		for k, v := range h.headers {
-			r.Header.Set(k, v)
-		}
-	}
-	return h.next.RoundTrip(r)
-}
-
-// prefixWriter copies an upstream's stderr to the gateway's log, line by
+// transport builds a fresh transport for one connection attempt. What a
+// stdio server writes to its stderr goes to the gateway's log, line by
 // line, each line prefixed with the server's name.
-type prefixWriter struct {
-	g      *Gateway
-	prefix string
-	mu     sync.Mutex
-	buf    []byte
+func (u *upstream) transport() mcp.Transport {
+	stderr := mcpshared.NewStderr(func(line []byte) { u.g.logf("[%s] %s", u.name, line) })
+	t, _ := mcpshared.Transport(&u.cfg.Server, mcpshared.TransportOptions{Stderr: stderr})
+	return t
 }
-
-func (w *prefixWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			break
-		}
-		w.g.logf("[%s] %s", w.prefix, w.buf[:i])
-		w.buf = w.buf[i+1:]
-	}
-	if len(w.buf) > 64<<10 { // a line without end: flush it
-		w.g.logf("[%s] %s", w.prefix, w.buf)
-		w.buf = w.buf[:0]
-	}
-	return len(p), nil
-}
-
-var _ io.Writer = (*prefixWriter)(nil)

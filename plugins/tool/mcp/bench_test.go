@@ -3,10 +3,7 @@ package mcptool_test
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/overseer-dev/overseer/plugin"
 	mcptool "github.com/overseer-dev/overseer/plugins/tool/mcp"
@@ -63,17 +60,5 @@ func BenchmarkTools(b *testing.B) {
 		if _, err := c.Tools(ctx); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-func BenchmarkText(b *testing.B) {
-	res := &mcp.CallToolResult{Content: []mcp.Content{
-		&mcp.TextContent{Text: strings.Repeat("line of output\n", 200)},
-		&mcp.ImageContent{MIMEType: "image/png", Data: make([]byte, 4096)},
-		&mcp.TextContent{Text: "done"},
-	}}
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = mcptool.Text(res)
 	}
 }

@@ -81,9 +81,9 @@ func TestParseConfigValues(t *testing.T) {
 		{"command expanded", a.Command, "/usr/bin/srv"},
 		{"argument expanded", a.Args[0], "--t=t0k"},
 		{"env expanded", a.Env["TOKEN"], "t0k"},
-		{"call timeout", a.CallTimeout.get(DefaultCallTimeout), 90 * time.Second},
-		{"call timeout default", Duration(0).get(DefaultCallTimeout), DefaultCallTimeout},
-		{"call timeout off", b.CallTimeout.get(DefaultCallTimeout), time.Duration(0)},
+		{"call timeout", a.CallTimeout.Get(DefaultCallTimeout), 90 * time.Second},
+		{"call timeout default", Duration(0).Get(DefaultCallTimeout), DefaultCallTimeout},
+		{"call timeout off", b.CallTimeout.Get(DefaultCallTimeout), time.Duration(0)},
 		{"kind", string(a.Tools["w"].Kind), "file_write"},
 	}
 	for _, ch := range checks {

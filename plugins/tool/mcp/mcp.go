@@ -20,10 +20,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/mcpshared"
 	"github.com/overseer-dev/overseer/plugin"
 )
 
@@ -41,7 +44,7 @@ func init() {
 }
 
 // Sep separates the server's name from its tool's name.
-const Sep = "__"
+const Sep = mcpshared.Sep
 
 // KindMCP is the kind of a tool without a configured mapping.
 const KindMCP = "mcp"
@@ -115,7 +118,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Client, error) {
 		o(c)
 	}
 	c.base, c.cancel = context.WithCancel(context.Background())
-	for _, name := range sortedKeys(cfg.Servers) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
 		sc := *cfg.Servers[name]
 		if sc.Hidden {
 			continue
@@ -169,7 +172,7 @@ func (c *Client) Execute(ctx context.Context, call plugin.Call) (plugin.Result, 
 	if !ok || s == nil || tool == "" {
 		return plugin.Result{}, fmt.Errorf("%w: %q", ErrUnknownTool, call.Tool)
 	}
-	if s.cfg.hidden(tool) {
+	if s.cfg.Hides(tool) {
 		return plugin.Result{}, fmt.Errorf("%w: %q is hidden by the configuration", ErrUnknownTool, call.Tool)
 	}
 	return s.call(ctx, tool, call.Args)

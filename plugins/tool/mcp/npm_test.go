@@ -219,7 +219,7 @@ func TestRealServerCrashRestart(t *testing.T) {
 	if pid := s.c.PIDs()["every"]; pid == 0 || pid == first {
 		t.Fatalf("not a new process: %d (was %d)", pid, first)
 	}
-	waitGone(t, "the killed server", func(p proc) bool { return p.pid == first })
+	waitGone(t, "the killed server", func(p proc) bool { return p.PID == first })
 
 	// A second crash at once: the restart waits out the backoff.
 	kill()
@@ -266,7 +266,7 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 	if len(pids) != 2 {
 		t.Fatalf("want 2 running servers, got %v", pids)
 	}
-	inGroups := func(p proc) bool { return p.pgid == pids["fs"] || p.pgid == pids["every"] }
+	inGroups := func(p proc) bool { return p.PGID == pids["fs"] || p.PGID == pids["every"] }
 	if n := len(living(inGroups)); n < 3 {
 		t.Fatalf("want the two servers and the sleep running, got %d process(es)", n)
 	}
@@ -275,7 +275,7 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 	}
 	waitGone(t, "after Close", inGroups)
 	waitGone(t, "children after Close", func(p proc) bool {
-		return p.ppid == os.Getpid() && strings.Contains(p.cmdline, data)
+		return p.PPID == os.Getpid() && strings.Contains(p.Cmdline, data)
 	})
 	if _, err := c.Execute(ctxT(t), plugin.Call{Tool: "every__echo"}); !errors.Is(err, mcptool.ErrClosed) {
 		t.Errorf("Execute after Close: %v", err)

@@ -6,11 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,28 +14,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/overseer-dev/overseer/internal/mcpshared"
 	"github.com/overseer-dev/overseer/plugin"
 )
 
-// connectTimeout caps one connection attempt (process start, handshake and
-// listing).
-const connectTimeout = 30 * time.Second
-
-// protocolVersion is the protocol version asked of servers: the last
-// session-based one, which every current server supports.
-const protocolVersion = "2025-11-25"
-
-// stableAfter is how long a connection must last for the restart backoff
-// to start over.
-const stableAfter = time.Minute
-
-// terminateAfter is how long a stdio server has to exit after its input is
-// closed before it is signalled (and as long again before it is killed).
-const terminateAfter = 2 * time.Second
-
-// stderrTail is how much of a stdio server's last stderr output is kept to
-// explain its failure.
-const stderrTail = 2 << 10
+// Timings shared with the MCP gateway.
+const (
+	connectTimeout  = mcpshared.ConnectTimeout
+	protocolVersion = mcpshared.ProtocolVersion
+	stableAfter     = mcpshared.StableAfter
+)
 
 // server is one configured MCP server and its connection, if any.
 type server struct {
@@ -65,7 +49,7 @@ type session struct {
 	waitErr error         // why it ended; set before done is closed
 	started time.Time
 	pid     int // the stdio server's process (0 for URL servers)
-	stderr  *stderrLog
+	stderr  *mcpshared.Stderr
 }
 
 func newServer(c *Client, name string, cfg *ServerConfig) *server {
@@ -183,7 +167,7 @@ func (s *server) buryLocked(what string) error {
 	if sess.waitErr != nil {
 		cause = sess.waitErr.Error()
 	}
-	if t := sess.stderr.tail(); t != "" {
+	if t := sess.stderr.Tail(); t != "" {
 		cause += "; its last output: " + t
 	}
 	if s.c.clk.Now().Sub(sess.started) >= stableAfter {
@@ -206,8 +190,7 @@ func (s *server) delay(failures int) time.Duration {
 	if failures <= 1 {
 		return 0
 	}
-	initial := s.cfg.Restart.Initial.get(DefaultRestartInitial)
-	maxB := max(s.cfg.Restart.Max.get(DefaultRestartMax), initial)
+	initial, maxB := s.cfg.Restart.Range()
 	d := initial
 	for i := 2; i < failures && d < maxB; i++ {
 		d *= 2
@@ -237,9 +220,9 @@ func (s *server) connect(ctx context.Context) (*session, error) {
 	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 	if err != nil {
 		if cmd != nil && cmd.Process != nil {
-			killGroup(cmd.Process.Pid)
+			mcpshared.KillGroup(cmd.Process.Pid)
 		}
-		if tail := errLog.tail(); tail != "" {
+		if tail := errLog.Tail(); tail != "" {
 			err = fmt.Errorf("%w; its last output: %s", err, tail)
 		}
 		return nil, err
@@ -254,7 +237,7 @@ func (s *server) connect(ctx context.Context) (*session, error) {
 	// process group's ID could be reused.
 	go func() {
 		sess.waitErr = cs.Wait()
-		killGroup(sess.pid)
+		mcpshared.KillGroup(sess.pid)
 		close(sess.done)
 	}()
 	if err := s.listLocked(cctx, sess); err != nil {
@@ -276,7 +259,7 @@ func (s *server) listLocked(ctx context.Context, sess *session) error {
 				s.stale.Store(true)
 				return err
 			}
-			if t == nil || t.Name == "" || s.cfg.hidden(t.Name) {
+			if t == nil || t.Name == "" || s.cfg.Hides(t.Name) {
 				continue
 			}
 			tools[t.Name] = true
@@ -318,7 +301,7 @@ func (s *server) call(ctx context.Context, tool string, args map[string]any) (pl
 	if args == nil {
 		args = map[string]any{}
 	}
-	timeout := s.cfg.CallTimeout.get(DefaultCallTimeout)
+	timeout := s.cfg.CallTimeout.Get(DefaultCallTimeout)
 	cctx, cancel := s.bound(ctx, timeout)
 	defer cancel()
 	res, err := sess.cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
@@ -365,90 +348,12 @@ func (s *server) stop() error {
 // transport builds a fresh transport for one connection attempt, with the
 // command of a stdio server (nil for a URL server) and where its stderr
 // goes.
-func (s *server) transport() (mcp.Transport, *exec.Cmd, *stderrLog) {
-	c := s.cfg
-	errLog := &stderrLog{prefix: "[" + s.name + "] ", out: s.c.stderr}
-	if c.URL != "" {
-		hc := &http.Client{Transport: headerTransport{headers: c.Headers, next: http.DefaultTransport}}
-		return &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxRetries: 2}, nil, errLog
+func (s *server) transport() (mcp.Transport, *exec.Cmd, *mcpshared.Stderr) {
+	var line func([]byte)
+	if out := s.c.stderr; out != nil {
+		line = func(l []byte) { fmt.Fprintf(out, "[%s] %s\n", s.name, l) }
 	}
-	cmd := exec.Command(c.Command, c.Args...)
-	cmd.Dir = c.Cwd
-	if len(c.Env) > 0 {
-		cmd.Env = os.Environ()
-		for _, k := range sortedKeys(c.Env) {
-			cmd.Env = append(cmd.Env, k+"="+c.Env[k])
-		}
-	}
-	cmd.Stderr = errLog
-	// A process the server started may hold its stderr open; the server's
-	// own exit is what counts.
-	cmd.WaitDelay = time.Second
-	ownProcessGroup(cmd)
-	return &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}, cmd, errLog
-}
-
-// headerTransport adds the configured headers to every request.
-type headerTransport struct {
-	headers map[string]string
-	next    http.RoundTripper
-}
-
-// RoundTrip implements http.RoundTripper.
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(h.headers) > 0 {
-		r = r.Clone(r.Context())
-		for k, v := range h.headers {
-			r.Header.Set(k, v)
-		}
-	}
-	return h.next.RoundTrip(r)
-}
-
-// stderrLog keeps the tail of a stdio server's stderr and copies it, line
-// by line and prefixed, to out when set.
-type stderrLog struct {
-	prefix string
-	out    io.Writer
-
-	mu   sync.Mutex
-	last []byte // the tail
-	line []byte // an unfinished line, for out
-}
-
-// Write implements io.Writer.
-func (w *stderrLog) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.last = append(w.last, p...)
-	if len(w.last) > stderrTail {
-		w.last = append(w.last[:0], w.last[len(w.last)-stderrTail:]...)
-	}
-	if w.out == nil {
-		return len(p), nil
-	}
-	w.line = append(w.line, p...)
-	for {
-		i := bytes.IndexByte(w.line, '\n')
-		if i < 0 {
-			break
-		}
-		fmt.Fprintf(w.out, "%s%s\n", w.prefix, w.line[:i])
-		w.line = w.line[i+1:]
-	}
-	if len(w.line) > 64<<10 { // a line without end: flush it
-		fmt.Fprintf(w.out, "%s%s\n", w.prefix, w.line)
-		w.line = w.line[:0]
-	}
-	return len(p), nil
-}
-
-// tail returns the last output on one line (nil-safe).
-func (w *stderrLog) tail() string {
-	if w == nil {
-		return ""
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(strings.Fields(strings.ToValidUTF8(string(w.last), "")), " ")
+	errLog := mcpshared.NewStderr(line)
+	t, cmd := mcpshared.Transport(s.cfg, mcpshared.TransportOptions{Stderr: errLog, ProcessGroup: true})
+	return t, cmd, errLog
 }

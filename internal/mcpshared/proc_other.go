@@ -1,6 +1,6 @@
 //go:build !unix
 
-package mcptool
+package mcpshared
 
 import "os/exec"
 
@@ -8,5 +8,5 @@ import "os/exec"
 // server is stopped on its own.
 func ownProcessGroup(*exec.Cmd) {}
 
-// killGroup does nothing where process groups are not available.
-func killGroup(int) {}
+// KillGroup does nothing where process groups are not available.
+func KillGroup(int) {}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package mcptool
+package mcpshared
 
 import (
 	"os/exec"
@@ -13,10 +13,11 @@ func ownProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// killGroup kills what is left of the process group led by pid. It is
-// called right after the leader's connection ended: the group's ID cannot
-// be reused while any of its processes lives.
-func killGroup(pid int) {
+// KillGroup kills what is left of the process group led by pid (a server
+// started with TransportOptions.ProcessGroup); pid <= 0 does nothing. Call
+// it right after the leader's connection ended: the group's ID cannot be
+// reused while any of its processes lives.
+func KillGroup(pid int) {
 	if pid > 0 {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
