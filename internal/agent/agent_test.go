@@ -292,3 +292,31 @@ func TestUnknownToolAndBlock(t *testing.T) {
 		t.Fatalf("a person was asked about something else: %d questions", len(h.asked))
 	}
 }
+
+// TestStoreFailureFailsClosed: when the kernel's database goes away in the
+// middle of a task, nothing the model asked for runs and the run ends with
+// an error instead of carrying on unrecorded.
+func TestStoreFailureFailsClosed(t *testing.T) {
+	var h *harness
+	h = newHarness(t, llmtest.Func(func(n int, req llmtest.Request) llmtest.Reply {
+		if n == 0 {
+			// The database fails while the model is thinking.
+			h.k.Store.Close()
+			return reply("", call("file_write", map[string]any{"file_path": "out.txt", "content": "x"}, "write", 0.9))
+		}
+		return reply("", doneDecision)
+	}), nil)
+	tk := &task.Task{Goal: "write a file", Budget: 5, MaxSteps: 5, Cwd: h.work, Planned: true}
+	if err := h.ts.Create(context.Background(), tk); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := h.loop.Run(ctx, tk.ID, agent.Options{})
+	if err == nil {
+		t.Fatalf("the run went on without its database:\n%s", h.out)
+	}
+	if _, serr := os.Stat(filepath.Join(h.work, "out.txt")); serr == nil {
+		t.Fatalf("the write ran although it could not be judged and recorded:\n%s", h.out)
+	}
+}
