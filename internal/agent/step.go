@@ -54,11 +54,12 @@ func (r *run) step(ctx context.Context) error {
 		rep = r.resumeStep(t.PendingStep)
 		r.l.printf("\n── step %d resumed: waiting for the answer to %s\n", n, t.PendingStep.Approval)
 	} else {
+		r.l.printf("\n── step %d/%d\n", n, t.MaxSteps)
 		var err error
 		if rep, err = r.decide(ctx, n, ""); err != nil {
 			return err
 		}
-		r.l.printf("\n── step %d/%d  %s\n", n, t.MaxSteps, usageLine(rep.resp))
+		r.l.printf("   %s\n", usageLine(rep.resp))
 	}
 	r.current = &task.PendingStep{N: n, Text: rep.resp.Text, Rejected: rep.rejected, Looped: rep.looped}
 	if b, err := json.Marshal(rep.decision); err == nil {
@@ -298,7 +299,7 @@ func (r *run) stream(ctx context.Context, n int, req plugin.Request) (plugin.Res
 	defer cancel()
 	var thinking strings.Builder
 	looped, checked := false, 0
-	f := &fenceFilter{w: r.l, prefix: "\n"}
+	f := &fenceFilter{w: r.l}
 	onDelta := func(d plugin.Delta) {
 		if d.Thinking != "" && !looped {
 			thinking.WriteString(d.Thinking)
@@ -416,11 +417,14 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 	if tr.Repeated {
 		r.l.k.Bus.RecordStagnation(r.sessionKey(), fmt.Sprintf("step %d: %s gave the same result as before", rec.N, d.Tool))
 	}
-	mark := "✓"
+	mark, class := "✓", ""
 	if tr.Result.IsError {
 		mark = "✗"
 	}
-	r.l.printf("%s  %s (%s): %s\n", mark, d.Tool, tr.Class, oneLine(tr.Result.Output, 160))
+	if tr.Class == "failure" || tr.Class == "partial" {
+		class = " (" + tr.Class + ")"
+	}
+	r.l.printf("%s  %s%s: %s\n", mark, d.Tool, class, oneLine(tr.Result.Output, 160))
 	return nil
 }
 
@@ -544,7 +548,11 @@ func (r *run) took(rec *plugin.StepRecord, apr *store.Approval, what string) err
 		r.t.Status, r.t.Result = task.Paused, "paused: nobody answered the agent's question in time; resume it with `overseer resume "+r.t.ID+"`"
 		r.l.printf("⏸  nobody answered in time: pausing the task\n")
 	default:
-		r.l.printf("   %s: %s\n", pastTense(apr.Answer.Decision), oneLine(rec.Human, 300))
+		if rec.Human != "" {
+			r.l.printf("   %s by %s: %s\n", pastTense(apr.Answer.Decision), apr.Answer.Who, oneLine(rec.Human, 300))
+		} else {
+			r.l.printf("   %s by %s\n", pastTense(apr.Answer.Decision), apr.Answer.Who)
+		}
 	}
 	return nil
 }

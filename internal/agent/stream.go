@@ -15,6 +15,7 @@ type fenceFilter struct {
 	started bool
 	hidden  bool
 	held    string
+	ws      string // trailing white space held back
 }
 
 // fenceTags are the fences whose blocks are not shown.
@@ -70,15 +71,21 @@ func fenceTag(rest string) (hidden, complete bool) {
 	return false, true
 }
 
+// emit shows s, holding back its trailing white space until more text
+// follows (a reply's blank lines before its decision block are not shown).
 func (f *fenceFilter) emit(s string) {
-	if s == "" {
+	body := strings.TrimRight(s, " \t\r\n")
+	if body == "" {
+		f.ws += s
 		return
 	}
+	out := f.ws + body
+	f.ws = s[len(body):]
 	if !f.started {
 		f.started = true
-		s = f.prefix + s
+		out = f.prefix + strings.TrimLeft(out, "\r\n")
 	}
-	f.w.printf("%s", s)
+	f.w.printf("%s", out)
 }
 
 // flush writes what was held back, unless the reply ended inside a fence
@@ -87,6 +94,7 @@ func (f *fenceFilter) flush() {
 	if !f.hidden && f.held != "" && !strings.HasPrefix(f.held, "```") {
 		f.emit(f.held)
 	}
+	f.ws = ""
 	f.held = ""
 	if f.started {
 		f.w.printf("\n")

@@ -12,12 +12,14 @@ func TestFenceFilter(t *testing.T) {
 		want   string
 	}{
 		{"plain", []string{"I will read ", "the file."}, "I will read the file.\n"},
-		{"decision hidden", []string{"Reading it.\n\n```decision\n{\"action\":\"done\"}\n```"}, "Reading it.\n\n\n"},
-		{"fence split across pieces", []string{"Reading it.\n`", "``dec", "ision\n{", "\"action\":1}\n```"}, "Reading it.\n\n"},
-		{"json fence hidden", []string{"ok ```JSON\n{}```"}, "ok \n"},
-		{"other fences shown", []string{"run:\n```sh\nls\n```\nthen ```decision\n{}"}, "run:\n```sh\nls\n```\nthen \n"},
+		{"decision hidden", []string{"Reading it.\n\n```decision\n{\"action\":\"done\"}\n```"}, "Reading it.\n"},
+		{"fence split across pieces", []string{"Reading it.\n`", "``dec", "ision\n{", "\"action\":1}\n```"}, "Reading it.\n"},
+		{"blank lines inside are kept", []string{"one\n", "\n", "two\n\n"}, "one\n\ntwo\n"},
+		{"leading blank lines dropped", []string{"\n\n  hi"}, "  hi\n"},
+		{"json fence hidden", []string{"ok ```JSON\n{}```"}, "ok\n"},
+		{"other fences shown", []string{"run:\n```sh\nls\n```\nthen ```decision\n{}"}, "run:\n```sh\nls\n```\nthen\n"},
 		{"backticks at the end are shown", []string{"use `ls`"}, "use `ls`\n"},
-		{"partial fence at the end is dropped", []string{"bye ```deci"}, "bye \n"},
+		{"partial fence at the end is dropped", []string{"bye ```deci"}, "bye\n"},
 		{"nothing", nil, ""},
 	}
 	for _, tt := range tests {
