@@ -32,7 +32,12 @@ func (f *fenceFilter) write(s string) {
 		if i < 0 {
 			break
 		}
-		rest := buf[i+3:]
+		// A fence is three or more backticks.
+		j := i + 3
+		for j < len(buf) && buf[j] == '`' {
+			j++
+		}
+		rest := buf[j:]
 		tag, complete := fenceTag(rest)
 		if !complete {
 			f.emit(buf[:i])
@@ -44,7 +49,7 @@ func (f *fenceFilter) write(s string) {
 			f.hidden = true
 			return
 		}
-		f.emit(buf[:i+3])
+		f.emit(buf[:j])
 		buf = rest
 	}
 	// Hold back trailing backticks: they may open a fence.

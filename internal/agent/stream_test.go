@@ -21,6 +21,8 @@ func TestFenceFilter(t *testing.T) {
 		{"backticks at the end are shown", []string{"use `ls`"}, "use `ls`\n"},
 		{"partial fence at the end is dropped", []string{"bye ```deci"}, "bye\n"},
 		{"nothing", nil, ""},
+		{"four backticks", []string{"a ````decision\n{}\n````"}, "a\n"},
+		{"four backticks split", []string{"a ``", "``", "deci", "sion\n{}"}, "a\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,6 +42,7 @@ func TestFenceFilter(t *testing.T) {
 func FuzzFenceFilter(f *testing.F) {
 	f.Add("text ```decision\n{}\n```", 3)
 	f.Add("```sh\nls\n``` ok", 1)
+	f.Add("````decision\n", 2)
 	f.Fuzz(func(t *testing.T, s string, cut int) {
 		var out bytes.Buffer
 		ff := &fenceFilter{w: &Loop{out: &out}}
