@@ -329,6 +329,12 @@ func (r *run) finish(ctx context.Context, err error) (*task.Task, error) {
 		t.Status, t.Error = task.Failed, err.Error()
 		runErr = err
 	}
+	if t.Status == task.Aborted {
+		if werr := r.withdrawPending(ctx); werr != nil {
+			r.l.printf("warning: %v\n", werr)
+		}
+		t.PendingStep = nil
+	}
 	t.Runner, t.Pending = nil, ""
 	r.rememberPreferences(ctx)
 	if t.Status == task.Done && r.l.cfg.Memory != nil {
@@ -447,6 +453,11 @@ func (r *run) ask(ctx context.Context, tool, question string) (*store.Approval, 
 	r.waiting(ctx, pending)
 	apr, err := r.l.k.Wait(ctx, pending.ID)
 	r.stopAnswering()
+	if err != nil && ctx.Err() != nil {
+		// Interrupted while waiting: the task still waits on the request
+		// (a resumed task waits on it again; an aborted one withdraws it).
+		return apr, err
+	}
 	r.t.Status, r.t.Pending, r.t.PendingStep = task.Running, "", nil
 	return apr, err
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/agent"
 	"github.com/overseer-dev/overseer/internal/agent/task"
 	"github.com/overseer-dev/overseer/internal/kernel"
@@ -38,6 +39,7 @@ type harness struct {
 	mu      sync.Mutex
 	answers []store.Answer
 	asked   []*store.Approval
+	hold    chan struct{} // while set and open, the person answers nothing
 }
 
 func newHarness(t *testing.T, script llmtest.Script, v agent.Validator) *harness {
@@ -84,6 +86,17 @@ func newHarness(t *testing.T, script llmtest.Script, v agent.Validator) *harness
 // with none left it approves.
 func (h *harness) person(ctx context.Context) {
 	for ctx.Err() == nil {
+		h.mu.Lock()
+		hold := h.hold
+		h.mu.Unlock()
+		if hold != nil {
+			select {
+			case <-hold:
+			default:
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+		}
 		list, err := h.k.Store.ListApprovals(ctx, store.ApprovalFilter{Status: store.StatusPending})
 		if err == nil {
 			for _, apr := range list {
@@ -319,4 +332,83 @@ func TestStoreFailureFailsClosed(t *testing.T) {
 	if _, serr := os.Stat(filepath.Join(h.work, "out.txt")); serr == nil {
 		t.Fatalf("the write ran although it could not be judged and recorded:\n%s", h.out)
 	}
+}
+
+// TestAbortWithdrawsTheRequest: aborting a task that waits for a person —
+// running or not — takes its request out of the approvals queue, without
+// counting as the person's refusal.
+func TestAbortWithdrawsTheRequest(t *testing.T) {
+	ctx := context.Background()
+	t.Run("not running", func(t *testing.T) {
+		h := newHarness(t, llmtest.Queue(), nil)
+		h.mu.Lock()
+		h.hold = make(chan struct{}) // nobody answers
+		h.mu.Unlock()
+		sub, err := h.k.Ask(ctx, &action.Action{Agent: agent.AgentName, Session: "s", Tool: kernel.AskTool}, "which file?")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk := &task.Task{Goal: "g", Status: task.WaitingPerson, Pending: sub.Approval.ID}
+		if err := h.ts.Create(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+		got, err := agent.Abort(ctx, h.k, h.ts, tk.ID, "bob", "cli")
+		if err != nil || got.Status != task.Aborted {
+			t.Fatalf("abort: %v %+v", err, got)
+		}
+		apr, err := h.k.Store.GetApproval(ctx, sub.Approval.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if apr.Status != store.StatusDenied || apr.Answer == nil || apr.Answer.Who != "withdrawn" {
+			t.Fatalf("request not withdrawn: %+v", apr)
+		}
+	})
+	t.Run("running and waiting", func(t *testing.T) {
+		h := newHarness(t, llmtest.Func(func(n int, req llmtest.Request) llmtest.Reply {
+			return reply("", map[string]any{"action": "ask_human", "confidence": 0.5, "reason": "which file?"})
+		}), nil)
+		h.answers = nil
+		stopPerson := make(chan struct{})
+		h.mu.Lock()
+		h.hold = stopPerson // nobody answers
+		h.mu.Unlock()
+		tk := &task.Task{Goal: "g", Budget: 5, MaxSteps: 5, Cwd: h.work, Planned: true}
+		if err := h.ts.Create(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan *task.Task, 1)
+		go func() {
+			got, _ := h.loop.Run(ctx, tk.ID, agent.Options{})
+			done <- got
+		}()
+		var pending string
+		for deadline := time.Now().Add(10 * time.Second); pending == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if cur, err := h.ts.Get(ctx, tk.ID); err == nil {
+				pending = cur.Pending
+			}
+		}
+		if pending == "" {
+			t.Fatalf("the task never waited:\n%s", h.out)
+		}
+		for i := 0; i < 2; i++ {
+			if _, err := agent.Abort(ctx, h.k, h.ts, tk.ID, "bob", "cli"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got *task.Task
+		select {
+		case got = <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the run did not stop:\n%s", h.out)
+		}
+		if got.Status != task.Aborted || got.PendingStep != nil {
+			t.Fatalf("status %s pending step %+v", got.Status, got.PendingStep)
+		}
+		apr, _ := h.k.Store.GetApproval(ctx, pending)
+		if apr.Status != store.StatusDenied || apr.Answer.Who != "withdrawn" {
+			t.Fatalf("request not withdrawn: %+v", apr.Answer)
+		}
+		close(stopPerson)
+	})
 }

@@ -373,6 +373,9 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 		tr, err = r.l.k.RunTool(ctx, tool, a, opts)
 	}
 	r.stopAnswering()
+	if err != nil && ctx.Err() != nil && (tr == nil || !tr.Ran) {
+		return ctx.Err() // interrupted: the task still waits on its request
+	}
 	t.Status, t.Pending = task.Running, ""
 	if tr != nil && len(tr.Verdict.Hints) > 0 {
 		t.Signals = appendRecent(t.Signals, tr.Verdict.Hints...)

@@ -54,6 +54,11 @@ const (
 // cannot pose as the timeout.
 const TimeoutActor = "timeout"
 
+// WithdrawnActor is the Who and Channel of the answer that withdraws a
+// request nobody needs any more (its task was aborted): the action is
+// refused, and the answer says nothing about the person's trust in it.
+const WithdrawnActor = "withdrawn"
+
 // Defaults for a zero Config.
 const (
 	DefaultTimeout     = 5 * time.Minute
@@ -254,8 +259,8 @@ func validateAnswer(ans store.Answer) error {
 	if strings.TrimSpace(ans.Channel) == "" {
 		return fmt.Errorf("%w: channel is missing", ErrInvalidAnswer)
 	}
-	if ans.Who == TimeoutActor || ans.Channel == TimeoutActor {
-		return fmt.Errorf("%w: %q is reserved for the gate's own timeout", ErrInvalidAnswer, TimeoutActor)
+	if ans.Who == TimeoutActor || ans.Channel == TimeoutActor || ans.Who == WithdrawnActor || ans.Channel == WithdrawnActor {
+		return fmt.Errorf("%w: %q and %q are reserved for the gate's own answers", ErrInvalidAnswer, TimeoutActor, WithdrawnActor)
 	}
 	switch ans.Remember {
 	case RememberNone, RememberOnce, RememberSession, RememberRule:
@@ -396,6 +401,29 @@ func (g *Gate) finish(ctx context.Context, ap *store.Approval) (*store.Approval,
 		return ap, err
 	}
 	return ap, nil
+}
+
+// Withdraw refuses approval id on behalf of nobody, when the request is no
+// longer needed (its task was aborted): a pending approval becomes denied
+// with the reason, and whoever waits for it is woken. An approval already
+// answered is left as it is (the withdrawal is recorded only). It returns
+// the approval as stored afterwards and whether the withdrawal decided it.
+func (g *Gate) Withdraw(ctx context.Context, id, reason string) (*store.Approval, bool, error) {
+	ans := store.Answer{Decision: DecisionDeny, Who: WithdrawnActor, Channel: WithdrawnActor, Reason: reason, At: g.clk.Now()}
+	res, applied, err := g.st.AnswerApproval(ctx, id, store.StatusDenied, ans)
+	if err != nil {
+		return nil, false, fmt.Errorf("gate: withdraw %s: %w", id, err)
+	}
+	if g.cfg.OnAnswer != nil {
+		if err := g.cfg.OnAnswer(ctx, res, ans, applied); err != nil {
+			return res, applied, err
+		}
+	}
+	if applied {
+		g.wake(id)
+		g.publish(Event{Type: EventAnswered, Approval: res})
+	}
+	return res, applied, nil
 }
 
 // expire applies the default answer to ap, which is pending and past its

@@ -858,3 +858,39 @@ func TestAborts(t *testing.T) {
 		}
 	}
 }
+
+func TestWithdraw(t *testing.T) {
+	g, clk, _ := newGate(t, Config{Timeout: time.Minute, Poll: longPoll})
+	ctx := context.Background()
+	a, v := rmAction("build")
+	ap, err := g.Request(ctx, a, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := goWait(ctx, g, ap.ID)
+	awaitTimers(t, clk, 1)
+	got, applied, err := g.Withdraw(ctx, ap.ID, "the task was aborted")
+	if err != nil || !applied || got.Status != store.StatusDenied {
+		t.Fatalf("withdraw: %v %v %+v", err, applied, got)
+	}
+	r := recv(t, res)
+	if r.err != nil || Allowed(r.ap) || r.ap.Answer.Who != WithdrawnActor || r.ap.Answer.Reason != "the task was aborted" {
+		t.Fatalf("the waiter saw %+v, %v", r.ap, r.err)
+	}
+	// A withdrawal after an answer is only recorded.
+	ap2, _ := g.Request(ctx, a, v)
+	if _, _, err := g.Answer(ctx, ap2.ID, answer(DecisionApprove)); err != nil {
+		t.Fatal(err)
+	}
+	got, applied, err = g.Withdraw(ctx, ap2.ID, "late")
+	if err != nil || applied || got.Status != store.StatusApproved {
+		t.Fatalf("late withdraw: %v %v %s", err, applied, got.Status)
+	}
+	// Nobody may answer as the withdrawal.
+	ap3, _ := g.Request(ctx, a, v)
+	bad := answer(DecisionDeny)
+	bad.Who = WithdrawnActor
+	if _, _, err := g.Answer(ctx, ap3.ID, bad); !errors.Is(err, ErrInvalidAnswer) {
+		t.Fatalf("an answer posing as a withdrawal: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/store"
 )
 
 // Tools under which the agent loop's questions to a person are recorded.
@@ -50,4 +51,11 @@ func (k *Kernel) Ask(ctx context.Context, a *action.Action, question string) (*S
 	}
 	sub.Approval = apr
 	return sub, nil
+}
+
+// Withdraw refuses a pending approval nobody needs any more (its task was
+// aborted), recording why; the answer never adapts the policy. An answered
+// approval is left as it is.
+func (k *Kernel) Withdraw(ctx context.Context, id, reason string) (*store.Approval, bool, error) {
+	return k.Gate.Withdraw(ctx, id, reason)
 }

@@ -239,7 +239,7 @@ func (k *Kernel) onAnswer(ctx context.Context, apr *store.Approval, ans store.An
 		ArgsHash: apr.ArgsHash, Level: apr.Level, Answer: ans})); err != nil {
 		return fmt.Errorf("recording the answer: %w", err)
 	}
-	if !applied || ans.Who == "timeout" {
+	if !applied || ans.Who == gate.TimeoutActor || ans.Who == gate.WithdrawnActor {
 		return nil
 	}
 	if d := apr.Verdict.Decider; d != nil && d.Source == action.SourceAgent {

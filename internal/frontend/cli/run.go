@@ -22,6 +22,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/agent"
 	"github.com/overseer-dev/overseer/internal/agent/task"
+	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/plugin"
 )
 
@@ -545,12 +546,16 @@ func oneLineCLI(s string, n int) string {
 }
 
 func (a *app) withTasks(ctx context.Context, fn func(ctx context.Context, ts *task.Store) error) error {
+	return a.withKernelTasks(ctx, func(ctx context.Context, _ *kernel.Kernel, ts *task.Store) error { return fn(ctx, ts) })
+}
+
+func (a *app) withKernelTasks(ctx context.Context, fn func(ctx context.Context, k *kernel.Kernel, ts *task.Store) error) error {
 	k, err := a.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer k.Close()
-	return fn(ctx, task.NewStore(k.Store, k.Clock.Now).WithAudit(k.Audit))
+	return fn(ctx, k, task.NewStore(k.Store, k.Clock.Now).WithAudit(k.Audit))
 }
 
 func (a *app) tasksAddCmd() *cobra.Command {
@@ -674,8 +679,8 @@ func (a *app) abortCmd() *cobra.Command {
 		Short: "Abort a task: the first abort stops it after its current step, a second one at once",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withTasks(cmd.Context(), func(ctx context.Context, ts *task.Store) error {
-				t, err := ts.AbortBy(ctx, args[0], 5*time.Second, whoami(), "cli")
+			return a.withKernelTasks(cmd.Context(), func(ctx context.Context, k *kernel.Kernel, ts *task.Store) error {
+				t, err := agent.Abort(ctx, k, ts, args[0], whoami(), "cli")
 				if err != nil {
 					return exit(exitFailed, err)
 				}

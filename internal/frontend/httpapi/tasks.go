@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/overseer-dev/overseer/internal/agent"
 	"github.com/overseer-dev/overseer/internal/agent/task"
+	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/plugin"
 )
@@ -163,6 +165,14 @@ type Tasks struct {
 	tasks     *task.Store
 	approvals approvalReader
 	stale     time.Duration
+	k         *kernel.Kernel // withdraws an aborted task's pending request
+}
+
+// WithKernel lets an abort withdraw the request an idle task was waiting
+// on, and returns h.
+func (h *Tasks) WithKernel(k *kernel.Kernel) *Tasks {
+	h.k = k
+	return h
 }
 
 // NewTasks returns the task handlers over ts; approvals, when not nil,
@@ -209,7 +219,24 @@ func (h *Tasks) Get(w http.ResponseWriter, r *http.Request) {
 // at once (second). It answers with the task after the request, 404 for an
 // unknown task and 409 for one that has ended.
 func (h *Tasks) Abort(w http.ResponseWriter, r *http.Request) {
-	t, err := h.tasks.AbortBy(r.Context(), r.PathValue("id"), h.stale, "api", "api")
+	h.AbortAs(w, r, "api", "api")
+}
+
+// AbortAs is Abort on behalf of who, through channel (recorded in the
+// audit log).
+func (h *Tasks) AbortAs(w http.ResponseWriter, r *http.Request, who, channel string) {
+	var t *task.Task
+	var err error
+	if h.k != nil {
+		t, err = agent.Abort(r.Context(), h.k, h.tasks, r.PathValue("id"), who, channel)
+	} else {
+		t, err = h.tasks.AbortBy(r.Context(), r.PathValue("id"), h.stale, who, channel)
+	}
+	if err != nil && t != nil {
+		// The abort took effect; what failed afterwards is reported.
+		writeJSON(w, http.StatusOK, AbortView{TaskView: h.view(r.Context(), t), Note: err.Error()})
+		return
+	}
 	if errors.Is(err, task.ErrEnded) {
 		msg := "the task has ended: there is nothing to abort"
 		if cur, gerr := h.tasks.Get(r.Context(), r.PathValue("id")); gerr == nil {
@@ -260,7 +287,7 @@ func writeTaskErr(w http.ResponseWriter, id string, err error) {
 
 // taskRoutes registers the task endpoints (people's side: token required).
 func (s *Server) taskRoutes() {
-	h := NewTasks(task.NewStore(s.k.Store, s.k.Clock.Now).WithAudit(s.k.Audit), s.k.Gate)
+	h := NewTasks(task.NewStore(s.k.Store, s.k.Clock.Now).WithAudit(s.k.Audit), s.k.Gate).WithKernel(s.k)
 	s.mux.HandleFunc("GET /api/v1/tasks", s.auth(h.List))
 	s.mux.HandleFunc("GET /api/v1/tasks/{id}", s.auth(h.Get))
 	s.mux.HandleFunc("POST /api/v1/tasks/{id}/abort", s.auth(h.Abort))

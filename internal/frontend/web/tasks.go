@@ -10,6 +10,10 @@ func (c *Console) apiTasks(w http.ResponseWriter, r *http.Request, _ *session) {
 
 func (c *Console) apiTask(w http.ResponseWriter, r *http.Request, _ *session) { c.tasks.Get(w, r) }
 
-func (c *Console) apiTaskAbort(w http.ResponseWriter, r *http.Request, _ *session) {
-	c.tasks.Abort(w, r)
+func (c *Console) apiTaskAbort(w http.ResponseWriter, r *http.Request, s *session) {
+	who := "web"
+	if s != nil && s.Who != "" {
+		who = s.Who
+	}
+	c.tasks.AbortAs(w, r, who, "web")
 }

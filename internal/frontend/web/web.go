@@ -164,7 +164,7 @@ func New(k *kernel.Kernel, opts Options) (*Console, error) {
 		static:  http.StripPrefix(Prefix+"static/", http.FileServerFS(static)),
 		cop:     http.NewCrossOriginProtection(),
 		limiter: newLoginLimiter(opts.Clock),
-		tasks:   httpapi.NewTasks(task.NewStore(k.Store, opts.Clock.Now).WithAudit(k.Audit), k.Gate),
+		tasks:   httpapi.NewTasks(task.NewStore(k.Store, opts.Clock.Now).WithAudit(k.Audit), k.Gate).WithKernel(k),
 	}
 	c.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusForbidden, "cross_origin", "cross-origin requests are refused")
