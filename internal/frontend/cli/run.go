@@ -81,9 +81,11 @@ func (a *app) runCmd() *cobra.Command {
 		Short: "Run a task with Overseer's own agent, under the firewall",
 		Long: `Run a task with Overseer's own agent loop (supervised mode): a model decides
 each step, the firewall judges every decision, and tools run only what it lets
-through. Calls that need a person wait for an answer ('overseer approve ID',
-'overseer deny ID --reason …', the web console or the terminal UI); the agent
-must ask a person before it may declare the task done.
+through. Calls that need a person wait for an answer: typed right here when
+this runs in a terminal (y, n, stop, or words for the agent), or from anywhere
+else ('overseer approve ID', 'overseer deny ID --reason …', the web console, the
+terminal UI) — the first answer wins. The agent must ask a person before it may
+declare the task done.
 
 The task is stored and checkpointed after every step: 'overseer tasks' lists
 tasks, 'overseer resume ID' goes on after a pause, a step limit or a restart,
