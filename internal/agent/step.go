@@ -427,6 +427,9 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 	if tr.Class == "failure" || tr.Class == "partial" {
 		class = " (" + tr.Class + ")"
 	}
+	if lv := tr.Verdict.Level; lv != action.Auto {
+		class += " [" + lv.String() + "]" // what the firewall made of it, when not plain auto
+	}
 	r.l.printf("%s  %s%s: %s\n", mark, d.Tool, class, oneLine(tr.Result.Output, 160))
 	return nil
 }
