@@ -134,61 +134,7 @@ func (d *DB) QueryAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditR
 // the records read before it. With strictAfter, q.AfterSeq filters even
 // when it is zero.
 func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery, strictAfter bool) ([]store.AuditRecord, error) {
-	var (
-		where []string
-		args  []any
-	)
-	add := func(cond string, a ...any) {
-		where = append(where, cond)
-		args = append(args, a...)
-	}
-	// A zero AfterSeq in a query does not filter: records with seq <= 0
-	// (which the audit log never writes) are returned too.
-	if q.AfterSeq != 0 || strictAfter {
-		add("seq > ?", q.AfterSeq)
-	}
-	if len(q.Types) > 0 {
-		ph := strings.TrimSuffix(strings.Repeat("?, ", len(q.Types)), ", ")
-		for _, t := range q.Types {
-			args = append(args, t)
-		}
-		where = append(where, "type IN ("+ph+")")
-	}
-	if q.ActionID != "" {
-		add("action_id = ?", q.ActionID)
-	}
-	if q.Agent != "" {
-		add("agent = ?", q.Agent)
-	}
-	if q.Session != "" {
-		add("session = ?", q.Session)
-	}
-	if q.Tool != "" {
-		add("tool = ?", q.Tool)
-	}
-	if !q.Since.IsZero() {
-		add("time >= ?", fmtTime(q.Since))
-	}
-	if !q.Until.IsZero() {
-		add("time < ?", fmtTime(q.Until))
-	}
-	if q.Text != "" {
-		add("instr(data, ?) > 0", q.Text)
-	}
-	query := `SELECT ` + auditColumns + ` FROM audit`
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
-	}
-	if q.Desc {
-		query += " ORDER BY seq DESC"
-	} else {
-		query += " ORDER BY seq"
-	}
-	if q.Limit > 0 {
-		query += " LIMIT ?"
-		args = append(args, q.Limit)
-	}
-
+	query, args := auditSQL(q, strictAfter)
 	var out []store.AuditRecord
 	err := d.read(ctx, "query audit", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, query, args...)
@@ -215,4 +161,68 @@ func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery, strictAfter boo
 		return rows.Err()
 	})
 	return out, err
+}
+
+// auditSQL returns the SELECT statement and its arguments for q (see
+// queryAudit for strictAfter).
+func auditSQL(q store.AuditQuery, strictAfter bool) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, a ...any) {
+		where = append(where, cond)
+		args = append(args, a...)
+	}
+	// A zero AfterSeq in a query does not filter: records with seq <= 0
+	// (which the audit log never writes) are returned too.
+	if q.AfterSeq != 0 || strictAfter {
+		add("seq > ?", q.AfterSeq)
+	}
+	if len(q.Types) > 0 {
+		ph := strings.TrimSuffix(strings.Repeat("?, ", len(q.Types)), ", ")
+		for _, t := range q.Types {
+			args = append(args, t)
+		}
+		where = append(where, "type IN ("+ph+")")
+	}
+	// The indexes on action_id, agent and tool are partial (they leave out
+	// the empty value); SQLite uses a partial index only when the query
+	// implies its condition, which "x = ?" alone does not, so the filters
+	// say it ("x <> ''" is true of every non-empty value they compare with).
+	if q.ActionID != "" {
+		add("action_id = ? AND action_id <> ''", q.ActionID)
+	}
+	if q.Agent != "" {
+		add("agent = ? AND agent <> ''", q.Agent)
+	}
+	if q.Session != "" {
+		add("session = ?", q.Session)
+	}
+	if q.Tool != "" {
+		add("tool = ? AND tool <> ''", q.Tool)
+	}
+	if !q.Since.IsZero() {
+		add("time >= ?", fmtTime(q.Since))
+	}
+	if !q.Until.IsZero() {
+		add("time < ?", fmtTime(q.Until))
+	}
+	if q.Text != "" {
+		add("instr(data, ?) > 0", q.Text)
+	}
+	query := `SELECT ` + auditColumns + ` FROM audit`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	if q.Desc {
+		query += " ORDER BY seq DESC"
+	} else {
+		query += " ORDER BY seq"
+	}
+	if q.Limit > 0 {
+		query += " LIMIT ?"
+		args = append(args, q.Limit)
+	}
+	return query, args
 }

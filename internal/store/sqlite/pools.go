@@ -24,6 +24,13 @@ type PoolOptions struct {
 	// TempStoreMemory keeps the write pool's temporary tables and indexes
 	// in memory.
 	TempStoreMemory bool
+	// WALCheckpointPages is the write pool's wal_autocheckpoint: after a
+	// commit that leaves the WAL holding at least this many pages, the
+	// writer copies them into the database file. It bounds the WAL (at
+	// about this many pages, plus one transaction); a larger value makes
+	// checkpoints rarer, and a page that several commits changed is copied
+	// once. Zero keeps SQLite's default, 1000 pages.
+	WALCheckpointPages int
 	// MinReaders is the read pool's smallest size: it holds
 	// max(MinReaders, GOMAXPROCS) connections. Zero means 4.
 	MinReaders int
@@ -84,6 +91,12 @@ func OpenPools(ctx context.Context, path string, o PoolOptions) (*Pools, error) 
 	}
 	if o.TempStoreMemory {
 		wp = append(wp, "_pragma=temp_store(MEMORY)")
+	}
+	if o.WALCheckpointPages < 0 {
+		return nil, fmt.Errorf("sqlite: negative WAL checkpoint size %d", o.WALCheckpointPages)
+	}
+	if o.WALCheckpointPages > 0 {
+		wp = append(wp, fmt.Sprintf("_pragma=wal_autocheckpoint(%d)", o.WALCheckpointPages))
 	}
 	rp := []string{busy}
 	if o.ForeignKeys {

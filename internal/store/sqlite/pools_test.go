@@ -116,6 +116,7 @@ func TestOpenPoolsErrors(t *testing.T) {
 		{"cancelled while migrating", cancelled, filepath.Join(t.TempDir(), "c.db"), PoolOptions{Migrations: one}, context.Canceled},
 		{"schema too new", t.Context(), newer, PoolOptions{MigrationTable: "other_versions", Migrations: one}, ErrSchemaTooNew},
 		{"bad migrations", t.Context(), filepath.Join(t.TempDir(), "b.db"), PoolOptions{Migrations: []Migration{{0, "zero", nil}}}, nil},
+		{"negative WAL checkpoint size", t.Context(), filepath.Join(t.TempDir(), "w.db"), PoolOptions{WALCheckpointPages: -1}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

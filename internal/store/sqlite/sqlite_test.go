@@ -87,6 +87,7 @@ func TestOpenPragmas(t *testing.T) {
 		{"synchronous", "2"}, // FULL
 		{"foreign_keys", "1"},
 		{"busy_timeout", "10000"},
+		{"wal_autocheckpoint", "10000"},
 	}
 	for _, c := range cases {
 		t.Run(c.pragma, func(t *testing.T) {
