@@ -14,8 +14,8 @@ import (
 type MemoryItem struct {
 	ID int64 `json:"id,omitempty"`
 	// Category groups items: "fact", "preference", "lesson", "summary", ...
-	Category string `json:"category"`
-	Content  string `json:"content"`
+	Category string   `json:"category"`
+	Content  string   `json:"content"`
 	Tags     []string `json:"tags,omitempty"`
 	// Key, when set, names the item: saving another item with the same key
 	// replaces it (used for preferences that are updated, not piled up).
