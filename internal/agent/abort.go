@@ -14,6 +14,15 @@ import (
 // as not running.
 const StaleAfter = staleAfter
 
+// NewTaskStore returns the task store over the kernel's database, recording
+// each task's lifecycle in its audit log; now defaults to the kernel's clock.
+func NewTaskStore(k *kernel.Kernel, now func() time.Time) *task.Store {
+	if now == nil {
+		now = k.Clock.Now
+	}
+	return task.NewStore(k.Store, now).WithAudit(k.Audit)
+}
+
 // Abort asks task id to stop, on behalf of who through channel: a task that
 // is not running ends as aborted at once, and the request it was waiting
 // on, if any, is withdrawn so it leaves the approvals queue; a running one

@@ -347,7 +347,7 @@ func (r *run) finish(ctx context.Context, err error) (*task.Task, error) {
 	if cerr := r.checkpoint(ctx); cerr != nil {
 		return t, errors.Join(runErr, cerr)
 	}
-	if aerr := r.l.cfg.Tasks.Record(ctx, t, task.Event{Event: "ended", Result: oneLine(t.Result, 500), Error: t.Error}); aerr != nil {
+	if aerr := r.l.cfg.Tasks.Record(ctx, t, task.Event{Event: "ended", Result: OneLine(t.Result, 500), Error: t.Error}); aerr != nil {
 		return t, errors.Join(runErr, aerr)
 	}
 	return t, runErr
@@ -478,7 +478,7 @@ func (r *run) waiting(ctx context.Context, apr *store.Approval) {
 		what = fmt.Sprintf("%s — %s", apr.Tool, apr.Verdict.Summary())
 	}
 	r.l.printf("\n⏸  waiting for a person (%s): %s\n   answer with `overseer approve %s`, `overseer deny %s --reason \"…\"`, or in the web console\n",
-		apr.ID, oneLine(what, 300), apr.ID, apr.ID)
+		apr.ID, OneLine(what, 300), apr.ID, apr.ID)
 	r.answerHere(ctx, apr)
 }
 
@@ -592,7 +592,8 @@ func answerWords(apr *store.Approval) string {
 	return ""
 }
 
-func oneLine(s string, n int) string {
+// OneLine folds s to one line of at most n runes, marking a cut with "…".
+func OneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n]) + "…"

@@ -84,7 +84,7 @@ func (r *run) step(ctx context.Context) error {
 		rec.Outcome, rec.Note = plugin.OutcomeInvalid, d.Reason
 		r.l.printf("⚠  no usable decision in the reply (%s): asking a person\n", d.Reason)
 		err = r.askWhatNext(ctx, &rec, "The model's reply had no usable decision ("+d.Reason+"). Its reply began: "+
-			oneLine(rep.resp.Text, 400)+"\nWhat should it do?")
+			OneLine(rep.resp.Text, 400)+"\nWhat should it do?")
 	case d.Action == firewall.ActionDone:
 		err = r.confirmDone(ctx, &rec, d)
 	case d.Action == firewall.ActionAskHuman:
@@ -363,7 +363,7 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 	if a.Args == nil {
 		a.Args = map[string]any{}
 	}
-	r.l.printf("→  %s %s\n", d.Tool, oneLine(argsText(d.Args), 200))
+	r.l.printf("→  %s %s\n", d.Tool, OneLine(argsText(d.Args), 200))
 	opts := kernel.RunOptions{OnWait: func(apr *store.Approval) { r.waiting(ctx, apr) }}
 	var tr *kernel.ToolRun
 	var err error
@@ -430,7 +430,7 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 	if lv := tr.Verdict.Level; lv != action.Auto {
 		class += " [" + lv.String() + "]" // what the firewall made of it, when not plain auto
 	}
-	r.l.printf("%s  %s%s: %s\n", mark, d.Tool, class, oneLine(tr.Result.Output, 160))
+	r.l.printf("%s  %s%s: %s\n", mark, d.Tool, class, OneLine(tr.Result.Output, 160))
 	return nil
 }
 
@@ -479,7 +479,7 @@ func (r *run) askHuman(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 	if q == "" {
 		q = "The agent asks for your guidance (it gave no question)."
 	}
-	r.l.printf("?  the agent asks: %s\n", oneLine(q, 400))
+	r.l.printf("?  the agent asks: %s\n", OneLine(q, 400))
 	apr, err := r.ask(ctx, kernel.AskTool, q)
 	if err != nil {
 		return r.askFailed(ctx, err)
@@ -509,7 +509,7 @@ func (r *run) confirmDone(ctx context.Context, rec *plugin.StepRecord, d firewal
 	if summary == "" {
 		summary = thought(rec.Thought)
 	}
-	r.l.printf("?  the agent says the task is done: %s\n", oneLine(summary, 400))
+	r.l.printf("?  the agent says the task is done: %s\n", OneLine(summary, 400))
 	apr, err := r.ask(ctx, kernel.ConfirmDoneTool, "The agent says the task is done. Confirm? Its summary: "+summary)
 	if err != nil {
 		return r.askFailed(ctx, err)
@@ -555,7 +555,7 @@ func (r *run) took(rec *plugin.StepRecord, apr *store.Approval, what string) err
 		r.l.printf("⏸  nobody answered in time: pausing the task\n")
 	default:
 		if rec.Human != "" {
-			r.l.printf("   %s by %s: %s\n", pastTense(apr.Answer.Decision), apr.Answer.Who, oneLine(rec.Human, 300))
+			r.l.printf("   %s by %s: %s\n", pastTense(apr.Answer.Decision), apr.Answer.Who, OneLine(rec.Human, 300))
 		} else {
 			r.l.printf("   %s by %s\n", pastTense(apr.Answer.Decision), apr.Answer.Who)
 		}
@@ -584,7 +584,7 @@ func (r *run) summaryStep(ctx context.Context) error {
 	}
 	summary := thought(rep.resp.Text)
 	if summary == "" {
-		summary = oneLine(rep.decision.Reason, 2000)
+		summary = OneLine(rep.decision.Reason, 2000)
 	}
 	t.Step++
 	t.Corrections = rep.next
@@ -630,7 +630,7 @@ func (r *run) advancePlan(ctx context.Context, rec plugin.StepRecord) {
 		return
 	}
 	t.Plan.Subtasks[i].Done = true
-	t.Plan.Subtasks[i].Result = oneLine(firstNonEmpty(rec.Intent, rec.Thought, rec.Tool), 300)
+	t.Plan.Subtasks[i].Result = OneLine(FirstNonEmpty(rec.Intent, rec.Thought, rec.Tool), 300)
 	r.l.printf("✓  subtask %d done: %s\n", i+1, t.Plan.Subtasks[i].Title)
 	if r.l.cfg.Planner == nil {
 		return
@@ -642,12 +642,13 @@ func (r *run) advancePlan(ctx context.Context, rec plugin.StepRecord) {
 		return
 	}
 	if p.Revision != t.Plan.Revision {
-		r.l.printf("plan revised (%d): %s\n", p.Revision, oneLine(p.Notes, 200))
+		r.l.printf("plan revised (%d): %s\n", p.Revision, OneLine(p.Notes, 200))
 	}
 	t.Plan = &p
 }
 
-func firstNonEmpty(s ...string) string {
+// FirstNonEmpty returns the first of s that is not blank.
+func FirstNonEmpty(s ...string) string {
 	for _, x := range s {
 		if strings.TrimSpace(x) != "" {
 			return x

@@ -190,7 +190,7 @@ type Daemon struct {
 	Addr  string
 	Token string
 	cmd   *exec.Cmd
-	log   *syncWriter
+	log   *SyncBuffer
 	done  chan struct{}
 }
 
@@ -202,7 +202,7 @@ func StartDaemon(t testing.TB, home string, extra ...string) *Daemon {
 	args := append([]string{"--home", home, "serve", "--addr", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(Binary(t), args...)
 	cmd.Env = append(os.Environ(), "OVERSEER_HOME="+home)
-	log := &syncWriter{w: &bytes.Buffer{}}
+	log := &SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -237,9 +237,7 @@ func StartDaemon(t testing.TB, home string, extra ...string) *Daemon {
 
 // Log returns what the daemon printed.
 func (d *Daemon) Log() string {
-	d.log.mu.Lock()
-	defer d.log.mu.Unlock()
-	return d.log.w.(*bytes.Buffer).String()
+	return d.log.String()
 }
 
 // Kill sends SIGKILL and waits for the process to go.
@@ -280,13 +278,23 @@ func (d *Daemon) Do(t testing.TB, method, path string, body any, auth bool) (int
 	return resp.StatusCode, b
 }
 
-type syncWriter struct {
+// SyncBuffer is a buffer that a running process's output may be written to
+// while a test reads it.
+type SyncBuffer struct {
 	mu sync.Mutex
-	w  io.Writer
+	b  bytes.Buffer
 }
 
-func (s *syncWriter) Write(p []byte) (int, error) {
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.w.Write(p)
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

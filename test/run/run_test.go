@@ -1,7 +1,6 @@
 package run
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,26 +37,9 @@ func newEnv(t *testing.T) *env {
 // proc is a running overseer command.
 type proc struct {
 	cmd  *exec.Cmd
-	out  *syncBuf
+	out  *overseertest.SyncBuffer
 	done chan struct{}
 	code int
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // start starts overseer with args in the working directory.
@@ -80,7 +62,7 @@ func (e *env) startIn(withInput bool, args ...string) (*proc, io.WriteCloser) {
 			e.t.Fatal(err)
 		}
 	}
-	p := &proc{cmd: cmd, out: &syncBuf{}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, out: &overseertest.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)

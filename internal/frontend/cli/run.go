@@ -226,7 +226,7 @@ func (a *app) withLoop(ctx context.Context, f runFlags, resumeID string,
 		return err
 	}
 	defer k.Close()
-	ts := task.NewStore(k.Store, k.Clock.Now).WithAudit(k.Audit)
+	ts := agent.NewTaskStore(k, nil)
 	model := f.model
 	if f.llmConfig != "" {
 		abs, err := filepath.Abs(f.llmConfig)
@@ -515,11 +515,11 @@ waiting for a person, paused and ended (done, failed, aborted).`,
 				fmt.Fprintln(w, "ID\tSTATUS\tSTEPS\tTOKENS\tUPDATED\tTASK")
 				for _, t := range list {
 					status := string(t.Status)
-					if (t.Status == task.Running || t.Status == task.WaitingPerson) && !ts.Live(t, 5*time.Second) {
+					if (t.Status == task.Running || t.Status == task.WaitingPerson) && !ts.Live(t, agent.StaleAfter) {
 						status += " (stopped)"
 					}
 					fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d\t%s\t%s\n", t.ID, status, t.Step, t.MaxSteps,
-						t.Usage.InputTokens+t.Usage.OutputTokens, t.UpdatedAt.Local().Format("2006-01-02 15:04"), oneLineCLI(t.Goal, 60))
+						t.Usage.InputTokens+t.Usage.OutputTokens, t.UpdatedAt.Local().Format("2006-01-02 15:04"), agent.OneLine(t.Goal, 60))
 				}
 				return w.Flush()
 			})
@@ -539,14 +539,6 @@ func statusNames() string {
 	return strings.Join(s, ", ")
 }
 
-func oneLineCLI(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
 func (a *app) withTasks(ctx context.Context, fn func(ctx context.Context, ts *task.Store) error) error {
 	return a.withKernelTasks(ctx, func(ctx context.Context, _ *kernel.Kernel, ts *task.Store) error { return fn(ctx, ts) })
 }
@@ -557,7 +549,7 @@ func (a *app) withKernelTasks(ctx context.Context, fn func(ctx context.Context, 
 		return err
 	}
 	defer k.Close()
-	return fn(ctx, k, task.NewStore(k.Store, k.Clock.Now).WithAudit(k.Audit))
+	return fn(ctx, k, agent.NewTaskStore(k, nil))
 }
 
 func (a *app) tasksAddCmd() *cobra.Command {
@@ -647,7 +639,7 @@ func (a *app) tasksShowCmd() *cobra.Command {
 					if s.Tool != "" {
 						what = s.Tool
 					}
-					fmt.Fprintf(w, "  %3d  %-12s %-10s %s\n", s.N, oneLineCLI(what, 12), s.Outcome, oneLineCLI(firstOf(s.Note, s.Human, s.Output, s.Intent), 90))
+					fmt.Fprintf(w, "  %3d  %-12s %-10s %s\n", s.N, agent.OneLine(what, 12), s.Outcome, agent.OneLine(agent.FirstNonEmpty(s.Note, s.Human, s.Output, s.Intent), 90))
 				}
 				if t.Pending != "" {
 					fmt.Fprintf(w, "waiting on approval %s\n", t.Pending)
@@ -664,15 +656,6 @@ func (a *app) tasksShowCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole task record (its checkpoint) as JSON")
 	return cmd
-}
-
-func firstOf(s ...string) string {
-	for _, x := range s {
-		if strings.TrimSpace(x) != "" {
-			return x
-		}
-	}
-	return ""
 }
 
 func (a *app) abortCmd() *cobra.Command {

@@ -21,7 +21,7 @@ import (
 const (
 	// TaskStale is how long a task's runner may go without a heartbeat
 	// before the task counts as not running (as `overseer abort` counts it).
-	TaskStale = 5 * time.Second
+	TaskStale = agent.StaleAfter
 	// DefaultTaskLimit is the number of tasks a list returns when the
 	// request names no limit; MaxTaskLimit is the most it returns.
 	DefaultTaskLimit = 100
@@ -287,7 +287,7 @@ func writeTaskErr(w http.ResponseWriter, id string, err error) {
 
 // taskRoutes registers the task endpoints (people's side: token required).
 func (s *Server) taskRoutes() {
-	h := NewTasks(task.NewStore(s.k.Store, s.k.Clock.Now).WithAudit(s.k.Audit), s.k.Gate).WithKernel(s.k)
+	h := NewTasks(agent.NewTaskStore(s.k, nil), s.k.Gate).WithKernel(s.k)
 	s.mux.HandleFunc("GET /api/v1/tasks", s.auth(h.List))
 	s.mux.HandleFunc("GET /api/v1/tasks/{id}", s.auth(h.Get))
 	s.mux.HandleFunc("POST /api/v1/tasks/{id}/abort", s.auth(h.Abort))

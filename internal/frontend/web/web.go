@@ -34,7 +34,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/overseer-dev/overseer/internal/agent/task"
+	"github.com/overseer-dev/overseer/internal/agent"
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
 	"github.com/overseer-dev/overseer/internal/kernel"
@@ -164,7 +164,7 @@ func New(k *kernel.Kernel, opts Options) (*Console, error) {
 		static:  http.StripPrefix(Prefix+"static/", http.FileServerFS(static)),
 		cop:     http.NewCrossOriginProtection(),
 		limiter: newLoginLimiter(opts.Clock),
-		tasks:   httpapi.NewTasks(task.NewStore(k.Store, opts.Clock.Now).WithAudit(k.Audit), k.Gate).WithKernel(k),
+		tasks:   httpapi.NewTasks(agent.NewTaskStore(k, opts.Clock.Now), k.Gate).WithKernel(k),
 	}
 	c.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusForbidden, "cross_origin", "cross-origin requests are refused")
