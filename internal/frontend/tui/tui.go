@@ -70,6 +70,10 @@ type Model struct {
 	connected     bool
 	busy          map[string]bool
 	quitting      bool
+
+	// after schedules the next refresh (tea.Tick); tests replace it so
+	// that a timer is never confused with a slow API call.
+	after func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 }
 
 type mode int
@@ -92,7 +96,7 @@ func New(ctx context.Context, api API, opts Options) Model {
 		opts.Who = "tui"
 	}
 	return Model{api: api, opts: opts, ctx: ctx, lastSeq: -1, remember: map[string]string{},
-		rules: map[string]string{}, busy: map[string]bool{}, width: 100, height: 30}
+		rules: map[string]string{}, busy: map[string]bool{}, width: 100, height: 30, after: tea.Tick}
 }
 
 // Messages.
@@ -137,7 +141,7 @@ func (m Model) refresh() tea.Cmd {
 }
 
 func (m Model) tick() tea.Cmd {
-	return tea.Tick(m.opts.Poll, func(t time.Time) tea.Msg { return tickMsg(t) })
+	return m.after(m.opts.Poll, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
 func (m Model) answer(id, decision, reason, remember string) tea.Cmd {

@@ -34,7 +34,7 @@ rules:
 type daemon struct {
 	k   *kernel.Kernel
 	srv *httptest.Server
-	api ClientAPI
+	api API
 }
 
 func newDaemon(t *testing.T) *daemon {
@@ -91,24 +91,14 @@ func run(t *testing.T, m Model, msg tea.Msg) Model {
 	return m
 }
 
-// commandWait is how long expand waits for a command before taking it for
-// a timer. API calls that write durably can take far longer than a few
-// milliseconds on a loaded machine, so it is generous.
-const commandWait = 400 * time.Millisecond
-
-// expand runs a command and returns its messages; ticks are dropped.
+// expand runs a command and returns its messages; ticks are dropped. The
+// models under test schedule their timers through noTimer, so every
+// command returns (a hang is the test binary's timeout).
 func expand(cmd tea.Cmd) []tea.Msg {
 	if cmd == nil {
 		return nil
 	}
-	done := make(chan tea.Msg, 1)
-	go func() { done <- cmd() }()
-	var msg tea.Msg
-	select {
-	case msg = <-done:
-	case <-time.After(commandWait):
-		return nil // a timer: the test drives refreshes itself
-	}
+	msg := cmd()
 	switch msg := msg.(type) {
 	case tea.BatchMsg:
 		var out []tea.Msg
@@ -149,8 +139,15 @@ func typeText(t *testing.T, m Model, s string) Model {
 
 func screen(m Model) string { return ansi.Strip(m.render()) }
 
+// noTimer fires a timer at once: the tests drive refreshes themselves, and
+// expand drops the tick it yields.
+func noTimer(_ time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
+	return func() tea.Msg { return fn(time.Now()) }
+}
+
 func newModel(t *testing.T, d *daemon) Model {
 	m := New(context.Background(), d.api, Options{Who: "ann", Title: "test"})
+	m.after = noTimer
 	m = run(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
 	return run(t, m, m.Init()())
 }
@@ -267,5 +264,32 @@ func TestAlreadyAnswered(t *testing.T) {
 	}
 	if got := d.status(t, apr.ID); got.Status != store.StatusDenied {
 		t.Fatalf("status %s", got.Status)
+	}
+}
+
+// slowAPI answers like a daemon on a loaded machine.
+type slowAPI struct {
+	API
+	delay time.Duration
+}
+
+func (s slowAPI) Answer(ctx context.Context, id, decision string, req client.AnswerRequest) (*client.AnswerResponse, error) {
+	time.Sleep(s.delay)
+	return s.API.Answer(ctx, id, decision, req)
+}
+
+// A slow answer is still an answer: the UI shows its outcome once it comes,
+// however long the durable write took.
+func TestSlowAnswerIsApplied(t *testing.T) {
+	d := newDaemon(t)
+	apr := d.submit(t, "prod")
+	d.api = slowAPI{API: d.api, delay: 600 * time.Millisecond}
+	m := newModel(t, d)
+	m = run(t, m, key("a"))
+	if got := d.status(t, apr.ID); got.Status != store.StatusApproved {
+		t.Fatalf("status %s", got.Status)
+	}
+	if s := screen(m); !strings.Contains(s, apr.ID+": approved") || !strings.Contains(s, "Nothing is waiting") {
+		t.Fatalf("screen:\n%s", s)
 	}
 }
