@@ -264,6 +264,34 @@ type Preview struct {
 	Diff    string   `json:"diff,omitempty"`  // e.g. the diff an edit makes
 }
 
+// Lines renders the preview as plain text for a person: "Preview: " and
+// the summary, at most maxItems items indented (then how many more there
+// are), and the diff, clipped to maxDiff runes.
+func (p *Preview) Lines(maxItems, maxDiff int) []string {
+	if p == nil {
+		return nil
+	}
+	out := []string{"Preview: " + p.Summary}
+	for i, it := range p.Items {
+		if i == maxItems {
+			out = append(out, fmt.Sprintf("  … and %d more", len(p.Items)-maxItems+p.More))
+			break
+		}
+		out = append(out, "  "+it)
+	}
+	if len(p.Items) <= maxItems && p.More > 0 {
+		out = append(out, fmt.Sprintf("  … and %d more", p.More))
+	}
+	if p.Diff != "" {
+		diff := strings.TrimRight(p.Diff, "\n")
+		if r := []rune(diff); len(r) > maxDiff {
+			diff = string(r[:maxDiff]) + "…"
+		}
+		out = append(out, strings.Split(diff, "\n")...)
+	}
+	return out
+}
+
 // Verdict is the firewall's decision on one action.
 type Verdict struct {
 	ActionID string   `json:"action_id,omitempty"`

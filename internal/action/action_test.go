@@ -2,6 +2,7 @@ package action
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -107,4 +108,30 @@ func FuzzParseLevel(f *testing.F) {
 			t.Fatalf("ParseLevel(%q) = invalid level %v without error", s, l)
 		}
 	})
+}
+
+func TestPreviewLines(t *testing.T) {
+	cases := []struct {
+		name string
+		p    *Preview
+		want []string
+	}{
+		{"nil", nil, nil},
+		{"items within the cap", &Preview{Summary: "rm would remove 2 path(s)", Items: []string{"a", "b"}},
+			[]string{"Preview: rm would remove 2 path(s)", "  a", "  b"}},
+		{"items over the cap count what is not listed", &Preview{Summary: "s", Items: []string{"a", "b", "c"}, More: 7},
+			[]string{"Preview: s", "  a", "  b", "  … and 8 more"}},
+		{"items the analyser did not list", &Preview{Summary: "s", Items: []string{"a"}, More: 4},
+			[]string{"Preview: s", "  a", "  … and 4 more"}},
+		{"a diff is clipped", &Preview{Summary: "edit", Diff: "-old\n+new line\n"},
+			[]string{"Preview: edit", "-old", "+ne…"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.p.Lines(2, 8)
+			if strings.Join(got, "|") != strings.Join(c.want, "|") || len(got) != len(c.want) {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+		})
+	}
 }

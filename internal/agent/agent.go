@@ -462,7 +462,16 @@ func (r *run) ask(ctx context.Context, tool, question string) (*store.Approval, 
 	return apr, err
 }
 
-// waiting tells the person how to answer and checkpoints the wait.
+// How much of a verdict's preview the terminal shows while a call waits:
+// enough to see what a wildcard removes or an edit changes; the web console
+// and `overseer approvals --json` have all of it.
+const (
+	previewItems = 20
+	previewDiff  = 2000
+)
+
+// waiting tells the person what waits, with the preview of what would
+// happen, and how to answer; it checkpoints the wait.
 func (r *run) waiting(ctx context.Context, apr *store.Approval) {
 	r.t.Status, r.t.Pending = task.WaitingPerson, apr.ID
 	if r.current != nil {
@@ -477,8 +486,11 @@ func (r *run) waiting(ctx context.Context, apr *store.Approval) {
 	} else if apr.Verdict.Decider != nil {
 		what = fmt.Sprintf("%s — %s", apr.Tool, apr.Verdict.Summary())
 	}
-	r.l.printf("\n⏸  waiting for a person (%s): %s\n   answer with `overseer approve %s`, `overseer deny %s --reason \"…\"`, or in the web console\n",
-		apr.ID, OneLine(what, 300), apr.ID, apr.ID)
+	r.l.printf("\n⏸  waiting for a person (%s): %s\n", apr.ID, OneLine(what, 300))
+	for _, l := range apr.Verdict.Preview.Lines(previewItems, previewDiff) {
+		r.l.printf("   %s\n", l)
+	}
+	r.l.printf("   answer with `overseer approve %s`, `overseer deny %s --reason \"…\"`, or in the web console\n", apr.ID, apr.ID)
 	r.answerHere(ctx, apr)
 }
 

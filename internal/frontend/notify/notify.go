@@ -155,18 +155,8 @@ func (m *Message) Text() string {
 	for _, r := range m.Reasons {
 		b.WriteString("  - " + r + "\n")
 	}
-	if p := m.Preview; p != nil {
-		b.WriteString("Preview: " + p.Summary + "\n")
-		for i, it := range p.Items {
-			if i == 10 {
-				fmt.Fprintf(&b, "  … and %d more\n", len(p.Items)-10+p.More)
-				break
-			}
-			b.WriteString("  " + it + "\n")
-		}
-		if p.Diff != "" {
-			b.WriteString(clip(p.Diff, 1500) + "\n")
-		}
+	for _, l := range m.Preview.Lines(10, 1500) {
+		b.WriteString(l + "\n")
 	}
 	if !m.Deadline.IsZero() {
 		fmt.Fprintf(&b, "Times out at %s (then: %s).\n", m.Deadline.Format(time.RFC1123), m.DefaultDecision)
