@@ -398,7 +398,7 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 				return nil
 			}
 		}
-		r.l.printf("✗  refused: %v\n", err)
+		r.l.printf("✗  %s\n", refusal(tr, err))
 		return nil
 	case err != nil && (tr == nil || !tr.Ran):
 		if ctx.Err() != nil {
@@ -412,7 +412,7 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 	if err != nil {
 		rec.Note = err.Error()
 	}
-	if flag := firewall.Deviation(rec.N, d.Intent, tr.Class, d.Args); flag != "" {
+	if flag := firewall.Deviation(rec.N, d.Intent, tr.Class); flag != "" {
 		rec.Note = strings.TrimSpace(rec.Note + " " + flag)
 		t.Signals = appendRecent(t.Signals, flag)
 		r.l.printf("⚠  %s\n", flag)
@@ -432,6 +432,22 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 	}
 	r.l.printf("%s  %s%s: %s\n", mark, d.Tool, class, OneLine(tr.Result.Output, 160))
 	return nil
+}
+
+// refusal says who refused a call and why, in one line.
+func refusal(tr *kernel.ToolRun, err error) string {
+	if tr == nil || tr.Approval == nil || tr.Approval.Answer == nil {
+		return "refused: " + strings.TrimPrefix(err.Error(), kernel.ErrDenied.Error()+": ")
+	}
+	a := tr.Approval.Answer
+	if a.Who == "timeout" {
+		return "refused: " + answerWords(tr.Approval)
+	}
+	s := fmt.Sprintf("refused by %s via %s", a.Who, a.Channel)
+	if a.Reason != "" {
+		s += ": " + OneLine(a.Reason, 300)
+	}
+	return s
 }
 
 // noteDecision keeps a person's answer among the task's human decisions.

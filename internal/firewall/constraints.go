@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode"
 
 	"github.com/overseer-dev/overseer/internal/perception"
 	"github.com/overseer-dev/overseer/plugin"
@@ -79,22 +78,11 @@ func Constraints(steps []plugin.StepRecord, stats []perception.ToolStats, escala
 // Deviation reports whether a tool result deviates from the step's stated
 // intent, from the PerceptionBus's classification of the result, and
 // returns the flag to show the model and the person ("" when it does not).
-// A result whose call names what the intent speaks of (reading "the notes"
-// from notes.txt) is not flagged: the output of such a call need not repeat
-// the intent's words.
-func Deviation(step int, intent, class string, args map[string]any) string {
+// The classification already counts a call that names what the intent
+// speaks of (reading "the notes" from notes.txt) as relevant.
+func Deviation(step int, intent, class string) string {
 	if intent == "" || class != perception.ResultIrrelevant.String() {
 		return ""
-	}
-	if b, err := json.Marshal(args); err == nil {
-		lower := strings.ToLower(string(b))
-		for _, w := range strings.FieldsFunc(strings.ToLower(intent), func(r rune) bool {
-			return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-		}) {
-			if len([]rune(w)) >= 4 && strings.Contains(lower, w) {
-				return ""
-			}
-		}
 	}
 	return fmt.Sprintf("The result of step %d does not match its stated intent (%q): check what happened before building on it.", step, oneLine(intent, 200))
 }

@@ -88,20 +88,16 @@ func TestConstraintsAreBounded(t *testing.T) {
 }
 
 func TestDeviation(t *testing.T) {
-	args := map[string]any{"command": "cat /etc/os-release"}
-	if f := firewall.Deviation(4, "read the config file", "irrelevant", args); !strings.Contains(f, "step 4 does not match") {
+	if f := firewall.Deviation(4, "read the config file", "irrelevant"); !strings.Contains(f, "step 4 does not match") {
 		t.Fatalf("irrelevant result not flagged: %q", f)
 	}
 	for _, class := range []string{"success", "failure", "partial"} {
-		if f := firewall.Deviation(4, "read the config", class, args); f != "" {
+		if f := firewall.Deviation(4, "read the config", class); f != "" {
 			t.Errorf("%s flagged: %q", class, f)
 		}
 	}
-	if f := firewall.Deviation(4, "", "irrelevant", args); f != "" {
+	if f := firewall.Deviation(4, "", "irrelevant"); f != "" {
 		t.Errorf("no intent but flagged: %q", f)
-	}
-	if f := firewall.Deviation(4, "read the notes", "irrelevant", map[string]any{"file_path": "docs/notes.txt"}); f != "" {
-		t.Errorf("the call names what the intent speaks of, but flagged: %q", f)
 	}
 }
 

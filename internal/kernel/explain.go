@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
@@ -48,6 +49,10 @@ type Result struct {
 	Output   string `json:"output"`
 	IsError  bool   `json:"is_error,omitempty"`
 	Intent   string `json:"intent,omitempty"`
+	// Args are the call's arguments, when the caller has them: an intent
+	// word they name counts as the result's relevance (not recorded here;
+	// the action's record holds them).
+	Args map[string]any `json:"-"`
 }
 
 // ResultRecord is the audit record of a result and its classification.
@@ -64,7 +69,7 @@ const maxResultAudit = 64 << 10
 // PerceptionBus. Output beyond 64 KiB is truncated in the record.
 func (k *Kernel) RecordResult(ctx context.Context, r Result) (ResultRecord, error) {
 	a := &action.Action{Agent: r.Agent, Session: r.Session, Tool: r.Tool}
-	info := k.Bus.RecordResult(firewall.SessionKey(a), r.Tool, r.Output, r.IsError, r.Intent)
+	info := k.Bus.RecordResult(firewall.SessionKey(a), r.Tool, r.Output, r.IsError, r.Intent, argValues(r.Args))
 	rec := ResultRecord{Result: r, Class: info.Class.String(), Repeated: info.Repeated}
 	if len(rec.Output) > maxResultAudit {
 		rec.Output = rec.Output[:maxResultAudit] + fmt.Sprintf("\n… (%d bytes truncated)", len(r.Output)-maxResultAudit)
@@ -72,6 +77,32 @@ func (k *Kernel) RecordResult(ctx context.Context, r Result) (ResultRecord, erro
 	_, err := k.Audit.Append(ctx, audit.Entry{Type: audit.TypeResult, ActionID: r.ActionID, Agent: r.Agent,
 		Session: r.Session, Tool: r.Tool, Data: rec})
 	return rec, err
+}
+
+// argValues joins the string and number values of a call's arguments, at
+// any depth, one a line: what the call names, without the argument names.
+func argValues(args map[string]any) string {
+	var b strings.Builder
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			b.WriteString(v)
+			b.WriteByte('\n')
+		case float64:
+			fmt.Fprintln(&b, v)
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(args)
+	return b.String()
 }
 
 func policyTrace(rules []*policy.Compiled, a *action.Action) []PolicyStep {

@@ -255,7 +255,7 @@ func (k *Kernel) runJudged(ctx context.Context, t plugin.Tool, a *action.Action,
 	}
 	run.Result = res
 	rec, rerr := k.RecordResult(ctx, Result{ActionID: a.ID, Agent: a.Agent, Session: a.Session, Tool: a.Tool,
-		Output: res.Output, IsError: res.IsError, Intent: a.Intent})
+		Output: res.Output, IsError: res.IsError, Intent: a.Intent, Args: a.Args})
 	if rerr != nil {
 		return run, fmt.Errorf("the tool ran, but recording its result failed: %w", rerr)
 	}

@@ -382,3 +382,20 @@ func TestResumeTool(t *testing.T) {
 		}
 	})
 }
+
+// A result is judged against the step's intent with what the call names:
+// reading "the readme" from README.md is relevant whatever it says, a
+// read that names nothing of the intent and returns nothing of it is not.
+func TestRunToolClassifiesWithTheCall(t *testing.T) {
+	e := newEnv(t)
+	e.write(t, filepath.Join(e.proj, "README.md"), "# Proj\nA project.\n")
+	e.write(t, filepath.Join(e.proj, "other.txt"), "unrelated words\n")
+	for _, c := range []struct{ file, want string }{{"README.md", "success"}, {"other.txt", "irrelevant"}} {
+		a := &action.Action{Agent: paths.BuiltinAgent, Session: "s1", Tool: "file_read", Intent: "read the readme",
+			Args: map[string]any{"file_path": c.file}, Cwd: e.proj}
+		run, err := e.k.RunTool(context.Background(), e.tools, a, kernel.RunOptions{})
+		if err != nil || run.Class != c.want {
+			t.Errorf("%s: class %q, %v; want %q", c.file, run.Class, err, c.want)
+		}
+	}
+}

@@ -355,7 +355,7 @@ func TestRecordResultRepeats(t *testing.T) {
 		{"s", "Bash", "same", true, 1},
 	}
 	for i, s := range steps {
-		got := b.RecordResult(s.session, s.tool, s.output, false, "")
+		got := b.RecordResult(s.session, s.tool, s.output, false, "", "")
 		if got.Repeated != s.repeated || got.RepeatCount != s.count {
 			t.Errorf("step %d: %+v, want repeated=%v count=%d", i, got, s.repeated, s.count)
 		}
@@ -365,8 +365,8 @@ func TestRecordResultRepeats(t *testing.T) {
 		t.Errorf("snapshot repeats %v results %v", snap.Repeats, snap.Results)
 	}
 	// The per-session tool memory is bounded: a third tool evicts the first.
-	b.RecordResult("s", "Write", "w", false, "")
-	if got := b.RecordResult("s", "Bash", "same", false, ""); got.Repeated {
+	b.RecordResult("s", "Write", "w", false, "", "")
+	if got := b.RecordResult("s", "Bash", "same", false, "", ""); got.Repeated {
 		t.Error("evicted tool still remembered")
 	}
 }
@@ -374,7 +374,7 @@ func TestRecordResultRepeats(t *testing.T) {
 func TestSnapshotIsACopy(t *testing.T) {
 	b := NewWithLimits(nil, clock.NewFake(t0), Limits{})
 	b.RecordAction("s", "Bash", "h")
-	b.RecordResult("s", "Bash", "error: boom", false, "")
+	b.RecordResult("s", "Bash", "error: boom", false, "", "")
 	b.RecordStagnation("s", "stuck")
 	snap := b.Snapshot("s")
 	if snap.Session != "s" || len(snap.Actions) != 1 || snap.Results[ResultFailure] != 1 || snap.Stagnation != 1 ||
@@ -412,7 +412,7 @@ func TestBusConcurrent(t *testing.T) {
 			for i := range 200 {
 				b.RecordAction(s, "Bash", fmt.Sprint(i))
 				b.RecordConfidence(s, float64(i%10)/10)
-				b.RecordResult(s, "Bash", fmt.Sprint(i%3), false, "")
+				b.RecordResult(s, "Bash", fmt.Sprint(i%3), false, "", "")
 				b.Snapshot(s)
 				b.LowConfidenceStreak(s, 0.5)
 			}

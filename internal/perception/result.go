@@ -126,7 +126,8 @@ var partialMarkers = []string{
 //     with "error" or "FAIL", ...) → failure;
 //  2. empty output → irrelevant;
 //  3. a non-empty intent with meaningful words (not stop words; for Chinese,
-//     pairs of characters) none of which occurs in the output → irrelevant;
+//     pairs of characters) none of which occurs in the output (nor, with
+//     ClassifyCall, in the call's arguments) → irrelevant;
 //  4. truncation, warnings, or markers such as "partial", "incomplete",
 //     "skipped", "and N more" → partial;
 //  5. otherwise success.
@@ -134,6 +135,14 @@ var partialMarkers = []string{
 // Only the first and last 32 KiB of a longer output are examined, where
 // tools report what went wrong; the cost stays bounded for huge outputs.
 func Classify(output string, isError bool, intent string) ResultClass {
+	return ClassifyCall(output, isError, intent, "")
+}
+
+// ClassifyCall is Classify for the result of a call whose argument values,
+// as text, are call: an intent word that the call itself names counts as
+// relevance too, so reading "the notes" from notes.txt is relevant whatever
+// the notes say.
+func ClassifyCall(output string, isError bool, intent, call string) ResultClass {
 	if isError {
 		return ResultFailure
 	}
@@ -144,7 +153,7 @@ func Classify(output string, isError bool, intent string) ResultClass {
 	if strings.TrimSpace(output) == "" {
 		return ResultIrrelevant
 	}
-	if !relevant(lower, intent) {
+	if !relevant(lower, intent) && !relevant(strings.ToLower(call), intent) {
 		return ResultIrrelevant
 	}
 	if partial(lower) {
@@ -293,10 +302,10 @@ type ResultInfo struct {
 	RepeatCount int `json:"repeat_count"`
 }
 
-// RecordResult classifies a tool's result (see Classify), counts it for the
+// RecordResult classifies a tool's result (see ClassifyCall), counts it for the
 // session and reports whether it repeats the tool's previous output.
-func (b *Bus) RecordResult(session, tool, output string, isError bool, intent string) ResultInfo {
-	info := ResultInfo{Class: Classify(output, isError, intent)}
+func (b *Bus) RecordResult(session, tool, output string, isError bool, intent, call string) ResultInfo {
+	info := ResultInfo{Class: ClassifyCall(output, isError, intent, call)}
 	sum := sha256.Sum256([]byte(output))
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -54,6 +54,28 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+func TestClassifyCall(t *testing.T) {
+	cases := []struct {
+		name, output, intent, call string
+		want                       ResultClass
+	}{
+		{"the call names the intent's subject", "# Proj\nA project.", "read the readme", "README.md\n", ResultSuccess},
+		{"a stem of it", "alpha beta", "read the notes", "docs/notes.txt\n", ResultSuccess},
+		{"neither output nor call", "Hello from the weather service", "read the config file", "cat /etc/os-release\n", ResultIrrelevant},
+		{"no call", "Hello", "read the config file", "", ResultIrrelevant},
+		{"a failure stays a failure", "error: no such file", "read the notes", "notes.txt\n", ResultFailure},
+		{"empty output stays irrelevant", "", "read the notes", "notes.txt\n", ResultIrrelevant},
+		{"chinese", "完成", "更新数据库迁移", "数据库/迁移.sql\n", ResultSuccess},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ClassifyCall(c.output, false, c.intent, c.call); got != c.want {
+				t.Errorf("ClassifyCall(%q, %q, %q) = %v, want %v", c.output, c.intent, c.call, got, c.want)
+			}
+		})
+	}
+}
+
 func TestResultClassText(t *testing.T) {
 	for c := ResultClass(0); c <= ResultIrrelevant; c++ {
 		b, err := c.MarshalText()

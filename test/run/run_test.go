@@ -629,44 +629,63 @@ func TestPlanRoutingAndAbort(t *testing.T) {
 }
 
 // TestAnswerInTheTerminal: the person answers where the task runs; a line
-// typed before a question is not taken as its answer; "no, …" refuses with
-// an instruction that reaches the model.
+// typed before a question is not taken as its answer; the preview of what a
+// wildcard removes is shown before the answer; "no, …" refuses with an
+// instruction that reaches the model.
 func TestAnswerInTheTerminal(t *testing.T) {
 	e := newEnv(t)
 	outside := filepath.Join(t.TempDir(), "copy.txt")
 	inside := filepath.Join(e.work, "copy.txt")
+	build := filepath.Join(e.work, "build")
+	if err := os.MkdirAll(build, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"a.o", "b.o"} {
+		if err := os.WriteFile(filepath.Join(build, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	srv := llmtest.NewOpenAI(t, llmtest.Func(func(n int, req llmtest.Request) llmtest.Reply {
 		switch n {
 		case 0:
-			return decision("", toolCall("file_write", map[string]any{"file_path": outside, "content": "c"}, "write the copy"))
+			return decision("", toolCall("bash", map[string]any{"command": "rm -f ./build/*.o"}, "clean the build"))
 		case 1:
+			return decision("", toolCall("file_write", map[string]any{"file_path": outside, "content": "c"}, "write the copy"))
+		case 2:
 			if r, ok := expect(t, n, req, "write it inside the project"); !ok {
 				return r
 			}
 			return decision("", toolCall("file_write", map[string]any{"file_path": inside, "content": "c"}, "write the copy inside"))
-		case 2:
+		case 3:
 			return decision("", done("copied"))
 		}
 		return llmtest.Fail("request %d was not expected", n)
 	}))
 	p, pw := e.startIn(true, "run", "--answer-here", "--no-plan", "--model", "openai:test-model@"+srv.URL, "Copy a file")
 	defer pw.Close()
-	// A stray yes typed before anything was asked.
-	if _, err := io.WriteString(pw, "y\n"); err != nil {
-		t.Fatal(err)
+	say := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(pw, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	e.awaitApproval(p, "file_write")
+	say("y") // a stray yes typed before anything was asked
+	e.awaitApproval(p, "bash")
 	time.Sleep(300 * time.Millisecond)
-	if _, err := os.Stat(outside); err == nil {
+	if _, err := os.Stat(filepath.Join(build, "a.o")); err != nil {
 		t.Fatal("a line typed before the question approved it")
 	}
-	if _, err := io.WriteString(pw, "no, write it inside the project\n"); err != nil {
-		t.Fatal(err)
+	if out := p.out.String(); !strings.Contains(out, "Preview: rm would remove 2 path(s)\n     build/a.o\n     build/b.o\n") {
+		t.Fatalf("the preview is not shown before the answer:\n%s", out)
 	}
+	say("y")
+	e.awaitApproval(p, "file_write")
+	if left, _ := filepath.Glob(filepath.Join(build, "*.o")); len(left) != 0 {
+		t.Fatalf("the approved rm left %v", left)
+	}
+	say("no, write it inside the project")
 	e.awaitApproval(p, "overseer.confirm_done")
-	if _, err := io.WriteString(pw, "y\n"); err != nil {
-		t.Fatal(err)
-	}
+	say("y")
 	if code := p.wait(t, 60*time.Second); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, p.out.String())
 	}
@@ -676,7 +695,13 @@ func TestAnswerInTheTerminal(t *testing.T) {
 	if _, err := os.Stat(inside); err != nil {
 		t.Fatalf("the write inside did not happen: %v", err)
 	}
-	if !strings.Contains(p.out.String(), "or answer here") {
-		t.Errorf("no prompt for an answer here:\n%s", p.out.String())
+	out := p.out.String()
+	for _, w := range []string{"or answer here", "via terminal: no, write it inside the project"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "denied: denied") {
+		t.Errorf("the refusal repeats itself:\n%s", out)
 	}
 }
