@@ -253,6 +253,11 @@ func TestLowConfidenceAndPreferences(t *testing.T) {
 	if got := strings.Join(outcomes, ","); got != "ran,ran,denied,denied,asked" {
 		t.Fatalf("outcomes %s\n%s", got, h.out)
 	}
+	want := []string{`step 3: alice refused file_read: "not like that"`, `step 4: alice refused file_read: "not like that"`,
+		"step 5: alice confirmed the task is done"}
+	if got := strings.Join(tk.HumanDecisions, "|"); got != strings.Join(want, "|") {
+		t.Fatalf("people's decisions:\n%q\nwant\n%q", tk.HumanDecisions, want)
+	}
 	h.mu.Lock()
 	first := h.asked[0]
 	h.mu.Unlock()

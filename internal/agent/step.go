@@ -381,7 +381,7 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 		t.Signals = appendRecent(t.Signals, tr.Verdict.Hints...)
 	}
 	if tr != nil && tr.Approval != nil && tr.Approval.Answer != nil {
-		r.noteDecision(rec.N, tr.Approval, d.Tool)
+		r.noteDecision(rec.N, tr.Approval, pastTense(tr.Approval.Answer.Decision)+" "+d.Tool)
 	}
 	switch {
 	case errors.Is(err, kernel.ErrBlocked):
@@ -450,10 +450,11 @@ func refusal(tr *kernel.ToolRun, err error) string {
 	return s
 }
 
-// noteDecision keeps a person's answer among the task's human decisions.
-func (r *run) noteDecision(step int, apr *store.Approval, what string) {
-	a := apr.Answer
-	s := fmt.Sprintf("step %d: %s %s %s", step, a.Who, pastTense(a.Decision), what)
+// noteDecision keeps a person's answer among the task's human decisions,
+// with what they did ("refused bash") and their words:
+// `step 2: ann refused bash: "use make clean"`.
+func (r *run) noteDecision(step int, apr *store.Approval, did string) {
+	s := fmt.Sprintf("step %d: %s %s", step, apr.Answer.Who, did)
 	if w := answerWords(apr); w != "" {
 		s += fmt.Sprintf(": %q", w)
 	}
@@ -470,6 +471,27 @@ func pastTense(decision string) string {
 		return "aborted"
 	}
 	return decision
+}
+
+// answered says what a person's answer to a question did: "answered",
+// "said no", "confirmed the task is done", "aborted the task".
+func answered(apr *store.Approval) string {
+	confirmDone := apr.Tool == kernel.ConfirmDoneTool
+	switch apr.Answer.Decision {
+	case gate.DecisionApprove:
+		if confirmDone {
+			return "confirmed the task is done"
+		}
+		return "answered"
+	case gate.DecisionDeny:
+		if confirmDone {
+			return "did not confirm the task is done"
+		}
+		return "said no"
+	case gate.DecisionAbort:
+		return "aborted the task"
+	}
+	return apr.Answer.Decision
 }
 
 // appendRecent appends and keeps the newest 20 entries.
@@ -500,7 +522,7 @@ func (r *run) askHuman(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 	if err != nil {
 		return r.askFailed(ctx, err)
 	}
-	return r.took(rec, apr, "answered the question")
+	return r.took(rec, apr)
 }
 
 // askWhatNext asks a person what to do when the step produced nothing
@@ -510,7 +532,7 @@ func (r *run) askWhatNext(ctx context.Context, rec *plugin.StepRecord, q string)
 	if err != nil {
 		return r.askFailed(ctx, err)
 	}
-	if err := r.took(rec, apr, "answered"); err != nil {
+	if err := r.took(rec, apr); err != nil {
 		return err
 	}
 	if rec.Human != "" && r.t.Status == task.Running {
@@ -530,7 +552,7 @@ func (r *run) confirmDone(ctx context.Context, rec *plugin.StepRecord, d firewal
 	if err != nil {
 		return r.askFailed(ctx, err)
 	}
-	if err := r.took(rec, apr, "answered whether the task is done"); err != nil {
+	if err := r.took(rec, apr); err != nil {
 		return err
 	}
 	if r.t.Status != task.Running {
@@ -550,7 +572,7 @@ func (r *run) confirmDone(ctx context.Context, rec *plugin.StepRecord, d firewal
 
 // took records a person's answer to a question in the step, and ends the
 // task when the person aborted it or nobody answered in time.
-func (r *run) took(rec *plugin.StepRecord, apr *store.Approval, what string) error {
+func (r *run) took(rec *plugin.StepRecord, apr *store.Approval) error {
 	if rec.Outcome == "" {
 		rec.Outcome = plugin.OutcomeAsked
 	}
@@ -561,7 +583,7 @@ func (r *run) took(rec *plugin.StepRecord, apr *store.Approval, what string) err
 	if apr.Answer == nil {
 		return errors.New("the question ended without an answer")
 	}
-	r.noteDecision(rec.N, apr, what)
+	r.noteDecision(rec.N, apr, answered(apr))
 	switch {
 	case apr.Status == store.StatusAborted:
 		r.t.Status, r.t.Result = task.Aborted, "aborted by a person at step "+fmt.Sprint(rec.N)
