@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,7 +158,9 @@ func TestDaemonServesMCPOverHTTP(t *testing.T) {
 	d := overseertest.StartDaemon(t, s.home)
 	ctx := context.Background()
 	var cs *mcp.ClientSession
-	deadline := time.Now().Add(30 * time.Second)
+	// The daemon and both node servers start on a machine that may be
+	// loaded: the deadline is generous, and costs nothing when they are quick.
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		var err error
 		cs, err = mcp.NewClient(&mcp.Implementation{Name: "http-e2e", Version: "1"}, nil).Connect(ctx,
@@ -172,15 +175,22 @@ func TestDaemonServesMCPOverHTTP(t *testing.T) {
 	}
 	defer cs.Close()
 	// The daemon does not wait for its upstreams: their tools are listed
-	// (and the client told) when they come up.
-	for listed := false; !listed; {
+	// (and the client told) when they come up, each server on its own.
+	// Both tools called below must be listed before they are called.
+	want := []string{"every__get-sum", "fs__write_file"}
+	for {
+		listed := map[string]bool{}
 		for tool, err := range cs.Tools(ctx, nil) {
-			if err == nil && tool.Name == "every__get-sum" {
-				listed = true
+			if err == nil {
+				listed[tool.Name] = true
 			}
 		}
+		missing := slices.DeleteFunc(slices.Clone(want), func(n string) bool { return listed[n] })
+		if len(missing) == 0 {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("every__get-sum is never listed\n%s", d.Log())
+			t.Fatalf("%v never listed\n%s", missing, d.Log())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
