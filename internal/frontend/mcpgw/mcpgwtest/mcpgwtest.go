@@ -113,6 +113,19 @@ func NewServer() *mcp.Server {
 				}
 				time.Sleep(time.Millisecond)
 			}
+			if tok != nil {
+				// A client (here the gateway) hands notifications to a
+				// handler goroutine, in order, but takes a call's result
+				// straight to the caller: the result can overtake the
+				// progress sent before it, and progress that comes after
+				// its call has ended is not forwarded. A ping is answered
+				// only after the notifications ahead of it were handled, so
+				// once it returns all the progress has reached the gateway
+				// while the call is still running.
+				if err := req.Session.Ping(ctx, nil); err != nil {
+					return nil, nil, err
+				}
+			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "send a log message",
