@@ -633,6 +633,22 @@ func (r *run) summaryStep(ctx context.Context) error {
 	return r.checkpoint(ctx)
 }
 
+// modelNamer notes which model answered the calls a plugin made through
+// it (a Planner reports its calls' usage, not their model).
+type modelNamer struct {
+	plugin.LLM
+	model string
+}
+
+// Complete implements plugin.LLM.
+func (m *modelNamer) Complete(ctx context.Context, req plugin.Request) (plugin.Response, error) {
+	resp, err := m.LLM.Complete(ctx, req)
+	if resp.Model != "" {
+		m.model = resp.Model
+	}
+	return resp, err
+}
+
 // plan asks the Planner for a plan once, before the first step.
 func (r *run) plan(ctx context.Context) error {
 	t := r.t
@@ -640,8 +656,9 @@ func (r *run) plan(ctx context.Context) error {
 		return nil
 	}
 	t.Planned = true
-	p, u, err := r.l.cfg.Planner.Plan(ctx, r.l.cfg.LLM, t.Goal, strings.Join(r.memories(ctx), "\n"))
-	r.account(t.Step+1, plugin.PurposePlan, plugin.Response{Usage: u})
+	llm := &modelNamer{LLM: r.l.cfg.LLM}
+	p, u, err := r.l.cfg.Planner.Plan(ctx, llm, t.Goal, strings.Join(r.memories(ctx), "\n"))
+	r.account(t.Step+1, plugin.PurposePlan, plugin.Response{Model: llm.model, Usage: u})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -673,8 +690,9 @@ func (r *run) advancePlan(ctx context.Context, rec plugin.StepRecord) {
 	if r.l.cfg.Planner == nil {
 		return
 	}
-	p, u, err := r.l.cfg.Planner.Reflect(ctx, r.l.cfg.LLM, t.Goal, *t.Plan, i, strings.Join(t.HumanDecisions, "\n"))
-	r.account(t.Step, plugin.PurposeReflect, plugin.Response{Usage: u})
+	llm := &modelNamer{LLM: r.l.cfg.LLM}
+	p, u, err := r.l.cfg.Planner.Reflect(ctx, llm, t.Goal, *t.Plan, i, strings.Join(t.HumanDecisions, "\n"))
+	r.account(t.Step, plugin.PurposeReflect, plugin.Response{Model: llm.model, Usage: u})
 	if err != nil {
 		r.l.printf("⚠  reflection failed (%v): keeping the plan\n", err)
 		return

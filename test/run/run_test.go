@@ -571,6 +571,12 @@ func TestPlanRoutingAndAbort(t *testing.T) {
 	if !purposes["plan"] || !purposes["reflect"] || !purposes["decide"] {
 		t.Errorf("usage per purpose: %+v", tk.StepUsage)
 	}
+	show := e.run("tasks", "show", tk.ID)
+	for _, w := range []string{"usage by model:", "primary-model (decide):", "helper-model (plan, reflect):", "steps:"} {
+		if !strings.Contains(show.Stdout, w) {
+			t.Errorf("tasks show lacks %q:\n%s", w, show.Stdout)
+		}
+	}
 
 	// Abort: the second task's second model call hangs until released.
 	p = e.start("run", "--no-plan", "List things forever")

@@ -633,13 +633,23 @@ func (a *app) tasksShowCmd() *cobra.Command {
 						fmt.Fprintf(w, "  %s\n", d)
 					}
 				}
-				fmt.Fprintln(w, "steps:")
+				byStep, byModel := usageTables(t.StepUsage)
+				if len(byModel) > 1 {
+					fmt.Fprintln(w, "usage by model:")
+					for _, m := range byModel {
+						fmt.Fprintf(w, "  %s (%s): %d in / %d out tokens · $%.4f\n", m.model, strings.Join(m.purposes, ", "),
+							m.usage.InputTokens, m.usage.OutputTokens, m.usage.CostUSD)
+					}
+				}
+				fmt.Fprintf(w, "steps:%32s\n", "tokens")
 				for _, s := range t.Steps {
 					what := s.Action
 					if s.Tool != "" {
 						what = s.Tool
 					}
-					fmt.Fprintf(w, "  %3d  %-12s %-10s %s\n", s.N, agent.OneLine(what, 12), s.Outcome, agent.OneLine(agent.FirstNonEmpty(s.Note, s.Human, s.Output, s.Intent), 90))
+					u := byStep[s.N]
+					fmt.Fprintf(w, "  %3d  %-12s %-10s %7d  %s\n", s.N, agent.OneLine(what, 12), s.Outcome, u.InputTokens+u.OutputTokens,
+						agent.OneLine(agent.FirstNonEmpty(s.Note, s.Human, s.Output, s.Intent), 90))
 				}
 				if t.Pending != "" {
 					fmt.Fprintf(w, "waiting on approval %s\n", t.Pending)
@@ -656,6 +666,35 @@ func (a *app) tasksShowCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole task record (its checkpoint) as JSON")
 	return cmd
+}
+
+// modelUsage is what one model was used for in a task, and its usage.
+type modelUsage struct {
+	model    string
+	purposes []string
+	usage    plugin.Usage
+}
+
+// usageTables sums a task's model calls by step and by model (in the order
+// the models were first used).
+func usageTables(calls []task.StepUsage) (map[int]plugin.Usage, []*modelUsage) {
+	byStep := map[int]plugin.Usage{}
+	var byModel []*modelUsage
+	index := map[string]*modelUsage{}
+	for _, c := range calls {
+		byStep[c.Step] = byStep[c.Step].Add(c.Usage)
+		m := index[c.Model]
+		if m == nil {
+			m = &modelUsage{model: c.Model}
+			index[c.Model] = m
+			byModel = append(byModel, m)
+		}
+		m.usage = m.usage.Add(c.Usage)
+		if !slices.Contains(m.purposes, c.Purpose) {
+			m.purposes = append(m.purposes, c.Purpose)
+		}
+	}
+	return byStep, byModel
 }
 
 func (a *app) abortCmd() *cobra.Command {
