@@ -95,11 +95,15 @@ func newGoServer(t testing.TB) *goServer {
 	return gs
 }
 
+// client connects a client to the server; extra is more settings of the
+// server "go" (JSON, after a comma). Its calls have the default timeout:
+// a test of the timeout sets a short one in extra, since every call, not
+// only the slow one, would have to answer within it, which a loaded
+// machine does not promise.
 func (gs *goServer) client(t testing.TB, extra string) *mcptool.Client {
 	t.Helper()
 	raw := `{"max_output_bytes": 1000, "servers": {"go": {"url": ` + q(gs.url) + `,
 	  "headers": {"X-Test": "from-config"},
-	  "call_timeout": "200ms",
 	  "hide_tools": ["secret_*"],
 	  "tools": {"run": {"kind": "shell", "arg": "cmdline"}}` + extra + `}}}`
 	c, err := mcptool.New(context.Background(), parse(t, raw))
@@ -160,6 +164,8 @@ func TestHTTPServerListing(t *testing.T) {
 func TestHTTPServerExecute(t *testing.T) {
 	gs := newGoServer(t)
 	c := gs.client(t, "")
+	// The slow tool never answers: a short timeout ends its call.
+	short := gs.client(t, `, "call_timeout": "200ms"`)
 	nested := map[string]any{"cmdline": "ls -l", "n": 3.5, "list": []any{"a", map[string]any{"b": true}}, "nil": nil}
 	cases := []struct {
 		name      string
@@ -189,7 +195,11 @@ func TestHTTPServerExecute(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before, _ := json.Marshal(tc.args)
-			res, err := c.Execute(ctxT(t), plugin.Call{Tool: tc.tool, Args: tc.args})
+			cl := c
+			if tc.err == mcptool.ErrTimeout {
+				cl = short
+			}
+			res, err := cl.Execute(ctxT(t), plugin.Call{Tool: tc.tool, Args: tc.args})
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("want %v, got %v (%+v)", tc.err, err, res)
