@@ -55,7 +55,10 @@ func (e *cliEnv) toolRun(t *testing.T, name string, args map[string]any, extra .
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Generous: a run that judges SQL first compiles the SQL parser (a
+	// WebAssembly module), seconds of CPU that a loaded machine stretches
+	// past 30 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	return e.run(t, ctx, append([]string{"tool", "run", name, "--cwd", e.proj, "--args", string(b)}, extra...)...)
 }
