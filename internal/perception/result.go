@@ -133,7 +133,8 @@ var partialMarkers = []string{
 //  5. otherwise success.
 //
 // Only the first and last 32 KiB of a longer output are examined, where
-// tools report what went wrong; the cost stays bounded for huge outputs.
+// tools report what went wrong; the cost stays bounded for huge outputs
+// (and for huge arguments, such as the content of a large write).
 func Classify(output string, isError bool, intent string) ResultClass {
 	return ClassifyCall(output, isError, intent, "")
 }
@@ -153,7 +154,7 @@ func ClassifyCall(output string, isError bool, intent, call string) ResultClass 
 	if strings.TrimSpace(output) == "" {
 		return ResultIrrelevant
 	}
-	if !relevant(lower, intent) && !relevant(strings.ToLower(call), intent) {
+	if !relevant(lower, intent) && !relevant(strings.ToLower(sample(call)), intent) {
 		return ResultIrrelevant
 	}
 	if partial(lower) {

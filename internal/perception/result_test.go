@@ -102,18 +102,23 @@ func TestResultClassText(t *testing.T) {
 
 func FuzzClassify(f *testing.F) {
 	for _, tt := range classifyCases {
-		f.Add(tt.output, tt.isError, tt.intent)
+		f.Add(tt.output, tt.isError, tt.intent, "")
 	}
-	f.Fuzz(func(t *testing.T, output string, isError bool, intent string) {
-		got := Classify(output, isError, intent)
+	f.Add("# Proj", false, "read the readme", "README.md\n")
+	f.Fuzz(func(t *testing.T, output string, isError bool, intent, call string) {
+		got := ClassifyCall(output, isError, intent, call)
 		if got < ResultSuccess || got > ResultIrrelevant {
-			t.Fatalf("Classify = %v, not one of the four classes", got)
+			t.Fatalf("ClassifyCall = %v, not one of the four classes", got)
 		}
 		if isError && got != ResultFailure {
 			t.Fatalf("isError gave %v", got)
 		}
 		if strings.TrimSpace(output) == "" && got == ResultSuccess {
 			t.Fatalf("empty output classified as success")
+		}
+		// The call can only make a result relevant, never change another class.
+		if alone := Classify(output, isError, intent); alone != got && !(alone == ResultIrrelevant && got != ResultFailure) {
+			t.Fatalf("the call changed %v into %v", alone, got)
 		}
 	})
 }
