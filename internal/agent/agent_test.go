@@ -388,7 +388,7 @@ func TestAbortWithdrawsTheRequest(t *testing.T) {
 			done <- got
 		}()
 		var pending string
-		for deadline := time.Now().Add(10 * time.Second); pending == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(60 * time.Second); pending == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			if cur, err := h.ts.Get(ctx, tk.ID); err == nil {
 				pending = cur.Pending
 			}
@@ -404,7 +404,7 @@ func TestAbortWithdrawsTheRequest(t *testing.T) {
 		var got *task.Task
 		select {
 		case got = <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(60 * time.Second):
 			t.Fatalf("the run did not stop:\n%s", h.out)
 		}
 		if got.Status != task.Aborted || got.PendingStep != nil {
