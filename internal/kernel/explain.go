@@ -69,7 +69,11 @@ const maxResultAudit = 64 << 10
 // PerceptionBus. Output beyond 64 KiB is truncated in the record.
 func (k *Kernel) RecordResult(ctx context.Context, r Result) (ResultRecord, error) {
 	a := &action.Action{Agent: r.Agent, Session: r.Session, Tool: r.Tool}
-	info := k.Bus.RecordResult(firewall.SessionKey(a), r.Tool, r.Output, r.IsError, r.Intent, argValues(r.Args))
+	call := ""
+	if r.Intent != "" { // without an intent, relevance is not judged: no need to walk the arguments
+		call = argValues(r.Args)
+	}
+	info := k.Bus.RecordResult(firewall.SessionKey(a), r.Tool, r.Output, r.IsError, r.Intent, call)
 	rec := ResultRecord{Result: r, Class: info.Class.String(), Repeated: info.Repeated}
 	if len(rec.Output) > maxResultAudit {
 		rec.Output = rec.Output[:maxResultAudit] + fmt.Sprintf("\n… (%d bytes truncated)", len(r.Output)-maxResultAudit)
