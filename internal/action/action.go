@@ -184,6 +184,11 @@ const (
 	PathRead   PathIntent = "read"
 	PathWrite  PathIntent = "write"
 	PathDelete PathIntent = "delete"
+	// PathUnknown is a path given to a program whose effect on it is not
+	// known (an unknown program, or an option outside the program's spec):
+	// it is presumed to be read and written. Protections judge it as a
+	// write; nothing is snapshotted for undo.
+	PathUnknown PathIntent = "unknown"
 )
 
 // PathFact is a path an action touches.

@@ -382,8 +382,12 @@ func (ev *evaluation) sandbox() {
 	for _, p := range ev.a.Facts.Paths {
 		for _, prot := range ev.e.protected {
 			if action.Within(prot, p.Path) {
+				what := string(p.Intent)
+				if p.Intent == action.PathUnknown {
+					what = "pass it to a program that may write it, or"
+				}
 				ev.add(action.Reason{Layer: "L4", Source: action.SourceSandbox, Name: "self-protection", Level: action.Block,
-					Message: fmt.Sprintf("%s is part of Overseer's own state; agents may not %s it", p.Path, p.Intent)})
+					Message: fmt.Sprintf("%s is part of Overseer's own state; agents may not %s it", p.Path, what)})
 				ev.floor = action.Block
 			}
 		}

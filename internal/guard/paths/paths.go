@@ -14,6 +14,11 @@
 //   - a loop of symbolic links: block (hard);
 //   - Overseer's own home, database and policy files, also when reached
 //     through a link: block (hard);
+//   - control files (controls.txt: the agents' hook configurations, shell
+//     start-up files, authorized_keys, cron and systemd units, git hooks):
+//     a write, or a path given to a program whose effect on it is unknown,
+//     is blocked (hard); for hook configurations deleting them, or a
+//     directory that holds them, is blocked too; reading them passes;
 //   - secrets (~/.ssh, ~/.aws, .env files, key files, …; a list of
 //     patterns that a policy can extend): approve (hard), whatever the
 //     intent;
@@ -80,6 +85,9 @@ type Config struct {
 	Reads ReadTracker
 	// Secrets extends the built-in secret patterns (see ParseSecrets).
 	Secrets []string
+	// Controls extends the built-in control files (controls.txt): files
+	// no agent may write (hook configurations, shell start-up files, …).
+	Controls []string
 	// Default returns the policy's default level for a kind. The guard's
 	// soft classification of writes outside the sandbox is never below it,
 	// so the guard cannot lower a stricter default. Nil means confirm for
@@ -127,6 +135,7 @@ type Guard struct {
 	readable  []readable
 	output    []string // literal and resolved forms; empty when none
 	secrets   *secretMatcher
+	controls  *controlMatcher
 	err       error // configuration error: every Check fails closed
 }
 
@@ -178,6 +187,16 @@ func New(cfg Config) *Guard {
 		return g
 	}
 	g.secrets = sm
+	controls := append(BuiltinControls(), cfg.Controls...)
+	if ch := os.Getenv("CODEX_HOME"); ch != "" && filepath.IsAbs(ch) {
+		controls = append(controls, filepath.Join(ch, "hooks.json")+" delete", filepath.Join(ch, "config.toml")+" delete")
+	}
+	cm, err := compileControls(g.home, controls)
+	if err != nil {
+		g.err = err
+		return g
+	}
+	g.controls = cm
 	return g
 }
 
@@ -265,12 +284,15 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 				via = fmt.Sprintf(" (reached through %s)", rp.literal)
 			}
 			fs = append(fs, guard.Finding{Check: "paths.self-protection", Level: action.Block, Hard: true,
-				Message: fmt.Sprintf("%s%s is part of Overseer's own state; agents may not %s it", p.Path, via, p.Intent)})
+				Message: fmt.Sprintf("%s%s is part of Overseer's own state; agents may not %s it", p.Path, via, verb(p.Intent))})
 			continue
+		}
+		if msg, ok := g.controlFinding(p, rp.literal); ok {
+			fs = append(fs, guard.Finding{Check: "paths.control-file", Level: action.Block, Hard: true, Message: msg})
 		}
 		if by, ok := g.secret(p.Path, rp.literal); ok {
 			fs = append(fs, guard.Finding{Check: "paths.secret", Level: action.Approve, Hard: true,
-				Message: fmt.Sprintf("%s is a secret (matches %q); a person must see this %s", p.Path, by, p.Intent)})
+				Message: fmt.Sprintf("%s is a secret (matches %q); a person must see this %s", p.Path, by, access(p.Intent))})
 		}
 		if a.Kind == action.KindFileRead && p.Intent == action.PathRead && !g.readableFor(p.Path, cwd) {
 			fs = append(fs, guard.Finding{Check: "paths.outside-readable", Level: action.Confirm, Hard: true,

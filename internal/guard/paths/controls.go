@@ -1,0 +1,176 @@
+package paths
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/overseer-dev/overseer/internal/action"
+)
+
+//go:embed controls.txt
+var builtinControls string
+
+// controlRule is one compiled control-file pattern.
+type controlRule struct {
+	source  string // as written
+	abs     string // lower-case absolute path, or ""
+	rel     string // lower-case relative path with a slash (".claude/settings.json"), or ""
+	name    string // lower-case file name, or ""
+	deletes bool   // deleting the file or a directory holding it is blocked too
+}
+
+// controlMatcher decides which paths are control files. It is immutable.
+type controlMatcher struct {
+	rules []controlRule
+}
+
+// BuiltinControls returns the built-in control-file patterns (see
+// controls.txt for their form).
+func BuiltinControls() []string {
+	var out []string
+	for _, line := range strings.Split(builtinControls, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// compileControls compiles patterns, expanding "~/" to home. Patterns
+// under "~/" are skipped when home is unknown.
+func compileControls(home string, patterns []string) (*controlMatcher, error) {
+	m := &controlMatcher{}
+	for _, p := range patterns {
+		body, deletes := strings.CutSuffix(strings.TrimSpace(p), " delete")
+		body = strings.TrimSpace(body)
+		r := controlRule{source: p, deletes: deletes}
+		switch {
+		case body == "" || body == "/" || body == "~" || body == "~/":
+			return nil, fmt.Errorf("%w: control pattern %q would match every path", ErrBadPattern, p)
+		case strings.ContainsAny(body, globMeta):
+			return nil, fmt.Errorf("%w: control pattern %q: wildcards are not supported", ErrBadPattern, p)
+		case strings.HasPrefix(body, "~/"):
+			if home == "" {
+				continue
+			}
+			r.abs = strings.ToLower(path.Clean(strings.TrimSuffix(home, "/") + body[1:]))
+		case strings.HasPrefix(body, "/"):
+			r.abs = strings.ToLower(path.Clean(body))
+		case strings.Contains(body, "/"):
+			r.rel = strings.ToLower(path.Clean(body))
+		default:
+			r.name = strings.ToLower(body)
+		}
+		m.rules = append(m.rules, r)
+	}
+	return m, nil
+}
+
+// match reports whether the clean absolute path p is a control file (or
+// inside a control directory), and the pattern that decided it.
+func (m *controlMatcher) match(p string) (controlRule, bool) {
+	lp := strings.ToLower(p)
+	for _, r := range m.rules {
+		switch {
+		case r.abs != "":
+			if lp == r.abs || strings.HasPrefix(lp, r.abs+"/") {
+				return r, true
+			}
+		case r.rel != "":
+			if strings.HasSuffix(lp, "/"+r.rel) || strings.Contains(lp, "/"+r.rel+"/") {
+				return r, true
+			}
+		default:
+			if path.Base(lp) == r.name || strings.Contains(lp, "/"+r.name+"/") {
+				return r, true
+			}
+		}
+	}
+	return controlRule{}, false
+}
+
+// holds reports whether deleting the directory p would remove a control
+// file whose deletion is blocked: a file of an absolute pattern below p,
+// or, for relative patterns, p being a leading part of one (".claude") or
+// a directory that holds one on disk.
+func (m *controlMatcher) holds(p string) (controlRule, bool) {
+	lp := strings.ToLower(p)
+	for _, r := range m.rules {
+		if !r.deletes {
+			continue
+		}
+		switch {
+		case r.abs != "":
+			if action.Within(lp, r.abs) {
+				return r, true
+			}
+		case r.rel != "":
+			// rm -rf .claude: the deleted path ends with a leading part of
+			// the pattern.
+			parts := strings.Split(r.rel, "/")
+			for i := 1; i < len(parts); i++ {
+				if strings.HasSuffix(lp, "/"+strings.Join(parts[:i], "/")) {
+					return r, true
+				}
+			}
+			// rm -rf project: the project holds one.
+			if _, err := os.Lstat(filepath.Join(p, filepath.FromSlash(r.rel))); err == nil {
+				return r, true
+			}
+		}
+	}
+	return controlRule{}, false
+}
+
+// controlFinding judges one resolved path fact against the control files:
+// a write, or an effect whose kind is not known, of a control file, and a
+// deletion of one or of a directory holding one, is blocked. Reads pass.
+func (g *Guard) controlFinding(p action.PathFact, literal string) (string, bool) {
+	if p.Intent == action.PathRead || g.controls == nil {
+		return "", false
+	}
+	for _, cand := range []string{p.Path, literal} {
+		if cand == "" {
+			continue
+		}
+		if r, ok := g.controls.match(cand); ok {
+			if p.Intent == action.PathDelete && !r.deletes {
+				continue
+			}
+			return fmt.Sprintf("%s is a control file (%s): what is written there runs later, outside Overseer's view, or decides whether Overseer sees the agent at all; agents may not %s it",
+				cand, strings.TrimSuffix(r.source, " delete"), verb(p.Intent)), true
+		}
+		if p.Intent == action.PathDelete {
+			if r, ok := g.controls.holds(cand); ok {
+				return fmt.Sprintf("deleting %s removes a hook configuration (%s), which switches Overseer off for that agent",
+					cand, strings.TrimSuffix(r.source, " delete")), true
+			}
+		}
+	}
+	return "", false
+}
+
+// verb names what an intent does, for messages.
+func verb(i action.PathIntent) string {
+	switch i {
+	case action.PathUnknown:
+		return "pass it to a program that may write it"
+	case "":
+		return "touch"
+	}
+	return string(i)
+}
+
+// access names an intent as a noun, for messages.
+func access(i action.PathIntent) string {
+	if i == action.PathUnknown {
+		return "use (the program may read or write it)"
+	}
+	return string(i)
+}
