@@ -291,7 +291,9 @@ func (a *analyzer) command(args []arg, c cmdCtx) int {
 		}
 	}
 	a.cur = idx
-	a.classify(&segCtx{idx: idx, name: name, prog: prog, args: rest, c: c})
+	sc := &segCtx{idx: idx, name: name, prog: prog, args: rest, c: c}
+	a.classify(sc)
+	a.effects(sc)
 	a.cur = idx
 	s := &a.out.Segments[idx]
 	switch {
@@ -830,6 +832,7 @@ func (a *analyzer) redirects(rs []*syntax.Redirect, idx int) {
 				if p, _ := a.abs(v); a.r.secret(p) {
 					a.out.Segments[idx].flags |= fSecret
 				}
+				a.candidate(arg{val: v}, inRead, false) // cat < FILE reads FILE
 			}
 			continue
 		default:
