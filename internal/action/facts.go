@@ -36,6 +36,35 @@ func Within(dir, path string) bool {
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
 }
 
+// contentArgKeys are the argument names under which agents pass what a file
+// is to contain.
+var contentArgKeys = []string{"content", "contents", "new_string", "new_str", "edits", "text", "data", "patch", "diff"}
+
+// carriesContent reports whether args carry content to put into a file.
+func carriesContent(args map[string]any) bool {
+	for _, k := range contentArgKeys {
+		if _, ok := args[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// readsByName reports whether a tool's name says it only reads
+// ("read_file", "mcp__fs__list_directory", "get_file_info").
+func readsByName(tool string) bool {
+	t := strings.ToLower(tool)
+	if i := strings.LastIndex(t, "__"); i >= 0 {
+		t = t[i+2:]
+	}
+	for _, w := range []string{"read", "get", "list", "search", "find", "view", "stat", "show", "open", "glob", "grep", "ls", "cat", "info", "tree"} {
+		if t == w || strings.HasPrefix(t, w+"_") || strings.HasPrefix(t, w+"-") || strings.HasPrefix(t, w) && len(t) > len(w) && t[len(w)] >= 'A' && t[len(w)] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
 // DeriveFileFacts fills a.Facts.Paths for file kinds from the well-known path
 // arguments, resolved against a.Cwd, if no analyzer has filled them yet.
 // It is the basic derivation every component can rely on; the path guard
@@ -48,12 +77,29 @@ func DeriveFileFacts(a *Action) {
 	switch a.Kind {
 	case KindFileRead:
 		intent = PathRead
+		if carriesContent(a.Args) {
+			// The caller's word for the kind is not trusted: a "read" that
+			// carries content to put in the file is a write.
+			intent = PathWrite
+		}
 	case KindFileWrite, KindFileEdit:
 		intent = PathWrite
 	case KindFileDelete:
 		intent = PathDelete
-	default:
+	case KindShell, KindSQL, KindNetFetch, KindPrompt:
 		return
+	default:
+		// Another kind (mcp, other) that names a path: what it does there
+		// is not known, unless it carries content (a write) or its name
+		// says it only reads.
+		switch {
+		case carriesContent(a.Args):
+			intent = PathWrite
+		case readsByName(a.Tool):
+			intent = PathRead
+		default:
+			intent = PathUnknown
+		}
 	}
 	cwd := filepath.Clean(a.Cwd)
 	for _, k := range pathArgKeys {

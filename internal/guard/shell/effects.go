@@ -346,6 +346,24 @@ func hasAny(flags []string, v string) bool {
 	return false
 }
 
+// wrapperEffects records the effects of a wrapper's own options (strace -o
+// FILE, env VAR=/path): a value that looks like a path is presumed read
+// and written.
+func (a *analyzer) wrapperEffects(opts []arg) {
+	for _, x := range opts {
+		v := x.val
+		if x.dyn || v == "" {
+			continue
+		}
+		if _, val, eq := strings.Cut(v, "="); eq {
+			v = val
+		}
+		if strings.HasPrefix(v, "/") || strings.HasPrefix(v, "~/") || strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../") {
+			a.candidate(arg{val: v}, inUnknown, false)
+		}
+	}
+}
+
 // candidate records the effect of one argument that may name a path.
 // recursive is true when a directory named by it is read with everything
 // below it.
@@ -371,7 +389,8 @@ func (a *analyzer) candidate(x arg, it intent, recursive bool) {
 	if strings.HasPrefix(v, "~") && !strings.HasPrefix(v, "~/") && v != "~" {
 		return // ~user: another user's home
 	}
-	pathLike := strings.ContainsAny(v, "/~") || strings.HasPrefix(v, ".")
+	pathLike := strings.ContainsAny(v, "/~") || strings.HasPrefix(v, ".") ||
+		it == inWrite || it == inDelete // a spec says it is a file
 	p, known := a.abs(v)
 	if !known {
 		return

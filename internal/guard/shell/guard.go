@@ -52,7 +52,11 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		return nil, ErrNilAction
 	}
 	if a.Kind != action.KindShell {
-		return nil, nil
+		// The caller's word for the kind is not trusted: a command string
+		// under any other kind is judged as the shell command it is.
+		if c, ok := a.Args["command"].(string); !ok || strings.TrimSpace(c) == "" {
+			return nil, nil
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -141,13 +141,20 @@ func TestGuardNotes(t *testing.T) {
 	}
 }
 
-func TestGuardIgnoresOtherKinds(t *testing.T) {
+// TestGuardJudgesCommandsOfEveryKind: the caller's word for the kind is
+// not trusted; a command string under any kind is judged as shell, and an
+// action of another kind without one is left alone.
+func TestGuardJudgesCommandsOfEveryKind(t *testing.T) {
 	g := newTestGuard(t)
-	for _, k := range []action.Kind{action.KindFileWrite, action.KindSQL, action.KindMCP, ""} {
+	for _, k := range []action.Kind{action.KindFileRead, action.KindFileWrite, action.KindSQL, action.KindMCP, action.KindOther, ""} {
 		a := &action.Action{Kind: k, Args: map[string]any{"command": "rm -rf /"}}
 		got, err := g.Check(context.Background(), a)
-		if err != nil || got != nil || len(a.Facts.Commands) != 0 {
+		if err != nil || len(a.Facts.Commands) != 1 || !slices.ContainsFunc(got, func(f guard.Finding) bool { return f.Level == action.Block }) {
 			t.Errorf("kind %q: findings %v, err %v, facts %+v", k, got, err, a.Facts)
+		}
+		b := &action.Action{Kind: k, Args: map[string]any{"query": "rm -rf /", "cmd": "rm -rf /"}}
+		if got, err := g.Check(context.Background(), b); err != nil || got != nil || len(b.Facts.Commands) != 0 {
+			t.Errorf("kind %q without a command: findings %v, err %v", k, got, err)
 		}
 	}
 }
