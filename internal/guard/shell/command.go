@@ -17,6 +17,7 @@ type cmdCtx struct {
 	redirs   []*syntax.Redirect
 	extraDyn bool      // arguments are appended at run time (xargs)
 	find     *findInfo // the find whose -exec runs this command
+	in       *textIn   // the static text the command reads from a pipe
 }
 
 // segCtx is what a handler gets to judge one segment.

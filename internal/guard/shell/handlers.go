@@ -60,6 +60,7 @@ func init() {
 		"sha1sum": (*analyzer).readCmd, "sha256sum": (*analyzer).readCmd, "sha512sum": (*analyzer).readCmd,
 		"busybox": (*analyzer).busyboxCmd,
 	}
+	registerStatic()
 }
 
 // operandsOf returns the arguments that are not options. valueOpts are
@@ -679,6 +680,9 @@ func (a *analyzer) xargsCmd(s *segCtx) bool {
 	inner := args[min(j, len(args)):]
 	if len(inner) == 0 {
 		inner = []arg{{val: "echo"}}
+	}
+	if a.xargsStatic(s, args[:min(j, len(args))], inner, replace) {
+		return true
 	}
 	if replace != "" {
 		cp := make([]arg, len(inner))
@@ -1414,9 +1418,10 @@ func (a *analyzer) varsCmd(s *segCtx) bool {
 // echoCmd records the static text echo prints, for a shell it may feed.
 func (a *analyzer) echoCmd(s *segCtx) bool {
 	args := s.args
-	escapes := false
+	escapes, newline := false, true
 	for len(args) > 0 && len(args[0].val) > 1 && args[0].val[0] == '-' && strings.Trim(args[0].val[1:], "neE") == "" {
 		escapes = escapes || strings.Contains(args[0].val, "e")
+		newline = newline && !strings.Contains(args[0].val, "n")
 		args = args[1:]
 	}
 	if anyDyn(args) {
@@ -1424,9 +1429,15 @@ func (a *analyzer) echoCmd(s *segCtx) bool {
 	}
 	t := joinVals(args)
 	if escapes && strings.Contains(t, `\`) {
-		return false
+		if strings.Contains(t, `\c`) {
+			return false
+		}
+		t = ansiC(t)
 	}
-	a.setText(s.idx, t+"\n")
+	if newline {
+		t += "\n"
+	}
+	a.setText(s.idx, t)
 	return false
 }
 
@@ -1440,12 +1451,8 @@ func (a *analyzer) printfCmd(s *segCtx) bool {
 	if len(ops) == 0 || anyDyn(ops) {
 		return false
 	}
-	f := ops[0].val
-	switch {
-	case !strings.Contains(strings.ReplaceAll(f, "%%", ""), "%"):
-		a.setText(s.idx, strings.ReplaceAll(ansiC(f), "%%", "%"))
-	case (f == "%s" || f == `%s\n`) && len(ops) > 1:
-		a.setText(s.idx, joinVals(ops[1:])+"\n")
+	if t, ok := printfText(ops[0].val, vals(ops[1:])); ok {
+		a.setText(s.idx, t)
 	}
 	return false
 }
@@ -1454,9 +1461,7 @@ func (a *analyzer) printfCmd(s *segCtx) bool {
 func (a *analyzer) catCmd(s *segCtx) bool {
 	ops := operandsOf(s.args)
 	if len(ops) == 0 || len(ops) == 1 && ops[0].val == "-" {
-		if in := a.stdinOf(s.c.redirs); in.kind == 'd' && !in.dyn {
-			a.setText(s.idx, in.text)
-		}
+		a.passText(s, func(t string) (string, bool) { return t, true })
 	}
 	for _, x := range ops {
 		if !x.dyn {
@@ -1740,6 +1745,10 @@ func (a *analyzer) stdinCode(s *segCtx, isShell bool) {
 		return
 	case 'f':
 		a.scriptFile(s, in.file)
+		return
+	}
+	if s.c.in != nil {
+		a.runText(s, *s.c.in, isShell)
 		return
 	}
 	if a.pipeIn {

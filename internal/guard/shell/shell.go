@@ -103,6 +103,7 @@ const (
 	fText                               // its output is the static text in Segment.text
 	fPrivileged                         // runs with elevated privileges
 	fSecretChecked                      // its arguments were checked for secrets
+	fDecoded                            // its static text was decoded from an encoding (base64, hex)
 )
 
 // Analysis is the result of analysing one command.

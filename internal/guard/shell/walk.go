@@ -32,8 +32,10 @@ var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant
 
 // varState is what is known about a shell variable assigned in the command.
 type varState struct {
-	val string
-	dyn bool // assigned more than one value, or a value not known statically
+	val   string
+	dyn   bool     // assigned more than one value, or a value not known statically
+	arr   []string // the elements of an array (isArr)
+	isArr bool
 }
 
 // classAcc accumulates the soft classification of segments that share a
@@ -68,6 +70,7 @@ type analyzer struct {
 	redirSubs   []redirSub
 	downloaded  map[string]bool        // files downloaded earlier in the command
 	written     map[string]writtenFile // files written earlier in the command
+	certState                          // static values followed through the command (static.go)
 	effectFacts int                    // path facts added by the effect scan
 }
 
@@ -258,6 +261,9 @@ func (a *analyzer) stmt(s *syntax.Stmt, origin Origin) {
 		return
 	}
 	defer a.leave()
+	// Only the simple command of a pipe stage reads the stage's input.
+	pipeText := a.pipeText
+	a.pipeText = nil
 	for _, r := range s.Redirs {
 		if r != nil {
 			start := len(a.out.Segments)
@@ -274,7 +280,7 @@ func (a *analyzer) stmt(s *syntax.Stmt, origin Origin) {
 		a.cur = -1
 		a.redirects(s.Redirs, -1)
 	case *syntax.CallExpr:
-		a.call(c, s.Redirs, origin)
+		a.call(c, s.Redirs, origin, pipeText)
 	case *syntax.BinaryCmd:
 		switch c.Op {
 		case syntax.Pipe, syntax.PipeAll:
@@ -393,7 +399,14 @@ func (a *analyzer) pipeline(b *syntax.BinaryCmd, origin Origin) {
 	for i, st := range stages {
 		start := len(a.out.Segments)
 		a.pipeIn = pipeIn || i > 0
+		a.pipeText = nil
+		if i > 0 {
+			if t, ok := a.stmtOutput(stages[i-1]); ok {
+				a.pipeText = &t
+			}
+		}
 		a.stmt(st, o)
+		a.pipeText = nil
 		a.cwd, a.cwdKnown = cwd, known // each stage runs in a subshell
 		end := len(a.out.Segments)
 		if i > 0 {
@@ -559,7 +572,7 @@ func forkBomb(body *syntax.Stmt, name string) bool {
 }
 
 // call judges a simple command.
-func (a *analyzer) call(c *syntax.CallExpr, redirs []*syntax.Redirect, origin Origin) {
+func (a *analyzer) call(c *syntax.CallExpr, redirs []*syntax.Redirect, origin Origin, in *textIn) {
 	for _, as := range c.Assigns {
 		a.assignSubsts(as, origin)
 	}
@@ -573,7 +586,11 @@ func (a *analyzer) call(c *syntax.CallExpr, redirs []*syntax.Redirect, origin Or
 		return
 	}
 	args := a.words(c.Args, origin)
-	idx := a.command(args, cmdCtx{origin: origin, redirs: redirs})
+	idx := a.command(args, cmdCtx{origin: origin, redirs: redirs, in: in})
+	if a.callSeg == nil {
+		a.callSeg = map[*syntax.CallExpr]int{}
+	}
+	a.callSeg[c] = idx
 	a.cur = idx
 	a.redirects(redirs, idx)
 	a.cur = -1
@@ -612,6 +629,9 @@ func (a *analyzer) assign(as *syntax.Assign) {
 		return
 	}
 	switch {
+	case as.Array != nil && as.Index == nil && !as.Append:
+		a.assignArray(as.Name.Value, as.Array)
+		return
 	case as.Array != nil || as.Index != nil || as.Append:
 		a.setVar(as.Name.Value, "", true)
 		return

@@ -18,6 +18,12 @@ type arg struct {
 	pat  string // the glob pattern, quoted glob characters escaped (when glob)
 	sub  [2]int // Segments[sub[0]:sub[1]] came from substitutions in the word
 	find bool   // the {} of find -exec: a path find produces
+	// decoded is true when the value came out of a decoder (base64 -d …)
+	// inside a command substitution.
+	decoded bool
+	// code is the static text of a process substitution given as the
+	// argument (source <(echo …)), or nil.
+	code *textIn
 }
 
 // words resolves the words of a simple command, judging the substitutions
@@ -49,23 +55,69 @@ func (a *analyzer) words(ws []*syntax.Word, origin Origin) []arg {
 }
 
 func (a *analyzer) appendWord(args []arg, w, orig *syntax.Word, sub [2]int) []arg {
-	// A lone unquoted variable with a known value is split into fields,
-	// so that CMD="rm -rf /"; $CMD is seen as rm -rf /.
+	// A lone unquoted variable or command substitution with a known value
+	// is split into fields, so that CMD="rm -rf /"; $CMD is seen as
+	// rm -rf /; "$@" and "${a[@]}" give one field per element.
 	if len(w.Parts) == 1 {
-		if pe, ok := w.Parts[0].(*syntax.ParamExp); ok {
-			if v, known := a.param(pe); known {
-				for _, f := range strings.Fields(v) {
-					args = append(args, arg{val: f, glob: hasGlobMeta(f), pat: f, sub: sub})
+		var fields []string
+		known, decoded := false, false
+		switch p := w.Parts[0].(type) {
+		case *syntax.ParamExp:
+			fs, _, ok := a.paramValues(p)
+			if ok {
+				for _, f := range fs {
+					split, ok2 := a.splitFields(f)
+					if !ok2 {
+						ok = false
+						break
+					}
+					fields = append(fields, split...)
 				}
-				return args
+			}
+			known = ok
+		case *syntax.CmdSubst:
+			if t, ok := a.substOut[p]; ok {
+				fields, known = a.splitFields(strings.TrimRight(t.text, "\n"))
+				decoded = t.decoded
+			}
+		case *syntax.DblQuoted:
+			if len(p.Parts) == 1 {
+				if pe, ok := p.Parts[0].(*syntax.ParamExp); ok {
+					if fs, multi, ok := a.paramValues(pe); ok && multi {
+						for _, f := range fs {
+							args = append(args, arg{val: f, pat: globQuote(f), sub: sub})
+						}
+						return args
+					}
+				}
+			}
+		case *syntax.ProcSubst:
+			if t, ok := a.substOut[p]; ok {
+				return append(args, arg{val: a.text(orig), dyn: true, sub: sub, code: &t})
 			}
 		}
+		if known {
+			for _, f := range fields {
+				args = append(args, arg{val: f, glob: hasGlobMeta(f), pat: f, sub: sub, decoded: decoded})
+			}
+			return args
+		}
 	}
-	v, dyn, glob, pat := a.resolve(w)
+	r := wordResolver{a: a, split: true}
+	v, dyn, glob, pat := a.resolveWith(&r, w)
 	if dyn {
 		v = a.text(orig)
+	} else if len(r.fields) > 0 {
+		// An unquoted expansion inside the word split it into fields
+		// (rm${IFS}-rf${IFS}/).
+		for _, f := range r.fields {
+			args = append(args, arg{val: f.val, glob: f.glob && hasGlobMeta(f.pat), pat: f.pat, sub: sub, decoded: r.decoded})
+		}
+		if v == "" {
+			return args
+		}
 	}
-	return append(args, arg{val: v, dyn: dyn, glob: glob && !dyn, pat: pat, sub: sub})
+	return append(args, arg{val: v, dyn: dyn, glob: glob && !dyn, pat: pat, sub: sub, decoded: r.decoded})
 }
 
 // text returns the source text of w in the string being walked.
@@ -109,6 +161,15 @@ func (a *analyzer) resolve(w *syntax.Word) (val string, dyn, glob bool, pat stri
 		}
 	}
 	r := wordResolver{a: a}
+	return a.resolveWith(&r, w)
+}
+
+// resolveWith resolves w with r, which records whether decoded text went
+// into it.
+func (a *analyzer) resolveWith(r *wordResolver, w *syntax.Word) (val string, dyn, glob bool, pat string) {
+	if w == nil || len(w.Parts) == 0 {
+		return "", false, false, ""
+	}
 	r.parts(w.Parts, false, true)
 	pat = r.pat.String()
 	return r.val.String(), r.dyn, r.glob && hasGlobMeta(pat), pat
@@ -153,6 +214,50 @@ type wordResolver struct {
 	val, pat strings.Builder
 	dyn      bool
 	glob     bool
+	decoded  bool // a command substitution's decoded output went in
+	split    bool // unquoted expansions are split into fields (else they make the word dynamic)
+	fields   []splitField
+}
+
+// splitField is a field completed by field splitting.
+type splitField struct {
+	val, pat string
+	glob     bool
+}
+
+// splitValue adds the value of an unquoted expansion, splitting it into
+// fields at the characters of sep.
+func (r *wordResolver) splitValue(v, sep string) {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if strings.IndexByte(sep, c) < 0 {
+			r.unquotedValue(v[i : i+1])
+			continue
+		}
+		if strings.IndexByte(" \t\n", c) >= 0 && r.val.Len() == 0 {
+			continue
+		}
+		r.fields = append(r.fields, splitField{val: r.val.String(), pat: r.pat.String(), glob: r.glob})
+		r.val.Reset()
+		r.pat.Reset()
+		r.glob = false
+		if len(r.fields) > maxBraces {
+			r.dyn = true
+			return
+		}
+	}
+}
+
+// expansion adds the value of an unquoted expansion.
+func (r *wordResolver) expansion(v string) {
+	if r.a.splitsOn(v) {
+		if sep, ok := r.a.ifs(); ok && r.split {
+			r.splitValue(v, sep)
+			return
+		}
+		r.dyn = true
+	}
+	r.unquotedValue(v)
 }
 
 func (r *wordResolver) parts(parts []syntax.WordPart, quoted, top bool) {
@@ -196,11 +301,21 @@ func (r *wordResolver) parts(parts []syntax.WordPart, quoted, top bool) {
 				r.quoted(v)
 			default:
 				// Unquoted: split into fields and globbed by the shell.
-				if strings.ContainsAny(v, " \t\n") {
-					r.dyn = true
-				}
-				r.unquotedValue(v)
+				r.expansion(v)
 			}
+		case *syntax.CmdSubst:
+			t, ok := r.a.substOutput(p)
+			if !ok {
+				r.dyn = true
+				continue
+			}
+			v := strings.TrimRight(t.text, "\n")
+			r.decoded = r.decoded || t.decoded
+			if quoted {
+				r.quoted(v)
+				continue
+			}
+			r.expansion(v)
 		default:
 			// Command, process and arithmetic substitutions, extended
 			// globs: known only at run time.
@@ -326,27 +441,26 @@ func validName(s string, user bool) bool {
 	return true
 }
 
-// param returns the value of a simple parameter expansion when it is known:
-// a variable assigned a single static value earlier in the command, $HOME
-// or $PWD.
+// param returns the value of a parameter expansion when it is known: a
+// variable assigned a single static value earlier in the command, $HOME,
+// $PWD or a positional parameter, with the operators of ${…} applied
+// (see expand.go). The elements of an array are joined with blanks.
 func (a *analyzer) param(pe *syntax.ParamExp) (string, bool) {
-	if a == nil || pe == nil || pe.Param == nil || pe.Excl || pe.Length || pe.Width || pe.IsSet ||
-		pe.Index != nil || pe.Slice != nil || pe.Repl != nil || pe.Names != 0 || pe.Exp != nil ||
-		pe.Flags != nil || pe.NestedParam != nil || len(pe.Modifiers) > 0 ||
-		pe.Split != syntax.OptUnset || pe.GlobSubst != syntax.OptUnset || pe.RcExpand != syntax.OptUnset {
+	fs, _, ok := a.paramValues(pe)
+	if !ok {
 		return "", false
 	}
-	name := pe.Param.Value
-	if st, ok := a.vars[name]; ok {
-		return st.val, !st.dyn
+	return strings.Join(fs, " "), true
+}
+
+// substOutput returns the static output of a command substitution judged
+// earlier.
+func (a *analyzer) substOutput(cs *syntax.CmdSubst) (textIn, bool) {
+	if a == nil {
+		return textIn{}, false
 	}
-	switch name {
-	case "HOME":
-		return a.env.Home, a.env.Home != ""
-	case "PWD":
-		return a.cwd, a.cwdKnown
-	}
-	return "", false
+	t, ok := a.substOut[cs]
+	return t, ok
 }
 
 // doc returns the text of a here-document body. quotedDelim says whether
@@ -394,21 +508,31 @@ func (a *analyzer) walkSubsts(n syntax.Node, origin Origin) {
 	syntax.Walk(n, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.CmdSubst:
-			a.subst(n.Stmts, OriginSubst)
+			a.subst(n, n.Stmts, OriginSubst)
 			return false
 		case *syntax.ProcSubst:
-			a.subst(n.Stmts, OriginProcSubst)
+			a.subst(n, n.Stmts, OriginProcSubst)
 			return false
 		}
 		return true
 	})
 }
 
-// subst judges the statements of a substitution, which run in a subshell.
-func (a *analyzer) subst(stmts []*syntax.Stmt, origin Origin) {
+// subst judges the statements of a substitution, which run in a subshell,
+// and remembers their output when it is static.
+func (a *analyzer) subst(n syntax.Node, stmts []*syntax.Stmt, origin Origin) {
 	cwd, known, cur := a.cwd, a.cwdKnown, a.cur
+	pipeText := a.pipeText
+	a.pipeText = nil
 	a.stmts(stmts, origin)
+	if t, ok := a.stmtsOutput(stmts); ok {
+		if a.substOut == nil {
+			a.substOut = map[syntax.Node]textIn{}
+		}
+		a.substOut[n] = t
+	}
 	a.cwd, a.cwdKnown, a.cur = cwd, known, cur
+	a.pipeText = pipeText
 }
 
 // arith judges the substitutions in an arithmetic expression and forgets
@@ -420,10 +544,10 @@ func (a *analyzer) arith(x syntax.ArithmExpr, origin Origin) {
 	syntax.Walk(x, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.CmdSubst:
-			a.subst(n.Stmts, OriginSubst)
+			a.subst(n, n.Stmts, OriginSubst)
 			return false
 		case *syntax.ProcSubst:
-			a.subst(n.Stmts, OriginProcSubst)
+			a.subst(n, n.Stmts, OriginProcSubst)
 			return false
 		case *syntax.BinaryArithm:
 			switch n.Op {
