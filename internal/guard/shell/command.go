@@ -399,6 +399,7 @@ func (a *analyzer) dynamicCode(x arg, what string) {
 // classify judges one segment: its handler if it has one, then the lists.
 func (a *analyzer) classify(s *segCtx) {
 	name := s.name
+	a.callFunction(s) // a function defined in the command, judged with its arguments
 	switch {
 	case a.r.downloaders.has(name):
 		a.out.Segments[s.idx].flags |= fDownload

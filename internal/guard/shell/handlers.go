@@ -163,18 +163,8 @@ func (a *analyzer) followSlash(written, abs string, known bool) (string, bool) {
 	if !known || !path.IsAbs(abs) || !strings.HasSuffix(strings.TrimSuffix(written, "."), "/") {
 		return "", false
 	}
-	lfs, ok := a.fileSystem().(fs.ReadLinkFS)
-	if !ok {
-		return "", false
-	}
-	target, err := lfs.ReadLink(fsName(abs))
-	if err != nil {
-		return "", false
-	}
-	if !path.IsAbs(target) {
-		target = path.Join(path.Dir(abs), target)
-	}
-	return path.Clean(target), true
+	target := a.follow(abs) // links.go: every link on the way, those the command made too
+	return target, target != path.Clean(abs)
 }
 
 // rmCmd judges rm, rmdir, unlink, shred and srm.
@@ -216,6 +206,7 @@ func (a *analyzer) rmCmd(s *segCtx) bool {
 			for _, c := range rest {
 				all = all && globAll(c)
 			}
+			dir = a.follow(dir)
 			if d := a.danger(dir); all && d != dangerNone && !a.scratch(dir) {
 				a.add(guard.Finding{Check: "shell.rm-" + d.check(), Level: action.Block, Hard: true,
 					Message: s.name + " " + t.val + " removes everything in " + d.describe(dir)})
@@ -619,6 +610,9 @@ func (a *analyzer) evalCmd(s *segCtx) bool {
 			a.dynamicCode(x, "eval runs a string computed at run time: "+x.val)
 			return true
 		}
+		if x.decoded {
+			a.decodedRuns("eval", x.val)
+		}
 		parts = append(parts, x.val)
 	}
 	a.nestedScript(strings.Join(parts, " "), OriginEval, s.idx)
@@ -709,6 +703,10 @@ func (a *analyzer) sourceCmd(s *segCtx) bool {
 		a.vars[k] = varState{dyn: true}
 	}
 	f := ops[0]
+	if f.code != nil {
+		a.runText(s, *f.code, true)
+		return true
+	}
 	if f.dyn {
 		a.dynamicCode(f, "source runs a file computed at run time: "+f.val)
 		return true
@@ -1118,6 +1116,9 @@ func (a *analyzer) copyCmd(s *segCtx) bool {
 		}
 		p, known := a.abs(src.val)
 		if symbolic {
+			if len(sources) == 1 {
+				a.recordLink(dest, src)
+			}
 			if d := a.danger(p); d != dangerNone {
 				a.add(guard.Finding{Check: "shell.ln-danger", Level: action.Approve,
 					Message: "ln -s links to " + d.describe(p) + ": removing through the link would remove it"})
@@ -1611,7 +1612,17 @@ func (a *analyzer) shellCmd(s *segCtx) bool {
 			a.dynamicCode(rest[0], s.name+" -c runs a string computed at run time: "+rest[0].val)
 			return true
 		}
+		if rest[0].decoded {
+			a.decodedRuns(s.name, rest[0].val)
+		}
+		// The words after the string are $0, $1, …
+		pos, known := a.pos, a.posKnown
+		a.pos, a.posKnown = nil, true
+		if len(rest) > 1 {
+			a.pos = append([]arg(nil), rest[2:]...)
+		}
 		a.nestedScript(rest[0].val, OriginShellC, s.idx)
+		a.pos, a.posKnown = pos, known
 	case len(rest) > 0 && !stdinMode:
 		a.scriptFile(s, rest[0])
 	default:
@@ -1702,6 +1713,10 @@ func (a *analyzer) interpCmd(s *segCtx, inline []string) bool {
 
 // scriptFile judges a shell or interpreter running a script file.
 func (a *analyzer) scriptFile(s *segCtx, f arg) {
+	if f.code != nil {
+		a.runText(s, *f.code, a.r.shells.has(s.name))
+		return
+	}
 	if f.dyn {
 		a.dynamicCode(f, s.name+" runs a script computed at run time: "+f.val)
 		return

@@ -75,6 +75,7 @@ func depth(p string) int {
 // is unknown, relative when the working directory is unknown, or a Windows
 // path).
 func (a *analyzer) danger(p string) danger {
+	p = a.alias(p) // links.go: /proc/self/root, symbolic links
 	if rest, ok := windowsPath(p); ok {
 		if depth(rest) <= 1 {
 			return dangerDrive

@@ -195,7 +195,10 @@ func TestAnalyze(t *testing.T) {
 		{"fork bomb", ":(){ :|:& };:", action.Block, []string{"shell.fork-bomb"}, nil},
 		{"renamed fork bomb", "bomb(){ bomb | bomb & }; bomb", action.Block, []string{"shell.fork-bomb"}, nil},
 		{"function keyword fork bomb", "function f { f | f & }; f", action.Block, []string{"shell.fork-bomb"}, nil},
-		{"plain recursion", "f(){ echo hi; }; f", action.Auto, nil, []string{"echo@function", "f@list"}},
+		// A call judges the body again with the call's arguments.
+		{"plain recursion", "f(){ echo hi; }; f", action.Auto, nil, []string{"echo@function", "f@list", "echo@function"}},
+		{"function called with the root", `f(){ rm -rf "$1"; }; f /`, action.Block, []string{"shell.rm-root"}, nil},
+		{"function called with a build dir", `f(){ rm -rf "$1"; }; f build`, action.Approve, []string{"shell.rm-dynamic"}, nil},
 		{"mkfs", "mkfs.ext4 /dev/sdb1", action.Block, []string{"shell.mkfs"}, nil},
 		{"dd disk", "dd if=/dev/zero of=/dev/sda", action.Block, []string{"shell.device-write"}, nil},
 		{"dd file", "dd if=/dev/zero of=zeros.bin bs=1M count=1", action.Confirm, []string{"shell.dd"}, nil},

@@ -524,6 +524,7 @@ func (a *analyzer) funcDecl(f *syntax.FuncDecl) {
 	}
 	for _, n := range names {
 		a.funcs[strings.ToLower(n)] = true
+		a.defineFunction(n, f.Body)
 		if f.Body != nil && forkBomb(f.Body, n) {
 			a.cur = -1
 			a.add(guard.Finding{Check: "shell.fork-bomb", Level: action.Block, Hard: true,
