@@ -73,5 +73,8 @@ func DefaultGuards(p *policy.Policy, env GuardEnv) ([]guard.Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []guard.Guard{sh, pg, netguard.New(netPol), sqlguard.New(sqlPol), mg}, nil
+	// Both the shell and the net guard refuse requests to Overseer's own
+	// daemon (no self-approval); they read its address file in Home.
+	self := netguard.NewSelfAPI(env.Home)
+	return []guard.Guard{sh.WithSelfAPI(self), pg, netguard.New(netPol).WithSelfAPI(self), sqlguard.New(sqlPol), mg}, nil
 }

@@ -25,6 +25,7 @@ import (
 type Guard struct {
 	pol    *compiled
 	polErr error
+	self   *SelfAPI // Overseer's own daemon; nil knows the default port only
 }
 
 var _ guard.Guard = (*Guard)(nil)
@@ -35,6 +36,15 @@ var _ guard.Guard = (*Guard)(nil)
 func New(pol Policy) *Guard {
 	c, err := pol.compile()
 	return &Guard{pol: c, polErr: err}
+}
+
+// WithSelfAPI returns a copy of g that recognises the daemon described by
+// self (see SelfAPI): fetches of it are refused even when the policy's
+// allow_hosts opens loopback, and so are URL arguments of other kinds.
+func (g *Guard) WithSelfAPI(self *SelfAPI) *Guard {
+	c := *g
+	c.self = self
+	return &c
 }
 
 // Name returns "net".
@@ -51,7 +61,7 @@ func (g *Guard) Check(_ context.Context, a *action.Action) ([]guard.Finding, err
 		kind = action.InferKind(a.Tool)
 	}
 	if kind != action.KindNetFetch {
-		return nil, nil
+		return g.selfAPIArgs(a, kind), nil
 	}
 	if g.polErr != nil {
 		return nil, g.polErr
@@ -67,6 +77,9 @@ func (g *Guard) Check(_ context.Context, a *action.Action) ([]guard.Finding, err
 	}
 	if !slices.Contains(a.Facts.URLs, raw) {
 		a.Facts.URLs = append(a.Facts.URLs, raw)
+	}
+	if f, ok := g.selfAPIFinding(raw); ok {
+		return []guard.Finding{f}, nil
 	}
 	_, err := g.pol.checkRawURL(raw)
 	if err == nil {

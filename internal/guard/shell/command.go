@@ -409,6 +409,7 @@ func (a *analyzer) classify(s *segCtx) {
 	if a.r.netSenders.has(name) {
 		a.out.Segments[s.idx].flags |= fNetSend
 	}
+	a.selfCheck(s) // selfapprove.go: Overseer's own API and commands
 	handled := false
 	switch {
 	case a.r.shells.has(name):
@@ -822,6 +823,7 @@ func (a *analyzer) redirects(rs []*syntax.Redirect, idx int) {
 		if r == nil || r.Word == nil {
 			continue
 		}
+		a.selfRedirect(r) // selfapprove.go: /dev/tcp to the daemon
 		switch r.Op {
 		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll,
 			syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob, syntax.RdrInOut:

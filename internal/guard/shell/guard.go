@@ -11,6 +11,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/netguard"
 )
 
 // ErrNilAction is returned by Check for a nil action.
@@ -21,6 +22,7 @@ type Guard struct {
 	r    *rules
 	home string
 	fsys fs.FS // nil: the operating system's file system
+	self *netguard.SelfAPI
 }
 
 var _ guard.Guard = (*Guard)(nil)
@@ -67,7 +69,7 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		return []guard.Finding{{Check: "shell.no-command", Level: action.Approve, Hard: true,
 			Message: "the shell action has no command that can be judged: " + why}}, nil
 	}
-	an := analyze(g.r, cmd, Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys})
+	an := analyze(g.r, cmd, Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self})
 	// The shell guard owns Facts.Commands: a second check replaces them.
 	a.Facts.Commands = make([]action.Command, 0, len(an.Segments))
 	for _, s := range an.Segments {

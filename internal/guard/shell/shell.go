@@ -26,6 +26,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/netguard"
 )
 
 // Env is the environment a command is judged in.
@@ -40,6 +41,9 @@ type Env struct {
 	// are looked up without their leading slash). Nil means the real
 	// operating system's file system.
 	FS fs.FS
+	// SelfAPI recognises Overseer's own daemon (see selfapprove.go); nil
+	// knows its default port only.
+	SelfAPI *netguard.SelfAPI
 }
 
 // Origin says how a segment was reached inside the command.

@@ -1,0 +1,419 @@
+package shell
+
+import (
+	_ "embed"
+	"path"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/netguard"
+)
+
+// No self-approval. An agent must not reach Overseer's own API (to answer
+// its approvals, change the policy, abort a task) nor run the overseer
+// commands that do the same. Both are hard `block` findings:
+//
+//   - shell.self-api: a network client whose URL, HOST:PORT or host and
+//     port operands reach the daemon — loopback in any spelling, this
+//     machine's names and addresses, the daemon's own listen address — at
+//     the daemon's port, or at any port with an API path only Overseer
+//     serves (see netguard.SelfAPI); inline interpreter code with such a URL
+//     or a socket to the daemon's port; bash's /dev/tcp redirections.
+//   - shell.self-approve: `overseer approve|deny|policy <change>|init|serve|…`
+//     (the list is selfapi.yaml), by name, by path, through wrappers, or as
+//     `go run …/cmd/overseer`.
+//
+// The lists are data (selfapi.yaml), not policy: a policy cannot loosen
+// them.
+
+//go:embed selfapi.yaml
+var selfAPIYAML []byte
+
+// selfLists is selfapi.yaml.
+type selfLists struct {
+	OverseerBlock          []string `yaml:"overseer_block"`
+	OverseerPolicyReadOnly []string `yaml:"overseer_policy_read_only"`
+	HTTPClients            []string `yaml:"http_clients"`
+	SocketClients          []string `yaml:"socket_clients"`
+}
+
+type selfSets struct {
+	block, policyRO, http, socket, shorthand set
+}
+
+var selfRules = func() selfSets {
+	var l selfLists
+	if err := yaml.Unmarshal(selfAPIYAML, &l); err != nil {
+		panic("shell: selfapi.yaml: " + err.Error())
+	}
+	return selfSets{
+		block:     makeSet(l.OverseerBlock, true),
+		policyRO:  makeSet(l.OverseerPolicyReadOnly, true),
+		http:      makeSet(l.HTTPClients, true),
+		socket:    makeSet(l.SocketClients, true),
+		shorthand: makeSet([]string{"http", "https", "httpie", "xh", "xhs", "curlie"}, true),
+	}
+}()
+
+// defaultSelfAPI knows the daemon's default port only.
+var defaultSelfAPI = netguard.NewSelfAPI("")
+
+func (a *analyzer) self() *netguard.SelfAPI {
+	if a.env.SelfAPI != nil {
+		return a.env.SelfAPI
+	}
+	return defaultSelfAPI
+}
+
+// selfAdvice ends every self-protection message.
+const selfAdvice = "an agent may not answer its own approvals, change Overseer's policy or remove its hooks; " +
+	"a person answers from the web console, `overseer tui` or a terminal that is not the agent's"
+
+// selfCheck is the hook classify calls for every segment.
+func (a *analyzer) selfCheck(s *segCtx) {
+	name := s.name
+	switch {
+	case name == "overseer":
+		a.overseerCmd(s.args, s.prog.val)
+	case name == "go":
+		if rest, prog, ok := goRunOverseer(s.args); ok {
+			a.overseerCmd(rest, prog)
+		}
+	}
+	switch {
+	case selfRules.http.has(name) || selfRules.socket.has(name) || a.r.downloaders.has(name) || a.r.netSenders.has(name):
+		a.selfNetArgs(s)
+	case a.interpreter(name) != nil:
+		a.selfCode(s)
+	}
+}
+
+// overseerCmd judges the arguments of the overseer CLI.
+func (a *analyzer) overseerCmd(args []arg, prog string) {
+	sub, i := overseerOperand(args, 0)
+	if i < 0 {
+		return
+	}
+	label := "overseer " + sub.val
+	switch {
+	case sub.dyn:
+		a.selfApprove("runs `" + prog + "` with a sub-command computed at run time (" + sub.val + ")")
+		return
+	case selfRules.block.has(strings.ToLower(sub.val)):
+	case strings.EqualFold(sub.val, "policy"):
+		next, j := overseerOperand(args, i+1)
+		if j < 0 || !next.dyn && selfRules.policyRO.has(strings.ToLower(next.val)) {
+			return
+		}
+		label += " " + next.val
+	default:
+		return
+	}
+	a.selfApprove("runs `" + label + "`")
+}
+
+func (a *analyzer) selfApprove(what string) {
+	a.add(guard.Finding{Check: "shell.self-approve", Level: action.Block, Hard: true,
+		Message: what + ": " + selfAdvice})
+}
+
+// overseerOperand returns the first operand of the overseer CLI at or after
+// args[from], skipping its global options, and its index (-1: none).
+func overseerOperand(args []arg, from int) (arg, int) {
+	for i := from; i < len(args); i++ {
+		x := args[i]
+		if x.dyn {
+			return x, i
+		}
+		switch v := x.val; {
+		case v == "--home" || v == "--policy":
+			i++
+		case v == "--":
+			if i+1 < len(args) {
+				return args[i+1], i + 1
+			}
+			return arg{}, -1
+		case strings.HasPrefix(v, "-"):
+		default:
+			return x, i
+		}
+	}
+	return arg{}, -1
+}
+
+// goRunValueFlags are the `go run` build flags that take a value.
+var goRunValueFlags = map[string]bool{"-tags": true, "-ldflags": true, "-gcflags": true, "-asmflags": true,
+	"-mod": true, "-modfile": true, "-o": true, "-p": true, "-exec": true, "-overlay": true, "-pgo": true,
+	"-toolexec": true, "-C": true, "-coverpkg": true, "-covermode": true, "-buildmode": true, "-compiler": true,
+	"-gccgoflags": true, "-installsuffix": true, "-pkgdir": true, "-buildvcs": true}
+
+// goRunOverseer recognises `go run [flags] …/cmd/overseer[@v] args…` and
+// returns the program's arguments.
+func goRunOverseer(args []arg) ([]arg, string, bool) {
+	if len(args) < 2 || args[0].dyn || args[0].val != "run" {
+		return nil, "", false
+	}
+	for i := 1; i < len(args); i++ {
+		x := args[i]
+		if x.dyn {
+			return nil, "", false
+		}
+		v := x.val
+		if strings.HasPrefix(v, "-") {
+			if goRunValueFlags[v] {
+				i++
+			}
+			continue
+		}
+		pkg, _, _ := strings.Cut(v, "@")
+		if path.Base(strings.TrimSuffix(pkg, "/")) == "overseer" && !strings.HasSuffix(pkg, ".go") {
+			return args[i+1:], "go run " + v, true
+		}
+		return nil, "", false
+	}
+	return nil, "", false
+}
+
+func (a *analyzer) selfAPIFinding(what string) {
+	a.add(guard.Finding{Check: "shell.self-api", Level: action.Block, Hard: true,
+		Message: what + ": it reaches Overseer's own API; " + selfAdvice})
+}
+
+// selfNetArgs judges the arguments of a network client.
+func (a *analyzer) selfNetArgs(s *segCtx) {
+	sa := a.self()
+	name := s.name
+	bare := selfRules.http.has(name)
+	socket := selfRules.socket.has(name)
+	var localHost, daemonPort, localMention bool
+	var selfPathURL string
+	for _, x := range s.args {
+		v := x.val
+		if x.dyn {
+			if why := dynURL(sa, v); why != "" {
+				a.selfAPIFinding(name + " " + clip(v, 80) + " (" + why + ")")
+				return
+			}
+			continue
+		}
+		cands := []string{v}
+		if i := strings.LastIndexByte(v, '='); i >= 0 && i+1 < len(v) {
+			cands = append(cands, v[i+1:])
+		}
+		for _, c := range cands {
+			isOpt := strings.HasPrefix(c, "-")
+			if why := sa.MatchURL(c, bare && !isOpt); why != "" {
+				a.selfAPIFinding(name + " " + clip(v, 80) + " (" + why + ")")
+				return
+			}
+			if u := urlPath(c, bare && !isOpt); u != "" && netguard.SelfPath(u) {
+				selfPathURL = c
+			}
+			if isOpt {
+				continue
+			}
+			// HOST:PORT forms (socat TCP:h:p, curl --resolve/--connect-to,
+			// openssl -connect h:p).
+			if strings.Contains(c, "://") {
+				continue
+			}
+			parts := splitHostPort(c)
+			var hostHere, portHere bool
+			for _, p := range parts {
+				switch {
+				case p != "" && !isDigits(p) && sa.LocalHost(p):
+					hostHere = true
+				case isDigits(p) && len(p) <= 5 && sa.DaemonPort(parsePort(p)):
+					portHere = true
+				}
+			}
+			if len(parts) > 1 && hostHere && portHere {
+				a.selfAPIFinding(name + " " + clip(v, 80) + " (this machine at the daemon's port)")
+				return
+			}
+			if len(parts) > 1 && hostHere {
+				localMention = true
+			}
+			if socket {
+				switch {
+				case isDigits(c) && len(c) <= 5 && sa.DaemonPort(parsePort(c)):
+					daemonPort = true
+				case !isDigits(c) && sa.LocalHost(c) || c == "0":
+					localHost = true
+				}
+			}
+		}
+	}
+	switch {
+	case socket && localHost && daemonPort:
+		a.selfAPIFinding(describeArgs(name, s.args) + " (a connection to this machine at the daemon's port, " + sa.Ports() + ")")
+	case localMention && selfPathURL != "":
+		a.selfAPIFinding(name + " " + clip(selfPathURL, 80) + " (routed to this machine, and the path is Overseer's API)")
+	}
+}
+
+// urlPath returns the path of a URL (read as a client would), or "".
+func urlPath(raw string, bare bool) string {
+	i := strings.Index(raw, "://")
+	switch {
+	case i > 0:
+		raw = raw[i+3:]
+	case bare:
+	default:
+		return ""
+	}
+	j := strings.IndexByte(raw, '/')
+	if j < 0 {
+		return ""
+	}
+	return raw[j:]
+}
+
+// splitHostPort splits "a:b:[::1]:c" into its parts, keeping bracketed
+// IPv6 addresses whole and dropping socat's ",options".
+func splitHostPort(s string) []string {
+	if i := strings.IndexByte(s, ','); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		s = s[:i]
+	}
+	var parts []string
+	start, depth := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ':':
+			if depth == 0 {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, s[start:])
+}
+
+func parsePort(s string) uint16 {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		n = n*10 + int(s[i]-'0')
+		if n > 65535 {
+			return 0
+		}
+	}
+	return uint16(n)
+}
+
+// substRe matches the parts of a word's source text that are computed at
+// run time.
+var substRe = regexp.MustCompile(`\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|` + "`[^`]*`")
+
+// dynURL judges a URL whose text is partly computed at run time: the parts
+// that are static (a loopback host, an API path) may be enough.
+func dynURL(sa *netguard.SelfAPI, text string) string {
+	if !strings.Contains(text, "://") {
+		return ""
+	}
+	t := strings.NewReplacer(`"`, "", `'`, "").Replace(text)
+	for _, fill := range []string{"x", "1"} {
+		u := substRe.ReplaceAllString(t, fill)
+		if why := sa.MatchURL(u, false); why != "" && !strings.Contains(why, "daemon's port") || why != "" && fill == "x" {
+			return why
+		}
+	}
+	return ""
+}
+
+// urlLitRe finds URL literals in inline code.
+var urlLitRe = regexp.MustCompile(`(?i)\b(?:https?|wss?|gopher|telnet|ftp|dict)://[^\s'"` + "`" + `<>(){}\\,;]+`)
+
+// strLitRe finds quoted string literals in inline code.
+var strLitRe = regexp.MustCompile(`'([^'\\\n]{1,255})'|"([^"\\\n]{1,255})"`)
+
+// numRe finds numbers in inline code.
+var numRe = regexp.MustCompile(`\b[0-9]{2,5}\b`)
+
+// selfCode judges the inline code of an interpreter (python -c, node -e,
+// perl -e, a here-document fed to python …): a URL literal that reaches the
+// daemon, or a string literal naming this machine next to the daemon's port
+// (a raw socket).
+func (a *analyzer) selfCode(s *segCtx) {
+	var texts []string
+	for _, x := range s.args {
+		if !x.dyn && len(x.val) > 3 {
+			texts = append(texts, x.val)
+		}
+	}
+	if in := a.stdinOf(s.c.redirs); in.kind == 'd' && !in.dyn {
+		texts = append(texts, in.text)
+	}
+	sa := a.self()
+	for _, t := range texts {
+		if len(t) > 1<<16 {
+			t = t[:1<<16]
+		}
+		for _, u := range urlLitRe.FindAllString(t, 16) {
+			if why := sa.MatchURL(u, false); why != "" {
+				a.selfAPIFinding(s.name + " code with " + clip(u, 80) + " (" + why + ")")
+				return
+			}
+		}
+		local := false
+		for _, m := range strLitRe.FindAllStringSubmatch(t, 64) {
+			lit := m[1] + m[2]
+			if !strings.ContainsAny(lit, " /") && sa.LocalHost(lit) {
+				local = true
+				break
+			}
+		}
+		if !local {
+			continue
+		}
+		for _, n := range numRe.FindAllString(t, 64) {
+			if sa.DaemonPort(parsePort(n)) {
+				a.selfAPIFinding(s.name + " code that connects to this machine at the daemon's port (" + sa.Ports() + ")")
+				return
+			}
+		}
+	}
+}
+
+// devNetRe matches bash's network redirections.
+var devNetRe = regexp.MustCompile(`^/dev/(?:tcp|udp)/([^/]*)/([^/]+)$`)
+
+// selfRedirect judges a redirection to bash's /dev/tcp/HOST/PORT (or udp):
+// a connection to the daemon's port on this machine is `block`. It is
+// called for every redirection of a statement.
+func (a *analyzer) selfRedirect(r *syntax.Redirect) {
+	if r == nil || r.Word == nil {
+		return
+	}
+	v, dyn, _, _ := a.resolve(r.Word)
+	if dyn || !strings.HasPrefix(v, "/dev/") {
+		return
+	}
+	m := devNetRe.FindStringSubmatch(path.Clean(v))
+	if m == nil {
+		return
+	}
+	if why := a.self().MatchHostPort(m[1], m[2]); why != "" {
+		a.selfAPIFinding("a redirection to " + v + " (" + why + ")")
+	}
+}
+
+// WithSelfAPI returns a copy of g that recognises the daemon described by
+// self: its address file's port and listen address besides the default
+// port.
+func (g *Guard) WithSelfAPI(self *netguard.SelfAPI) *Guard {
+	c := *g
+	c.self = self
+	return &c
+}
