@@ -73,6 +73,9 @@ func DeriveFileFacts(a *Action) {
 	if len(a.Facts.Paths) > 0 {
 		return
 	}
+	if patchFacts(a) {
+		return
+	}
 	var intent PathIntent
 	switch a.Kind {
 	case KindFileRead:
@@ -114,4 +117,65 @@ func DeriveFileFacts(a *Action) {
 			InCwd:  a.Cwd != "" && filepath.IsAbs(cwd) && Within(cwd, abs),
 		})
 	}
+}
+
+// patchFacts fills a.Facts.Paths from a patch in the apply_patch format
+// (Codex: "*** Begin Patch", "*** Add File: P", "*** Update File: P",
+// "*** Delete File: P", "*** Move to: P") carried in any string argument,
+// whatever the action's kind. It reports whether a patch was found.
+func patchFacts(a *Action) bool {
+	found := false
+	for _, v := range a.Args {
+		s, ok := v.(string)
+		if !ok || !strings.Contains(s, "*** Begin Patch") {
+			continue
+		}
+		for _, p := range ParsePatchTargets(s) {
+			found = true
+			abs := ResolvePath(a.Cwd, p.Path)
+			a.Facts.Paths = append(a.Facts.Paths, PathFact{Path: abs, Intent: p.Intent,
+				InCwd: a.Cwd != "" && filepath.IsAbs(a.Cwd) && Within(filepath.Clean(a.Cwd), abs)})
+		}
+	}
+	return found
+}
+
+// PatchTarget is one file an apply_patch patch touches.
+type PatchTarget struct {
+	Path   string
+	Intent PathIntent // write (add, update, the target of a move) or delete
+	Op     string     // add, update, delete, move
+}
+
+// ParsePatchTargets returns the files a patch in the apply_patch format
+// touches, in order. A moved file is deleted from its old path and
+// written to the new one.
+func ParsePatchTargets(patch string) []PatchTarget {
+	var out []PatchTarget
+	for _, line := range strings.Split(patch, "\n") {
+		line = strings.TrimRight(line, "\r")
+		switch {
+		case strings.HasPrefix(line, "*** Add File: "):
+			out = append(out, PatchTarget{Path: strings.TrimSpace(line[len("*** Add File: "):]), Intent: PathWrite, Op: "add"})
+		case strings.HasPrefix(line, "*** Update File: "):
+			out = append(out, PatchTarget{Path: strings.TrimSpace(line[len("*** Update File: "):]), Intent: PathWrite, Op: "update"})
+		case strings.HasPrefix(line, "*** Delete File: "):
+			out = append(out, PatchTarget{Path: strings.TrimSpace(line[len("*** Delete File: "):]), Intent: PathDelete, Op: "delete"})
+		case strings.HasPrefix(line, "*** Move to: "):
+			if n := len(out); n > 0 && out[n-1].Op == "update" {
+				out[n-1].Intent, out[n-1].Op = PathDelete, "move"
+			}
+			out = append(out, PatchTarget{Path: strings.TrimSpace(line[len("*** Move to: "):]), Intent: PathWrite, Op: "move"})
+		}
+		if len(out) >= 256 {
+			break
+		}
+	}
+	kept := out[:0]
+	for _, t := range out {
+		if t.Path != "" {
+			kept = append(kept, t)
+		}
+	}
+	return kept
 }

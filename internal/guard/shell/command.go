@@ -716,8 +716,13 @@ func (a *analyzer) writeTarget(x arg, how string) {
 	}
 	a.pathFact(p, known, action.PathWrite)
 	switch a.where(p, known) {
-	case whereTree, whereScratch, whereUnknown:
+	case whereTree, whereScratch:
 		a.class("write", action.Notify, a.display(p))
+	case whereUnknown:
+		// Relative to a directory only known at run time (cd "$DIR"):
+		// it may be Overseer's home or a hook configuration.
+		a.add(guard.Finding{Check: "shell.write-unknown-dir", Level: action.Confirm,
+			Message: how + " " + x.val + " relative to a working directory computed at run time"})
 	default:
 		switch {
 		case strings.HasPrefix(p, "/proc/") || strings.HasPrefix(p, "/sys/") || strings.HasPrefix(p, "/dev/"):

@@ -317,6 +317,35 @@ func (a *analyzer) effects(s *segCtx) {
 			ops = ops[spec.skip:]
 		}
 	}
+	if a.interpreter(s.name) != nil || s.name == "awk" || s.name == "gawk" {
+		for _, x := range args {
+			if !x.dyn && strings.ContainsAny(x.val, "'\"`(") {
+				a.codeEffects(x.val)
+			}
+		}
+		if in := a.stdinOf(s.c.redirs); in.kind == 'd' && !in.dyn {
+			a.codeEffects(in.text)
+		}
+	}
+	for _, x := range args {
+		if !x.dyn {
+			if f := atFile(x.val); f != "" {
+				a.candidate(arg{val: f}, inRead, false)
+			}
+		}
+	}
+	if s.c.find != nil && (base == inRead || base == inUnknown) {
+		// find STARTS -exec cat {} +: the program reads everything below
+		// the starting points.
+		for _, x := range args {
+			if x.find {
+				for _, st := range s.c.find.starts {
+					a.candidate(st, inRead, true)
+				}
+				break
+			}
+		}
+	}
 	for k, x := range ops {
 		it := base
 		switch {
@@ -346,6 +375,78 @@ func hasAny(flags []string, v string) bool {
 	return false
 }
 
+// atFile returns the file of an "@file" or "name=@file" argument (curl -d
+// @file, -F f=@file, HTTPie's f@file), or "".
+func atFile(v string) string {
+	i := strings.IndexByte(v, '@')
+	if i < 0 || i+1 >= len(v) || (i > 0 && v[i-1] != '=' && !isWordByte(v[i-1])) {
+		return ""
+	}
+	if i > 0 && strings.ContainsAny(v[:i], "/:") {
+		return "" // a URL's user@host
+	}
+	f := v[i+1:]
+	if j := strings.IndexByte(f, ';'); j >= 0 {
+		f = f[:j] // -F f=@file;type=text/plain
+	}
+	if c := strings.IndexByte(f, ':'); c >= 0 && (strings.IndexByte(f, '/') < 0 || c < strings.IndexByte(f, '/')) {
+		return "" // user@host:path (scp), not a local file
+	}
+	if i > 0 && v[i-1] != '=' {
+		// HTTPie's field@file: only an explicit path, not a@b.com.
+		if !strings.HasPrefix(f, "/") && !strings.HasPrefix(f, "~/") && !strings.HasPrefix(f, "./") && !strings.HasPrefix(f, "../") {
+			return ""
+		}
+	}
+	if !strings.ContainsAny(f, "/~.") {
+		return ""
+	}
+	return f
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// literalPaths returns the string literals of inline code that look like
+// paths ('/home/u/.ssh/id_rsa', "~/.aws/credentials", '/.netrc').
+func literalPaths(code string) []string {
+	var out []string
+	for i := 0; i < len(code) && len(out) < 32; i++ {
+		q := code[i]
+		if q != '\'' && q != '"' && q != '`' {
+			continue
+		}
+		j := strings.IndexByte(code[i+1:], q)
+		if j < 0 {
+			break
+		}
+		lit := code[i+1 : i+1+j]
+		i += j + 1
+		if len(lit) < 2 || len(lit) > 512 || strings.ContainsAny(lit, "\n\x00 ") || strings.Contains(lit, "://") {
+			continue
+		}
+		if strings.ContainsAny(lit, "/") || strings.HasPrefix(lit, ".") && len(lit) > 2 && isWordByte(lit[1]) {
+			out = append(out, lit)
+		}
+	}
+	return out
+}
+
+// codeEffects records the paths named by the string literals of inline
+// code (python -c, node -e, a here-document fed to an interpreter): what
+// the code does with them is not known, so they are presumed read and
+// written. A literal that starts with "/." may be appended to the home
+// directory ('os.environ["HOME"] + "/.ssh/id_rsa"'): both are judged.
+func (a *analyzer) codeEffects(code string) {
+	for _, lit := range literalPaths(code) {
+		a.candidate(arg{val: lit}, inUnknown, false)
+		if strings.HasPrefix(lit, "/.") && a.env.Home != "" {
+			a.candidate(arg{val: path.Join(a.env.Home, lit)}, inUnknown, false)
+		}
+	}
+}
+
 // wrapperEffects records the effects of a wrapper's own options (strace -o
 // FILE, env VAR=/path): a value that looks like a path is presumed read
 // and written.
@@ -369,15 +470,40 @@ func (a *analyzer) wrapperEffects(opts []arg) {
 // below it.
 func (a *analyzer) candidate(x arg, it intent, recursive bool) {
 	pi, ok := it.pathIntent()
-	if !ok || x.dyn || a.effectFacts >= maxEffectFacts {
+	if !ok || a.effectFacts >= maxEffectFacts {
+		return
+	}
+	if it == inWrite && (x.dyn || !x.glob) {
+		// A write the spec names is judged like a redirection: where it
+		// lands decides its level (a computed path asks a person).
+		a.writeTarget(x, a.writeVerb())
+		if x.dyn {
+			return
+		}
+	}
+	if x.dyn {
 		return
 	}
 	v := x.val
+	if rest, ok := strings.CutPrefix(v, "file://"); ok && it != inText {
+		v = rest // file:///home/u/x, as aws and others take it
+	}
 	if v == "" || v == "-" || len(v) > 1024 || strings.ContainsAny(v, "\n\x00") || strings.Contains(v, "://") {
 		return
 	}
 	if x.glob {
-		// A pattern: judge the directory it is rooted in.
+		// A pattern: judge what it matches now, and the directory it is
+		// rooted in.
+		if p, known := a.abs(x.pat); known {
+			if ms, ok := a.globMatches(a.expandHome(p), true); ok {
+				for i, m := range ms {
+					if i == 16 {
+						break
+					}
+					a.effectFact(m, pi)
+				}
+			}
+		}
 		v = globRoot(v)
 		if v == "" {
 			return
@@ -492,4 +618,12 @@ func globRoot(pat string) string {
 		return "/"
 	}
 	return d[:j]
+}
+
+// writeVerb says how the current segment writes, for messages.
+func (a *analyzer) writeVerb() string {
+	if a.cur >= 0 && a.cur < len(a.out.Segments) && a.out.Segments[a.cur].Name != "" {
+		return a.out.Segments[a.cur].Name + " writes"
+	}
+	return "writes"
 }
