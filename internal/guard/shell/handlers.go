@@ -424,11 +424,11 @@ func (a *analyzer) findCmd(s *segCtx) bool {
 			j = k + 1
 		case v == "-name":
 			q.names = append(q.names, next())
-			narrowed = true
+			narrowed = narrowed || !globAll(next()) // -name '*' matches everything
 			j += 2
 		case v == "-iname":
 			q.inames = append(q.inames, strings.ToLower(next()))
-			narrowed = true
+			narrowed = narrowed || !globAll(next())
 			j += 2
 		case v == "-type":
 			if q.typ != "" {
@@ -1351,6 +1351,7 @@ func (a *analyzer) awkCmd(s *segCtx) bool {
 	case awkRuns.MatchString(prog.val):
 		a.add(guard.Finding{Check: "shell.awk-exec", Level: action.Confirm,
 			Message: "the " + s.name + " program runs commands or writes files: " + clip(prog.val, 120)})
+		a.inlineCode(s.name, prog.val, s.idx) // inline.go: system("…")
 	}
 	return false
 }
@@ -1493,6 +1494,7 @@ func (a *analyzer) touchCmd(s *segCtx) bool {
 func (a *analyzer) tarCmd(s *segCtx) bool {
 	if anyFlag(s.args, "--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script", "--new-volume-script", "-F", "--rsh-command") {
 		a.add(guard.Finding{Check: "shell.tar-exec", Level: action.Confirm, Message: "tar runs a command: " + describeArgs("tar", s.args)})
+		a.tarRuns(s) // foreign.go
 	}
 	extract := anyFlag(s.args, "-x", "--extract", "--get")
 	if len(s.args) > 0 && !s.args[0].dyn && !strings.HasPrefix(s.args[0].val, "-") && strings.Contains(s.args[0].val, "x") {
@@ -1676,6 +1678,12 @@ func (a *analyzer) interpCmd(s *segCtx, inline []string) bool {
 			} else {
 				a.add(guard.Finding{Check: "shell.inline-code", Level: action.Confirm,
 					Message: s.name + " runs inline code: " + clip(code.val, 160)})
+				if code.decoded {
+					a.decodedRuns(s.name, code.val)
+				}
+				if !ps || !a.foreignScript(code.val, OriginInline, s.idx) {
+					a.inlineCode(s.name, code.val, s.idx) // inline.go
+				}
 			}
 			return true
 		}
@@ -1756,6 +1764,7 @@ func (a *analyzer) stdinCode(s *segCtx, isShell bool) {
 		default:
 			a.add(guard.Finding{Check: "shell.inline-code", Level: action.Confirm,
 				Message: s.name + " runs inline code: " + clip(in.text, 160)})
+			a.inlineCode(s.name, in.text, s.idx) // inline.go
 		}
 		return
 	case 'f':

@@ -117,6 +117,9 @@ func (a *analyzer) danger(p string) danger {
 // command. ok is false when p is relative and the working directory is
 // unknown (p is then returned cleaned).
 func (a *analyzer) abs(p string) (string, bool) {
+	if a.container != nil {
+		return a.containerPath(p) // foreign.go: inside a container
+	}
 	if _, win := windowsPath(p); win {
 		return p, true
 	}

@@ -67,6 +67,8 @@ const (
 	OriginRemote    Origin = "ssh"        // the command ssh runs on another machine
 	OriginGit       Origin = "git"        // a command git runs (rebase --exec, bisect run, submodule foreach)
 	OriginScript    Origin = "script"     // a script file the command wrote earlier and then runs
+	OriginContainer Origin = "container"  // the command a container runs (docker run IMAGE CMD)
+	OriginInline    Origin = "inline"     // a command the inline code of an interpreter runs (os.system, subprocess)
 )
 
 // Segment is one simple command after unwrapping.

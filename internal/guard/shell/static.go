@@ -499,6 +499,7 @@ type certState struct {
 	funcCalls int                     // function bodies judged with their arguments
 	inFunc    map[string]bool         // functions whose body is being judged
 	links     map[string]string       // symbolic links created earlier in the command
+	container *containerCtx           // the container the command being judged runs in (foreign.go)
 }
 
 // assignArray records an array assignment: static elements without
@@ -537,6 +538,7 @@ func registerStatic() {
 	handlers["tr"] = (*analyzer).trCmd
 	handlers["set"] = (*analyzer).setCmd
 	handlers["shift"] = (*analyzer).shiftCmd
+	registerForeign()
 }
 
 // setCmd follows "set -- args" and "set args", which set the positional
@@ -594,6 +596,7 @@ func (a *analyzer) runText(s *segCtx, t textIn, isShell bool) {
 	}
 	a.add(guard.Finding{Check: "shell.inline-code", Level: action.Confirm,
 		Message: s.name + " runs inline code: " + clip(t.text, 160)})
+	a.inlineCode(s.name, t.text, s.idx)
 }
 
 // xargsStatic judges xargs fed static text: the command runs with the

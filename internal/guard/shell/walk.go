@@ -305,6 +305,7 @@ func (a *analyzer) stmt(s *syntax.Stmt, origin Origin) {
 		}
 		a.redirectsOnly(s.Redirs)
 	case *syntax.WhileClause:
+		a.loopBomb(c) // inline.go
 		a.stmts(c.Cond, origin)
 		a.stmts(c.Do, origin)
 		a.redirectsOnly(s.Redirs)
@@ -577,6 +578,7 @@ func (a *analyzer) call(c *syntax.CallExpr, redirs []*syntax.Redirect, origin Or
 	for _, as := range c.Assigns {
 		a.assignSubsts(as, origin)
 	}
+	a.loaderAssigns(c.Assigns) // foreign.go: LD_PRELOAD=…
 	if len(c.Args) == 0 {
 		// Assignments only: they set shell variables.
 		for _, as := range c.Assigns {
@@ -602,6 +604,7 @@ func (a *analyzer) decl(d *syntax.DeclClause, redirs []*syntax.Redirect, origin 
 	for _, as := range d.Args {
 		a.assignSubsts(as, origin)
 	}
+	a.loaderAssigns(d.Args) // foreign.go: export LD_PRELOAD=…
 	for _, as := range d.Args {
 		if as == nil {
 			continue
