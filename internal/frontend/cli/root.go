@@ -92,6 +92,7 @@ Data lives in $OVERSEER_HOME (default ~/.overseer).`,
 	for _, c := range extraCommands {
 		root.AddCommand(c(a))
 	}
+	a.guardAnswering(root) // agentcheck.go: answering commands refuse to run under an agent
 	return root
 }
 
