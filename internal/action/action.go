@@ -132,7 +132,14 @@ func (k Kind) Valid() bool {
 
 // Action is one thing an agent wants to do, in canonical form.
 type Action struct {
-	ID        string         `json:"id,omitempty"`
+	// ID is Overseer's id for the action, minted by the kernel when the
+	// action is judged: never the caller's.
+	ID string `json:"id,omitempty"`
+	// ClientID is the caller's own id for the call (a correlation id: the
+	// hook's call id, an API client's request id). Overseer keeps it, shows
+	// it and can look an action up by it within its session, but it is
+	// never a key: several actions may carry the same one.
+	ClientID  string         `json:"client_id,omitempty"`
 	Agent     string         `json:"agent,omitempty"`       // e.g. "claude-code", "codex", "overseer"
 	Session   string         `json:"session,omitempty"`     // the agent's session id
 	ToolUseID string         `json:"tool_use_id,omitempty"` // the agent's id for this call

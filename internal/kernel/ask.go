@@ -28,9 +28,7 @@ func (k *Kernel) Ask(ctx context.Context, a *action.Action, question string) (*S
 	if strings.TrimSpace(question) == "" {
 		return nil, errors.New("ask: empty question")
 	}
-	if a.ID == "" {
-		a.ID = NewID("act_")
-	}
+	MintID(a)
 	a.Kind = action.KindOther
 	if a.Args == nil {
 		a.Args = map[string]any{}

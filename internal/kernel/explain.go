@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/firewall"
 	"github.com/overseer-dev/overseer/internal/policy"
+	"github.com/overseer-dev/overseer/internal/store"
 )
 
 // Explanation says which rule decided an action and why: the verdict, and
@@ -43,6 +45,10 @@ func (k *Kernel) Explain(ctx context.Context, a *action.Action) Explanation {
 // Result is what an allowed action did, reported after it ran.
 type Result struct {
 	ActionID string `json:"action_id"`
+	// ClientID names the action by the caller's correlation id when the
+	// caller does not know Overseer's id (a hook's post event): the latest
+	// action of the same agent and session with that client_id.
+	ClientID string `json:"client_id,omitempty"`
 	Agent    string `json:"agent,omitempty"`
 	Session  string `json:"session,omitempty"`
 	Tool     string `json:"tool,omitempty"`
@@ -68,6 +74,9 @@ const maxResultAudit = 64 << 10
 // RecordResult writes an execution result to the audit log and feeds the
 // PerceptionBus. Output beyond 64 KiB is truncated in the record.
 func (k *Kernel) RecordResult(ctx context.Context, r Result) (ResultRecord, error) {
+	if r.ActionID == "" && r.ClientID != "" {
+		r.ActionID = k.ActionByClientID(ctx, r.Agent, r.Session, r.ClientID)
+	}
 	a := &action.Action{Agent: r.Agent, Session: r.Session, Tool: r.Tool}
 	call := ""
 	if r.Intent != "" { // without an intent, relevance is not judged: no need to walk the arguments
@@ -119,4 +128,24 @@ func policyTrace(rules []*policy.Compiled, a *action.Action) []PolicyStep {
 		out = append(out, ps)
 	}
 	return out
+}
+
+// ActionByClientID returns the id of the latest action of agent and
+// session that its caller named clientID, or "" when there is none. A
+// client id is a correlation, not a key: it only finds the caller's own
+// latest call.
+func (k *Kernel) ActionByClientID(ctx context.Context, agent, session, clientID string) string {
+	if clientID == "" {
+		return ""
+	}
+	needle, err := json.Marshal(clientID)
+	if err != nil {
+		return ""
+	}
+	recs, err := k.Store.QueryAudit(ctx, store.AuditQuery{Types: []string{audit.TypeAction}, Agent: agent, Session: session,
+		Text: `"client_id":` + string(needle), Desc: true, Limit: 1})
+	if err != nil || len(recs) == 0 {
+		return ""
+	}
+	return recs[0].ActionID
 }

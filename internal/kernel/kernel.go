@@ -168,11 +168,21 @@ func NewID(prefix string) string {
 	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
-// Evaluate judges an action without recording anything (eval, explain).
-func (k *Kernel) Evaluate(ctx context.Context, a *action.Action) action.Verdict {
-	if a.ID == "" {
-		a.ID = NewID("act_")
+// MintID gives a a fresh id of Overseer's. Action ids are never the
+// caller's: an id the caller set is kept as the correlation id ClientID
+// (unless it has one) and replaced, so that no caller can make two
+// records share an id.
+func MintID(a *action.Action) {
+	if a.ID != "" && a.ClientID == "" {
+		a.ClientID = a.ID
 	}
+	a.ID = NewID("act_")
+}
+
+// Evaluate judges an action without recording anything (eval, explain).
+// The action gets a fresh id (see MintID).
+func (k *Kernel) Evaluate(ctx context.Context, a *action.Action) action.Verdict {
+	MintID(a)
 	return k.Engine.Evaluate(ctx, a)
 }
 
@@ -185,11 +195,10 @@ type Submission struct {
 
 // Submit judges an action, records it and its verdict durably, and opens an
 // approval when a person must answer. An error means the action must not
-// proceed.
+// proceed. The action gets a fresh id (see MintID): a.ID is Overseer's
+// once Submit returns.
 func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, error) {
-	if a.ID == "" {
-		a.ID = NewID("act_")
-	}
+	MintID(a)
 	v := k.Engine.Evaluate(ctx, a)
 	sub := &Submission{Action: *a, Verdict: v}
 	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, a, a), entry(audit.TypeVerdict, a, v)); err != nil {

@@ -153,8 +153,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 
 // Outcome mirrors the API's view of an action's outcome.
 type Outcome struct {
-	ActionID string          `json:"action_id"`
-	Decision string          `json:"decision"` // allow, deny, pending
+	ActionID string          `json:"action_id"`           // Overseer's id
+	ClientID string          `json:"client_id,omitempty"` // the caller's own id, as it sent it
+	Decision string          `json:"decision"`            // allow, deny, pending
 	Level    action.Level    `json:"level"`
 	Reason   string          `json:"reason"`
 	Verdict  *action.Verdict `json:"verdict,omitempty"`

@@ -180,7 +180,11 @@ func TestDaemonKeepsPreviousContentAndRecordsResult(t *testing.T) {
 		t.Fatalf("post %+v", got)
 	}
 	ev2, _ := ParseEvent(ClaudeCode, []byte(ev))
-	id := ActionID(ev2)
+	// The action's id is Overseer's; the call id is its client_id.
+	id := k.ActionByClientID(context.Background(), ClaudeCode, "s7", ActionID(ev2))
+	if id == "" || id == ActionID(ev2) {
+		t.Fatalf("action of call %s: %q", ActionID(ev2), id)
+	}
 	if _, err := k.UndoAction(context.Background(), id, "ann"); err != nil {
 		t.Fatalf("undo %s: %v", id, err)
 	}
@@ -263,7 +267,8 @@ func TestDaemonShellDeleteIsUndoable(t *testing.T) {
 		t.Fatal(err)
 	}
 	parsed, _ := ParseEvent(ClaudeCode, []byte(ev))
-	if _, err := k.UndoAction(context.Background(), ActionID(parsed), "ann"); err != nil {
+	id := k.ActionByClientID(context.Background(), ClaudeCode, "s8", ActionID(parsed))
+	if _, err := k.UndoAction(context.Background(), id, "ann"); err != nil {
 		t.Fatalf("undo: %v", err)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "precious" {

@@ -95,8 +95,8 @@ func TestParseRecordedEvents(t *testing.T) {
 			if a.ToolUseID != tc.toolUseID {
 				t.Errorf("tool_use_id %q, want %q", a.ToolUseID, tc.toolUseID)
 			}
-			if (a.ID != "") != (tc.toolUseID != "") {
-				t.Errorf("action id %q: derived iff the agent sent a tool-use id", a.ID)
+			if (a.ClientID != "") != (tc.toolUseID != "") || a.ID != "" {
+				t.Errorf("action id %q, client id %q: the call id is derived iff the agent sent a tool-use id, the id is Overseer's", a.ID, a.ClientID)
 			}
 			if tc.arg != "" {
 				k, v, _ := strings.Cut(tc.arg, "=")
@@ -161,8 +161,8 @@ func TestActionIDPairsPreAndPost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, id := tab.Action(pre), ActionID(post); a.ID == "" || a.ID != id {
-		t.Fatalf("pre action id %q, post %q", a.ID, id)
+	if a, id := tab.Action(pre), ActionID(post); a.ClientID == "" || a.ClientID != id {
+		t.Fatalf("pre call id %q, post %q", a.ClientID, id)
 	}
 	other := *pre
 	other.Agent = Codex

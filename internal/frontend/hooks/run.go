@@ -174,14 +174,12 @@ func (r *Runner) pre(ctx context.Context, ev *Event) (Decision, error) {
 // post records what a call did. It never blocks the agent: failures are
 // told on standard error only.
 func (r *Runner) post(ctx context.Context, ev *Event) {
-	id := ActionID(ev)
-	if id == "" {
-		id = r.recall(ev)
-	}
-	if id == "" {
+	res := kernel.Result{Agent: ev.Agent, Session: ev.SessionID, Tool: ev.ToolName}
+	if cid := ActionID(ev); cid != "" {
+		res.ClientID = cid // the kernel finds the action by its call id
+	} else if res.ActionID = r.recall(ev); res.ActionID == "" {
 		return // the call was not one this hook let through
 	}
-	res := kernel.Result{ActionID: id, Agent: ev.Agent, Session: ev.SessionID, Tool: ev.ToolName}
 	res.Output, res.IsError = ResultOf(ev)
 	if r.Connect == nil {
 		return

@@ -173,13 +173,16 @@ func (t *Table) Action(ev *Event) *action.Action {
 			a.Intent = s
 		}
 	}
-	a.ID = ActionID(ev)
+	// The id is Overseer's, minted when the call is judged; the call id
+	// derived from the agent's tool-use id is only the correlation.
+	a.ClientID = ActionID(ev)
 	return a
 }
 
-// ActionID is the action id of a tool call: derived from the agent, the
-// session and the tool-use id, so that the pre and the post event of one
-// call name the same action. It is "" when the agent sends no tool-use id.
+// ActionID is the call id of a tool call, the action's client_id: derived
+// from the agent, the session and the tool-use id, so that the post event
+// of a call finds the action its pre event submitted (the action's own id
+// is minted by Overseer). It is "" when the agent sends no tool-use id.
 func ActionID(ev *Event) string {
 	if ev.ToolUseID == "" {
 		return ""

@@ -179,8 +179,9 @@ func (s *Server) waitParam(r *http.Request) (time.Duration, error) {
 
 // Outcome is what an agent-side call learns about its action.
 type Outcome struct {
-	ActionID string          `json:"action_id"`
-	Decision string          `json:"decision"` // allow, deny, pending
+	ActionID string          `json:"action_id"`           // Overseer's id, minted for every action
+	ClientID string          `json:"client_id,omitempty"` // the caller's own id, kept as a correlation
+	Decision string          `json:"decision"`            // allow, deny, pending
 	Level    action.Level    `json:"level"`
 	Reason   string          `json:"reason"` // for the agent
 	Verdict  *action.Verdict `json:"verdict,omitempty"`
@@ -241,6 +242,12 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	// Facts are what Overseer's analyzers derive; a caller must not supply
 	// them (a forged "in_cwd" path could lower a verdict).
 	a.Facts = action.Facts{}
+	// Ids are Overseer's: the kernel mints one, and a caller's "id" is kept
+	// as its client_id only (a reused id cannot collide with a record).
+	if a.ClientID == "" {
+		a.ClientID = a.ID
+	}
+	a.ID = ""
 	wait, err := s.waitParam(r)
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
@@ -248,13 +255,15 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Query().Get("dry_run") != "" {
 		v := s.k.Evaluate(r.Context(), &a)
-		writeJSON(w, http.StatusOK, OutcomeOf(a.ID, &v, nil))
+		o := OutcomeOf(a.ID, &v, nil)
+		o.ClientID = a.ClientID
+		writeJSON(w, http.StatusOK, o)
 		return
 	}
 	sub, err := s.k.Submit(r.Context(), &a)
 	if err != nil {
 		// Fail closed: the action may not proceed.
-		writeJSON(w, http.StatusInternalServerError, Outcome{ActionID: a.ID, Decision: "deny", Level: action.Block,
+		writeJSON(w, http.StatusInternalServerError, Outcome{ActionID: a.ID, ClientID: a.ClientID, Decision: "deny", Level: action.Block,
 			Reason: "Overseer could not record the action, so it may not proceed: " + err.Error()})
 		return
 	}
@@ -263,7 +272,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	if apr != nil && wait > 0 {
 		apr = s.waitFor(r.Context(), apr, wait)
 	}
-	writeJSON(w, http.StatusOK, OutcomeOf(sub.Action.ID, &sub.Verdict, apr))
+	o := OutcomeOf(sub.Action.ID, &sub.Verdict, apr)
+	o.ClientID = sub.Action.ClientID
+	writeJSON(w, http.StatusOK, o)
 }
 
 // waitFor long-polls an approval; on timeout of the poll it returns the
@@ -328,6 +339,9 @@ func (s *Server) actionStatus(w http.ResponseWriter, r *http.Request) {
 // ResultRequest reports what an allowed action did.
 type ResultRequest struct {
 	ActionID string `json:"action_id"`
+	// ClientID names the action by the caller's own id instead (the latest
+	// action of the same agent and session with that client_id).
+	ClientID string `json:"client_id,omitempty"`
 	Agent    string `json:"agent,omitempty"`
 	Session  string `json:"session,omitempty"`
 	Tool     string `json:"tool,omitempty"`
@@ -341,11 +355,11 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	if req.ActionID == "" {
-		writeErr(w, http.StatusBadRequest, "bad_request", "action_id is required")
+	if req.ActionID == "" && req.ClientID == "" {
+		writeErr(w, http.StatusBadRequest, "bad_request", "action_id (or client_id) is required")
 		return
 	}
-	info, err := s.k.RecordResult(r.Context(), kernel.Result{ActionID: req.ActionID, Agent: req.Agent, Session: req.Session,
+	info, err := s.k.RecordResult(r.Context(), kernel.Result{ActionID: req.ActionID, ClientID: req.ClientID, Agent: req.Agent, Session: req.Session,
 		Tool: req.Tool, Output: req.Output, IsError: req.IsError, Intent: req.Intent})
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "store", err.Error())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/store"
 )
 
 const token = "0123456789abcdef0123456789abcdef"
@@ -214,10 +215,17 @@ func TestKeepThenUndo(t *testing.T) {
 	if code != 200 || !strings.Contains(string(b), `"decision":"allow"`) {
 		t.Fatalf("submit: %d %s", code, b)
 	}
-	if code, _ := call(t, srv, "POST", "/api/v1/actions/act_keep1/keep", nil, false); code != http.StatusUnauthorized {
+	var o httpapi.Outcome
+	if err := json.Unmarshal(b, &o); err != nil || o.ActionID == "" || o.ActionID == "act_keep1" || o.ClientID != "act_keep1" {
+		t.Fatalf("submit: the id must be minted, the caller's kept as client_id: %s", b)
+	}
+	if code, _ := call(t, srv, "POST", "/api/v1/actions/act_keep1/keep", nil, true); code != http.StatusNotFound {
+		t.Fatalf("keep by the caller's id: %d", code)
+	}
+	if code, _ := call(t, srv, "POST", "/api/v1/actions/"+o.ActionID+"/keep", nil, false); code != http.StatusUnauthorized {
 		t.Fatalf("keep without token: %d", code)
 	}
-	if code, b := call(t, srv, "POST", "/api/v1/actions/act_keep1/keep", nil, true); code != http.StatusNoContent {
+	if code, b := call(t, srv, "POST", "/api/v1/actions/"+o.ActionID+"/keep", nil, true); code != http.StatusNoContent {
 		t.Fatalf("keep: %d %s", code, b)
 	}
 	if code, _ := call(t, srv, "POST", "/api/v1/actions/act_nope/keep", nil, true); code != http.StatusNotFound {
@@ -226,11 +234,45 @@ func TestKeepThenUndo(t *testing.T) {
 	if err := os.WriteFile(file, []byte("after"), 0o644); err != nil { // the agent writes
 		t.Fatal(err)
 	}
-	if _, err := k.UndoAction(context.Background(), "act_keep1", "ann"); err != nil {
+	if _, err := k.UndoAction(context.Background(), o.ActionID, "ann"); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(file); string(got) != "before" {
 		t.Fatalf("after undo: %q", got)
+	}
+}
+
+// Action ids are minted by Overseer: a caller that sends the id of an
+// existing action, or the same id twice, gets new ids; its id is kept as
+// client_id, and a result can name the action by it.
+func TestCallerIDIsOnlyACorrelation(t *testing.T) {
+	srv, k := server(t)
+	act := map[string]any{"id": "mine-1", "tool": "Read", "session": "s9", "agent": "a", "args": map[string]any{"file_path": "/p/x"}}
+	ids := map[string]bool{}
+	for i := 0; i < 2; i++ {
+		code, b := call(t, srv, "POST", "/api/v1/actions", act, false)
+		var o httpapi.Outcome
+		if err := json.Unmarshal(b, &o); code != 200 || err != nil {
+			t.Fatalf("submit: %d %s", code, b)
+		}
+		if o.ActionID == "mine-1" || o.ClientID != "mine-1" || ids[o.ActionID] {
+			t.Fatalf("submit %d: action_id %q client_id %q (ids so far %v)", i, o.ActionID, o.ClientID, ids)
+		}
+		ids[o.ActionID] = true
+		act["id"] = o.ActionID // reusing an existing action's id does not reach its record either
+		act["client_id"] = "mine-1"
+	}
+	code, b := call(t, srv, "POST", "/api/v1/actions?dry_run=1", map[string]any{"id": "x", "tool": "Read", "args": map[string]any{"file_path": "/p"}}, false)
+	if code != 200 || strings.Contains(string(b), `"action_id":"x"`) || !strings.Contains(string(b), `"client_id":"x"`) {
+		t.Fatalf("dry run: %d %s", code, b)
+	}
+	code, b = call(t, srv, "POST", "/api/v1/results", map[string]any{"client_id": "mine-1", "agent": "a", "session": "s9", "output": "ok"}, false)
+	if code != 200 {
+		t.Fatalf("result by client_id: %d %s", code, b)
+	}
+	recs, err := k.Store.QueryAudit(context.Background(), store.AuditQuery{Types: []string{"result"}, Session: "s9"})
+	if err != nil || len(recs) != 1 || !ids[recs[0].ActionID] {
+		t.Fatalf("result records %+v %v: want one naming a minted id", recs, err)
 	}
 }
 

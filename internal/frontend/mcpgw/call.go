@@ -82,8 +82,7 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 
 // buildAction turns a call into the canonical action the firewall judges.
 func (g *Gateway) buildAction(e *toolEntry, req *mcp.CallToolRequest, args map[string]any, stripped []string) *action.Action {
-	a := &action.Action{
-		ID:      kernel.NewID("act_"),
+	a := &action.Action{ // its id is minted when it is submitted
 		Agent:   g.agent(req),
 		Session: g.session(req),
 		Tool:    e.name,
@@ -515,6 +514,9 @@ func (g *Gateway) refuse(ctx context.Context, e *toolEntry, req *mcp.CallToolReq
 func (g *Gateway) notRun(ctx context.Context, a *action.Action, why error, format string, args ...any) *mcp.CallToolResult {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	if a.ID == "" {
+		a.ID = kernel.NewID("act_")
+	}
 	if _, err := g.k.Audit.Append(actx, audit.Entry{Type: audit.TypeError, ActionID: a.ID, Agent: a.Agent,
 		Session: a.Session, Tool: a.Tool, Data: map[string]any{"error": "not run: " + why.Error(), "action": a}}); err != nil {
 		g.logf("recording a refused call: %v", err)
