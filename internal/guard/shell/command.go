@@ -295,6 +295,7 @@ func (a *analyzer) command(args []arg, c cmdCtx) int {
 	a.cur = idx
 	sc := &segCtx{idx: idx, name: name, prog: prog, args: rest, c: c}
 	a.loaderArgs(args[:i]) // foreign.go: env LD_PRELOAD=… cmd
+	a.builtName(prog)      // static.go: a name printed by a substitution
 	a.classify(sc)
 	a.effects(sc)
 	a.cur = idx

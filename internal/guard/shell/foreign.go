@@ -520,8 +520,10 @@ func (a *analyzer) cmdExeCmd(s *segCtx) bool {
 
 // foreignScript judges code of another shell (cmd.exe, PowerShell) that
 // reads as POSIX shell: simple commands separated by ; or &&. Code that
-// does not parse is left to the caller's finding.
+// does not parse is left to the caller's finding. Backslashes are path
+// separators there, not escapes: they are read as slashes.
 func (a *analyzer) foreignScript(src string, origin Origin, idx int) bool {
+	src = strings.ReplaceAll(src, `\`, "/")
 	p := parsers.Get().(*syntax.Parser)
 	_, err := p.Parse(strings.NewReader(src), "")
 	parsers.Put(p)

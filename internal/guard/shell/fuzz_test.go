@@ -20,6 +20,17 @@ func FuzzAnalyze(f *testing.F) {
 		"${x:?}", "$((1+))", "[[ -f ]]", "case", "for", "function", "coproc x { y; }", "f() { f; }; f",
 		"echo {1..1000000}", "rm -rf /{a..z}{a..z}{a..z}", "sh -c 'sh -c \"sh -c x\"'",
 		"eval eval eval eval eval eval eval eval rm -rf /", "\x00", "rm -rf \xff/",
+		// Static expansion, static text and decoders (expand.go, static.go).
+		"x=a; echo ${x//[/}", "x=a; echo ${x%[}", "x=ab; echo ${x/#/b} ${x/%/c} ${x:1:-9} ${x: -1}",
+		"printf '%' | sh", "printf '\\777%d' x | sh", "echo ==== | base64 -d | sh", "echo zz | xxd -r -p | sh",
+		"echo x | tr 'z-a' x | sh", "echo \"'\" | xargs rm", "IFS=; x='a b'; $x", "IFS=$'\\n'; x=$'rm\\n-rf\\n/'; $x",
+		"set --; shift 5; rm \"$1\"", "f(){ f \"$@\"; }; f /", "ln -s r r; rm -rf r/x", "ln -s a b; ln -s b a; rm -rf a/",
+		"a=(); rm -rf \"${a[@]}\" \"${a[9]}\"", "x=y; y=x; echo ${!x} ${!y}", "echo $(echo $(echo $(echo /)))",
+		// Wrappers, containers, Windows forms and inline code (foreign.go, inline.go).
+		"parallel ::: 'rm -rf /'", "parallel -I", "docker run -v : img rm", "docker run --mount type=bind img",
+		"docker run -v /:/h -w /h img sh -c 'cd .. && rm -rf *'", "tar --to-command", "del /s", "format",
+		"python3 -c 'system(`'", "python3 -c 'os.system(\"'", "perl -e '`rm -rf /`'", "awk 'BEGIN{system(",
+		"while :; do : & done", "until false; do x & done",
 	} {
 		f.Add(s)
 	}

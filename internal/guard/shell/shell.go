@@ -9,11 +9,24 @@
 // read-only commands are auto, ordinary development commands notify, unknown
 // commands confirm, destructive uses of well-known tools confirm or approve,
 // and a few catastrophic commands (removing the root, a system directory or
-// the home directory, formatting or overwriting a disk, fork bombs) block.
-// What cannot be resolved statically — a command name built at run time, a
-// download or a decoded payload piped into a shell, eval of a computed string
-// — needs at least an approval. The command's level is the strictest
-// segment's.
+// the home directory, formatting or overwriting a disk, recursive permission
+// changes of system directories, fork bombs) block.
+//
+// Values are followed statically, never guessed: variables and arrays
+// assigned earlier in the command, the operators of ${…}, positional
+// parameters (set --, function calls, sh -c), IFS splitting, the static
+// output of echo, printf and cat through pipes, command and process
+// substitutions, here-strings, xargs, GNU parallel and decoders (base64 -d,
+// xxd -r -p, rev, tr), symbolic links (on disk and made by the command) and
+// /proc/PID/root. A catastrophe proved through any of them blocks, and so
+// does one inside a container's mount of a host directory, a Windows form
+// (Remove-Item, rd /s, del /s, format), or the inline code of an interpreter
+// (a deletion API given such a path as a string literal; the strings of
+// os.system, subprocess and the like are judged as shell). What cannot be
+// resolved statically — a command name built at run time, a download piped
+// into a shell, eval of a computed string — needs at least an approval, and
+// so does running decoded content even after its text was judged. The
+// command's level is the strictest segment's.
 //
 // The lists are data (rules.yaml, embedded) that a policy extends through
 // Config. Deletions that need an approval carry a preview of what would be

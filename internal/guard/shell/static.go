@@ -648,3 +648,14 @@ func (a *analyzer) xargsStatic(s *segCtx, opts, inner []arg, replace string) boo
 	}
 	return true
 }
+
+// builtName records that the program's name was printed by a command
+// substitution ("$(echo rm) -rf /"): the guard judged the program it
+// names, and a person still sees the obfuscation.
+func (a *analyzer) builtName(prog arg) {
+	if prog.dyn || prog.sub[1] <= prog.sub[0] {
+		return
+	}
+	a.add(guard.Finding{Check: "shell.obfuscated", Level: action.Approve, Hard: true,
+		Message: "the command name is printed by a command substitution: " + prog.val})
+}
