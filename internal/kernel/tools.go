@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -62,6 +63,7 @@ func PathsGuard(home, policyFile string, pol *policy.Policy, reads paths.ReadTra
 	cfg := paths.Config{
 		OverseerHome:       home,
 		Protected:          protected,
+		Controls:           selfControls(),
 		ReadablePaths:      pol.Settings.Sandbox.ReadablePaths,
 		OutputDir:          pol.Settings.Sandbox.OutputDir,
 		Reads:              reads,
@@ -73,6 +75,21 @@ func PathsGuard(home, policyFile string, pol *policy.Policy, reads paths.ReadTra
 		return nil, fmt.Errorf("guards.paths: %w", err)
 	}
 	return paths.New(cfg), nil
+}
+
+// selfControls are this program's own files as control files: the hook
+// command the agents run names this binary by its absolute path, so an
+// agent that overwrote it would switch Overseer off.
+func selfControls() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	out := []string{exe + " delete"}
+	if r, err := filepath.EvalSymlinks(exe); err == nil && r != exe {
+		out = append(out, r+" delete")
+	}
+	return out
 }
 
 // Reads returns the read tracker of this kernel's store: the paths guard's

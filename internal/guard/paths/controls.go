@@ -53,8 +53,6 @@ func compileControls(home string, patterns []string) (*controlMatcher, error) {
 		switch {
 		case body == "" || body == "/" || body == "~" || body == "~/":
 			return nil, fmt.Errorf("%w: control pattern %q would match every path", ErrBadPattern, p)
-		case strings.ContainsAny(body, globMeta):
-			return nil, fmt.Errorf("%w: control pattern %q: wildcards are not supported", ErrBadPattern, p)
 		case strings.HasPrefix(body, "~/"):
 			if home == "" {
 				continue

@@ -412,8 +412,10 @@ func (a *analyzer) classify(s *segCtx) {
 		a.out.Segments[s.idx].flags |= fNetSend
 	}
 	a.selfCheck(s) // selfapprove.go: Overseer's own API and commands
-	handled := false
+	// provenance.go: runners, code fetched and run, commands in options.
+	handled := a.provenance(s)
 	switch {
+	case handled:
 	case a.r.shells.has(name):
 		handled = a.shellCmd(s)
 	case a.interpreter(name) != nil:
@@ -487,6 +489,7 @@ func (a *analyzer) listClass(s *segCtx) {
 			a.class("project-program", action.Notify, p)
 			return
 		}
+		a.runStored(abs, false, s.idx) // provenance.go: a shell script is judged by its content
 		if known && a.cwdKnown && action.Within(a.cwd, abs) || !known {
 			a.class("project-program", action.Notify, p)
 			return

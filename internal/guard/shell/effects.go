@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/guard"
 )
 
 // The effect scan: after a simple command is classified, every static
@@ -346,6 +348,7 @@ func (a *analyzer) effects(s *segCtx) {
 			}
 		}
 	}
+	a.signalEffects(s)
 	for k, x := range ops {
 		it := base
 		switch {
@@ -626,4 +629,48 @@ func (a *analyzer) writeVerb() string {
 		return a.out.Segments[a.cur].Name + " writes"
 	}
 	return "writes"
+}
+
+// signalEffects blocks signalling Overseer's own processes or stopping its
+// service: pkill/killall/skill of a name with "overseer" in it, kill of
+// the processes a pgrep or pidof of it found earlier in the command, and
+// systemctl/service/launchctl stopping, disabling or masking a unit named
+// after it. (Reading the daemon's pid from its home is blocked as a read
+// of Overseer's home.)
+func (a *analyzer) signalEffects(s *segCtx) {
+	names := func(args []arg) bool {
+		for _, x := range args {
+			if !x.dyn && strings.Contains(strings.ToLower(x.val), "overseer") {
+				return true
+			}
+		}
+		return false
+	}
+	hit := false
+	switch s.name {
+	case "pkill", "killall", "skill", "slay":
+		hit = names(s.args)
+	case "kill":
+		for i := 0; i < s.idx && i < len(a.out.Segments); i++ {
+			p := a.out.Segments[i]
+			if (p.Name == "pgrep" || p.Name == "pidof") && slices.ContainsFunc(p.Args, func(v string) bool {
+				return strings.Contains(strings.ToLower(v), "overseer")
+			}) {
+				hit = true
+			}
+		}
+	case "systemctl", "service", "launchctl", "rc-service", "sv":
+		stop := false
+		for _, x := range s.args {
+			switch strings.ToLower(x.val) {
+			case "stop", "kill", "disable", "mask", "restart", "reload", "unload", "bootout", "remove", "down", "edit", "revert", "set-property":
+				stop = true
+			}
+		}
+		hit = stop && names(s.args)
+	}
+	if hit {
+		a.add(guard.Finding{Check: "shell.signal-overseer", Level: action.Block, Hard: true,
+			Message: s.name + " signals or stops Overseer's own processes: an agent may not switch its firewall off"})
+	}
 }

@@ -717,7 +717,7 @@ func (a *analyzer) sourceCmd(s *segCtx) bool {
 			Message: s.name + " runs " + f.val + ", which this command downloaded"})
 		return true
 	}
-	a.runWritten(p, true, s.idx)
+	_ = a.runWritten(p, true, s.idx) || a.runStored(p, true, s.idx) // provenance.go: the file's content
 	a.cur = s.idx
 	return false
 }
@@ -1492,7 +1492,7 @@ func (a *analyzer) touchCmd(s *segCtx) bool {
 
 // tarCmd judges where tar extracts and whether it runs commands.
 func (a *analyzer) tarCmd(s *segCtx) bool {
-	if anyFlag(s.args, "--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script", "--new-volume-script", "-F", "--rsh-command") {
+	if anyFlag(s.args, "--to-command", "--checkpoint-action", "--info-script", "--new-volume-script", "-F", "--rsh-command") {
 		a.add(guard.Finding{Check: "shell.tar-exec", Level: action.Confirm, Message: "tar runs a command: " + describeArgs("tar", s.args)})
 		a.tarRuns(s) // foreign.go
 	}
@@ -1739,6 +1739,9 @@ func (a *analyzer) scriptFile(s *segCtx, f arg) {
 		a.cur = s.idx
 		a.class("dev", action.Notify, s.name+" "+f.val)
 		return
+	}
+	if a.r.shells.has(s.name) {
+		a.runStored(p, true, s.idx) // provenance.go: judged by its content
 	}
 	switch a.where(p, known) {
 	case whereTree, whereUnknown:

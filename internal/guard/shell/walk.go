@@ -71,6 +71,7 @@ type analyzer struct {
 	downloaded  map[string]bool        // files downloaded earlier in the command
 	written     map[string]writtenFile // files written earlier in the command
 	certState                          // static values followed through the command (static.go)
+	prov        provState              // files runners execute, read once (provenance.go)
 	effectFacts int                    // path facts added by the effect scan
 }
 
