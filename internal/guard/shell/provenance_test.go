@@ -45,7 +45,7 @@ if [ -z "${VIRTUAL_ENV_DISABLE_PROMPT:-}" ] ; then
 fi
 hash -r 2> /dev/null
 `
-	cMakefile = "CC = gcc\nCFLAGS = -O2 -Wall\nOBJS = main.o util.o\n\nprog: $(OBJS)\n\t$(CC) $(CFLAGS) -o $@ $^\n\n%.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n\nclean:\n\trm -f prog $(OBJS)\n.PHONY: clean\n"
+	cMakefile  = "CC = gcc\nCFLAGS = -O2 -Wall\nOBJS = main.o util.o\n\nprog: $(OBJS)\n\t$(CC) $(CFLAGS) -o $@ $^\n\n%.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n\nclean:\n\trm -f prog $(OBJS)\n.PHONY: clean\n"
 	goMakefile = "GO ?= go\nVERSION := $(shell git describe --tags --always)\n\n.PHONY: all build test lint\nall: build test\n\nbuild:\n\t$(GO) build -ldflags \"-X main.version=$(VERSION)\" ./...\n\ntest:\n\t@$(GO) test ./...\n\nlint:\n\tgo vet ./...\n"
 	nodeBin    = "#!/usr/bin/env node\nrequire('../lib/cli')\n"
 )
