@@ -171,6 +171,11 @@ func Run(t testing.TB, home, stdin string, args ...string) Result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, Binary(t), append([]string{"--home", home}, args...)...)
 	cmd.Env = append(os.Environ(), "OVERSEER_HOME="+home)
+	if tok, err := os.ReadFile(filepath.Join(home, "token")); err == nil {
+		// Tests may run from an agent's terminal: holding the token, they
+		// answer as the person (see cli.AnswerTokenEnv).
+		cmd.Env = append(cmd.Env, "OVERSEER_ANSWER_TOKEN="+strings.TrimSpace(string(tok)))
+	}
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -121,7 +121,12 @@ func (a *app) answerCmd(decision string) *cobra.Command {
 --remember once     answer this request only (the default)
 --remember session  the same call with the same arguments in the same agent session is answered alike
 --remember rule     save a rule in the user policy layer: the proposed one (shown by
-                    'overseer approvals --json' / the web console), or your own with --rule '{…}' or --rule @file.json`,
+                    'overseer approvals --json' / the web console), or your own with --rule '{…}' or --rule @file.json
+
+Only a person answers: run under an AI agent (its environment markers, or an agent
+CLI among this process's ancestors) the command refuses, and an agent's attempt to
+run it is blocked by the shell guard. Answer from a terminal of your own, the web
+console or 'overseer tui'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := client.AnswerRequest{Who: who, Channel: "cli", Reason: reason, Remember: remember}
