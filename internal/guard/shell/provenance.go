@@ -63,13 +63,31 @@ const (
 	maxRunnerFile     = 1 << 20 // bytes of one file
 	maxRunnerRead     = 8 << 20 // bytes of all files one analysis reads
 	maxRunnerSegments = 512     // segments one runner's content may add
+	maxRunnerRuns     = 48      // runners (make, npm run …) judged by their files in one analysis
 )
+
+// runnerBudget counts a runner that reads its files; false when the
+// analysis has judged too many (make calling make calling make …): the
+// runner needs a person.
+func (a *analyzer) runnerBudget(idx int, runner string) bool {
+	a.prov.runs++
+	if a.prov.runs > maxRunnerRuns+1 {
+		return false // said once
+	}
+	if a.prov.runs > maxRunnerRuns {
+		a.runnerProblem(idx, runner, "the command runs more than "+itoa(maxRunnerRuns)+" runners (make, npm run …) in all")
+		return false
+	}
+	return true
+}
 
 // provState is what one analysis read for runners.
 type provState struct {
-	read  int
-	files map[string]runnerFile
-	bins  map[string]bool
+	runs   int  // make and package runners whose files were read
+	partly bool // a runner's code was judged only in part (said once)
+	read   int
+	files  map[string]runnerFile
+	bins   map[string]bool
 }
 
 type fileState uint8
@@ -256,16 +274,17 @@ func (a *analyzer) runContent(idx int, src string, o contentOpts) {
 	}
 	a.cur = idx
 	a.bump(top)
-	if partly {
+	if partly && !a.prov.partly {
+		a.prov.partly = true
 		a.add(guard.Finding{Check: "shell.runner-unread", Level: action.Confirm,
-			Message: o.where + ": the code is too long to be judged whole"})
+			Message: o.where + ": the code is too long or nested too deep to be judged whole"})
 	}
 	a.cur = cur
 }
 
 // foldFinding applies the rule to one finding of a runner's content.
 func foldFinding(f guard.Finding, o contentOpts) (guard.Finding, bool) {
-	if o.where != "" {
+	if o.where != "" && f.Check != "shell.runner-unread" {
 		f.Message = o.where + ": " + f.Message
 	}
 	if f.Level == action.Block || !computedFinding(f) {
@@ -542,7 +561,7 @@ func (a *analyzer) makeCmd(s *segCtx) {
 			goals = append(goals, x)
 		}
 	}
-	if !dirKnown {
+	if !dirKnown || !a.runnerBudget(s.idx, "make") {
 		return
 	}
 	m := newMakefile(dir)
@@ -944,6 +963,9 @@ func (a *analyzer) packageCmd(s *segCtx) {
 		}
 	}
 	if len(names) == 0 {
+		return
+	}
+	if !a.runnerBudget(s.idx, runner) {
 		return
 	}
 	pj, pdir, st, why := a.findPackageJSON(dir, s.idx)
