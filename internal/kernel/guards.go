@@ -76,5 +76,11 @@ func DefaultGuards(p *policy.Policy, env GuardEnv) ([]guard.Guard, error) {
 	// Both the shell and the net guard refuse requests to Overseer's own
 	// daemon (no self-approval); they read its address file in Home.
 	self := netguard.NewSelfAPI(env.Home)
-	return []guard.Guard{sh.WithSelfAPI(self), pg, netguard.New(netPol).WithSelfAPI(self), sqlguard.New(sqlPol), mg}, nil
+	// $OVERSEER_HOME in a command is taken to be this kernel's home: the
+	// strictest reading (an agent's shell may not have it set at all).
+	vars := map[string]string{}
+	if env.Home != "" {
+		vars["OVERSEER_HOME"] = env.Home
+	}
+	return []guard.Guard{sh.WithSelfAPI(self).WithVars(vars), pg, netguard.New(netPol).WithSelfAPI(self), sqlguard.New(sqlPol), mg}, nil
 }

@@ -75,6 +75,9 @@ func (a *analyzer) paramFields(pe *syntax.ParamExp) (fields []string, set, multi
 			// A shell does not take IFS from its environment.
 			return []string{" \t\n"}, true, false, true
 		}
+		if v, ok := a.env.Vars[name]; ok && v != "" {
+			return []string{v}, true, false, true
+		}
 		return nil, false, false, false
 	}
 	if st.dyn {

@@ -23,6 +23,7 @@ type Guard struct {
 	home string
 	fsys fs.FS // nil: the operating system's file system
 	self *netguard.SelfAPI
+	vars map[string]string // known environment variables (Env.Vars)
 }
 
 var _ guard.Guard = (*Guard)(nil)
@@ -35,6 +36,14 @@ func New(cfg Config) (*Guard, error) {
 		return nil, err
 	}
 	return &Guard{r: r, home: os.Getenv("HOME")}, nil
+}
+
+// WithVars returns a copy of g that knows the values of these environment
+// variables (see Env.Vars).
+func (g *Guard) WithVars(vars map[string]string) *Guard {
+	c := *g
+	c.vars = vars
+	return &c
 }
 
 // Name returns "shell".
@@ -69,7 +78,7 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		return []guard.Finding{{Check: "shell.no-command", Level: action.Approve, Hard: true,
 			Message: "the shell action has no command that can be judged: " + why}}, nil
 	}
-	an := analyze(g.r, cmd, Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self})
+	an := analyze(g.r, cmd, Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars})
 	// The shell guard owns Facts.Commands: a second check replaces them.
 	a.Facts.Commands = make([]action.Command, 0, len(an.Segments))
 	for _, s := range an.Segments {

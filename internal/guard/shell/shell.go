@@ -57,6 +57,11 @@ type Env struct {
 	// SelfAPI recognises Overseer's own daemon (see selfapprove.go); nil
 	// knows its default port only.
 	SelfAPI *netguard.SelfAPI
+	// Vars are environment variables whose values are known, taken as the
+	// shell's own when a command names them unassigned: $OVERSEER_HOME is
+	// Overseer's home, so `cd "$OVERSEER_HOME" && cat token` reads the
+	// token. ($HOME and $PWD come from Home and Cwd.)
+	Vars map[string]string
 }
 
 // Origin says how a segment was reached inside the command.
