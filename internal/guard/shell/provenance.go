@@ -20,15 +20,19 @@ package shell
 //     approve, confirm stays confirm; unknown programs are confirm, except in
 //     package scripts, where a program of the project's node_modules/.bin
 //     (or a declared dependency) is the project's own (notify).
-//   - Findings that only say a value is computed at run time (a command name
-//     or eval string not known statically, rm or a write of a computed path,
-//     text that does not parse as shell) are about what the guard could not
-//     resolve, not about what the file does. In a recipe line that still has
-//     make syntax the guard could not expand (a variable from the
-//     environment, $(shell …), $(call …)), they are dropped: the runner keeps
-//     its class. Elsewhere they are capped at confirm. A computed path that
-//     becomes "/" when its variable is empty ("rm -rf $(DIR)/"), decoded or
-//     downloaded code, and everything the analysis proves, keep their level.
+//   - Findings that only say a value is computed at run time are about what
+//     the guard could not resolve, not about what the file does. rm or a
+//     write of a computed path (loop variables, arguments) is dropped: the
+//     runner keeps its class. A command name or code (eval, sh -c, source)
+//     computed at run time, and text that does not parse as shell, are
+//     capped at confirm — and dropped in a recipe line that still has make
+//     syntax the guard could not expand (a variable from the environment,
+//     $(shell …), $(call …)) and in files outside the working tree and the
+//     scratch directories (~/.bashrc, /etc/profile: the agent cannot change
+//     them without a person; there, unknown programs are notify too). A
+//     computed path that becomes "/" when its variable is empty
+//     ("rm -rf $(DIR)/"), decoded or downloaded code, and everything the
+//     analysis proves, keep their level.
 //   - A missing file (no Makefile, no package.json, no such script) means the
 //     runner does nothing special: today's class. A file larger than 1 MB,
 //     unreadable, not valid JSON, or a makefile the guard cannot read whole
@@ -218,6 +222,9 @@ type contentOpts struct {
 	origin     Origin
 	cwd        string // the directory it runs in; "" keeps the current one
 	unresolved bool   // it has make syntax that could not be expanded
+	outside    bool   // a file outside the working tree and the scratch directories (the person's own)
+	args       []arg  // the positional parameters the code gets (sh FILE args…)
+	hasArgs    bool
 	bins       func(string) bool
 	where      string // prefixed to the findings' messages
 }
@@ -230,6 +237,8 @@ func (a *analyzer) runContent(idx int, src string, o contentOpts) {
 	}
 	cur, cwd, known, vars, pipeIn, classes := a.cur, a.cwd, a.cwdKnown, a.vars, a.pipeIn, a.classes
 	parseFailed, parseError, limited := a.out.ParseFailed, a.out.ParseError, a.limited
+	pos, posKnown := a.pos, a.posKnown
+	a.pos, a.posKnown = o.args, o.hasArgs
 	if o.cwd != "" {
 		a.cwd, a.cwdKnown = o.cwd, true
 	}
@@ -240,6 +249,7 @@ func (a *analyzer) runContent(idx int, src string, o contentOpts) {
 	a.classes = classes
 	a.cwd, a.cwdKnown, a.vars, a.pipeIn = cwd, known, vars, pipeIn
 	a.out.ParseFailed, a.out.ParseError = parseFailed, parseError
+	a.pos, a.posKnown = pos, posKnown
 	a.cur = -1
 	top := action.Auto
 	kept := a.out.Findings[:nf]
@@ -265,7 +275,7 @@ func (a *analyzer) runContent(idx int, src string, o contentOpts) {
 	for _, c := range inner {
 		for _, n := range c.names {
 			check, level := c.check, c.level
-			if check == "unknown-command" && o.bins != nil && o.bins(n) {
+			if check == "unknown-command" && (o.outside || o.bins != nil && o.bins(n)) {
 				check, level = "project-program", action.Notify
 			}
 			a.class(check, level, n)
@@ -290,7 +300,7 @@ func foldFinding(f guard.Finding, o contentOpts) (guard.Finding, bool) {
 	if f.Level == action.Block || !computedFinding(f) {
 		return f, true
 	}
-	if o.unresolved {
+	if o.unresolved || o.outside || f.Check == "shell.rm-dynamic" || f.Check == "shell.write-dynamic" {
 		return f, false
 	}
 	if f.Level > action.Confirm {
@@ -415,8 +425,31 @@ func (a *analyzer) runStored(p string, asShell bool, idx int) bool {
 	if !asShell && !shellScript(f.text, a.r) {
 		return false // another language: not read
 	}
-	a.runContent(idx, f.text, contentOpts{origin: OriginScript, where: a.display(p)})
+	w := a.where(p, true)
+	o := contentOpts{origin: OriginScript, where: a.display(p), outside: w == whereHome || w == whereSystem}
+	o.args = a.scriptArgs(p, idx)
+	o.hasArgs = len(o.args) > 0
+	a.runContent(idx, f.text, o)
 	return true
+}
+
+// scriptArgs returns the arguments a script gets: those after the script's
+// path among the segment's arguments (all of them when the script is the
+// program itself).
+func (a *analyzer) scriptArgs(p string, idx int) []arg {
+	sg := a.out.Segments[idx]
+	rest := sg.Args
+	for i, v := range sg.Args {
+		if q, ok := a.fileAbs(v); ok && q == p && !strings.HasPrefix(v, "-") {
+			rest = sg.Args[i+1:]
+			break
+		}
+	}
+	out := make([]arg, 0, len(rest))
+	for _, v := range rest {
+		out = append(out, arg{val: v, dyn: sg.Dynamic && strings.ContainsAny(v, "$`")})
+	}
+	return out
 }
 
 // metaOnly are programs that do not change a file's content.
