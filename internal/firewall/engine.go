@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -456,7 +457,50 @@ func (ev *evaluation) verdict() action.Verdict {
 	if v.Level >= action.Approve && v.Preview == nil {
 		v.Preview = genericPreview(ev.a)
 	}
+	if v.Level >= action.Confirm && v.Level < action.Block {
+		v.Preview = withUnresolved(v.Preview, ev.reasons, ev.a)
+	}
 	return v
+}
+
+// unresolvedChecks are the guard checks that fire because something could
+// not be resolved before the action runs.
+var unresolvedChecks = map[string]bool{
+	"shell.obfuscated": true, "shell.rm-dynamic": true, "shell.write-dynamic": true,
+	"shell.write-unknown-dir": true, "shell.too-complex": true, "shell.unparseable": true,
+	"shell.no-command": true, "shell.download-exec": true, "shell.fetch-exec": true,
+	"shell.runner-unread": true, "paths.unresolved": true, "net.no-url": true,
+}
+
+// withUnresolved says in the preview what could not be resolved statically
+// and why, so that a person asked about it knows what they are trusting: a
+// copy of p (or a new preview) whose summary ends with those reasons.
+func withUnresolved(p *action.Preview, reasons []action.Reason, a *action.Action) *action.Preview {
+	var why []string
+	for _, r := range reasons {
+		if r.Source == action.SourceGuard && unresolvedChecks[r.Name] && !slices.Contains(why, r.Message) {
+			why = append(why, r.Message)
+		}
+	}
+	for _, n := range a.Facts.Notes {
+		if strings.Contains(n, "unparseable") && !slices.Contains(why, n) {
+			why = append(why, n)
+		}
+	}
+	if len(why) == 0 {
+		return p
+	}
+	var c action.Preview
+	if p != nil {
+		c = *p
+	} else {
+		c.Summary = fmt.Sprintf("%s (%s)", a.Tool, a.Kind)
+	}
+	if len(why) > 4 {
+		why = append(why[:4], fmt.Sprintf("… and %d more", len(why)-4))
+	}
+	c.Summary += "\nNot known before it runs: " + strings.Join(why, "; ")
+	return &c
 }
 
 // decider picks the reason that set the level: among reasons at the final
