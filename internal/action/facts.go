@@ -105,6 +105,22 @@ func DeriveFileFacts(a *Action) {
 		}
 	}
 	cwd := filepath.Clean(a.Cwd)
+	if intent == PathRead {
+		// A search narrowed to a file-name pattern (Grep's glob, Glob's
+		// pattern) reads the files it matches: judge the pattern's name
+		// under the searched directory (".env" under the project).
+		if g := globArg(a.Tool, a.Args); g != "" {
+			dir, _ := a.Args["path"].(string)
+			if dir == "" {
+				dir = a.Cwd
+			}
+			if dir != "" {
+				abs := ResolvePath(a.Cwd, filepath.Join(dir, filepath.Base(g)))
+				a.Facts.Paths = append(a.Facts.Paths, PathFact{Path: abs, Intent: PathRead,
+					InCwd: a.Cwd != "" && filepath.IsAbs(cwd) && Within(cwd, abs)})
+			}
+		}
+	}
 	for _, k := range pathArgKeys {
 		p, ok := a.Args[k].(string)
 		if !ok || p == "" {
@@ -178,4 +194,18 @@ func ParsePatchTargets(patch string) []PatchTarget {
 		}
 	}
 	return kept
+}
+
+// globArg returns a search's file-name pattern (Grep's "glob", a Glob
+// tool's "pattern"), or "".
+func globArg(tool string, args map[string]any) string {
+	if g, ok := args["glob"].(string); ok && g != "" {
+		return g
+	}
+	if strings.Contains(strings.ToLower(tool), "glob") {
+		if g, ok := args["pattern"].(string); ok {
+			return g
+		}
+	}
+	return ""
 }

@@ -150,6 +150,15 @@ func (g *Guard) controlFinding(p action.PathFact, literal string) (string, bool)
 					cand, strings.TrimSuffix(r.source, " delete")), true
 			}
 		}
+		if p.Intent == action.PathUnknown {
+			// Files not known before it runs land in cand (an archive
+			// unpacked there, a tree copied there): it must not hold
+			// control files.
+			if r, ok := g.controls.contains(cand); ok {
+				return fmt.Sprintf("%s holds control files (%s); files not known before the action runs would land there",
+					cand, strings.TrimSuffix(r.source, " delete")), true
+			}
+		}
 	}
 	return "", false
 }
@@ -171,4 +180,27 @@ func access(i action.PathIntent) string {
 		return "use (the program may read or write it)"
 	}
 	return string(i)
+}
+
+// contains reports whether the directory p holds a control file by its
+// place: an absolute control path below it, or p being a leading part of a
+// relative one (".git", ".claude", ".git/modules/x").
+func (m *controlMatcher) contains(p string) (controlRule, bool) {
+	lp := strings.ToLower(p)
+	for _, r := range m.rules {
+		switch {
+		case r.abs != "":
+			if strings.HasPrefix(r.abs, lp+"/") || lp == "/" {
+				return r, true
+			}
+		case r.rel != "":
+			parts := strings.Split(r.rel, "/")
+			for i := 1; i < len(parts); i++ {
+				if strings.HasSuffix(lp, "/"+strings.Join(parts[:i], "/")) {
+					return r, true
+				}
+			}
+		}
+	}
+	return controlRule{}, false
 }

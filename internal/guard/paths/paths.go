@@ -12,6 +12,8 @@
 // Then it checks, for every path:
 //
 //   - a loop of symbolic links: block (hard);
+//   - deleting the root, a top-level directory or the home directory, by
+//     any program or tool: block (hard);
 //   - Overseer's own home, database and policy files, also when reached
 //     through a link: block (hard);
 //   - control files (controls.txt: the agents' hook configurations, shell
@@ -287,6 +289,10 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 				Message: fmt.Sprintf("%s%s is part of Overseer's own state; agents may not %s it", p.Path, via, verb(p.Intent))})
 			continue
 		}
+		if p.Intent == action.PathDelete && g.catastrophic(p.Path) {
+			fs = append(fs, guard.Finding{Check: "paths.catastrophic-delete", Level: action.Block, Hard: true,
+				Message: fmt.Sprintf("deleting %s would destroy the system or the home directory", p.Path)})
+		}
 		if msg, ok := g.controlFinding(p, rp.literal); ok {
 			fs = append(fs, guard.Finding{Check: "paths.control-file", Level: action.Block, Hard: true, Message: msg})
 		}
@@ -516,4 +522,14 @@ func (g *Guard) readBeforeEdit(ctx context.Context, a *action.Action) []guard.Fi
 		}
 	}
 	return fs
+}
+
+// catastrophic reports whether deleting p destroys the system or the
+// user's home: the root, a top-level directory, or the home directory.
+func (g *Guard) catastrophic(p string) bool {
+	p = filepath.Clean(p)
+	if p == "/" || g.home != "" && p == g.home {
+		return true
+	}
+	return filepath.IsAbs(p) && strings.Count(p, "/") == 1
 }

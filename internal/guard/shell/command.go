@@ -778,7 +778,9 @@ func (a *analyzer) markWritten(p, text string, appending bool) {
 	case appending && seen:
 		a.written[abs] = writtenFile{text: old.text + text, known: old.known}
 	case appending:
-		a.written[abs] = writtenFile{} // appended to a file whose start is not known
+		// Appended to a file not written before in the command: its start
+		// is what is on disk now (nothing when it does not exist yet).
+		a.written[abs] = a.appendToDisk(abs, text)
 	default:
 		a.written[abs] = writtenFile{text: text, known: true}
 	}
@@ -843,22 +845,25 @@ func (a *analyzer) redirects(rs []*syntax.Redirect, idx int) {
 				continue
 			}
 		case syntax.RdrIn:
-			if v, dyn, _, _ := a.resolve(r.Word); !dyn && idx >= 0 {
-				if p, _ := a.abs(v); a.r.secret(p) {
+			if v, dyn, _, _ := a.resolve(r.Word); !dyn {
+				if p, _ := a.abs(v); a.r.secret(p) && idx >= 0 {
 					a.out.Segments[idx].flags |= fSecret
 				}
-				a.candidate(arg{val: v}, inRead, false) // cat < FILE reads FILE
+				a.candidate(arg{val: v}, inRead, false) // cat < FILE and $(< FILE) read FILE
 			}
 			continue
 		default:
 			continue
 		}
-		v, dyn, _, _ := a.resolve(r.Word)
+		v, dyn, glob, pat := a.resolve(r.Word)
 		x := arg{val: v, dyn: dyn}
 		if dyn {
 			x.val = a.text(r.Word)
 		}
 		a.writeTarget(x, "redirects output to")
+		if glob && !dyn {
+			a.globWrites(pat) // bash writes the one file a pattern matches
+		}
 		if idx >= 0 && !dyn && (r.N == nil || r.N.Value == "1") {
 			seg := &a.out.Segments[idx]
 			switch {

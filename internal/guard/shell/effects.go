@@ -3,10 +3,13 @@ package shell
 import (
 	"bytes"
 	_ "embed"
+	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -36,8 +39,9 @@ const (
 	inWrite
 	inDelete
 	inExec
-	inMeta // only the name or metadata: no effect recorded
-	inText // not a path
+	inMeta    // only the name or metadata: no effect recorded
+	inText    // not a path
+	inRevRead // REV:PATH reads PATH from git's objects; a bare revision is text
 )
 
 func parseIntent(s string) (intent, error) {
@@ -56,6 +60,8 @@ func parseIntent(s string) (intent, error) {
 		return inMeta, nil
 	case "text":
 		return inText, nil
+	case "revread":
+		return inRevRead, nil
 	}
 	return 0, fmt.Errorf("unknown intent %q (want read, write, delete, exec, meta, text or unknown)", s)
 }
@@ -86,6 +92,14 @@ type effectSpecYAML struct {
 	When        map[string]string          `yaml:"when"`
 	Recursive   []string                   `yaml:"recursive"`
 	Subcommands map[string]*effectSpecYAML `yaml:"subcommands"`
+	Chdir       []string                   `yaml:"chdir"`
+	Include     []string                   `yaml:"include"`
+	Copy        bool                       `yaml:"copy"`
+	Links       []string                   `yaml:"links"`
+	LastWhen    map[string]string          `yaml:"last_when"`
+	Modes       bool                       `yaml:"modes"`
+	Extract     []string                   `yaml:"extract"`
+	Patch       bool                       `yaml:"patch"`
 }
 
 // effectSpec is a compiled program spec.
@@ -99,6 +113,14 @@ type effectSpec struct {
 	recursive             []string
 	always                bool // always recursive
 	subs                  map[string]*effectSpec
+	chdir                 []string          // options whose value is the directory operands are relative to
+	include               []string          // options naming file-name patterns a recursive read is narrowed to
+	copy                  bool              // copies its operands into the last (or -t): dest/basename
+	links                 []string          // flags that make the copies hard links (cp -l)
+	lastWhen              map[string]intent // flag → the last operand's intent (rsync --delete)
+	modes                 bool              // "-x", "+x" … are a mode operand (chmod)
+	extract               []string          // flags that make it unpack an archive into a directory
+	patch                 bool              // its operands (or standard input) are patches whose targets it writes
 }
 
 // effectSpecs are the compiled program specs of effects.yaml.
@@ -189,6 +211,24 @@ func compileEffect(y *effectSpecYAML) (*effectSpec, error) {
 		}
 		s.recursive = append(s.recursive, r)
 	}
+	s.chdir, s.include, s.copy, s.links, s.modes, s.extract, s.patch = y.Chdir, y.Include, y.Copy, y.Links, y.Modes, y.Extract, y.Patch
+	for f, v := range y.LastWhen {
+		i, err := parseIntent(v)
+		if err != nil {
+			return nil, fmt.Errorf("last_when %s: %w", f, err)
+		}
+		if s.lastWhen == nil {
+			s.lastWhen = map[string]intent{}
+		}
+		s.lastWhen[f] = i
+	}
+	for _, l := range [][]string{s.chdir, s.include, s.links, s.extract} {
+		for _, f := range l {
+			if !strings.HasPrefix(f, "-") && f != "always" {
+				return nil, fmt.Errorf("flag %q does not start with -", f)
+			}
+		}
+	}
 	for name, sub := range y.Subcommands {
 		c, err := compileEffect(sub)
 		if err != nil {
@@ -214,6 +254,22 @@ func (a *analyzer) effects(s *segCtx) {
 	spec := effectSpecs[s.name]
 	args := s.args
 	readOnly := seg.Level <= action.Auto
+	// A directory option (tar -C, git -C, make -C) moves where the
+	// operands are resolved; it is restored when the segment is done.
+	cwd, known := a.cwd, a.cwdKnown
+	defer func() { a.cwd, a.cwdKnown = cwd, known }()
+	chdir := func(x arg) {
+		if x.dyn {
+			a.cwdKnown = false
+			return
+		}
+		if p, ok := a.abs(x.val); ok {
+			a.cwd, a.cwdKnown = a.expandHome(p), true
+		} else {
+			a.cwdKnown = false
+		}
+	}
+	var gitTemplate bool
 	if spec != nil && spec.subs != nil {
 		// The first operand, after the program's global options, names the
 		// subcommand.
@@ -225,15 +281,28 @@ func (a *analyzer) effects(s *segCtx) {
 			}
 			if len(v) > 1 && v[0] == '-' {
 				// A global option's value: check it as an unknown effect.
-				if n, val, eq := strings.Cut(v, "="); eq {
-					a.candidate(arg{val: val}, inUnknown, false)
-				} else if gopts.has(n) && j+1 < len(args) {
+				n, val, eq := strings.Cut(v, "=")
+				switch {
+				case slices.Contains(spec.chdir, n) && eq:
+					chdir(arg{val: val})
+				case slices.Contains(spec.chdir, n) && j+1 < len(args):
 					j++
+					chdir(args[j])
+				case eq:
+					a.candidate(arg{val: val}, inUnknown, false)
+				case gopts.has(n) && j+1 < len(args):
+					j++
+					if s.name == "git" && n == "-c" && strings.HasPrefix(strings.ToLower(args[j].val), "init.templatedir=") {
+						gitTemplate = true
+					}
 					a.candidate(args[j], inMeta, false)
 				}
 				continue
 			}
 			if sub := spec.subs[v]; sub != nil {
+				if s.name == "git" && v == "init" && gitTemplate {
+					a.gitHooksWrite(args[j+1:])
+				}
 				spec, args = sub, args[j+1:]
 			} else if !spec.hasOperands {
 				spec = nil
@@ -251,12 +320,18 @@ func (a *analyzer) effects(s *segCtx) {
 	// Options: values of listed options get their intent; --opt=VALUE and
 	// -oVALUE of unlisted options are unknown effects. Operands collect.
 	var ops []arg
+	var includes []string
+	var targetDir *arg
 	recursive := spec != nil && spec.always
+	links, noTarget, outDir := false, false, (*arg)(nil)
+	extract := spec != nil && slices.Contains(spec.extract, "always")
+	last := inUnknown
+	hasLastWhen := false
 	dashdash := false
 	for j := 0; j < len(args); j++ {
 		x := args[j]
 		v := x.val
-		if x.dyn || dashdash || len(v) < 2 || v[0] != '-' {
+		if x.dyn || dashdash || len(v) < 2 || v[0] != '-' || spec != nil && spec.modes && isMode(v) {
 			if !x.dyn || dashdash {
 				ops = append(ops, x)
 			}
@@ -274,9 +349,78 @@ func (a *analyzer) effects(s *segCtx) {
 					base = w
 				}
 			}
+			for f, w := range spec.lastWhen {
+				if hasAny([]string{f}, v) {
+					last, hasLastWhen = w, true
+				}
+			}
 			if hasAny(spec.recursive, v) {
 				recursive = true
 			}
+			if hasAny(spec.links, v) {
+				links = true
+			}
+			if hasAny(spec.extract, v) {
+				extract = true
+			}
+			if spec.copy && hasAny([]string{"-T", "--no-target-directory"}, v) {
+				noTarget = true
+			}
+		}
+		// Options whose value matters beyond its own effect.
+		value := func() (arg, bool) {
+			switch {
+			case eq:
+				return arg{val: val}, true
+			case j+1 < len(args):
+				return args[j+1], true
+			}
+			return arg{}, false
+		}
+		if spec != nil && slices.Contains(spec.chdir, name) {
+			if x, ok := value(); ok {
+				chdir(x)
+				if !eq {
+					j++
+				}
+			}
+			continue
+		}
+		if spec != nil && slices.Contains(spec.include, name) {
+			if x, ok := value(); ok {
+				if !x.dyn {
+					includes = append(includes, x.val)
+				}
+				if !eq {
+					j++
+				}
+			}
+			continue
+		}
+		if spec != nil && spec.copy && (name == "-t" || name == "--target-directory") {
+			if x, ok := value(); ok {
+				targetDir = &x
+				if !eq {
+					j++
+				}
+			}
+			continue
+		}
+		if (s.name == "curl" && name == "--output-dir") || (s.name == "wget" && (name == "-P" || name == "--directory-prefix")) {
+			if x, ok := value(); ok {
+				outDir = &x
+				if !eq {
+					j++
+				}
+			}
+			continue
+		}
+		if s.name == "wget" && short && strings.HasPrefix(v, "-P") && len(v) > 2 {
+			outDir = &arg{val: v[2:]}
+			continue
+		}
+		if s.name == "git" && (name == "--template") {
+			a.gitHooksWrite(args)
 		}
 		if eq {
 			it, ok := specOption(spec, name)
@@ -336,28 +480,140 @@ func (a *analyzer) effects(s *segCtx) {
 			}
 		}
 	}
-	if s.c.find != nil && (base == inRead || base == inUnknown) {
-		// find STARTS -exec cat {} +: the program reads everything below
-		// the starting points.
-		for _, x := range args {
-			if x.find {
-				for _, st := range s.c.find.starts {
-					a.candidate(st, inRead, true)
-				}
-				break
-			}
-		}
+	if base == inRead || base == inUnknown {
+		a.listedReads(s)
 	}
 	a.signalEffects(s)
+	a.configSecrets(s)
+	if spec != nil && spec.patch {
+		a.patchEffects(s, ops)
+	}
+	if s.name == "curl" || s.name == "wget" {
+		a.downloadNames(s, outDir)
+	}
+	if extract {
+		// Unpacking an archive writes files not known before it runs: judge
+		// the directory they land in (tar -C DIR, unzip -d DIR, the cwd).
+		a.effectFact(a.cwdPath(), action.PathUnknown)
+	}
+	if spec != nil && spec.copy {
+		a.copyEffects(ops, base, targetDir, noTarget, recursive, links)
+		if hasLastWhen && len(ops) > 1 {
+			a.candidate(ops[len(ops)-1], last, false)
+		}
+		return
+	}
 	for k, x := range ops {
 		it := base
 		switch {
+		case spec != nil && hasLastWhen && k == len(ops)-1 && len(ops) > 1:
+			it = last
 		case spec != nil && spec.hasLast && k == len(ops)-1 && len(ops) > 1:
 			it = spec.last
 		case spec != nil && spec.hasFirst && k == 0:
 			it = spec.first
 		}
 		a.candidate(x, it, recursive && (it == inRead))
+		if recursive && it == inRead && len(includes) > 0 && !x.dyn {
+			// grep -r --include='.env' DIR reads DIR's .env files.
+			if p, ok := a.abs(x.val); ok {
+				for _, inc := range includes {
+					a.effectFact(path.Join(a.expandHome(p), path.Base(inc)), action.PathRead)
+				}
+			}
+		}
+	}
+	if len(ops) == 0 && recursive && len(includes) > 0 && a.cwdKnown {
+		for _, inc := range includes {
+			a.effectFact(path.Join(a.cwd, path.Base(inc)), action.PathRead)
+		}
+	}
+}
+
+// cwdPath is the working directory at this point, or "" when unknown.
+func (a *analyzer) cwdPath() string {
+	if !a.cwdKnown {
+		return ""
+	}
+	return a.cwd
+}
+
+// isMode reports whether v is a symbolic mode that looks like an option
+// ("-x", "-rwx", "+x" is not an option anyway).
+func isMode(v string) bool {
+	if len(v) < 2 || v[0] != '-' {
+		return false
+	}
+	for i := 1; i < len(v); i++ {
+		if !strings.ContainsRune("rwxXst", rune(v[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// gitHooksWrite records that git init with a template writes the hooks of
+// the repository it makes (the template's hooks/ is copied into .git/hooks).
+func (a *analyzer) gitHooksWrite(args []arg) {
+	dir := a.cwdPath()
+	for _, x := range args {
+		if !x.dyn && !strings.HasPrefix(x.val, "-") {
+			if p, ok := a.abs(x.val); ok {
+				dir = a.expandHome(p)
+			}
+			break
+		}
+	}
+	if dir == "" {
+		return
+	}
+	a.effectFact(path.Join(dir, ".git", "hooks"), action.PathWrite)
+}
+
+// listedReads records what a reader reads when its operands are computed
+// by a program that lists paths: `find ~ -name token | xargs cat`,
+// `cat $(ls ~/.ssh/id_rsa)`, “ cd ~/.ssh; cat `ls` “. The listed roots
+// are read (everything below them for find).
+func (a *analyzer) listedReads(s *segCtx) {
+	dynamic := s.c.extraDyn
+	var from, to int
+	for _, x := range s.args {
+		if x.dyn {
+			dynamic = true
+			if x.sub[1] > x.sub[0] {
+				from, to = x.sub[0], x.sub[1]
+			}
+		}
+	}
+	if !dynamic {
+		return
+	}
+	if to == 0 {
+		// Arguments appended at run time (xargs): the listers before it.
+		from, to = 0, s.idx
+	}
+	for i := max(from, 0); i < to && i < len(a.out.Segments); i++ {
+		p := a.out.Segments[i]
+		recursive := p.Name == "find" || p.Name == "fd" || p.Name == "fdfind" || p.Name == "rg" && slices.Contains(p.Args, "--files")
+		if !recursive && p.Name != "ls" && p.Name != "echo" && p.Name != "printf" && p.Name != "realpath" && p.Name != "readlink" {
+			continue
+		}
+		roots := 0
+		for _, v := range p.Args {
+			if strings.HasPrefix(v, "-") {
+				if p.Name == "find" {
+					break // the expression starts
+				}
+				continue
+			}
+			roots++
+			a.candidate(arg{val: v, glob: hasGlobMeta(v), pat: v}, inRead, recursive)
+		}
+		if roots == 0 && (p.Name == "ls" || recursive) {
+			if c := a.cwdPath(); c != "" {
+				a.candidate(arg{val: c}, inRead, true)
+			}
+		}
 	}
 }
 
@@ -472,6 +728,19 @@ func (a *analyzer) wrapperEffects(opts []arg) {
 // recursive is true when a directory named by it is read with everything
 // below it.
 func (a *analyzer) candidate(x arg, it intent, recursive bool) {
+	if v := x.val; !x.dyn && len(v) > 7 && strings.EqualFold(v[:7], "file://") && it != inMeta {
+		// file:///home/u/x, FILE://localhost/home/u/x, percent-encoded, with
+		// curl's {a,b} alternatives: each file it names is read.
+		a.fileURL(v[7:])
+		return
+	}
+	if it == inRevRead {
+		_, p, ok := strings.Cut(x.val, ":")
+		if !ok || x.dyn || p == "" {
+			return
+		}
+		x, it = arg{val: strings.TrimPrefix(p, "./")}, inRead
+	}
 	pi, ok := it.pathIntent()
 	if !ok || a.effectFacts >= maxEffectFacts {
 		return
@@ -488,9 +757,6 @@ func (a *analyzer) candidate(x arg, it intent, recursive bool) {
 		return
 	}
 	v := x.val
-	if rest, ok := strings.CutPrefix(v, "file://"); ok && it != inText {
-		v = rest // file:///home/u/x, as aws and others take it
-	}
 	if v == "" || v == "-" || len(v) > 1024 || strings.ContainsAny(v, "\n\x00") || strings.Contains(v, "://") {
 		return
 	}
@@ -542,7 +808,9 @@ func (a *analyzer) effectFact(p string, pi action.PathIntent) {
 		return
 	}
 	for _, f := range a.out.Paths {
-		if f.Path == p && (f.Intent == pi || f.Intent != action.PathRead) {
+		// The same effect, or a read of a path already written or deleted
+		// (the stronger effect covers it).
+		if f.Path == p && (f.Intent == pi || pi == action.PathRead && f.Intent != action.PathUnknown) {
 			return
 		}
 	}
@@ -578,7 +846,8 @@ func (a *analyzer) exists(p string) bool {
 	return err == nil
 }
 
-// secretsBelow records a read of every secret location (of the built-in
+// secretsBelow records a read of every secret location, and of Overseer's
+// home ($OVERSEER_HOME among Env.Vars), (of the built-in
 // home and system secrets) that exists below the directory p: reading a
 // directory recursively reads them too (`grep -r KEY ~`).
 func (a *analyzer) secretsBelow(p string) {
@@ -602,6 +871,9 @@ func (a *analyzer) secretsBelow(p string) {
 		if a.effectFacts >= maxEffectFacts {
 			return
 		}
+	}
+	if ovh := a.env.Vars["OVERSEER_HOME"]; ovh != "" && ovh != p && action.Within(p, ovh) {
+		a.effectFact(ovh, action.PathRead)
 	}
 }
 
@@ -672,5 +944,430 @@ func (a *analyzer) signalEffects(s *segCtx) {
 	if hit {
 		a.add(guard.Finding{Check: "shell.signal-overseer", Level: action.Block, Hard: true,
 			Message: s.name + " signals or stops Overseer's own processes: an agent may not switch its firewall off"})
+	}
+}
+
+// patchEffects records the files the patches of git apply, git am or patch
+// write: the patch text comes from its operands (read through the file
+// system, or written earlier in the command) or from standard input.
+func (a *analyzer) patchEffects(s *segCtx, ops []arg) {
+	var texts []string
+	read := func(x arg) {
+		if x.dyn {
+			return
+		}
+		p, ok := a.abs(x.val)
+		if !ok {
+			return
+		}
+		p = a.expandHome(p)
+		if w, ok := a.written[p]; ok {
+			if w.known {
+				texts = append(texts, w.text)
+			}
+			return
+		}
+		if b, err := fs.ReadFile(a.fileSystem(), strings.TrimPrefix(p, "/")); err == nil && len(b) <= 1<<20 {
+			texts = append(texts, string(b))
+		}
+	}
+	for _, x := range ops {
+		read(x)
+	}
+	if x, ok := optValue(s.args, "-i", "--input"); ok {
+		read(x)
+	}
+	switch in := a.stdinOf(s.c.redirs); in.kind {
+	case 'd':
+		if !in.dyn {
+			texts = append(texts, in.text)
+		}
+	case 'f':
+		read(in.file)
+	}
+	if s.c.in != nil {
+		texts = append(texts, s.c.in.text)
+	}
+	strip := 1 // git apply strips a/ and b/
+	if s.name == "patch" {
+		strip = -1 // patch without -p keeps the base name only; judge both
+		for _, x := range s.args {
+			if n, ok := strings.CutPrefix(x.val, "-p"); ok && isDigits(n) {
+				strip, _ = strconv.Atoi(n)
+			}
+		}
+	}
+	for _, t := range texts {
+		for _, target := range patchTargets(t) {
+			for _, p := range stripComponents(target, strip) {
+				a.candidate(arg{val: p}, inWrite, false)
+			}
+		}
+	}
+}
+
+// patchTargets returns the file names a unified or git diff writes ("+++
+// b/x", "rename to x", "diff --git a/x b/y"), and those of an apply_patch
+// patch.
+func patchTargets(text string) []string {
+	var out []string
+	add := func(p string) {
+		p = strings.TrimSpace(p)
+		if i := strings.IndexByte(p, '\t'); i >= 0 {
+			p = p[:i] // "+++ b/x\t2024-01-01 …"
+		}
+		if p == "" || p == "/dev/null" || slices.Contains(out, p) || len(out) >= 64 {
+			return
+		}
+		out = append(out, p)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimRight(line, "\r")
+		switch {
+		case strings.HasPrefix(line, "+++ "):
+			add(line[4:])
+		case strings.HasPrefix(line, "rename to "):
+			add("b/" + line[len("rename to "):])
+		case strings.HasPrefix(line, "copy to "):
+			add("b/" + line[len("copy to "):])
+		case strings.HasPrefix(line, "diff --git "):
+			if i := strings.LastIndex(line, " b/"); i >= 0 {
+				add(line[i+1:])
+			}
+		}
+	}
+	for _, t := range action.ParsePatchTargets(text) {
+		add(t.Path)
+	}
+	return out
+}
+
+// stripComponents removes n leading components of a patch's file name, as
+// patch -pN does; n < 0 gives both the name as written and without its
+// first component.
+func stripComponents(p string, n int) []string {
+	if n < 0 {
+		return append([]string{p}, stripComponents(p, 1)...)
+	}
+	q := p
+	for i := 0; i < n; i++ {
+		j := strings.IndexByte(q, '/')
+		if j < 0 {
+			return []string{p}
+		}
+		q = q[j+1:]
+	}
+	return []string{q}
+}
+
+// downloadNames records the file curl -O / --remote-name and wget write by
+// default: the last part of each URL, in the output directory (--output-dir,
+// -P) or the working directory.
+func (a *analyzer) downloadNames(s *segCtx, outDir *arg) {
+	remote := s.name == "wget"
+	for _, x := range s.args {
+		if x.dyn {
+			continue
+		}
+		switch x.val {
+		case "-O", "--remote-name", "--remote-name-all":
+			if s.name == "curl" {
+				remote = true
+			}
+		}
+		if s.name == "curl" && strings.HasPrefix(x.val, "-") && !strings.HasPrefix(x.val, "--") && isLetters(x.val[1:]) && strings.ContainsRune(x.val, 'O') {
+			remote = true
+		}
+		if s.name == "wget" && (x.val == "-O" || strings.HasPrefix(x.val, "--output-document")) {
+			remote = false // the name is given (judged as an option value)
+		}
+	}
+	if !remote {
+		return
+	}
+	dir := a.cwdPath()
+	if outDir != nil {
+		if outDir.dyn {
+			return
+		}
+		p, ok := a.abs(outDir.val)
+		if !ok {
+			return
+		}
+		dir = a.expandHome(p)
+	}
+	if dir == "" {
+		return
+	}
+	for _, x := range s.args {
+		if x.dyn || !strings.Contains(x.val, "://") {
+			continue
+		}
+		u := x.val
+		if i := strings.IndexAny(u, "?#"); i >= 0 {
+			u = u[:i]
+		}
+		_, rest, _ := strings.Cut(u, "://")
+		i := strings.IndexByte(rest, '/')
+		name := "index.html"
+		if i >= 0 && path.Base(rest[i:]) != "/" && path.Base(rest[i:]) != "." {
+			name = path.Base(rest[i:])
+		}
+		a.candidate(arg{val: path.Join(dir, name)}, inWrite, false)
+	}
+}
+
+// maxCopyWalk bounds the entries a recursive copy's source is walked for.
+const maxCopyWalk = 256
+
+// copyEffects records where cp, mv, install, ln, rsync and scp put their
+// sources: into the destination directory under each source's name (the
+// last operand when it is a directory, or -t DIR), or the destination
+// itself (-T, one source onto a file). A recursive copy writes every file
+// below the source (walked on disk, and those written earlier in the
+// command) and an unknown set of files into the target directory; hard
+// links (cp -l) make the sources writable through the copies.
+func (a *analyzer) copyEffects(ops []arg, base intent, targetDir *arg, noTarget, recursive, links bool) {
+	var dest arg
+	var sources []arg
+	switch {
+	case targetDir != nil:
+		dest, sources = *targetDir, ops
+	case len(ops) >= 2:
+		dest, sources = ops[len(ops)-1], ops[:len(ops)-1]
+	default:
+		return
+	}
+	for _, src := range sources {
+		it := base
+		if links {
+			it = inUnknown
+		}
+		a.candidate(src, it, recursive && it == inRead)
+	}
+	if dest.dyn || remoteArg(dest.val) {
+		return
+	}
+	dp, ok := a.abs(dest.val)
+	if !ok {
+		return
+	}
+	dp = a.expandHome(dp)
+	intoDir := !noTarget && (targetDir != nil || len(sources) > 1 || strings.HasSuffix(dest.val, "/") ||
+		dest.val == "~" || dest.val == "." || dest.val == ".." || a.isDir(dp))
+	for _, src := range sources {
+		if src.dyn || remoteArg(src.val) {
+			continue
+		}
+		sp, ok := a.abs(src.val)
+		if !ok {
+			continue
+		}
+		sp = a.expandHome(sp)
+		target := dp
+		contents := strings.HasSuffix(src.val, "/") // rsync src/ dest: the contents
+		if intoDir && !contents {
+			target = path.Join(dp, path.Base(sp))
+		}
+		a.effectFact(target, action.PathWrite)
+		if w, ok := a.written[sp]; ok {
+			// cp x.sh y.sh: the copy holds what was written to x.sh.
+			a.written[target] = w
+		}
+		if recursive || contents {
+			a.effectFact(target, action.PathUnknown)
+			a.treeWrites(sp, target)
+		}
+	}
+}
+
+// treeWrites records a write at target/rel for every file below src, as far
+// as it is known: on disk (bounded) and written earlier in the command.
+func (a *analyzer) treeWrites(src, target string) {
+	n := 0
+	_ = fs.WalkDir(a.fileSystem(), strings.TrimPrefix(src, "/"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || n >= maxCopyWalk || a.effectFacts >= maxEffectFacts {
+			return fs.SkipAll
+		}
+		n++
+		rel := strings.TrimPrefix(strings.TrimPrefix("/"+p, src), "/")
+		if rel != "" && !d.IsDir() {
+			a.effectFact(path.Join(target, rel), action.PathWrite)
+		}
+		return nil
+	})
+	for w := range a.written {
+		if action.Within(src, w) && w != src {
+			a.effectFact(path.Join(target, strings.TrimPrefix(w, src+"/")), action.PathWrite)
+		}
+	}
+}
+
+// isDir reports whether the absolute path p is a directory on disk.
+func (a *analyzer) isDir(p string) bool {
+	st, err := fs.Stat(a.fileSystem(), strings.TrimPrefix(p, "/"))
+	return err == nil && st.IsDir()
+}
+
+// remoteArg reports whether v names a remote path (host:path).
+func remoteArg(v string) bool {
+	i := strings.IndexByte(v, ':')
+	_, win := windowsPath(v)
+	return i > 0 && !win && !strings.Contains(v[:i], "/")
+}
+
+// globWrites records a write of every file a redirection's pattern matches
+// now (echo x >> ~/.bash?c appends to ~/.bashrc).
+func (a *analyzer) globWrites(pat string) {
+	p, known := a.abs(pat)
+	if !known {
+		return
+	}
+	ms, ok := a.globMatches(a.expandHome(p), true)
+	if !ok {
+		return
+	}
+	for i, m := range ms {
+		if i == 16 {
+			break
+		}
+		a.effectFact(m, action.PathWrite)
+	}
+}
+
+// maxScriptBytes bounds the script files an interpreter runs that are read
+// for their effects.
+const maxScriptBytes = 256 << 10
+
+// interpScript judges a script file an interpreter (python, node, perl,
+// ruby, awk -f) runs by what its code names, as for inline code: a
+// deletion of the home or the root blocks, and the paths its string
+// literals name are effects (presumed read and written). A file written
+// earlier in the command is judged by that text; one on disk by its
+// content, but then only its absolute and home-relative literals count
+// (a project's own script naming ".env" is no evidence), and only findings
+// that block are kept — the rest of the code is the project's business.
+func (a *analyzer) interpScript(s *segCtx, p string) {
+	p = a.expandHome(p)
+	text, fromCommand := "", false
+	if w, ok := a.written[p]; ok {
+		if !w.known {
+			return
+		}
+		text, fromCommand = w.text, true
+	} else {
+		st, err := fs.Stat(a.fileSystem(), strings.TrimPrefix(p, "/"))
+		if err != nil || !st.Mode().IsRegular() || st.Size() > maxScriptBytes {
+			return
+		}
+		b, err := fs.ReadFile(a.fileSystem(), strings.TrimPrefix(p, "/"))
+		if err != nil {
+			return
+		}
+		text = string(b)
+	}
+	nf := len(a.out.Findings)
+	a.inlineCode(s.name, text, s.idx)
+	if !fromCommand {
+		kept := a.out.Findings[:nf]
+		for _, f := range a.out.Findings[nf:] {
+			if f.Level == action.Block {
+				kept = append(kept, f)
+			}
+		}
+		a.out.Findings = kept
+	}
+	for _, lit := range literalPaths(text) {
+		if !fromCommand && !strings.HasPrefix(lit, "/") && !strings.HasPrefix(lit, "~/") {
+			continue
+		}
+		a.candidate(arg{val: lit}, inUnknown, false)
+		if strings.HasPrefix(lit, "/.") && a.env.Home != "" {
+			a.candidate(arg{val: path.Join(a.env.Home, lit)}, inUnknown, false)
+		}
+	}
+}
+
+// appendToDisk is the content of the file abs after text is appended to
+// what it holds on disk: unknown when it exists but cannot be read.
+func (a *analyzer) appendToDisk(abs, text string) writtenFile {
+	if !path.IsAbs(abs) {
+		return writtenFile{}
+	}
+	name := strings.TrimPrefix(abs, "/")
+	st, err := fs.Stat(a.fileSystem(), name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return writtenFile{text: text, known: text != ""}
+	}
+	if err != nil || !st.Mode().IsRegular() || st.Size() > maxScriptBytes {
+		return writtenFile{}
+	}
+	b, err := fs.ReadFile(a.fileSystem(), name)
+	if err != nil {
+		return writtenFile{}
+	}
+	return writtenFile{text: string(b) + text, known: text != ""}
+}
+
+// fileURL records reads of the files a file: URL names (the part after
+// "file://"): the host "localhost" or none, percent-decoding, and curl's
+// {a,b} alternatives.
+func (a *analyzer) fileURL(rest string) {
+	if h, p, ok := strings.Cut(rest, "/"); ok && (h == "" || strings.EqualFold(h, "localhost")) {
+		rest = "/" + p
+	} else {
+		return // another host
+	}
+	for _, alt := range braceAlternatives(rest, 8) {
+		if u, err := url.PathUnescape(alt); err == nil {
+			alt = u
+		}
+		a.candidate(arg{val: alt, glob: hasGlobMeta(alt), pat: alt}, inRead, false)
+	}
+}
+
+// braceAlternatives expands the first {a,b,…} group of s (curl's URL
+// globbing), at most n results; s itself when it has none.
+func braceAlternatives(s string, n int) []string {
+	i := strings.IndexByte(s, '{')
+	j := strings.IndexByte(s, '}')
+	if i < 0 || j < i {
+		return []string{s}
+	}
+	var out []string
+	for _, alt := range strings.Split(s[i+1:j], ",") {
+		if len(out) == n {
+			break
+		}
+		out = append(out, s[:i]+alt+s[j+1:])
+	}
+	return out
+}
+
+// configSecrets asks a person before a package manager prints a credential
+// from its configuration (npm config get //registry…/:_authToken prints
+// the token kept in ~/.npmrc).
+func (a *analyzer) configSecrets(s *segCtx) {
+	switch s.name {
+	case "npm", "pnpm", "yarn", "bun", "pip", "pip3", "poetry", "gh", "git":
+	default:
+		return
+	}
+	vals := vals(s.args)
+	i := slices.Index(vals, "config")
+	if i < 0 || s.name == "gh" && !slices.Contains(vals, "auth") {
+		if s.name == "gh" && slices.Contains(vals, "auth") && slices.Contains(vals, "token") {
+			a.add(guard.Finding{Check: "shell.secret-print", Level: action.Approve, Hard: true,
+				Message: "gh auth token prints the GitHub token"})
+		}
+		return
+	}
+	for _, v := range vals[i+1:] {
+		l := strings.ToLower(v)
+		if strings.Contains(l, "auth") || strings.Contains(l, "token") || strings.Contains(l, "password") || strings.Contains(l, "secret") {
+			a.add(guard.Finding{Check: "shell.secret-print", Level: action.Approve, Hard: true,
+				Message: s.name + " config prints a credential (" + clip(v, 60) + ")"})
+			return
+		}
 	}
 }

@@ -145,6 +145,16 @@ func (a *analyzer) paramValues(pe *syntax.ParamExp) (fields []string, multi, ok 
 		switch e.Op {
 		case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull,
 			syntax.AlternateUnset, syntax.AlternateUnsetOrNull, syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
+			if !ok && (e.Op == syntax.DefaultUnset || e.Op == syntax.DefaultUnsetOrNull) && a.fromEnvironment(pe) {
+				// ${X:-default} of a variable the command does not set: the
+				// default is the reading to judge (an agent's environment
+				// rarely sets XDG_CONFIG_HOME or TMPDIR).
+				v, dyn, _, _ := a.resolve(e.Word)
+				if dyn {
+					return nil, false, false
+				}
+				return []string{v}, false, true
+			}
 			if !ok {
 				return nil, false, false
 			}
@@ -536,4 +546,18 @@ func (a *analyzer) splitFields(v string) ([]string, bool) {
 func (a *analyzer) splitsOn(v string) bool {
 	sep, ok := a.ifs()
 	return !ok || strings.ContainsAny(v, sep)
+}
+
+// fromEnvironment reports whether pe names a plain variable that the
+// command does not assign (so its value comes from the environment).
+func (a *analyzer) fromEnvironment(pe *syntax.ParamExp) bool {
+	if pe == nil || pe.Param == nil || pe.Index != nil || pe.Excl {
+		return false
+	}
+	name := pe.Param.Value
+	if !validName(name, false) {
+		return false
+	}
+	_, assigned := a.vars[name]
+	return !assigned
 }

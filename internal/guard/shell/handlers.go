@@ -1381,6 +1381,10 @@ func (a *analyzer) cdCmd(s *segCtx) bool {
 	case ops[0].dyn || ops[0].val == "-" || strings.HasPrefix(ops[0].val, "+"):
 		a.cwdKnown = false
 	default:
+		if p, ok := a.cdPath(ops[0].val); ok {
+			a.cwd, a.cwdKnown = p, true
+			return false
+		}
 		if p, ok := a.abs(ops[0].val); ok {
 			if _, win := windowsPath(p); !win && !strings.HasPrefix(p, "~") {
 				a.cwd, a.cwdKnown = p, true
@@ -1390,6 +1394,34 @@ func (a *analyzer) cdCmd(s *segCtx) bool {
 		a.cwdKnown = false
 	}
 	return false
+}
+
+// cdPath resolves a relative cd target through CDPATH when the command sets
+// it (CDPATH=~ cd .overseer lands in ~/.overseer): the first entry that
+// holds the directory wins, as in bash. ok is false when CDPATH is not set
+// in the command or does not apply.
+func (a *analyzer) cdPath(dir string) (string, bool) {
+	st, set := a.vars["CDPATH"]
+	if !set || dir == "" || strings.HasPrefix(dir, "/") || strings.HasPrefix(dir, "./") || strings.HasPrefix(dir, "../") || dir == "." || dir == ".." {
+		return "", false
+	}
+	if st.dyn {
+		return "", false
+	}
+	for _, e := range strings.Split(st.val, ":") {
+		if e == "" {
+			e = "."
+		}
+		base, ok := a.abs(e)
+		if !ok {
+			continue
+		}
+		p := path.Join(a.expandHome(base), dir)
+		if a.isDir(p) {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // varsCmd forgets the variables read, mapfile, getopts and unset set.
@@ -1742,6 +1774,8 @@ func (a *analyzer) scriptFile(s *segCtx, f arg) {
 	}
 	if a.r.shells.has(s.name) {
 		a.runStored(p, true, s.idx) // provenance.go: judged by its content
+	} else {
+		a.interpScript(s, p) // effects.go: the paths and deletions its code names
 	}
 	switch a.where(p, known) {
 	case whereTree, whereUnknown:

@@ -144,7 +144,8 @@ func TestAnalyze(t *testing.T) {
 		{"exported variable", "export D=/usr; rm -rf $D", action.Block, nil, nil},
 		{"two values", `X=build; X=/etc; rm -rf "$X"`, action.Approve, []string{"shell.rm-dynamic"}, nil},
 		{"read forgets", "X=build; read X; rm -rf $X", action.Approve, []string{"shell.rm-dynamic"}, nil},
-		{"loop variable", "for d in /etc; do rm -rf $d; done", action.Approve, []string{"shell.rm-dynamic"}, nil},
+		{"loop over static words", "for d in /etc; do rm -rf $d; done", action.Block, []string{"shell.rm-system-dir"}, nil},
+		{"loop over a computed list", "for d in $(cat list); do rm -rf $d; done", action.Approve, []string{"shell.rm-dynamic"}, nil},
 		{"read loop", `while read f; do rm "$f"; done < list`, action.Approve, []string{"shell.rm-dynamic"}, nil},
 		// xargs and find.
 		{"xargs", "xargs rm -rf < list", action.Approve, []string{"shell.rm-dynamic"}, []string{"xargs@list", "rm@xargs"}},

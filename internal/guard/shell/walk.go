@@ -317,6 +317,17 @@ func (a *analyzer) stmt(s *syntax.Stmt, origin Origin) {
 				a.substs(w, origin)
 			}
 			if l.Name != nil {
+				if vals, ok := a.loopValues(l.Items); ok && len(vals) > 0 {
+					// A loop over static words runs its body once per word:
+					// judge it so (for f in ~/.ssh/id_*; do cat "$f"; done).
+					for _, v := range vals {
+						a.setVar(l.Name.Value, v, false)
+						a.stmts(c.Do, origin)
+					}
+					a.setVar(l.Name.Value, "", true)
+					a.redirectsOnly(s.Redirs)
+					return
+				}
 				a.setVar(l.Name.Value, "", true)
 			}
 		case *syntax.CStyleLoop:
@@ -590,7 +601,12 @@ func (a *analyzer) call(c *syntax.CallExpr, redirs []*syntax.Redirect, origin Or
 		return
 	}
 	args := a.words(c.Args, origin)
+	// Prefix assignments (VAR=x cmd) are the program's environment: they
+	// hold while it is judged (CDPATH for cd, variables a nested shell
+	// expands), and the shell's own variables come back afterwards.
+	restore := a.prefixVars(c.Assigns)
 	idx := a.command(args, cmdCtx{origin: origin, redirs: redirs, in: in})
+	restore()
 	if a.callSeg == nil {
 		a.callSeg = map[*syntax.CallExpr]int{}
 	}
@@ -687,4 +703,68 @@ func (a *analyzer) fileSystem() fs.FS {
 		}
 	}
 	return a.fsys
+}
+
+// maxLoopValues bounds how many static words a loop's body is judged for.
+const maxLoopValues = 8
+
+// loopValues returns the words a for loop iterates over when every one is
+// static (globs expanded against the file system), at most maxLoopValues.
+func (a *analyzer) loopValues(items []*syntax.Word) ([]string, bool) {
+	var out []string
+	for _, w := range items {
+		x := a.words([]*syntax.Word{w}, OriginList)
+		for _, y := range x {
+			if y.dyn {
+				return nil, false
+			}
+			if y.glob {
+				p, known := a.abs(y.pat)
+				ms, ok := a.globMatches(a.expandHome(p), known)
+				if !ok {
+					return nil, false
+				}
+				out = append(out, ms...)
+				continue
+			}
+			out = append(out, y.val)
+		}
+		if len(out) > maxLoopValues {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// prefixVars sets the static prefix assignments of a command as variables
+// and returns a function that restores the variables as they were.
+func (a *analyzer) prefixVars(as []*syntax.Assign) func() {
+	if len(as) == 0 {
+		return func() {}
+	}
+	type saved struct {
+		st  varState
+		had bool
+	}
+	old := map[string]saved{}
+	for _, x := range as {
+		if x == nil || x.Name == nil || x.Array != nil || x.Index != nil || x.Append {
+			continue
+		}
+		name := x.Name.Value
+		if _, done := old[name]; !done {
+			st, had := a.vars[name]
+			old[name] = saved{st, had}
+		}
+		a.assign(x)
+	}
+	return func() {
+		for name, sv := range old {
+			if sv.had {
+				a.vars[name] = sv.st
+			} else {
+				delete(a.vars, name)
+			}
+		}
+	}
 }
