@@ -231,6 +231,15 @@ func SelfPath(p string) bool {
 	return false
 }
 
+// apiPath reports whether an HTTP path is under Overseer's /api/v1/.
+func apiPath(p string) bool {
+	if u, err := url.PathUnescape(p); err == nil {
+		p = u
+	}
+	p = path.Clean("/" + p)
+	return p == "/api/v1" || strings.HasPrefix(p, "/api/v1/")
+}
+
 // schemePorts are the default ports of the URL schemes a client may use to
 // send bytes to a TCP port (gopher and telnet included: they send what the
 // URL says, which can be an HTTP request).
@@ -262,9 +271,6 @@ func (s *SelfAPI) MatchURL(raw string, bare bool) string {
 		return ""
 	}
 	host := u.Hostname()
-	if !s.LocalHost(host) {
-		return ""
-	}
 	port := schemePorts[scheme]
 	if p := u.Port(); p != "" {
 		n, err := strconv.ParseUint(p, 10, 16)
@@ -272,6 +278,16 @@ func (s *SelfAPI) MatchURL(raw string, bare bool) string {
 			return ""
 		}
 		port = uint16(n)
+	}
+	if !s.LocalHost(host) {
+		// A name is not resolved (a guard does not look names up), and
+		// public names resolve to 127.0.0.1 (localtest.me, lvh.me,
+		// 127.0.0.1.nip.io): a name at the daemon's port asking for
+		// Overseer's API is taken as the daemon.
+		if _, literal := ParseHost(strings.Trim(host, "[]")); !literal && host != "" && s.DaemonPort(port) && apiPath(u.EscapedPath()) {
+			return u.Host + " is a name that may resolve to this machine, at the daemon's port (" + s.Ports() + "), and " + u.Path + " is Overseer's API"
+		}
+		return ""
 	}
 	where := u.Host
 	if where == "" || where[0] == ':' {

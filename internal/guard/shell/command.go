@@ -81,7 +81,8 @@ type unwrapped struct {
 	hasDir   bool
 	split    arg // env -S: a string that is split into the program and arguments
 	hasSplit bool
-	hasX     bool // watch -x: the arguments are a program, not a shell string
+	hasX     bool  // watch -x: the arguments are a program, not a shell string
+	cmds     []arg // values of command options (nodemon --exec CMD)
 }
 
 // skipWrapper skips the options of wrapper w whose name is at args[i].
@@ -98,6 +99,9 @@ func skipWrapper(w *cwrapper, args []arg, i int) unwrapped {
 		}
 		if w.name == "env" && (opt == "-S" || opt == "--split-string") {
 			u.split, u.hasSplit = v, true
+		}
+		if w.cmdOpts.has(opt) {
+			u.cmds = append(u.cmds, v)
 		}
 	}
 	next := func(k int) arg {
@@ -126,6 +130,10 @@ func skipWrapper(w *cwrapper, args []arg, i int) unwrapped {
 			if name == "--exec" {
 				u.hasX = true
 			}
+			if w.pairOpts.has(name) && !eq {
+				j += 3
+				continue
+			}
 			if w.valueOpts.has(name) {
 				if eq {
 					value(name, arg{val: val, dyn: x.dyn})
@@ -146,6 +154,10 @@ func skipWrapper(w *cwrapper, args []arg, i int) unwrapped {
 			if w.valueOpts.has(v) {
 				value(v, next(j+1))
 				j += 2
+				continue
+			}
+			if w.pairOpts.has(v) {
+				j += 3
 				continue
 			}
 			skipNext := false
@@ -214,6 +226,12 @@ func (a *analyzer) command(args []arg, c cmdCtx) int {
 			break
 		}
 		name := progName(args[i].val)
+		if prog, ok := multiCall(name, args[i+1:]); ok {
+			// coreutils --coreutils-prog=rm ARGS: the program is rm.
+			args = append([]arg{{val: prog}}, args[i+2:]...)
+			i = 0
+			continue
+		}
 		w := a.r.wrapperFor(name, args[i+1:])
 		if w == nil {
 			break
@@ -223,6 +241,14 @@ func (a *analyzer) command(args []arg, c cmdCtx) int {
 		label := name
 		if w.sub != "" {
 			label += " " + w.sub
+		}
+		if len(u.cmds) > 0 {
+			// nodemon --exec CMD: the option's value is a command line.
+			return a.wrapperCommands(args[i], args[i+1:], u.cmds, wrappers, c)
+		}
+		if w.script && !u.stop && u.next < len(args) {
+			// tmux new -d 'cmd', watchexec -- cmd: the words run with sh -c.
+			return a.watchScript(args[i], args[u.next:], wrappers, c)
 		}
 		if u.stop || u.next >= len(args) && !u.hasSplit {
 			// The wrapper runs no program: it is the segment itself.
@@ -294,10 +320,13 @@ func (a *analyzer) command(args []arg, c cmdCtx) int {
 	}
 	a.cur = idx
 	sc := &segCtx{idx: idx, name: name, prog: prog, args: rest, c: c}
-	a.loaderArgs(args[:i]) // foreign.go: env LD_PRELOAD=… cmd
-	a.builtName(prog)      // static.go: a name printed by a substitution
+	saved := a.cmdEnv
+	a.cmdEnv = a.commandEnv(a.envArgs(args[:i])) // envvars.go: env LD_PRELOAD=… cmd
+	a.envForCommand(sc, a.cmdEnv)
+	a.builtName(prog) // static.go: a name printed by a substitution
 	a.classify(sc)
 	a.effects(sc)
+	a.cmdEnv = saved
 	a.cur = idx
 	s := &a.out.Segments[idx]
 	switch {
@@ -332,8 +361,12 @@ func (r *rules) privileged(label string) bool {
 // watchScript judges "watch [options] words…", which runs the words with
 // sh -c.
 func (a *analyzer) watchScript(prog arg, words []arg, wrappers []string, c cmdCtx) int {
-	seg := Segment{Name: "watch", Path: prog.val, Args: vals(words), Origin: c.origin,
-		Wrappers: wrappers[:len(wrappers)-1], Dynamic: anyDyn(words)}
+	name := progName(prog.val)
+	if name == "watch" && len(wrappers) > 0 {
+		wrappers = wrappers[:len(wrappers)-1]
+	}
+	seg := Segment{Name: name, Path: prog.val, Args: vals(words), Origin: c.origin,
+		Wrappers: wrappers, Dynamic: anyDyn(words)}
 	idx := a.newSegment(seg)
 	if idx < 0 {
 		return -1
@@ -343,7 +376,7 @@ func (a *analyzer) watchScript(prog arg, words []arg, wrappers []string, c cmdCt
 	parts := make([]string, 0, len(words))
 	for _, w := range words {
 		if w.dyn {
-			a.dynamicCode(w, "watch runs a command computed at run time")
+			a.dynamicCode(w, name+" runs a command computed at run time")
 			return idx
 		}
 		parts = append(parts, w.val)

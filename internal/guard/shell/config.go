@@ -68,6 +68,33 @@ type Config struct {
 	GlobalOptions map[string][]string `yaml:"global_options,omitempty" json:"global_options,omitempty"`
 	// Wrappers are programs that run another program given as arguments.
 	Wrappers []Wrapper `yaml:"wrappers,omitempty" json:"wrappers,omitempty"`
+	// Environment maps environment variables to what they make programs
+	// run or read (see envvars.go); a policy's entry replaces the default.
+	Environment map[string]EnvVar `yaml:"environment,omitempty" json:"environment,omitempty"`
+}
+
+// EnvVar describes an environment variable that changes what a program
+// runs, reads or loads.
+type EnvVar struct {
+	// Kind says what the value is: "command" (a command line a program
+	// runs), "program" (a program a program runs), "options" (options of
+	// Programs), "config" (a configuration file or directory), "loadpath"
+	// (directories code is loaded from), "loader" (code every program
+	// loads), "script" (a shell script a shell runs first) or "git_config"
+	// (git -c through the environment).
+	Kind string `yaml:"kind" json:"kind"`
+	// Programs are the programs that read the variable (for "options", the
+	// programs the options are given to).
+	Programs []string `yaml:"programs,omitempty" json:"programs,omitempty"`
+	// Prefixes are marks before a command that are not part of it
+	// (LESSOPEN's "|").
+	Prefixes []string `yaml:"prefixes,omitempty" json:"prefixes,omitempty"`
+	// Code are options that load code ("options": NODE_OPTIONS=--require);
+	// the variable then needs a person whatever program runs.
+	Code []string `yaml:"code,omitempty" json:"code,omitempty"`
+	// Level is the level of a "loader" variable, and the least level of a
+	// variable whose value is not known (default confirm).
+	Level action.Level `yaml:"level,omitempty" json:"level,omitempty"`
 }
 
 // Pattern classifies a use of a tool.
@@ -108,6 +135,14 @@ type Wrapper struct {
 	Assignments bool `yaml:"assignments,omitempty" json:"assignments,omitempty"`
 	// Privileged wrappers run the program as another user, usually root.
 	Privileged bool `yaml:"privileged,omitempty" json:"privileged,omitempty"`
+	// PairOptions take two values ("bwrap --bind SRC DEST").
+	PairOptions []string `yaml:"pair_options,omitempty" json:"pair_options,omitempty"`
+	// CommandOptions take a command line the wrapper runs with a shell
+	// ("nodemon --exec 'cmd'").
+	CommandOptions []string `yaml:"command_options,omitempty" json:"command_options,omitempty"`
+	// Script means the wrapped words are joined and run by a shell, as
+	// watch does ("tmux new -d 'cmd'").
+	Script bool `yaml:"script,omitempty" json:"script,omitempty"`
 }
 
 // ParseConfig decodes a Config from YAML or JSON (JSON is YAML). Unknown
@@ -188,6 +223,15 @@ func merge(base, ext Config) Config {
 	}
 	out.Interpreters = mergeMap(base.Interpreters, ext.Interpreters)
 	out.GlobalOptions = mergeMap(base.GlobalOptions, ext.GlobalOptions)
+	if len(base.Environment)+len(ext.Environment) > 0 {
+		out.Environment = make(map[string]EnvVar, len(base.Environment)+len(ext.Environment))
+		for k, v := range base.Environment {
+			out.Environment[k] = v
+		}
+		for k, v := range ext.Environment {
+			out.Environment[k] = v
+		}
+	}
 	return out
 }
 
@@ -273,6 +317,9 @@ type cwrapper struct {
 	operands   int
 	assigns    bool
 	privileged bool
+	pairOpts   set
+	cmdOpts    set
+	script     bool
 }
 
 // secretRule is one compiled secret path pattern.
@@ -299,6 +346,7 @@ type rules struct {
 	netSenders   set
 	globalOpts   map[string]set
 	wrappers     map[string][]*cwrapper
+	envVars      map[string]*cenv // by name; npm_config_ names in lower case
 }
 
 var checkName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
@@ -325,6 +373,7 @@ func compile(c Config) (*rules, error) {
 		netSenders:   makeSet(c.NetSenders, true),
 		globalOpts:   map[string]set{},
 		wrappers:     map[string][]*cwrapper{},
+		envVars:      map[string]*cenv{},
 	}
 	switch {
 	case c.PreviewLimit < 0 || c.PreviewLimit > 1000:
@@ -471,16 +520,20 @@ func compile(c Config) (*rules, error) {
 		cw := &cwrapper{
 			name: f[0], valueOpts: makeSet(w.ValueOptions, false), stop: makeSet(w.StopFlags, false),
 			chdir: makeSet(w.ChdirOptions, false), operands: w.Operands, assigns: w.Assignments, privileged: w.Privileged,
+			pairOpts: makeSet(w.PairOptions, false), cmdOpts: makeSet(w.CommandOptions, false), script: w.Script,
+		}
+		for _, o := range w.CommandOptions {
+			cw.valueOpts[o] = struct{}{}
 		}
 		if len(f) == 2 {
 			cw.sub = f[1]
 		}
-		for _, o := range slices.Concat(w.ValueOptions, w.StopFlags, w.ChdirOptions) {
+		for _, o := range slices.Concat(w.ValueOptions, w.StopFlags, w.ChdirOptions, w.PairOptions, w.CommandOptions) {
 			if !strings.HasPrefix(o, "-") {
 				return fail("wrapper %s: option %q must start with -", w.Name, o)
 			}
 		}
-		for _, o := range w.ValueOptions {
+		for _, o := range slices.Concat(w.ValueOptions, w.CommandOptions) {
 			if len(o) == 2 && o[1] != '-' {
 				cw.shortValue += o[1:]
 			}
@@ -491,6 +544,13 @@ func compile(c Config) (*rules, error) {
 		} else {
 			r.wrappers[f[0]] = append(r.wrappers[f[0]], cw)
 		}
+	}
+	for name, v := range c.Environment {
+		ce, err := compileEnv(name, v)
+		if err != nil {
+			return nil, err
+		}
+		r.envVars[envKey(name)] = ce
 	}
 	return r, nil
 }

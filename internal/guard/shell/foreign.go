@@ -12,9 +12,8 @@ import (
 
 // This file judges programs that run other commands in ways the wrappers
 // of rules.yaml cannot describe (GNU parallel, tar's command options,
-// containers with the host's directories mounted), Windows deletion and
-// formatting commands, and environment variables that make a program
-// load code.
+// containers with the host's directories mounted), and Windows deletion
+// and formatting commands. Environment variables are judged in envvars.go.
 
 // registerForeign adds the handlers of this file.
 func registerForeign() {
@@ -29,6 +28,7 @@ func registerForeign() {
 		handlers[n] = (*analyzer).winFormatCmd
 	}
 	handlers["cmd"] = (*analyzer).cmdExeCmd
+	handlers["expect"] = (*analyzer).expectCmd
 	handlers["rmdir"] = func(a *analyzer, s *segCtx) bool {
 		for _, x := range s.args {
 			if !x.dyn && winSwitch(strings.ToLower(x.val)) {
@@ -36,60 +36,6 @@ func registerForeign() {
 			}
 		}
 		return a.rmCmd(s)
-	}
-}
-
-// loaderVars are environment variables that make every program started
-// load code the variable names.
-var loaderVars = map[string]action.Level{
-	"LD_PRELOAD": action.Approve, "LD_AUDIT": action.Approve, "DYLD_INSERT_LIBRARIES": action.Approve,
-	"LD_LIBRARY_PATH": action.Confirm, "DYLD_LIBRARY_PATH": action.Confirm, "DYLD_FRAMEWORK_PATH": action.Confirm,
-	"BASH_ENV": action.Confirm, "PERL5OPT": action.Confirm, "RUBYOPT": action.Confirm,
-	"NODE_OPTIONS": action.Confirm, "JAVA_TOOL_OPTIONS": action.Confirm, "_JAVA_OPTIONS": action.Confirm,
-	"GIT_SSH_COMMAND": action.Confirm, "GIT_EXTERNAL_DIFF": action.Confirm,
-}
-
-// loaderEnv judges assignments (NAME=value) of the environment of a
-// command.
-func (a *analyzer) loaderEnv(name, value string) {
-	l, ok := loaderVars[name]
-	if !ok || value == "" {
-		return
-	}
-	a.add(guard.Finding{Check: "shell.loader-env", Level: l, Hard: l >= action.Approve,
-		Message: name + "=" + clip(value, 80) + " changes the code the programs it starts load"})
-}
-
-// loaderArgs judges the NAME=value words of wrappers such as env and sudo.
-func (a *analyzer) loaderArgs(args []arg) {
-	for _, x := range args {
-		if x.dyn {
-			continue
-		}
-		if n, v, ok := strings.Cut(x.val, "="); ok && validName(n, false) {
-			a.loaderEnv(n, v)
-		}
-	}
-}
-
-// loaderAssigns judges the assignments of a simple command or a
-// declaration.
-func (a *analyzer) loaderAssigns(as []*syntax.Assign) {
-	for _, x := range as {
-		if x == nil || x.Name == nil {
-			continue
-		}
-		if _, ok := loaderVars[x.Name.Value]; !ok {
-			continue
-		}
-		v, dyn, _, _ := a.resolve(x.Value)
-		if dyn {
-			v = a.text(x.Value)
-		}
-		if v == "" && x.Value != nil {
-			v = "…"
-		}
-		a.loaderEnv(x.Name.Value, v)
 	}
 }
 
@@ -533,4 +479,116 @@ func (a *analyzer) foreignScript(src string, origin Origin, idx int) bool {
 	a.nestedScript(src, origin, idx)
 	a.cur = idx
 	return true
+}
+
+// expectCmd judges the commands an expect script given with -c starts
+// (spawn, exec, system). expect itself stays unknown: what it sends to
+// the programs it starts is not followed.
+func (a *analyzer) expectCmd(s *segCtx) bool {
+	for j, x := range s.args {
+		if x.val != "-c" || j+1 >= len(s.args) {
+			continue
+		}
+		c := s.args[j+1]
+		if c.dyn {
+			a.dynamicCode(c, "expect runs a script computed at run time")
+			continue
+		}
+		for _, cmd := range tclCommands(c.val) {
+			if len(cmd) < 2 {
+				continue
+			}
+			words := cmd[1:]
+			switch cmd[0] {
+			case "spawn":
+				for len(words) > 0 && strings.HasPrefix(words[0], "-") {
+					if words[0] == "-ignore" && len(words) > 1 {
+						words = words[1:]
+					}
+					words = words[1:]
+				}
+			case "exec":
+				for len(words) > 0 && strings.HasPrefix(words[0], "-") {
+					words = words[1:]
+				}
+			case "system":
+				a.nestedScript(strings.Join(words, " "), OriginShellC, s.idx)
+				a.cur = s.idx
+				continue
+			default:
+				continue
+			}
+			if len(words) == 0 {
+				continue
+			}
+			q := make([]string, len(words))
+			for i, w := range words {
+				q[i] = shellQuote(w)
+			}
+			a.nestedScript(strings.Join(q, " "), OriginShellC, s.idx)
+			a.cur = s.idx
+		}
+	}
+	return false
+}
+
+// tclCommands splits Tcl source into commands of words: commands end at a
+// newline or ";", words are separated by blanks, and "…" and {…} group.
+func tclCommands(src string) [][]string {
+	var out [][]string
+	var cmd []string
+	var b strings.Builder
+	inWord := false
+	flush := func() {
+		if inWord {
+			cmd = append(cmd, b.String())
+			b.Reset()
+			inWord = false
+		}
+	}
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case c == '\\' && i+1 < len(src):
+			i++
+			b.WriteByte(src[i])
+			inWord = true
+		case c == '"' && !inWord:
+			j := strings.IndexByte(src[i+1:], '"')
+			if j < 0 {
+				j = len(src) - i - 1
+			}
+			b.WriteString(src[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == '{' && !inWord:
+			depth, j := 1, i+1
+			for ; j < len(src) && depth > 0; j++ {
+				if src[j] == '{' {
+					depth++
+				} else if src[j] == '}' {
+					depth--
+				}
+			}
+			b.WriteString(src[i+1 : max(j-1, i+1)])
+			i = j - 1
+			inWord = true
+		case c == ' ' || c == '\t':
+			flush()
+		case c == '\n' || c == ';':
+			flush()
+			if len(cmd) > 0 {
+				out = append(out, cmd)
+			}
+			cmd = nil
+		default:
+			b.WriteByte(c)
+			inWord = true
+		}
+	}
+	flush()
+	if len(cmd) > 0 {
+		out = append(out, cmd)
+	}
+	return out
 }

@@ -836,6 +836,71 @@ func gitExecKey(key, value string) bool {
 	return false
 }
 
+// gitConfigKV judges one key=value of git configuration given to git (by
+// -c, the environment or a configuration file the command wrote): a key
+// that makes git run a command has its value judged as the command.
+func (a *analyzer) gitConfigKV(kv string, dyn bool, idx int, how string) {
+	k, val, _ := strings.Cut(kv, "=")
+	if !gitExecKey(k, val) {
+		return
+	}
+	a.add(guard.Finding{Check: "shell.git-config-exec", Level: action.Confirm,
+		Message: how + kv + " can make git run a command"})
+	if cmd := strings.TrimPrefix(strings.TrimSpace(val), "!"); cmd != "" && !dyn {
+		a.nestedScript(cmd, OriginGit, idx)
+		a.cur = idx
+	}
+}
+
+// gitExtURLs judges the ext:: URLs among git's arguments: git runs the
+// command the URL names (git-remote-ext: "% " is a space, "%%" a percent
+// sign).
+func (a *analyzer) gitExtURLs(s *segCtx) {
+	for _, x := range s.args {
+		rest, ok := strings.CutPrefix(x.val, "ext::")
+		if !ok {
+			continue
+		}
+		if x.dyn {
+			a.dynamicCode(x, "git runs the command of an ext:: URL computed at run time")
+			continue
+		}
+		var words []string
+		var b strings.Builder
+		for i := 0; i < len(rest); i++ {
+			switch {
+			case rest[i] == '%' && i+1 < len(rest) && (rest[i+1] == ' ' || rest[i+1] == '%'):
+				i++
+				b.WriteByte(rest[i])
+			case rest[i] == '%' && i+1 < len(rest):
+				i++ // %S, %s, %G, %V: placeholders git fills in
+				b.WriteString("x")
+			case rest[i] == ' ':
+				if b.Len() > 0 {
+					words = append(words, b.String())
+					b.Reset()
+				}
+			default:
+				b.WriteByte(rest[i])
+			}
+		}
+		if b.Len() > 0 {
+			words = append(words, b.String())
+		}
+		if len(words) == 0 {
+			continue
+		}
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = shellQuote(w)
+		}
+		a.add(guard.Finding{Check: "shell.git-config-exec", Level: action.Confirm,
+			Message: "git runs the command of the URL " + clip(x.val, 80)})
+		a.nestedScript(strings.Join(quoted, " "), OriginGit, s.idx)
+		a.cur = s.idx
+	}
+}
+
 // gitCmd judges what git runs besides itself: configuration that runs
 // commands, rebase --exec, bisect run and submodule foreach.
 func (a *analyzer) gitCmd(s *segCtx) bool {
@@ -858,15 +923,14 @@ func (a *analyzer) gitCmd(s *segCtx) bool {
 		default:
 			continue
 		}
-		if k, val, _ := strings.Cut(kv, "="); gitExecKey(k, val) || strings.HasPrefix(v, "--config-env") {
+		if strings.HasPrefix(v, "--config-env") {
 			a.add(guard.Finding{Check: "shell.git-config-exec", Level: action.Confirm,
-				Message: "git -c " + kv + " can make git run a command"})
-			if cmd := strings.TrimPrefix(strings.TrimSpace(val), "!"); cmd != "" && !args[j].dyn {
-				a.nestedScript(cmd, OriginGit, s.idx)
-				a.cur = s.idx
-			}
+				Message: "git " + v + " can make git run a command"})
+			continue
 		}
+		a.gitConfigKV(kv, args[j].dyn, s.idx, "git -c ")
 	}
+	a.gitExtURLs(s)
 	ops := operandsOf(args, "-C", "-c", "--git-dir", "--work-tree", "--namespace")
 	if len(ops) == 0 {
 		return false
@@ -1428,9 +1492,35 @@ func (a *analyzer) cdPath(dir string) (string, bool) {
 func (a *analyzer) varsCmd(s *segCtx) bool {
 	switch s.name {
 	case "read":
-		ops := operandsOf(s.args, "-d", "-n", "-N", "-p", "-t", "-u", "-i")
+		ops := operandsOf(s.args, "-d", "-n", "-N", "-p", "-t", "-u", "-i", "-a")
 		if x, ok := optValue(s.args, "-a"); ok {
 			a.setVar(x.val, "", true)
+		}
+		// read X <<< WORD: X is the word's first line (a plain read of
+		// static text; several names split it at blanks).
+		in := a.stdinOf(s.c.redirs)
+		_, hasD := optValue(s.args, "-d")
+		if in.kind == 'd' && !in.dyn && !hasD && !anyDyn(ops) && len(ops) > 0 {
+			line, _, _ := strings.Cut(in.text, "\n")
+			if !hasFlag(s.args, "-r") && strings.Contains(line, `\`) {
+				line = strings.ReplaceAll(line, `\`, "") // not followed: escapes are removed
+			}
+			fields := strings.Fields(line)
+			for i, x := range ops {
+				switch {
+				case i == len(ops)-1 && i < len(fields):
+					rest := strings.TrimSpace(line)
+					for k := 0; k < i; k++ {
+						rest = strings.TrimSpace(strings.TrimPrefix(rest, fields[k]))
+					}
+					a.setVar(x.val, rest, false)
+				case i < len(fields):
+					a.setVar(x.val, fields[i], false)
+				default:
+					a.setVar(x.val, "", false)
+				}
+			}
+			break
 		}
 		for _, x := range ops {
 			a.setVar(x.val, "", true)
@@ -1478,6 +1568,14 @@ func (a *analyzer) echoCmd(s *segCtx) bool {
 // printfCmd records the static text printf prints, and forgets printf -v.
 func (a *analyzer) printfCmd(s *segCtx) bool {
 	if x, ok := optValue(s.args, "-v"); ok {
+		// printf -v X FORMAT ARGS: X is the text printf would print.
+		ops := operandsOf(s.args, "-v")
+		if len(ops) > 0 && !anyDyn(ops) && !x.dyn {
+			if t, ok := printfText(ops[0].val, vals(ops[1:])); ok {
+				a.setVar(x.val, t, false)
+				return false
+			}
+		}
 		a.setVar(x.val, "", true)
 		return false
 	}

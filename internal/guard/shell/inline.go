@@ -182,6 +182,11 @@ func (a *analyzer) inlineCode(lang, code string, idx int) {
 		args := code[from:to]
 		in := literalsIn(lits, from, to)
 		target, ok := "", false
+		if homeArg(code, from, to, in) {
+			// rmtree(os.environ['HOME']), rmSync(require("os").homedir()):
+			// the first argument is the home itself.
+			in = nil
+		}
 		if len(in) > 0 {
 			target, ok = in[0].val, true
 			if strings.HasPrefix(target, "~") && (homeExpr.MatchString(args) || lang == "pwsh" || lang == "powershell") {
@@ -236,6 +241,59 @@ func (a *analyzer) inlineCode(lang, code string, idx int) {
 		}
 		a.inlineShell(in[0].val, idx)
 	}
+}
+
+// homeArg reports whether the first argument of a call, code[from:to]
+// with the literals in, is an expression of the home directory and
+// nothing else: its literals are the keys of the expression
+// (environ['HOME']) or module names (require("os")).
+func homeArg(code string, from, to int, in []literal) bool {
+	end := to
+	depth := 0
+	var q byte
+	for k := from; k < to; k++ {
+		c := code[k]
+		switch {
+		case q != 0:
+			if c == '\\' {
+				k++
+			} else if c == q {
+				q = 0
+			}
+		case c == '\'' || c == '"' || c == '`':
+			q = c
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 0:
+			end = k
+		}
+		if end != to {
+			break
+		}
+	}
+	first := code[from:end]
+	ms := homeExpr.FindAllStringIndex(first, 4)
+	if len(ms) == 0 || strings.ContainsAny(first, "+/") || strings.Contains(first, "join") {
+		return false
+	}
+	for _, l := range in {
+		if l.start >= end {
+			break
+		}
+		inside := false
+		for _, m := range ms {
+			if l.start >= from+m[0]-1 && l.end <= from+m[1]+1 {
+				inside = true
+			}
+		}
+		before := strings.TrimRight(code[from:l.start], " \t")
+		if !inside && !strings.HasSuffix(before, "require(") && !strings.HasSuffix(before, "import(") {
+			return false
+		}
+	}
+	return true
 }
 
 // inlineShell judges a shell command found in inline code.

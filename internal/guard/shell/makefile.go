@@ -206,8 +206,11 @@ func (m *makefile) parse(file, text string) {
 			cur = m.rule(l, at, opLen, file, ln, cond > 0)
 		default:
 			// A line make does not understand as a rule or an assignment
-			// ($(eval …) at top level, a function call): nothing runs
-			// from it statically.
+			// ($(eval …) at top level, a function call): make expands it
+			// first, so the $(shell …) calls in it run.
+			if strings.Contains(l, "$") {
+				m.expand(l, nil)
+			}
 			cur = nil
 		}
 	}

@@ -626,6 +626,17 @@ func (a *analyzer) makeCmd(s *segCtx) {
 		m.parse("--eval#"+itoa(i+1), e)
 	}
 	read := false
+	// MAKEFILES: makefiles make reads before the others (envvars.go).
+	for _, fx := range a.makefilesEnv() {
+		text, name, ok := a.makefileText(s, fx, dir)
+		if !ok {
+			return
+		}
+		if text != "\x00missing" {
+			m.parse(name, text)
+			read = true
+		}
+	}
 	if len(files) == 0 {
 		for _, n := range []string{"GNUmakefile", "makefile", "Makefile"} {
 			f := a.contentOf(path.Join(dir, n), s.idx)

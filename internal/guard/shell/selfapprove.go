@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"path"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -39,11 +41,12 @@ type selfLists struct {
 	OverseerBlock          []string `yaml:"overseer_block"`
 	OverseerPolicyReadOnly []string `yaml:"overseer_policy_read_only"`
 	HTTPClients            []string `yaml:"http_clients"`
+	URLClients             []string `yaml:"url_clients"`
 	SocketClients          []string `yaml:"socket_clients"`
 }
 
 type selfSets struct {
-	block, policyRO, http, socket, shorthand set
+	block, policyRO, http, socket, shorthand, url set
 }
 
 var selfRules = func() selfSets {
@@ -56,6 +59,7 @@ var selfRules = func() selfSets {
 		policyRO:  makeSet(l.OverseerPolicyReadOnly, true),
 		http:      makeSet(l.HTTPClients, true),
 		socket:    makeSet(l.SocketClients, true),
+		url:       makeSet(l.URLClients, true),
 		shorthand: makeSet([]string{"http", "https", "httpie", "xh", "xhs", "curlie"}, true),
 	}
 }()
@@ -90,6 +94,17 @@ func (a *analyzer) selfCheck(s *segCtx) {
 		a.selfNetArgs(s)
 	case a.interpreter(name) != nil:
 		a.selfCode(s)
+	case selfRules.url.has(name):
+		// git ls-remote URL, pip install URL: a URL operand is fetched.
+		for _, x := range s.args {
+			if x.dyn || !strings.Contains(x.val, "://") {
+				continue
+			}
+			if why := a.self().MatchURL(x.val, false); why != "" {
+				a.selfAPIFinding(name + " " + clip(x.val, 80) + " (" + why + ")")
+				return
+			}
+		}
 	}
 }
 
@@ -192,7 +207,7 @@ func (a *analyzer) selfNetArgs(s *segCtx) {
 	socket := selfRules.socket.has(name)
 	var localHost, daemonPort, localMention bool
 	var selfPathURL string
-	for _, x := range s.args {
+	for _, x := range a.selfNetWords(s) {
 		v := x.val
 		if x.dyn {
 			if why := dynURL(sa, v); why != "" {
@@ -204,6 +219,9 @@ func (a *analyzer) selfNetArgs(s *segCtx) {
 		cands := []string{v}
 		if i := strings.LastIndexByte(v, '='); i >= 0 && i+1 < len(v) {
 			cands = append(cands, v[i+1:])
+		}
+		if name == "curl" && strings.ContainsAny(v, "{[") && !hasFlag(s.args, "-g") && !hasFlag(s.args, "--globoff") {
+			cands = append(cands, curlGlob(v, 32)...) // curl's own URL globbing
 		}
 		for _, c := range cands {
 			isOpt := strings.HasPrefix(c, "-")
@@ -255,6 +273,121 @@ func (a *analyzer) selfNetArgs(s *segCtx) {
 	case localMention && selfPathURL != "":
 		a.selfAPIFinding(name + " " + clip(selfPathURL, 80) + " (routed to this machine, and the path is Overseer's API)")
 	}
+}
+
+// selfNetWords returns the arguments of a network client with the URLs it
+// reads from files: curl -K FILE (url = "…" lines, or options), wget -i
+// FILE (a URL a line). The files are read as the command leaves them
+// (written earlier in it) or from the file system.
+func (a *analyzer) selfNetWords(s *segCtx) []arg {
+	var opts []string
+	switch s.name {
+	case "curl":
+		opts = []string{"-K", "--config"}
+	case "wget", "wget2":
+		opts = []string{"-i", "--input-file"}
+	default:
+		return s.args
+	}
+	out := s.args
+	for j, x := range s.args {
+		var f arg
+		switch {
+		case slices.Contains(opts, x.val) && j+1 < len(s.args):
+			f = s.args[j+1]
+		case strings.HasPrefix(x.val, opts[1]+"="):
+			f = arg{val: strings.TrimPrefix(x.val, opts[1]+"="), dyn: x.dyn}
+		default:
+			continue
+		}
+		if f.dyn || f.val == "-" {
+			continue
+		}
+		p, ok := a.abs(f.val)
+		if !ok {
+			continue
+		}
+		rf := a.contentOf(p, s.idx)
+		if rf.state != fileOK {
+			continue
+		}
+		for _, line := range strings.Split(rf.text, "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || line[0] == '#' {
+				continue
+			}
+			if s.name == "curl" {
+				k, v, _ := strings.Cut(line, "=")
+				if sp := strings.IndexAny(line, " \t:"); sp >= 0 && (sp < len(k) || !strings.Contains(line, "=")) {
+					k, v = line[:sp], strings.TrimLeft(line[sp:], " \t:=")
+				}
+				k = strings.TrimLeft(strings.TrimSpace(k), "-")
+				v = strings.Trim(strings.TrimSpace(v), `"'`)
+				if k == "url" {
+					out = append(out, arg{val: v})
+					continue
+				}
+				if strings.Contains(v, "://") {
+					out = append(out, arg{val: v})
+				}
+				continue
+			}
+			out = append(out, arg{val: line})
+		}
+	}
+	return out
+}
+
+// curlGlob expands curl's URL globbing ({a,b}, [1-3], [a-c]) in v, at
+// most limit URLs.
+func curlGlob(v string, limit int) []string {
+	i := strings.IndexAny(v, "{[")
+	if i < 0 || limit <= 0 {
+		return []string{v}
+	}
+	var alts []string
+	if v[i] == '{' {
+		j := strings.IndexByte(v[i:], '}')
+		if j < 0 {
+			return []string{v}
+		}
+		alts = strings.Split(v[i+1:i+j], ",")
+		v = v[:i] + "\x00" + v[i+j+1:]
+	} else {
+		j := strings.IndexByte(v[i:], ']')
+		if j < 0 {
+			return []string{v}
+		}
+		lo, hi, ok := strings.Cut(v[i+1:i+j], "-")
+		hi, _, _ = strings.Cut(hi, ":") // [1-9:2]: a step
+		if !ok {
+			return []string{v}
+		}
+		if a, err := strconv.Atoi(lo); err == nil {
+			b, err := strconv.Atoi(hi)
+			if err != nil || b < a {
+				return []string{v}
+			}
+			for n := a; n <= b && len(alts) < limit; n++ {
+				alts = append(alts, strconv.Itoa(n))
+			}
+		} else if len(lo) == 1 && len(hi) == 1 && lo[0] <= hi[0] {
+			for c := lo[0]; c <= hi[0] && len(alts) < limit; c++ {
+				alts = append(alts, string(c))
+			}
+		}
+		v = v[:i] + "\x00" + v[i+j+1:]
+	}
+	var out []string
+	for _, alt := range alts {
+		for _, u := range curlGlob(strings.Replace(v, "\x00", alt, 1), limit-len(out)) {
+			out = append(out, u)
+			if len(out) >= limit {
+				return out
+			}
+		}
+	}
+	return out
 }
 
 // urlPath returns the path of a URL (read as a client would), or "".
@@ -323,6 +456,16 @@ func dynURL(sa *netguard.SelfAPI, text string) string {
 		return ""
 	}
 	t := strings.NewReplacer(`"`, "", `'`, "").Replace(text)
+	// Arithmetic of numbers is static: $((7000+777)).
+	t = arithRe.ReplaceAllStringFunc(t, func(m string) string {
+		if n, ok := staticArith(m[3 : len(m)-2]); ok {
+			return strconv.Itoa(n)
+		}
+		return m
+	})
+	if !substRe.MatchString(t) {
+		return sa.MatchURL(t, false)
+	}
 	for _, fill := range []string{"x", "1"} {
 		u := substRe.ReplaceAllString(t, fill)
 		if why := sa.MatchURL(u, false); why != "" && !strings.Contains(why, "daemon's port") || why != "" && fill == "x" {
@@ -330,6 +473,65 @@ func dynURL(sa *netguard.SelfAPI, text string) string {
 		}
 	}
 	return ""
+}
+
+// arithRe matches an arithmetic expansion of numbers.
+var arithRe = regexp.MustCompile(`\$\(\([0-9+\-*/% ()]*\)\)`)
+
+// staticArith evaluates an expression of numbers and + - * / % (no
+// parentheses), left to right with * / % first.
+func staticArith(e string) (int, bool) {
+	e = strings.ReplaceAll(e, " ", "")
+	if e == "" || strings.ContainsAny(e, "()") {
+		return 0, false
+	}
+	sum, term, op := 0, 0, byte('+')
+	num, have := 0, false
+	apply := func() bool {
+		if !have {
+			return false
+		}
+		switch op {
+		case '+':
+			sum += term
+			term = num
+		case '-':
+			sum += term
+			term = -num
+		case '*':
+			term *= num
+		case '/', '%':
+			if num == 0 {
+				return false
+			}
+			if op == '/' {
+				term /= num
+			} else {
+				term %= num
+			}
+		}
+		num, have = 0, false
+		return true
+	}
+	for i := 0; i < len(e); i++ {
+		c := e[i]
+		if c >= '0' && c <= '9' {
+			num = num*10 + int(c-'0')
+			have = true
+			if num > 1<<30 {
+				return 0, false
+			}
+			continue
+		}
+		if !apply() {
+			return 0, false
+		}
+		op = c
+	}
+	if !apply() {
+		return 0, false
+	}
+	return sum + term, true
 }
 
 // urlLitRe finds URL literals in inline code.

@@ -82,6 +82,7 @@ const (
 	OriginTrap      Origin = "trap"       // the handler of a trap
 	OriginAlias     Origin = "alias"      // the value of an alias
 	OriginWatch     Origin = "watch"      // the command watch runs
+	OriginEnv       Origin = "env"        // a command an environment variable names (GIT_EDITOR, LESSOPEN)
 	OriginRemote    Origin = "ssh"        // the command ssh runs on another machine
 	OriginGit       Origin = "git"        // a command git runs (rebase --exec, bisect run, submodule foreach)
 	OriginScript    Origin = "script"     // a script file the command wrote earlier and then runs

@@ -72,6 +72,7 @@ type analyzer struct {
 	written     map[string]writtenFile // files written earlier in the command
 	certState                          // static values followed through the command (static.go)
 	prov        provState              // files runners execute, read once (provenance.go)
+	envState                           // environment variables the command sets (envvars.go)
 	effectFacts int                    // path facts added by the effect scan
 }
 
@@ -590,9 +591,10 @@ func (a *analyzer) call(c *syntax.CallExpr, redirs []*syntax.Redirect, origin Or
 	for _, as := range c.Assigns {
 		a.assignSubsts(as, origin)
 	}
-	a.loaderAssigns(c.Assigns) // foreign.go: LD_PRELOAD=…
 	if len(c.Args) == 0 {
-		// Assignments only: they set shell variables.
+		// Assignments only: they set shell variables (and the environment
+		// when the variable is exported, as PATH, HOME and EDITOR are).
+		a.envAssigns(c.Assigns, true) // envvars.go
 		for _, as := range c.Assigns {
 			a.assign(as)
 		}
@@ -600,12 +602,18 @@ func (a *analyzer) call(c *syntax.CallExpr, redirs []*syntax.Redirect, origin Or
 		a.redirects(redirs, -1)
 		return
 	}
+	prefix := a.envAssigns(c.Assigns, false) // envvars.go: GIT_EDITOR=… git commit
 	args := a.words(c.Args, origin)
 	// Prefix assignments (VAR=x cmd) are the program's environment: they
 	// hold while it is judged (CDPATH for cd, variables a nested shell
 	// expands), and the shell's own variables come back afterwards.
 	restore := a.prefixVars(c.Assigns)
+	saved := a.cmdEnv
+	if len(prefix) > 0 {
+		a.cmdEnv = a.commandEnv(prefix)
+	}
 	idx := a.command(args, cmdCtx{origin: origin, redirs: redirs, in: in})
+	a.cmdEnv = saved
 	restore()
 	if a.callSeg == nil {
 		a.callSeg = map[*syntax.CallExpr]int{}
@@ -621,21 +629,24 @@ func (a *analyzer) decl(d *syntax.DeclClause, redirs []*syntax.Redirect, origin 
 	for _, as := range d.Args {
 		a.assignSubsts(as, origin)
 	}
-	a.loaderAssigns(d.Args) // foreign.go: export LD_PRELOAD=…
+	name := "declare"
+	if d.Variant != nil {
+		name = d.Variant.Value
+	}
+	a.envAssigns(d.Args, true) // envvars.go: export GIT_EDITOR=…
 	for _, as := range d.Args {
 		if as == nil {
 			continue
 		}
 		if as.Name != nil && !as.Naked {
 			a.assign(as)
+		} else if as.Name != nil && (name == "export" || name == "readonly") {
+			// "export x" keeps x's value.
+			continue
 		} else if as.Name != nil {
 			// "local x" without a value, or "declare -n x": unknown.
 			a.setVar(as.Name.Value, "", true)
 		}
-	}
-	name := "declare"
-	if d.Variant != nil {
-		name = d.Variant.Value
 	}
 	idx := a.newSegment(Segment{Name: name, Path: name, Origin: origin})
 	a.cur = idx
