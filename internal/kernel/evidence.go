@@ -81,11 +81,11 @@ func (s audited) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]*
 	if err != nil {
 		return nil, err
 	}
+	if err := s.k.checkApprovals(ctx, list); err != nil {
+		return nil, err
+	}
 	out := list[:0]
 	for _, ap := range list {
-		if err := s.k.checkApproval(ctx, ap); err != nil {
-			return nil, err
-		}
 		if ap.Unaudited != "" && f.Status != "" && f.Status != store.StatusPending && f.Status != ap.Status {
 			continue
 		}
@@ -296,14 +296,54 @@ func (k *Kernel) checkApproval(ctx context.Context, ap *store.Approval) error {
 	if err != nil {
 		return fmt.Errorf("checking approval %s against the audit log: %w", ap.ID, err)
 	}
-	why := approvalProblem(ap, recs)
+	refuse(ap, approvalProblem(ap, recs))
+	return nil
+}
+
+func refuse(ap *store.Approval, why string) {
 	if why == "" {
-		return nil
+		return
 	}
 	ap.Unaudited = why
 	ap.Status = store.StatusDenied
 	ap.Answer = &store.Answer{Decision: "deny", Who: "overseer", Channel: "audit",
 		Reason: "refused: " + why + " (the database was changed outside Overseer; run overseer audit verify)"}
+}
+
+// bulkAfter is how many approvals make checkApprovals read their records
+// in one query rather than one query each.
+const bulkAfter = 16
+
+// checkApprovals is checkApproval for many approvals.
+func (k *Kernel) checkApprovals(ctx context.Context, aps []*store.Approval) error {
+	if len(aps) < bulkAfter {
+		for _, ap := range aps {
+			if err := k.checkApproval(ctx, ap); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	oldest := aps[0].CreatedAt
+	for _, ap := range aps {
+		if ap.CreatedAt.Before(oldest) {
+			oldest = ap.CreatedAt
+		}
+	}
+	// Records are sealed after their approval is stamped; an hour's margin
+	// covers clocks of other processes.
+	recs, err := k.raw.QueryAudit(ctx, store.AuditQuery{Since: oldest.Add(-time.Hour),
+		Types: []string{audit.TypeApprovalRequest, audit.TypeAnswer}})
+	if err != nil {
+		return fmt.Errorf("checking approvals against the audit log: %w", err)
+	}
+	byAction := map[string][]store.AuditRecord{}
+	for _, r := range recs {
+		byAction[r.ActionID] = append(byAction[r.ActionID], r)
+	}
+	for _, ap := range aps {
+		refuse(ap, approvalProblem(ap, byAction[ap.ActionID]))
+	}
 	return nil
 }
 
@@ -432,13 +472,16 @@ func (k *Kernel) Findings(ctx context.Context, all bool) ([]Finding, error) {
 		return nil, err
 	}
 	since := k.Clock.Now().Add(-24 * time.Hour)
+	check := aps[:0]
 	for _, ap := range aps {
-		if !all && ap.Status != store.StatusPending && ap.CreatedAt.Before(since) {
-			continue
+		if all || ap.Status == store.StatusPending || !ap.CreatedAt.Before(since) {
+			check = append(check, ap)
 		}
-		if err := k.checkApproval(ctx, ap); err != nil {
-			return nil, err
-		}
+	}
+	if err := k.checkApprovals(ctx, check); err != nil {
+		return nil, err
+	}
+	for _, ap := range check {
 		if ap.Unaudited != "" {
 			out = append(out, Finding{Kind: "approval", ID: ap.ID, Why: "refused: " + ap.Unaudited})
 		}

@@ -304,7 +304,13 @@ func auditSQL(q store.AuditQuery, strictAfter bool) (string, []any) {
 		for _, t := range q.Types {
 			args = append(args, t)
 		}
-		where = append(where, "type IN ("+ph+")")
+		col := "type"
+		if q.ActionID != "" {
+			// The action's few records come from its index; "+type" keeps
+			// SQLite from scanning the type index instead.
+			col = "+type"
+		}
+		where = append(where, col+" IN ("+ph+")")
 	}
 	// The indexes on action_id, agent and tool are partial (they leave out
 	// the empty value); SQLite uses a partial index only when the query
