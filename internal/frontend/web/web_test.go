@@ -527,3 +527,21 @@ func TestNewNeedsAToken(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// TestUnauditedBanner: a rule written to the database behind Overseer's
+// back is refused, and the console says so on every page.
+func TestUnauditedBanner(t *testing.T) {
+	e := newEnv(t)
+	b := e.newBrowser().login()
+	if _, body := b.get("/ui/"); strings.Contains(string(body), "unaudited-banner") {
+		t.Fatal("a banner with nothing unaudited")
+	}
+	if err := e.k.Raw().PutUserRule(context.Background(), &store.UserRule{ID: "sneaky", Rule: json.RawMessage(`{"name":"sneaky","level":"auto"}`),
+		Origin: "human", CreatedAt: e.clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	_, body := b.get("/ui/")
+	if !strings.Contains(string(body), "unaudited-banner") || !strings.Contains(string(body), "rule sneaky") {
+		t.Fatalf("no banner for the unaudited rule:\n%s", body)
+	}
+}
