@@ -286,18 +286,35 @@ func approvalProblem(ap *store.Approval, recs []store.AuditRecord) string {
 }
 
 // checkApproval marks ap refused (Unaudited, status denied with the
-// reason as its answer) when its records do not back it.
+// reason as its answer) when its records do not back it. The row and the
+// records are read in two snapshots, so an answer committed between the
+// two reads can make them disagree: on a disagreement both are read again
+// (the row into ap), and only a lasting one refuses it.
 func (k *Kernel) checkApproval(ctx context.Context, ap *store.Approval) error {
 	if ap == nil {
 		return nil
 	}
-	recs, err := k.raw.QueryAudit(ctx, store.AuditQuery{ActionID: ap.ActionID,
-		Types: []string{audit.TypeApprovalRequest, audit.TypeAnswer}})
-	if err != nil {
-		return fmt.Errorf("checking approval %s against the audit log: %w", ap.ID, err)
+	for try := 0; ; try++ {
+		recs, err := k.raw.QueryAudit(ctx, store.AuditQuery{ActionID: ap.ActionID,
+			Types: []string{audit.TypeApprovalRequest, audit.TypeAnswer}})
+		if err != nil {
+			return fmt.Errorf("checking approval %s against the audit log: %w", ap.ID, err)
+		}
+		why := approvalProblem(ap, recs)
+		if why == "" {
+			return nil
+		}
+		if try == 2 {
+			refuse(ap, why)
+			return nil
+		}
+		fresh, err := k.raw.GetApproval(ctx, ap.ID)
+		if err != nil {
+			refuse(ap, why)
+			return nil
+		}
+		*ap = *fresh
 	}
-	refuse(ap, approvalProblem(ap, recs))
-	return nil
 }
 
 func refuse(ap *store.Approval, why string) {
@@ -342,7 +359,11 @@ func (k *Kernel) checkApprovals(ctx context.Context, aps []*store.Approval) erro
 		byAction[r.ActionID] = append(byAction[r.ActionID], r)
 	}
 	for _, ap := range aps {
-		refuse(ap, approvalProblem(ap, byAction[ap.ActionID]))
+		if approvalProblem(ap, byAction[ap.ActionID]) != "" {
+			if err := k.checkApproval(ctx, ap); err != nil { // read both again
+				return err
+			}
+		}
 	}
 	return nil
 }
