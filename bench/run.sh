@@ -4,6 +4,8 @@
 #   Evaluate, 100-rule policy   median < 20 µs, and at most half of OPA's
 #   durable audit appends       >= 20,000 per second
 #   POST /api/v1/actions        >= 5,000 requests per second (an auto action)
+#   the audit log's seal         costs at most 15% of either of the last two
+#                                (each is measured unsealed and sealed)
 #
 # Usage: bench/run.sh            (from anywhere; takes a few minutes)
 # Tuning (environment): BENCHTIME (default 2s) and COUNT (3; the summary
@@ -70,10 +72,17 @@ fi
 echo
 
 echo "== POST /api/v1/actions over loopback"
+CGO_ENABLED=0 go build -o "$WORK/overseer" ./cmd/overseer || fail "building overseer failed"
+CGO_ENABLED=0 go build -o "$WORK/apiload" ./bench/cmd/apiload || fail "building apiload failed"
+# api LABEL runs the load against a fresh home: LABEL "unsealed" keeps its
+# audit log unsealed (OVERSEER_AUDIT_SEAL=off at first start), "sealed" is
+# the daemon as shipped. Results go to $WORK/api-LABEL.json.
 api() {
-  CGO_ENABLED=0 go build -o "$WORK/overseer" ./cmd/overseer || { fail "building overseer failed"; return; }
-  CGO_ENABLED=0 go build -o "$WORK/apiload" ./bench/cmd/apiload || { fail "building apiload failed"; return; }
-  export OVERSEER_HOME="$WORK/home"
+  local label="$1"
+  [ -x "$WORK/overseer" ] && [ -x "$WORK/apiload" ] || return
+  export OVERSEER_HOME="$WORK/home-$label"
+  if [ "$label" = unsealed ]; then export OVERSEER_AUDIT_SEAL=off; else unset OVERSEER_AUDIT_SEAL; fi
+  export OVERSEER_NO_QR=1
   mkdir -p "$WORK/proj" "$OVERSEER_HOME"
   echo "# a file to read" >"$WORK/proj/README.md"
   # One agent session per request ({{n}}): the same call repeated in one
@@ -106,19 +115,23 @@ api() {
     cat "$WORK/serve.log" >&2
     return
   fi
-  echo "daemon at $addr; $API_CLIENTS clients for ${API_SECONDS}s"
+  echo "daemon ($label audit log) at $addr; $API_CLIENTS clients for ${API_SECONDS}s"
   "$WORK/apiload" -url "http://$addr/api/v1/actions" -c "$API_CLIENTS" -d "${API_SECONDS}s" -warmup 2s \
-    -body "$body" -expect '"decision":"allow","level":"auto"' | tee "$WORK/api.json" || fail "apiload failed"
-  # For reference: the same requests judged but not recorded (?dry_run=1),
-  # which separates the cost of the durable audit records from the rest.
-  echo "the same with ?dry_run=1 (judged, not recorded; reference only)"
-  "$WORK/apiload" -url "http://$addr/api/v1/actions?dry_run=1" -c "$API_CLIENTS" -d "$(( (API_SECONDS + 1) / 2 ))s" \
-    -warmup 1s -body "$body" -expect '"decision":"allow","level":"auto"' | tee "$WORK/dry.json" || fail "apiload (dry run) failed"
+    -body "$body" -expect '"decision":"allow","level":"auto"' | tee "$WORK/api-$label.json" || fail "apiload failed"
+  if [ "$label" = sealed ]; then
+    # For reference: the same requests judged but not recorded (?dry_run=1),
+    # which separates the cost of the durable audit records from the rest.
+    echo "the same with ?dry_run=1 (judged, not recorded; reference only)"
+    "$WORK/apiload" -url "http://$addr/api/v1/actions?dry_run=1" -c "$API_CLIENTS" -d "$(( (API_SECONDS + 1) / 2 ))s" \
+      -warmup 1s -body "$body" -expect '"decision":"allow","level":"auto"' | tee "$WORK/dry.json" || fail "apiload (dry run) failed"
+  fi
   kill -TERM "$DAEMON" 2>/dev/null
   wait "$DAEMON" 2>/dev/null
   DAEMON=""
+  unset OVERSEER_AUDIT_SEAL
 }
-api
+api unsealed
+api sealed
 echo
 
 # ---- summary
@@ -131,13 +144,18 @@ op50="$(metric "$WORK/opa.txt" BenchmarkOPA100Rules/input p50-ns)"
 op99="$(metric "$WORK/opa.txt" BenchmarkOPA100Rules/input p99-ns)"
 pp50="$(metric "$WORK/opa.txt" BenchmarkOPA100Rules/parsed-input p50-ns)"
 pp99="$(metric "$WORK/opa.txt" BenchmarkOPA100Rules/parsed-input p99-ns)"
-apps="$(metric "$WORK/audit.txt" BenchmarkAuditAppend appends/s)"
-rps="" ; a50="" ; a99="" ; aerr=""
-if [ -s "$WORK/api.json" ]; then
-  rps="$(jsonfield "$WORK/api.json" rps)"
-  a50="$(jsonfield "$WORK/api.json" p50_us)"
-  a99="$(jsonfield "$WORK/api.json" p99_us)"
-  aerr="$(jsonfield "$WORK/api.json" errors)"
+apps="$(metric "$WORK/audit.txt" BenchmarkAuditAppend/sealed appends/s)"
+apps0="$(metric "$WORK/audit.txt" BenchmarkAuditAppend/unsealed appends/s)"
+rps="" ; a50="" ; a99="" ; aerr="" ; rps0="" ; aerr0=""
+if [ -s "$WORK/api-sealed.json" ]; then
+  rps="$(jsonfield "$WORK/api-sealed.json" rps)"
+  a50="$(jsonfield "$WORK/api-sealed.json" p50_us)"
+  a99="$(jsonfield "$WORK/api-sealed.json" p99_us)"
+  aerr="$(jsonfield "$WORK/api-sealed.json" errors)"
+fi
+if [ -s "$WORK/api-unsealed.json" ]; then
+  rps0="$(jsonfield "$WORK/api-unsealed.json" rps)"
+  aerr0="$(jsonfield "$WORK/api-unsealed.json" errors)"
 fi
 dry=""
 if [ -s "$WORK/dry.json" ]; then
@@ -165,6 +183,11 @@ g3="$(goal "$apps" ">=" 20000)"
 apigoal="$rps"
 if [ -n "$aerr" ] && [ "$aerr" != "0" ]; then apigoal="n/a"; fi
 g4="$(goal "$apigoal" ">=" 5000)"
+sa="$(ratio "$apps" "$apps0")"
+sr="$(ratio "$rps" "$rps0")"
+if [ -n "$aerr0" ] && [ "$aerr0" != "0" ]; then sr="n/a"; fi
+g5="$(goal "$sa" ">=" 0.85)"
+g6="$(goal "$sr" ">=" 0.85)"
 
 echo "==================== summary ===================="
 printf '%-44s %14s %14s\n' "" "p50" "p99"
@@ -174,8 +197,10 @@ printf '%-44s %14s %14s\n' "OPA Eval, same rules in Rego (input)" "$(us "$op50")
 printf '%-44s %14s %14s\n' "OPA Eval, pre-parsed input (reference)" "$(us "$pp50")" "$(us "$pp99")"
 printf '%-44s %14s\n' "ratio Overseer/OPA (p50)" "$r50"
 printf '%-44s %14s\n' "ratio Overseer/OPA pre-parsed (p50)" "$rp50"
-printf '%-44s %14s\n' "durable audit appends/s" "$(num "$apps")"
-printf '%-44s %14s %14s\n' "POST /api/v1/actions, auto: requests/s" "$(num "$rps")" "errors: ${aerr:-n/a}"
+printf '%-44s %14s %14s %8s\n' "audit log" "unsealed" "sealed" "ratio"
+printf '%-44s %14s %14s %8s\n' "durable audit appends/s" "$(num "$apps0")" "$(num "$apps")" "$sa"
+printf '%-44s %14s %14s %8s\n' "POST /api/v1/actions, auto: requests/s" "$(num "$rps0")" "$(num "$rps")" "$sr"
+printf '%-44s %14s %14s\n' "  errors" "${aerr0:-n/a}" "${aerr:-n/a}"
 printf '%-44s %14s %14s\n' "  latency" "$( [ -n "$a50" ] && echo "$(num "$a50") µs" || echo n/a)" "$( [ -n "$a99" ] && echo "$(num "$a99") µs" || echo n/a)"
 printf '%-44s %14s\n' "  the same, dry run (not recorded)" "$(num "$dry")"
 echo "-------------------- goals ----------------------"
@@ -183,11 +208,13 @@ printf '%-44s %s\n' "Evaluate p50 < 20 µs" "$g1"
 printf '%-44s %s\n' "Overseer/OPA (p50) <= 0.5" "$g2"
 printf '%-44s %s\n' "audit appends >= 20,000/s" "$g3"
 printf '%-44s %s\n' "API >= 5,000 requests/s, no errors" "$g4"
+printf '%-44s %s\n' "sealing costs <= 15% of audit appends/s" "$g5"
+printf '%-44s %s\n' "sealing costs <= 15% of API requests/s" "$g6"
 
 if [ "$FAILED" != 0 ]; then
   exit 1
 fi
-if [ "$STRICT" = 1 ] && [ "$g1$g2$g3$g4" != "PASSPASSPASSPASS" ]; then
+if [ "$STRICT" = 1 ] && [ "$g1$g2$g3$g4$g5$g6" != "PASSPASSPASSPASSPASSPASS" ]; then
   exit 3
 fi
 exit 0

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -154,11 +155,15 @@ func TestAuditTamperDetected(t *testing.T) {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	if _, err := db.ExecContext(ctx, `UPDATE audit SET data = replace(data, '/tmp/fc', '/tmp/fx') WHERE seq = 5`); err != nil {
+	var seq int64
+	if err := db.QueryRowContext(ctx, `SELECT seq FROM audit WHERE type = 'action' AND instr(data, '/tmp/fc') > 0`).Scan(&seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE audit SET data = replace(data, '/tmp/fc', '/tmp/fx') WHERE seq = ?`, seq); err != nil {
 		t.Fatal(err)
 	}
 	r := overseertest.Run(t, home, "", "audit", "verify")
-	if r.Code == 0 || !strings.Contains(r.Stderr, "record 5") {
+	if r.Code == 0 || !strings.Contains(r.Stderr, fmt.Sprintf("record %d", seq)) {
 		t.Fatalf("tampered chain: code %d, stderr %q", r.Code, r.Stderr)
 	}
 }

@@ -70,6 +70,12 @@ type Entry struct {
 	Session  string
 	Tool     string
 	Data     any // JSON-encoded; a json.RawMessage is compacted, nil is null
+	// Effect, when set, is committed in the same transaction as the record
+	// (see store.AuditWrite); a failing effect fails the append.
+	Effect store.Effect
+	// Seal closes the sealing epoch right after this record (a person's
+	// answer), so that it is sealed with a key that is then erased.
+	Seal bool
 }
 
 // Hash returns the hash of r chained to prev (see the package

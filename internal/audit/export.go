@@ -92,6 +92,8 @@ type recordHead struct {
 type recordTail struct {
 	PrevHash string `json:"prev_hash"`
 	Hash     string `json:"hash"`
+	Epoch    int64  `json:"epoch,omitempty"`
+	Tag      string `json:"tag,omitempty"`
 }
 
 // appendRecord appends r as one JSON object and a newline, with r.Data
@@ -109,7 +111,7 @@ func appendRecord(b []byte, r *store.AuditRecord) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
-	tail, err := marshalNoEscape(recordTail{r.PrevHash, r.Hash})
+	tail, err := marshalNoEscape(recordTail{r.PrevHash, r.Hash, r.Epoch, r.Tag})
 	if err != nil {
 		return b, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/overseer-dev/overseer/internal/clock"
@@ -20,8 +21,9 @@ const MaxBatch = 512
 // each batch is sealed against the true tail inside the store's write
 // transaction.
 type Log struct {
-	st  store.AuditStore
-	clk clock.Clock
+	st     store.AuditStore
+	clk    clock.Clock
+	sealer *Sealer // nil: records are not sealed
 
 	mu     sync.RWMutex // guards closed and sends on queue
 	closed bool
@@ -31,7 +33,8 @@ type Log struct {
 
 type request struct {
 	ctx   context.Context
-	rec   store.AuditRecord
+	w     store.AuditWrite
+	seal  bool        // close the epoch after this record
 	reply chan result // buffered: the writer never blocks on it
 }
 
@@ -43,15 +46,25 @@ type result struct {
 // New returns a Log writing to st, stamping records with clk's time. It
 // starts the Log's writer goroutine; Close stops it.
 func New(st store.AuditStore, clk clock.Clock) *Log {
+	return NewSealed(st, clk, nil)
+}
+
+// NewSealed is New with records sealed by s (see Sealer); a nil s appends
+// unsealed records, and refuses to append to a sealed log.
+func NewSealed(st store.AuditStore, clk clock.Clock, s *Sealer) *Log {
 	l := &Log{
-		st:    st,
-		clk:   clk,
-		queue: make(chan *request, MaxBatch),
-		done:  make(chan struct{}),
+		st:     st,
+		clk:    clk,
+		sealer: s,
+		queue:  make(chan *request, MaxBatch),
+		done:   make(chan struct{}),
 	}
 	go l.run()
 	return l
 }
+
+// Sealer returns the log's sealer (nil when it does not seal).
+func (l *Log) Sealer() *Sealer { return l.sealer }
 
 // Append records e and returns the record as committed, with its sequence
 // number, time and hashes. It returns only after the record is durably in
@@ -63,7 +76,7 @@ func (l *Log) Append(ctx context.Context, e Entry) (store.AuditRecord, error) {
 	if err != nil {
 		return store.AuditRecord{}, err
 	}
-	req := &request{ctx: ctx, rec: rec, reply: make(chan result, 1)}
+	req := &request{ctx: ctx, w: store.AuditWrite{Rec: rec, Effect: e.Effect}, seal: e.Seal, reply: make(chan result, 1)}
 
 	l.mu.RLock()
 	if l.closed {
@@ -98,7 +111,7 @@ func (l *Log) AppendAll(ctx context.Context, entries ...Entry) ([]store.AuditRec
 		if err != nil {
 			return nil, err
 		}
-		reqs = append(reqs, &request{ctx: ctx, rec: rec, reply: make(chan result, 1)})
+		reqs = append(reqs, &request{ctx: ctx, w: store.AuditWrite{Rec: rec, Effect: e.Effect}, seal: e.Seal, reply: make(chan result, 1)})
 	}
 	l.mu.RLock()
 	if l.closed {
@@ -139,6 +152,9 @@ func (l *Log) prepare(e Entry) (store.AuditRecord, error) {
 	if err != nil {
 		return store.AuditRecord{}, fmt.Errorf("%w: data: %v", ErrInvalid, err)
 	}
+	if e.Type == TypeSeal || e.Type == TypeSealStart {
+		return store.AuditRecord{}, fmt.Errorf("%w: type %q is the log's own", ErrInvalid, e.Type)
+	}
 	return store.AuditRecord{
 		Type:     validUTF8(e.Type),
 		ActionID: validUTF8(e.ActionID),
@@ -175,11 +191,35 @@ func (l *Log) Close() error {
 
 // run is the writer goroutine: it takes the first waiting request, adds
 // whatever else is already waiting (up to MaxBatch) and commits them
-// together. It exits when the queue is closed and drained.
+// together. It exits when the queue is closed and drained; a sealing log
+// then closes the epoch it wrote in. While idle, a sealing log closes an
+// epoch that has been open for the interval.
 func (l *Log) run() {
 	defer close(l.done)
+	var tick <-chan time.Time
+	if l.sealer != nil {
+		t := time.NewTicker(min(l.sealer.interval/4, time.Second))
+		defer t.Stop()
+		tick = t.C
+	}
 	batch := make([]*request, 0, MaxBatch)
-	for req := range l.queue {
+	for {
+		var req *request
+		select {
+		case r, ok := <-l.queue:
+			if !ok {
+				if l.sealer != nil && l.sealer.wrote() {
+					l.commit(nil, "stop")
+				}
+				return
+			}
+			req = r
+		case <-tick:
+			if l.sealer.due(l.clk.Now()) {
+				l.commit(nil, "interval")
+			}
+			continue
+		}
 		batch = append(batch[:0], req)
 	fill:
 		for len(batch) < MaxBatch {
@@ -193,53 +233,83 @@ func (l *Log) run() {
 				break fill
 			}
 		}
-		l.commit(batch)
+		l.commit(batch, "")
 	}
 }
 
 // commit writes one batch and answers every request in it. Requests whose
-// caller has already gone (context ended) are left out.
-func (l *Log) commit(batch []*request) {
+// caller has already gone (context ended) are left out. reason, when set,
+// closes the sealing epoch after the batch (see Sealer.sealBatch).
+func (l *Log) commit(batch []*request, reason string) {
 	live := batch[:0]
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			r.reply <- result{err: fmt.Errorf("audit: append: %w", err)}
 			continue
 		}
+		if r.seal {
+			reason = "answer"
+		}
 		live = append(live, r)
 	}
-	if len(live) == 0 {
+	if len(live) == 0 && reason == "" {
 		return
 	}
-	recs := make([]store.AuditRecord, len(live))
+	b := &store.AuditBatch{Writes: make([]*store.AuditWrite, len(live))}
 	for i, r := range live {
-		recs[i] = r.rec
+		b.Writes[i] = &r.w
+	}
+	b.Seal = func(tail store.AuditTail, recs []*store.AuditRecord) ([]store.AuditRecord, error) {
+		now := l.clk.Now().Round(0).UTC() // no monotonic reading: the time as stored
+		if l.sealer != nil {
+			return l.sealer.sealBatch(tail, recs, now, reason)
+		}
+		return nil, plainSeal(tail, recs, now)
 	}
 	// The batch is not bound to one caller's context: it is written for all
 	// of them, and Close waits for it.
-	err := l.st.AppendAudit(context.Background(), recs, l.seal)
-	for i, r := range live {
-		if err != nil {
-			r.reply <- result{err: fmt.Errorf("audit: append: %w", err)}
+	err := l.st.AppendAuditBatch(context.Background(), b)
+	if l.sealer != nil {
+		if err == nil && len(b.Extra) > 0 {
+			// An epoch closed: evolve the key now, under the write lock, so
+			// that the key that sealed it is gone before anyone is told.
+			eb := &store.AuditBatch{Seal: func(tail store.AuditTail, _ []*store.AuditRecord) ([]store.AuditRecord, error) {
+				return nil, l.sealer.evolve(tail)
+			}}
+			if eerr := l.st.AppendAuditBatch(context.Background(), eb); eerr != nil {
+				l.sealer.abandon() // tried again by the next append (Sealer.sync)
+			}
 		} else {
-			r.reply <- result{rec: recs[i]}
+			l.sealer.abandon()
+		}
+	}
+	for _, r := range live {
+		switch {
+		case err != nil:
+			r.reply <- result{err: fmt.Errorf("audit: append: %w", err)}
+		case r.w.Err != nil:
+			r.reply <- result{err: fmt.Errorf("audit: append: %w", r.w.Err)}
+		default:
+			r.reply <- result{rec: r.w.Rec}
 		}
 	}
 }
 
-// seal numbers, stamps and hashes a batch after the chain's tail.
-func (l *Log) seal(tailSeq int64, tailHash string, recs []store.AuditRecord) error {
-	prev := tailHash
-	if tailSeq == 0 {
-		if tailHash != "" {
-			return fmt.Errorf("audit: empty chain with tail hash %q", tailHash)
+// plainSeal numbers, stamps and hashes a batch after the chain's tail,
+// without sealing: it refuses a log whose tail is sealed.
+func plainSeal(tail store.AuditTail, recs []*store.AuditRecord, now time.Time) error {
+	if tail.Tag != "" {
+		return fmt.Errorf("%w: the audit log is sealed and this process has no sealing key", ErrSeal)
+	}
+	prev := tail.Hash
+	if tail.Seq == 0 {
+		if tail.Hash != "" {
+			return fmt.Errorf("audit: empty chain with tail hash %q", tail.Hash)
 		}
 		prev = Genesis
 	}
-	now := l.clk.Now().Round(0).UTC() // no monotonic reading: the time as stored
-	for i := range recs {
-		r := &recs[i]
-		r.Seq = tailSeq + int64(i) + 1
+	for i, r := range recs {
+		r.Seq = tail.Seq + int64(i) + 1
 		r.Time = now
 		r.PrevHash = prev
 		r.Hash = Hash(prev, *r)

@@ -316,16 +316,16 @@ type failingStore struct {
 
 var errInjected = errors.New("injected failure")
 
-func (f *failingStore) AppendAudit(ctx context.Context, recs []store.AuditRecord, seal func(int64, string, []store.AuditRecord) error) error {
+func (f *failingStore) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
 	if f.calls.Add(1) == 1 {
 		close(f.entered)
 		<-f.release
 	}
-	f.sizes <- len(recs)
+	f.sizes <- len(b.Writes)
 	if f.fail.Load() {
 		return errInjected
 	}
-	return f.AuditStore.AppendAudit(ctx, recs, seal)
+	return f.AuditStore.AppendAuditBatch(ctx, b)
 }
 
 // TestAppendErrorReachesEveryCallerInBatch.

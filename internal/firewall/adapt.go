@@ -61,25 +61,41 @@ func (e *Engine) Adapt(ctx context.Context, tool string, level action.Level, st 
 		if err != nil {
 			return nil, err
 		}
-		if err := e.rules.PutUserRule(ctx, &store.UserRule{ID: id, Rule: raw, Origin: "adaptive",
+		ch := &Change{Tool: tool, Before: level, After: action.Approve, Reason: reason, RuleID: id, Time: now}
+		if err := e.rules.PutUserRule(WithChange(ctx, ch), &store.UserRule{ID: id, Rule: raw, Origin: "adaptive",
 			CreatedBy: "overseer", CreatedAt: now}); err != nil {
 			return nil, err
 		}
 		if err := e.Reload(ctx); err != nil {
 			return nil, err
 		}
-		return &Change{Tool: tool, Before: level, After: action.Approve, Reason: reason, RuleID: id, Time: now}, nil
+		return ch, nil
 	case existing != nil && set.RevertAfter > 0 && st.ConsecutiveApprovals >= set.RevertAfter:
-		if err := e.rules.DeleteUserRule(ctx, id); err != nil {
+		ch := &Change{Tool: tool, Before: action.Approve, After: action.Unset, RuleID: id, Time: now,
+			Reason: fmt.Sprintf("%d consecutive approvals since the escalation", st.ConsecutiveApprovals)}
+		if err := e.rules.DeleteUserRule(WithChange(ctx, ch), id); err != nil {
 			return nil, err
 		}
 		if err := e.Reload(ctx); err != nil {
 			return nil, err
 		}
-		return &Change{Tool: tool, Before: action.Approve, After: action.Unset, RuleID: id, Time: now,
-			Reason: fmt.Sprintf("%d consecutive approvals since the escalation", st.ConsecutiveApprovals)}, nil
+		return ch, nil
 	}
 	return nil, nil
+}
+
+type changeKey struct{}
+
+// WithChange tells the user layer's store which adaptive change a write
+// makes, so that a store that records writes can say why.
+func WithChange(ctx context.Context, c *Change) context.Context {
+	return context.WithValue(ctx, changeKey{}, c)
+}
+
+// ChangeFrom returns the change WithChange attached to ctx, or nil.
+func ChangeFrom(ctx context.Context) *Change {
+	c, _ := ctx.Value(changeKey{}).(*Change)
+	return c
 }
 
 func (e *Engine) adaptiveRule(ctx context.Context, id string) (*store.UserRule, error) {

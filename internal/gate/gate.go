@@ -98,6 +98,28 @@ type Config struct {
 	// to audit answers and feed perception. Its error is returned to the
 	// caller that recorded the answer.
 	OnAnswer func(ctx context.Context, ap *store.Approval, ans store.Answer, applied bool) error
+	// Journal, if set, writes the gate's changes to the queue (new
+	// requests, answers) instead of the store: the kernel's journal commits
+	// each one with its audit record, in one transaction.
+	Journal Journal
+}
+
+// Journal writes the gate's changes to the approvals queue. person is true
+// for an answer a person gave (not the timeout's, not a withdrawal).
+type Journal interface {
+	CreateApproval(ctx context.Context, ap *store.Approval) error
+	AnswerApproval(ctx context.Context, id string, status store.ApprovalStatus, ans store.Answer, person bool) (*store.Approval, bool, error)
+}
+
+// storeJournal is the Journal of a gate with none configured: the store.
+type storeJournal struct{ st Store }
+
+func (j storeJournal) CreateApproval(ctx context.Context, ap *store.Approval) error {
+	return j.st.CreateApproval(ctx, ap)
+}
+
+func (j storeJournal) AnswerApproval(ctx context.Context, id string, status store.ApprovalStatus, ans store.Answer, _ bool) (*store.Approval, bool, error) {
+	return j.st.AnswerApproval(ctx, id, status, ans)
 }
 
 // Validate reports whether c is a valid configuration.
@@ -131,6 +153,13 @@ func (c Config) withDefaults() Config {
 		c.Default = DecisionDeny
 	}
 	return c
+}
+
+func (g *Gate) journal() Journal {
+	if g.cfg.Journal != nil {
+		return g.cfg.Journal
+	}
+	return storeJournal{g.st}
 }
 
 // Store is what the gate needs from storage: the approvals queue, and small
@@ -218,7 +247,7 @@ func (g *Gate) Request(ctx context.Context, a action.Action, v action.Verdict) (
 		Deadline:        now.Add(g.cfg.Timeout),
 		DefaultDecision: g.cfg.Default,
 	}
-	if err := g.st.CreateApproval(ctx, ap); err != nil {
+	if err := g.journal().CreateApproval(ctx, ap); err != nil {
 		return nil, fmt.Errorf("gate: create approval: %w", err)
 	}
 	g.publish(Event{Type: EventRequested, Approval: ap})
@@ -318,7 +347,7 @@ func (g *Gate) Answer(ctx context.Context, id string, ans store.Answer) (*store.
 	}
 	ans.At = g.clk.Now()
 	ans.Applied = false
-	ap, applied, err := g.st.AnswerApproval(ctx, id, statusFor(ans.Decision), ans)
+	ap, applied, err := g.journal().AnswerApproval(ctx, id, statusFor(ans.Decision), ans, true)
 	if err != nil {
 		return nil, false, fmt.Errorf("gate: answer %s: %w", id, err)
 	}
@@ -410,7 +439,7 @@ func (g *Gate) finish(ctx context.Context, ap *store.Approval) (*store.Approval,
 // the approval as stored afterwards and whether the withdrawal decided it.
 func (g *Gate) Withdraw(ctx context.Context, id, reason string) (*store.Approval, bool, error) {
 	ans := store.Answer{Decision: DecisionDeny, Who: WithdrawnActor, Channel: WithdrawnActor, Reason: reason, At: g.clk.Now()}
-	res, applied, err := g.st.AnswerApproval(ctx, id, store.StatusDenied, ans)
+	res, applied, err := g.journal().AnswerApproval(ctx, id, store.StatusDenied, ans, false)
 	if err != nil {
 		return nil, false, fmt.Errorf("gate: withdraw %s: %w", id, err)
 	}
@@ -441,7 +470,7 @@ func (g *Gate) expire(ctx context.Context, ap *store.Approval) (*store.Approval,
 		Reason:   "no answer before the deadline",
 		At:       g.clk.Now(),
 	}
-	res, applied, err := g.st.AnswerApproval(ctx, ap.ID, store.StatusExpired, ans)
+	res, applied, err := g.journal().AnswerApproval(ctx, ap.ID, store.StatusExpired, ans, false)
 	if err != nil {
 		return nil, false, fmt.Errorf("gate: expire %s: %w", ap.ID, err)
 	}
@@ -506,9 +535,9 @@ func (g *Gate) Get(ctx context.Context, id string) (*store.Approval, error) {
 // Allowed reports whether ap's terminal answer lets the action run: a
 // person approved it, or the deadline passed with "approve" as the default.
 // Anything else — pending, denied, aborted, expired with "deny", a nil or
-// inconsistent record — is false.
+// inconsistent record, one with no audited record behind it — is false.
 func Allowed(ap *store.Approval) bool {
-	if ap == nil || ap.Answer == nil || ap.Answer.Decision != DecisionApprove {
+	if ap == nil || ap.Unaudited != "" || ap.Answer == nil || ap.Answer.Decision != DecisionApprove {
 		return false
 	}
 	return ap.Status == store.StatusApproved || ap.Status == store.StatusExpired

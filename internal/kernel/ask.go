@@ -40,12 +40,9 @@ func (k *Kernel) Ask(ctx context.Context, a *action.Action, question string) (*S
 	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, a, a), entry(audit.TypeVerdict, a, v)); err != nil {
 		return nil, fmt.Errorf("recording the question: %w", err)
 	}
-	apr, err := k.Gate.Request(ctx, *a, v)
+	apr, err := k.Gate.Request(ctx, *a, v) // with its approval_request record
 	if err != nil {
 		return nil, fmt.Errorf("opening the question: %w", err)
-	}
-	if _, err := k.Audit.Append(ctx, entry(audit.TypeApprovalRequest, a, apr)); err != nil {
-		return nil, fmt.Errorf("recording the question: %w", err)
 	}
 	sub.Approval = apr
 	return sub, nil

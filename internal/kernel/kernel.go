@@ -46,18 +46,35 @@ type Config struct {
 	// Poll is how often a waiting gate re-reads the store for answers
 	// written by another process. Zero means the gate's default.
 	Poll time.Duration
+	// NoSeal leaves a log that is not sealed yet unsealed (benchmarks; see
+	// SealEnv). A sealed log cannot be appended to without its key.
+	NoSeal bool
+	// Seal tunes the epochs of the audit log's seal (zero: the defaults).
+	Seal audit.SealerOptions
 }
+
+// SealEnv, set to "off" when a home is first used, keeps its audit log
+// unsealed (for benchmarks that compare the two).
+const SealEnv = "OVERSEER_AUDIT_SEAL"
 
 // Kernel is the assembled system.
 type Kernel struct {
 	Home       string
 	PolicyFile string // "" when the built-in default is in force
-	Store      store.Store
-	Audit      *audit.Log
-	Engine     *firewall.Engine
-	Gate       *gate.Gate
-	Bus        *perception.Bus
-	Clock      clock.Clock
+	// Store is the store as the kernel's parts see it: approvals and user
+	// rules read from it are checked against the audit log (see
+	// evidence.go).
+	Store  store.Store
+	Audit  *audit.Log
+	Engine *firewall.Engine
+	Gate   *gate.Gate
+	Bus    *perception.Bus
+	Clock  clock.Clock
+	// Sealing is the outcome of setting up the audit log's seal: New with
+	// the verification key when this open created it.
+	Sealing audit.Setup
+
+	raw store.Store // the store itself
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -127,37 +144,63 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
+	var sealer *audit.Sealer
+	if !cfg.NoSeal && os.Getenv(SealEnv) != "off" || sealedLog(ctx, st) {
+		sealer = audit.NewSealer(cfg.Home, cfg.Seal)
+	}
+	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Clock: cfg.Clock, raw: st}
+	k.Store = audited{Store: st, k: k}
+	if sealer != nil {
+		if k.Sealing, err = sealer.SetUp(ctx, st, cfg.Home, cfg.Clock.Now); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("sealing the audit log: %w", err)
+		}
+	}
+	k.Audit = audit.NewSealed(st, cfg.Clock, sealer)
 	guards, err := cfg.Guards(pol, GuardEnv{Home: cfg.Home, PolicyFile: polFile, Store: st})
 	if err != nil {
-		st.Close()
+		k.Close()
 		return nil, fmt.Errorf("building guards: %w", err)
 	}
-	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Store: st, Clock: cfg.Clock}
 	k.Bus = perception.New(st, cfg.Clock)
 	protected := []string{cfg.Home}
 	if polFile != "" {
 		protected = append(protected, polFile)
 	}
 	k.Engine, err = firewall.New(ctx, firewall.Config{
-		Policy: pol, Rules: st, Guards: guards, Signals: k.Bus, Clock: cfg.Clock, Protected: protected,
+		Policy: pol, Rules: k.Store, Guards: guards, Signals: k.Bus, Clock: cfg.Clock, Protected: protected,
 	})
 	if err != nil {
-		st.Close()
+		k.Close()
 		return nil, err
 	}
 	gs := pol.Settings.Gate
-	k.Gate = gate.New(st, cfg.Clock, gate.Config{
+	k.Gate = gate.New(k.Store, cfg.Clock, gate.Config{
 		Timeout: time.Duration(gs.Timeout), Default: gs.Default, Poll: cfg.Poll,
-		OnAnswer: k.onAnswer,
+		OnAnswer: k.onAnswer, Journal: journal{k},
 	})
-	k.Audit = audit.New(st, cfg.Clock)
 	return k, nil
 }
 
-// Close stops the audit writer and closes the store.
-func (k *Kernel) Close() error {
-	return errors.Join(k.Audit.Close(), k.Store.Close())
+// sealedLog reports whether the log's last record is sealed (then it must
+// stay so, whatever the configuration says).
+func sealedLog(ctx context.Context, st store.Store) bool {
+	recs, err := st.QueryAudit(ctx, store.AuditQuery{Desc: true, Limit: 1})
+	return err == nil && len(recs) == 1 && recs[0].Tag != ""
 }
+
+// Close stops the audit writer (which closes its sealing epoch) and closes
+// the store.
+func (k *Kernel) Close() error {
+	var err error
+	if k.Audit != nil {
+		err = k.Audit.Close()
+	}
+	return errors.Join(err, k.raw.Close())
+}
+
+// Raw returns the store without the audit checks (verify, tests).
+func (k *Kernel) Raw() store.Store { return k.raw }
 
 // NewID returns a random, URL-safe identifier with a prefix.
 func NewID(prefix string) string {
@@ -210,12 +253,11 @@ func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, err
 		k.Bus.RecordConfidence(key, *a.Confidence)
 	}
 	if v.Level.NeedsPerson() {
+		// The approval and its approval_request record are one transaction
+		// (the gate's journal): neither is ever on disk without the other.
 		apr, err := k.Gate.Request(ctx, *a, v)
 		if err != nil {
 			return nil, fmt.Errorf("opening the approval: %w", err)
-		}
-		if _, err := k.Audit.Append(ctx, entry(audit.TypeApprovalRequest, a, apr)); err != nil {
-			return nil, fmt.Errorf("recording the approval request: %w", err)
 		}
 		sub.Approval = apr
 	}
@@ -238,16 +280,17 @@ func (k *Kernel) Answer(ctx context.Context, id string, ans store.Answer) (*stor
 	return k.Gate.Answer(ctx, id, ans)
 }
 
-// onAnswer runs for every answer the gate records, including the timeout's:
-// it writes the audit record, feeds the PerceptionBus, lets the engine adapt
-// and saves "remember" rules. Errors are returned to the answering caller.
+// onAnswer runs for every answer the gate records, including the timeout's
+// (whose audit record the gate's journal wrote with it): it feeds the
+// PerceptionBus, lets the engine adapt and saves "remember" rules. Errors
+// are returned to the answering caller.
 func (k *Kernel) onAnswer(ctx context.Context, apr *store.Approval, ans store.Answer, applied bool) error {
 	a := &apr.Action
 	ans.Applied = applied
-	if _, err := k.Audit.Append(ctx, entry(audit.TypeAnswer, a, answerRecord{ApprovalID: apr.ID, Status: apr.Status,
-		ArgsHash: apr.ArgsHash, Level: apr.Level, Answer: ans})); err != nil {
-		return fmt.Errorf("recording the answer: %w", err)
+	if apr.Unaudited != "" {
+		return nil // refused: nothing to learn from it
 	}
+	ctx = withAction(ctx, a)
 	if !applied || ans.Who == gate.TimeoutActor || ans.Who == gate.WithdrawnActor {
 		return nil
 	}
@@ -265,14 +308,10 @@ func (k *Kernel) onAnswer(ctx context.Context, apr *store.Approval, ans store.An
 	if err != nil {
 		return fmt.Errorf("recording the answer's statistics: %w", err)
 	}
-	change, err := k.Engine.Adapt(ctx, apr.Tool, apr.Level, stats)
-	if err != nil {
+	// An adaptive change is recorded with the rule it writes (the audited
+	// store's PutUserRule and DeleteUserRule).
+	if _, err := k.Engine.Adapt(ctx, apr.Tool, apr.Level, stats); err != nil {
 		return fmt.Errorf("adapting the policy: %w", err)
-	}
-	if change != nil {
-		if err := k.recordPolicyChange(ctx, a, "adaptive", change); err != nil {
-			return err
-		}
 	}
 	return k.remember(ctx, apr, ans)
 }
@@ -296,20 +335,7 @@ type PolicyChange struct {
 	Rule   *policy.Rule `json:"rule,omitempty"`
 	Who    string       `json:"who,omitempty"`
 	Op     string       `json:"op"` // add, remove
-}
-
-func (k *Kernel) recordPolicyChange(ctx context.Context, a *action.Action, origin string, c *firewall.Change) error {
-	op := "add"
-	if c.After == action.Unset {
-		op = "remove"
-	}
-	pc := PolicyChange{Origin: origin, Tool: c.Tool, Before: c.Before, After: c.After, Reason: c.Reason, RuleID: c.RuleID, Op: op}
-	e := audit.Entry{Type: audit.TypePolicyChange, Tool: c.Tool, Data: pc}
-	if a != nil {
-		e.ActionID, e.Agent, e.Session = a.ID, a.Agent, a.Session
-	}
-	if _, err := k.Audit.Append(ctx, e); err != nil {
-		return fmt.Errorf("recording the policy change: %w", err)
-	}
-	return nil
+	// Stored is the rule exactly as the user layer stores it (added: the
+	// kernel checks the table against it).
+	Stored *store.UserRule `json:"stored,omitempty"`
 }

@@ -90,32 +90,25 @@ func (k *Kernel) AddUserRule(ctx context.Context, r policy.Rule, who string, a *
 	if err != nil {
 		return nil, err
 	}
-	ur := &store.UserRule{ID: r.Name, Rule: raw, Origin: "human", CreatedBy: who, CreatedAt: k.Clock.Now()}
-	if err := k.Store.PutUserRule(ctx, ur); err != nil {
-		return nil, err
-	}
-	e := audit.Entry{Type: audit.TypePolicyChange, Tool: strings.Join(r.Tool, ","), Data: PolicyChange{
-		Origin: "human", Op: "add", RuleID: ur.ID, Rule: &r, Who: who, After: r.Level,
-		Reason: "rule added by " + who,
-	}}
+	ur := &store.UserRule{ID: r.Name, Rule: raw, Origin: "human", CreatedBy: who, CreatedAt: k.Clock.Now().Round(0).UTC()}
+	pc := PolicyChange{Origin: "human", Op: "add", RuleID: ur.ID, Rule: &r, Who: who, After: r.Level,
+		Tool: strings.Join(r.Tool, ","), Reason: "rule added by " + who}
 	if a != nil {
-		e.ActionID, e.Agent, e.Session = a.ID, a.Agent, a.Session
+		ctx = withAction(ctx, a)
 	}
-	if _, err := k.Audit.Append(ctx, e); err != nil {
-		return nil, fmt.Errorf("recording the policy change: %w", err)
+	// The rule and its record are one transaction, sealed at once.
+	if err := k.putRule(ctx, ur, pc, true); err != nil {
+		return nil, err
 	}
 	return ur, k.Engine.Reload(ctx)
 }
 
 // RemoveUserRule deletes a rule of the user layer and records it.
 func (k *Kernel) RemoveUserRule(ctx context.Context, id, who string) error {
-	if err := k.Store.DeleteUserRule(ctx, id); err != nil {
-		return err
-	}
-	if _, err := k.Audit.Append(ctx, audit.Entry{Type: audit.TypePolicyChange, Data: PolicyChange{
+	if err := k.deleteRule(ctx, id, PolicyChange{
 		Origin: "human", Op: "remove", RuleID: id, Who: who, Reason: "rule removed by " + who,
-	}}); err != nil {
-		return fmt.Errorf("recording the policy change: %w", err)
+	}); err != nil {
+		return err
 	}
 	return k.Engine.Reload(ctx)
 }

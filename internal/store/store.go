@@ -41,7 +41,86 @@ type AuditRecord struct {
 	Data     json.RawMessage `json:"data"`
 	PrevHash string          `json:"prev_hash"`
 	Hash     string          `json:"hash"`
+	// Epoch and Tag are the record's seal (package audit): Tag is the MAC of
+	// the record's hash under the sealing key of Epoch. An unsealed record
+	// has no Tag (and epoch 0).
+	Epoch int64  `json:"epoch,omitempty"`
+	Tag   string `json:"tag,omitempty"`
 }
+
+// AuditTail is the last record of the chain as AppendAuditBatch's seal
+// function sees it (zero for an empty chain).
+type AuditTail struct {
+	Seq   int64
+	Hash  string
+	Type  string
+	Epoch int64
+	Tag   string
+	Data  json.RawMessage
+}
+
+// AuditWrite is one record to append, with an optional Effect: a change to
+// the approvals or the user policy layer committed in the same transaction,
+// so that neither is ever on disk without the other.
+type AuditWrite struct {
+	Rec    AuditRecord
+	Effect Effect
+	// Err is set by AppendAuditBatch when the effect failed: then neither
+	// the effect nor the record was written (the rest of the batch was).
+	Err error
+}
+
+// AuditBatch is what AppendAuditBatch writes.
+type AuditBatch struct {
+	Writes []*AuditWrite
+	// Seal runs inside the write transaction, after the effects, with the
+	// chain's true tail and the records whose effects succeeded (in order).
+	// It fills in their Seq, Time, PrevHash, Hash, Epoch and Tag, and may
+	// return further records (already sealed, after recs) to append: the
+	// seal markers. If it fails nothing is written.
+	Seal func(tail AuditTail, recs []*AuditRecord) (extra []AuditRecord, err error)
+	// Extra is set to the further records written.
+	Extra []AuditRecord
+}
+
+// Effect is a write committed with an audit record (see AuditWrite). The
+// effects are CreateApprovalEffect, AnswerApprovalEffect,
+// PutUserRuleEffect and DeleteUserRuleEffect.
+type Effect interface{ isEffect() }
+
+// CreateApprovalEffect creates Approval (see ApprovalStore.CreateApproval).
+type CreateApprovalEffect struct{ Approval *Approval }
+
+// AnswerApprovalEffect records an answer (see ApprovalStore.AnswerApproval).
+// Describe, when set, returns the record's data from the outcome; Result
+// and Applied are set to the outcome.
+type AnswerApprovalEffect struct {
+	ID       string
+	Status   ApprovalStatus
+	Answer   Answer
+	Describe func(ap *Approval, applied bool) (json.RawMessage, error)
+	Result   *Approval
+	Applied  bool
+}
+
+// PutUserRuleEffect puts Rule (see RuleStore.PutUserRule). Describe, when
+// set, returns the record's data from the rule as stored.
+type PutUserRuleEffect struct {
+	Rule     *UserRule
+	Describe func(r *UserRule) (json.RawMessage, error)
+}
+
+// DeleteUserRuleEffect deletes rule ID (see RuleStore.DeleteUserRule).
+// Describe, when set, returns the record's data from the rule deleted.
+type DeleteUserRuleEffect struct {
+	ID       string
+	Describe func(r *UserRule) (json.RawMessage, error)
+}
+
+func (*CreateApprovalEffect) isEffect() {}
+func (*AnswerApprovalEffect) isEffect() {}
+func (*PutUserRuleEffect) isEffect()    {}
+func (*DeleteUserRuleEffect) isEffect() {}
 
 // AuditQuery filters audit records. Zero fields do not filter.
 type AuditQuery struct {
@@ -66,6 +145,12 @@ type AuditStore interface {
 	// seal to fill in Seq, PrevHash and Hash of recs, inserts them and commits
 	// durably. If seal fails nothing is written.
 	AppendAudit(ctx context.Context, recs []AuditRecord, seal func(tailSeq int64, tailHash string, recs []AuditRecord) error) error
+	// AppendAuditBatch is AppendAudit with effects and seal markers (see
+	// AuditBatch). With no writes it still runs Seal in a write transaction
+	// (which may append markers, or do work that needs the write lock).
+	// An effect that fails sets its write's Err and leaves the rest of the
+	// batch to be written; the error is for the batch as a whole.
+	AppendAuditBatch(ctx context.Context, b *AuditBatch) error
 	// ScanAudit calls fn for every record with Seq > afterSeq in Seq order.
 	ScanAudit(ctx context.Context, afterSeq int64, fn func(AuditRecord) error) error
 	// QueryAudit returns the records matching q.
@@ -119,6 +204,10 @@ type Approval struct {
 	DefaultDecision string   `json:"default_decision"`
 	Answer          *Answer  `json:"answer,omitempty"`  // the terminal answer
 	Answers         []Answer `json:"answers,omitempty"` // every answer, in order, including late ones
+	// Unaudited is set (by the kernel, when it reads the approval) when the
+	// approval or one of its answers has no audited record behind it: the
+	// gate then refuses it, whatever its status.
+	Unaudited string `json:"unaudited,omitempty"`
 }
 
 // ApprovalFilter selects approvals. Zero fields do not filter.

@@ -2,15 +2,22 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/frontend/web"
+	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/store"
+	"github.com/overseer-dev/overseer/internal/store/sqlite"
 )
 
 func (a *app) auditCmd() *cobra.Command {
@@ -18,41 +25,290 @@ func (a *app) auditCmd() *cobra.Command {
 		Use:   "audit",
 		Short: "Verify, export and follow the tamper-evident audit log",
 	}
-	cmd.AddCommand(a.auditVerifyCmd(), a.auditExportCmd(), a.auditTailCmd())
+	cmd.AddCommand(a.auditVerifyCmd(), a.auditKeyCmd(), a.auditExportCmd(), a.auditTailCmd())
 	return cmd
 }
 
+// VerifyReport is what `overseer audit verify --json` prints: the chain's
+// report and the rules and approvals with no audited record behind them.
+type VerifyReport struct {
+	audit.Report
+	Findings []kernel.Finding `json:"findings,omitempty"`
+	// PendingKey is true while the verification key still waits in the
+	// home to be exported: until then the seal proves nothing.
+	PendingKey bool `json:"pending_key,omitempty"`
+}
+
+// openStore opens the home's database without the kernel: verify and key
+// must work on a log whose sealing state the kernel would refuse.
+func (a *app) openStore(ctx context.Context) (string, *sqlite.DB, error) {
+	home, err := a.homeDir()
+	if err != nil {
+		return "", nil, err
+	}
+	p := filepath.Join(home, kernel.DBFile)
+	if _, err := os.Stat(p); err != nil {
+		return home, nil, fmt.Errorf("no audit log at %s: %w", p, err)
+	}
+	st, err := sqlite.OpenContext(ctx, p)
+	return home, st, err
+}
+
 func (a *app) auditVerifyCmd() *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON  bool
+		keyArg  string
+		anchors []string
+	)
 	cmd := &cobra.Command{
-		Use:   "verify",
-		Short: "Check the audit log's hash chain; name the first altered, inserted or missing record",
-		Args:  cobra.NoArgs,
+		Use:   "verify [--key KEY|FILE] [--anchor FILE|URL]...",
+		Short: "Check the audit log: its hash chain, its seal, its end, and the rules and approvals it backs",
+		Long: `Check the audit log and name the first bad record and the time range affected.
+
+Without --key only the unkeyed hash chain is checked: it finds accidental
+damage and careless edits, but someone who can write the database could
+rewrite the whole chain. With --key (the verification key shown once at
+first start, or the file 'overseer audit key --out' wrote) every record's
+seal is checked: records sealed before someone took the current sealing
+key cannot be altered, removed, reordered or inserted unnoticed, and a key
+file ahead of the log shows epochs cut from its end.
+
+--anchor checks the log against chain heads the daemon published (a file of
+JSON lines, or an http(s) URL serving them: a webhook receiver's log, an ntfy
+topic's JSON stream, 'journalctl -t overseer-audit -o cat'): a published
+head missing from the log shows a cut or a rollback.
+
+The user policy rules and the approvals are checked against the records
+behind them: one with no audited record is reported (and refused by the
+daemon). Exit status 1 when anything is wrong.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := a.open(cmd.Context())
+			ctx := cmd.Context()
+			var o audit.Options
+			if keyArg != "" {
+				k, err := audit.ReadVerifyKey(keyArg)
+				if err != nil {
+					return exit(2, err)
+				}
+				o.Key = &k
+			}
+			for _, an := range anchors {
+				heads, err := audit.LoadHeads(ctx, an)
+				if err != nil {
+					return exit(2, fmt.Errorf("--anchor %s: %w", an, err))
+				}
+				o.Heads = append(o.Heads, heads...)
+			}
+			home, st, err := a.openStore(ctx)
 			if err != nil {
 				return err
 			}
-			defer k.Close()
-			rep, err := audit.Verify(cmd.Context(), k.Store)
+			defer st.Close()
+			o.SealFile = filepath.Join(home, audit.SealFile)
+			rep, err := audit.VerifyWith(ctx, st, o)
 			if err != nil {
+				return err
+			}
+			out := VerifyReport{Report: rep}
+			if _, err := audit.PendingKey(home); err == nil {
+				out.PendingKey = true
+			}
+			if out.Findings, err = kernel.FindingsOf(ctx, st, time.Now(), true); err != nil {
 				return err
 			}
 			if asJSON {
-				if err := a.printJSON(rep); err != nil {
+				if err := a.printJSON(out); err != nil {
 					return err
 				}
-			} else if rep.OK {
-				fmt.Fprintf(a.stdout, "audit log OK: %d records, chain intact up to record %d\n", rep.Records, rep.LastSeq)
+			} else {
+				a.printVerify(out, o.Key != nil)
 			}
-			if !rep.OK {
+			switch {
+			case !rep.OK:
 				return exit(1, fmt.Errorf("audit log verification FAILED at record %d: %s", rep.FirstBad, rep.Problem))
+			case len(out.Findings) > 0:
+				return exit(1, fmt.Errorf("audit log verification FAILED: %d rules or approvals have no audited record behind them",
+					len(out.Findings)))
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&keyArg, "key", "", "the verification key, or a file holding it: check the seal")
+	cmd.Flags().StringArrayVar(&anchors, "anchor", nil, "published chain heads (a file of JSON lines, or an http(s) URL): check the log's end")
 	return cmd
+}
+
+func fmtT(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Local().Format("2006-01-02 15:04:05 MST")
+}
+
+// printVerify prints a verification for people.
+func (a *app) printVerify(r VerifyReport, keyed bool) {
+	w := a.stdout
+	if r.OK {
+		fmt.Fprintf(w, "audit log OK: %d records, chain intact up to record %d\n", r.Records, r.LastSeq)
+	} else {
+		fmt.Fprintf(w, "audit log BAD: first bad record %d: %s\n", r.FirstBad, r.Problem)
+		from, until := fmtT(r.BadFrom), fmtT(r.BadUntil)
+		if from == "" {
+			from = "the start of the log"
+		}
+		if until == "" {
+			until = "now"
+		}
+		fmt.Fprintf(w, "  affected: records %d to %d, written between %s and %s\n", r.FirstBad, max(r.LastBad, r.FirstBad), from, until)
+		for i, p := range r.Problems {
+			if i == 10 {
+				fmt.Fprintf(w, "  … and %d more problems (--json lists them all)\n", len(r.Problems)-10)
+				break
+			}
+			fmt.Fprintf(w, "  - record %d: %s\n", p.Seq, p.What)
+		}
+	}
+	switch {
+	case r.SealChecked:
+		fmt.Fprintf(w, "seal: checked with key %s; %d epochs closed", r.Fingerprint, r.Epochs)
+		if r.SealedThrough > 0 {
+			fmt.Fprintf(w, ", sealed through record %d (%s)", r.SealedThrough, fmtT(r.SealedAt))
+		}
+		fmt.Fprintln(w)
+	case r.Sealed:
+		fmt.Fprintf(w, "seal: the log is sealed (key %s, %d epochs closed) but the seal was not checked: give --key\n",
+			r.Fingerprint, r.Epochs)
+	}
+	if r.Anchors > 0 {
+		fmt.Fprintf(w, "anchor: %d published heads checked\n", r.Anchors)
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(w, "unaudited %s\n", f)
+	}
+	if r.PendingKey {
+		fmt.Fprintln(w, "warning: the verification key still waits in Overseer's home: until you move it out "+
+			"(overseer audit key --out FILE) the seal proves nothing against someone who can read that file")
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	_ = keyed
+}
+
+func (a *app) auditKeyCmd() *cobra.Command {
+	var (
+		out    string
+		forget bool
+	)
+	cmd := &cobra.Command{
+		Use:   "key [--out FILE | --forget]",
+		Short: "Set up the audit log's seal, or export its verification key out of Overseer's home",
+		Long: `The audit log is sealed with a key that evolves: the verification key, from
+which every sealing key derives, is shown once when sealing starts (the first
+'overseer serve', 'overseer init' or this command) and waits in
+$OVERSEER_HOME/audit-verify.key until you move it elsewhere:
+
+  overseer audit key --out /media/usb/overseer-audit.key
+
+writes it to FILE and erases Overseer's copy (--forget only erases it, once
+you have written the key down or scanned its QR code). Then check the log
+with 'overseer audit verify --key FILE'. Without flags, this command shows
+the seal's state.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			home, err := a.homeDir()
+			if err != nil {
+				return err
+			}
+			if _, err := os.Stat(filepath.Join(home, audit.SealFile)); errors.Is(err, os.ErrNotExist) {
+				// First start: sealing is set up by opening the kernel.
+				k, err := a.open(ctx)
+				if err != nil {
+					return err
+				}
+				setup := k.Sealing
+				if cerr := k.Close(); cerr != nil {
+					return cerr
+				}
+				if setup.New && out == "" && !forget {
+					a.showNewKey(home, setup)
+					return nil
+				}
+			}
+			pending, perr := audit.PendingKey(home)
+			switch {
+			case out != "":
+				if perr != nil {
+					return exit(1, errors.New("the verification key is not in Overseer's home any more: it was shown once and "+
+						"exported or forgotten (a lost key cannot be recovered)"))
+				}
+				text := "# Overseer audit verification key (fingerprint " + pending.Fingerprint() + ")\n" +
+					"# check the log: overseer audit verify --key THIS-FILE\n" + pending.String() + "\n"
+				f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+				if err != nil {
+					return err
+				}
+				_, err = f.WriteString(text)
+				if err == nil {
+					err = f.Sync()
+				}
+				if err := errors.Join(err, f.Close()); err != nil {
+					return err
+				}
+				if err := audit.ForgetPendingKey(home); err != nil {
+					return fmt.Errorf("the key was written to %s, but Overseer's copy could not be erased: %w", out, err)
+				}
+				fmt.Fprintf(a.stdout, "verification key %s written to %s; Overseer's copy is erased.\n", pending.Fingerprint(), out)
+				fmt.Fprintf(a.stdout, "Keep that file away from this machine, and check the log with: overseer audit verify --key %s\n", out)
+				return nil
+			case forget:
+				if perr != nil {
+					return exit(1, errors.New("there is no verification key in Overseer's home"))
+				}
+				if err := audit.ForgetPendingKey(home); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "Overseer's copy of verification key %s is erased.\n", pending.Fingerprint())
+				return nil
+			}
+			state, err := audit.ReadSealState(filepath.Join(home, audit.SealFile))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "audit log sealed with key %s; the sealing key is at epoch %d (%s)\n",
+				state.Fingerprint, state.Epoch, filepath.Join(home, audit.SealFile))
+			if perr == nil {
+				fmt.Fprintf(a.stdout, "the verification key still waits in %s: move it out with overseer audit key --out FILE\n",
+					filepath.Join(home, audit.KeyFile))
+			} else {
+				fmt.Fprintln(a.stdout, "the verification key is not on this machine (as it should be)")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write the verification key to this new file and erase Overseer's copy")
+	cmd.Flags().BoolVar(&forget, "forget", false, "erase Overseer's copy of the verification key")
+	return cmd
+}
+
+// showNewKey shows a new verification key once: the string and a QR code.
+func (a *app) showNewKey(home string, s audit.Setup) {
+	w := a.stdout
+	fmt.Fprintln(w, "The audit log is now sealed. Its verification key, shown this once:")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "    %s\n", s.Key)
+	fmt.Fprintln(w)
+	if os.Getenv(NoQREnv) == "" {
+		if qr, err := web.TerminalQR(s.Key.String(), isTerminal(w)); err == nil {
+			fmt.Fprint(w, qr)
+		}
+	}
+	fmt.Fprintf(w, "  fingerprint %s. Keep the key away from this machine: with it, 'overseer audit verify --key KEY'\n", s.Fingerprint)
+	fmt.Fprintln(w, "  proves that no sealed record was altered, removed, reordered or inserted.")
+	fmt.Fprintf(w, "  A copy waits in %s until you run 'overseer audit key --out FILE' (or --forget).\n",
+		filepath.Join(home, audit.KeyFile))
 }
 
 func (a *app) auditExportCmd() *cobra.Command {

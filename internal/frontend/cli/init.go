@@ -131,6 +131,17 @@ added.`,
 				fmt.Fprintln(a.stdout, `Codex runs new or changed hooks only once they are trusted: start 'codex' once and
 choose "Trust all and continue" on the "Hooks need review" screen.`)
 			}
+			// The first start also seals the audit log: show its key once.
+			if k, err := a.open(cmd.Context()); err != nil {
+				fmt.Fprintln(a.stderr, "overseer: opening Overseer's home to seal the audit log:", err)
+			} else {
+				setup := k.Sealing
+				if err := k.Close(); err == nil && setup.New {
+					fmt.Fprintln(a.stdout)
+					a.showNewKey(k.Home, setup)
+					fmt.Fprintln(a.stdout)
+				}
+			}
 			fmt.Fprintln(a.stdout, "Start the daemon so calls that need a person can wait for one: overseer serve")
 			return nil
 		},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/frontend/client"
 	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
 	"github.com/overseer-dev/overseer/internal/kernel"
@@ -108,6 +109,10 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 	if c, err := client.Discover(ctx, k.Home); err == nil {
 		return fmt.Errorf("a daemon already runs for %s at %s", k.Home, c.Base)
 	}
+	if k.Sealing.New {
+		a.showNewKey(k.Home, k.Sealing) // the first start: shown this once
+		fmt.Fprintln(a.stdout)
+	}
 	tok, err := EnsureToken(k.Home)
 	if err != nil {
 		return err
@@ -158,6 +163,12 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 	fmt.Fprintf(a.stdout, "  policy:    %s\n", policyName)
 	fmt.Fprintf(a.stdout, "  token:     %s (for approve/deny/policy)\n", filepath.Join(k.Home, kernel.TokenFile))
 	fmt.Fprintf(a.stdout, "  pending:   %d approvals\n", len(pending))
+	if _, err := audit.PendingKey(k.Home); err == nil {
+		fmt.Fprintf(a.stdout, "  audit key: not exported yet (overseer audit key --out FILE): until then the seal proves nothing\n")
+	}
+	if fs, err := k.Findings(ctx, false); err == nil && len(fs) > 0 {
+		fmt.Fprintf(a.stderr, "overseer: %d rules or approvals have no audited record behind them and are refused; run overseer audit verify\n", len(fs))
+	}
 
 	errc := make(chan error, 1)
 	go func() {

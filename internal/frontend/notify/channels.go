@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/overseer-dev/overseer/internal/audit"
 )
 
 // Interface guards.
@@ -151,11 +153,15 @@ type webhook struct {
 }
 
 func (w *webhook) Send(ctx context.Context, m *Message) error {
-	body, err := json.Marshal(WebhookPayload{Event: "approval_requested", Message: m, Text: m.Text()})
+	event := "approval_requested"
+	if m.Head != nil {
+		event = audit.HeadEvent
+	}
+	body, err := json.Marshal(WebhookPayload{Event: event, Message: m, Text: m.Text()})
 	if err != nil {
 		return &permanent{err}
 	}
-	hdr := map[string]string{"X-Overseer-Event": "approval_requested"}
+	hdr := map[string]string{"X-Overseer-Event": event}
 	for k, v := range w.headers {
 		hdr[k] = v
 	}
@@ -180,6 +186,13 @@ type slack struct {
 }
 
 func (s *slack) Send(ctx context.Context, m *Message) error {
+	if m.Head != nil {
+		body, err := json.Marshal(map[string]any{"text": m.Title + "\n```" + m.Head.Line() + "```"})
+		if err != nil {
+			return &permanent{err}
+		}
+		return post(ctx, s.http, s.url, "application/json", body, nil)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%s* wants to run (level *%s*)", slackEscape(m.Tool), m.Level)
 	if m.Agent != "" {
@@ -231,6 +244,14 @@ type discord struct {
 var discordColor = map[string]int{"confirm": 0xe8b339, "approve": 0xe07b39}
 
 func (d *discord) Send(ctx context.Context, m *Message) error {
+	if m.Head != nil {
+		body, err := json.Marshal(map[string]any{"content": m.Title + "\n```\n" + m.Head.Line() + "\n```",
+			"allowed_mentions": map[string]any{"parse": []string{}}})
+		if err != nil {
+			return &permanent{err}
+		}
+		return post(ctx, d.http, d.url, "application/json", body, nil)
+	}
 	var desc strings.Builder
 	if m.Detail != "" {
 		fmt.Fprintf(&desc, "```\n%s\n```\n", codeSafe(m.Detail))
@@ -303,6 +324,9 @@ func (n *ntfy) Send(ctx context.Context, m *Message) error {
 	pr := n.priority
 	if pr == "" {
 		pr = "high"
+	}
+	if m.Head != nil {
+		hdr["Tags"], pr = "lock", "min"
 	}
 	hdr["Priority"] = pr
 	if m.Links.Open != "" {

@@ -51,7 +51,14 @@ type Config struct {
 	LinkTTL  Duration        `yaml:"link_ttl"`
 	Levels   []string        `yaml:"levels"`
 	Channels []ChannelConfig `yaml:"channels"`
+	// AnchorInterval is how often the daemon publishes the audit chain's
+	// head to the channels (all but desktop) when it changed: default
+	// DefaultAnchorInterval.
+	AnchorInterval Duration `yaml:"anchor_interval"`
 }
+
+// DefaultAnchorInterval is Config.AnchorInterval's default.
+const DefaultAnchorInterval = 15 * time.Minute
 
 // ChannelConfig configures one channel. Which fields apply depends on Type;
 // a field that does not apply to the type is an error.

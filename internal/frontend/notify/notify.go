@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/store"
@@ -77,6 +78,9 @@ type Message struct {
 	Deadline        time.Time       `json:"deadline"`
 	DefaultDecision string          `json:"default_decision"`
 	Links           Links           `json:"links"`
+	// Head, when set, makes the message a published audit chain head (see
+	// PublishHead), not a request.
+	Head *audit.Head `json:"head,omitempty"`
 }
 
 // maxDetail caps the argument text a message shows.
@@ -132,6 +136,11 @@ func clip(s string, n int) string {
 
 // Text renders the message as plain text (email, desktop, ntfy).
 func (m *Message) Text() string {
+	if m.Head != nil {
+		return "Overseer's audit log had " + fmt.Sprint(m.Head.Seq) + " records at " + m.Head.Time.UTC().Format(time.RFC3339) +
+			". Keep this message: 'overseer audit verify --anchor' checks the log against the heads published.\n\n" +
+			m.Head.Line() + "\n"
+	}
 	var b strings.Builder
 	who := []string{}
 	if m.Agent != "" {
@@ -277,6 +286,32 @@ func (n *Notifier) Notify(ctx context.Context, apr *store.Approval) error {
 		}
 		wg.Add(1)
 		go func() { // owned by Notify, which waits for it
+			defer wg.Done()
+			if err := n.deliver(ctx, nc, m); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", nc.name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// PublishHead sends an audit chain head to every channel but the desktop
+// (which keeps nothing), so that the log can later be checked against it
+// from a place the agent cannot rewrite. It returns the channels' errors,
+// joined; with no such channel it does nothing.
+func (n *Notifier) PublishHead(ctx context.Context, h audit.Head) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(n.chans))
+	for i, nc := range n.chans {
+		if nc.typ == TypeDesktop {
+			continue
+		}
+		hh := h
+		m := &Message{Title: "Overseer audit log head", Summary: fmt.Sprintf("audit record %d", h.Seq),
+			Detail: h.Line(), CreatedAt: h.Time, Head: &hh}
+		wg.Add(1)
+		go func() { // owned by PublishHead, which waits for it
 			defer wg.Done()
 			if err := n.deliver(ctx, nc, m); err != nil {
 				errs[i] = fmt.Errorf("%s: %w", nc.name, err)

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/agent"
+	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
 	"github.com/overseer-dev/overseer/internal/kernel"
@@ -291,9 +292,22 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	// Rules and approvals with no audited record behind them are refused;
+	// the person is told here (see docs/threat-model.md).
+	findings, ferr := c.k.Findings(r.Context(), false)
+	var unaudited []string
+	for _, f := range findings {
+		unaudited = append(unaudited, f.String())
+	}
+	if ferr != nil {
+		unaudited = append(unaudited, "the rules and approvals could not be checked against the audit log: "+ferr.Error())
+	}
+	_, kerr := audit.PendingKey(c.k.Home)
 	_ = c.tmpl.ExecuteTemplate(w, "app.tmpl", map[string]any{
-		"CSRF":     c.csrfToken(sess.id),
-		"Who":      sess.Who,
-		"Insecure": r.TLS == nil && !remoteIsLoopback(r),
+		"CSRF":       c.csrfToken(sess.id),
+		"Who":        sess.Who,
+		"Insecure":   r.TLS == nil && !remoteIsLoopback(r),
+		"Unaudited":  unaudited,
+		"PendingKey": kerr == nil,
 	})
 }

@@ -23,6 +23,11 @@ func validStatus(s store.ApprovalStatus) bool {
 // CreateApproval implements store.ApprovalStore. An empty Status is stored
 // (and set in a) as pending. Creating an ID that exists is an error.
 func (d *DB) CreateApproval(ctx context.Context, a *store.Approval) error {
+	return d.write(ctx, "create approval", func(tx *sql.Tx) error { return createApproval(ctx, tx, a) })
+}
+
+// createApproval is CreateApproval inside tx.
+func createApproval(ctx context.Context, tx *sql.Tx, a *store.Approval) error {
 	if a == nil || a.ID == "" {
 		return errors.New("sqlite: create approval: missing id")
 	}
@@ -34,7 +39,7 @@ func (d *DB) CreateApproval(ctx context.Context, a *store.Approval) error {
 		return fmt.Errorf("sqlite: create approval %q: unknown status %q", a.ID, status)
 	}
 	body := *a
-	body.Status, body.Answer, body.Answers = "", nil, nil
+	body.Status, body.Answer, body.Answers, body.Unaudited = "", nil, nil, ""
 	bodyJSON, err := json.Marshal(&body)
 	if err != nil {
 		return fmt.Errorf("sqlite: create approval %q: %w", a.ID, err)
@@ -60,31 +65,25 @@ func (d *DB) CreateApproval(ctx context.Context, a *store.Approval) error {
 		}
 		answers[i] = string(b)
 	}
-	err = d.write(ctx, "create approval", func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM approvals WHERE id = ?`, a.ID).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
-			return fmt.Errorf("approval %q already exists", a.ID)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO approvals
-			(id, status, created_at, deadline, args_hash, session, action_id, body, answer)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.ID, string(status), fmtTime(a.CreatedAt), fmtOptTime(a.Deadline), a.ArgsHash, a.Session, a.ActionID,
-			string(bodyJSON), answerJSON); err != nil {
-			return err
-		}
-		for i, ans := range answers {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO approval_answers (approval_id, n, answer) VALUES (?, ?, ?)`,
-				a.ID, i+1, ans); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM approvals WHERE id = ?`, a.ID).Scan(&n); err != nil {
 		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("approval %q already exists", a.ID)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals
+		(id, status, created_at, deadline, args_hash, session, action_id, body, answer)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, string(status), fmtTime(a.CreatedAt), fmtOptTime(a.Deadline), a.ArgsHash, a.Session, a.ActionID,
+		string(bodyJSON), answerJSON); err != nil {
+		return err
+	}
+	for i, ans := range answers {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO approval_answers (approval_id, n, answer) VALUES (?, ?, ?)`,
+			a.ID, i+1, ans); err != nil {
+			return err
+		}
 	}
 	a.Status = status
 	return nil
@@ -187,50 +186,57 @@ func (d *DB) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]*stor
 // terminal answer wins even when several processes answer at once. An
 // unknown status is an error and nothing is recorded.
 func (d *DB) AnswerApproval(ctx context.Context, id string, status store.ApprovalStatus, ans store.Answer) (*store.Approval, bool, error) {
-	if status != "" && !validStatus(status) {
-		return nil, false, fmt.Errorf("sqlite: answer approval %q: unknown status %q", id, status)
-	}
 	var (
 		out     *store.Approval
 		applied bool
 	)
 	err := d.write(ctx, "answer approval", func(tx *sql.Tx) error {
-		var cur string
-		err := tx.QueryRowContext(ctx, `SELECT status FROM approvals WHERE id = ?`, id).Scan(&cur)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("approval %q: %w", id, store.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		applied = store.ApprovalStatus(cur) == store.StatusPending && status.Terminal()
-		ans.Applied = applied
-		js, err := json.Marshal(&ans)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO approval_answers (approval_id, n, answer)
-			VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM approval_answers WHERE approval_id = ?), ?)`,
-			id, id, string(js)); err != nil {
-			return err
-		}
-		if applied {
-			res, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, answer = ? WHERE id = ? AND status = ?`,
-				string(status), string(js), id, string(store.StatusPending))
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil || n != 1 {
-				return fmt.Errorf("approval %q changed under the write lock (rows %d, %v)", id, n, err)
-			}
-		}
-		out, err = getApproval(ctx, tx, id)
+		var err error
+		out, applied, err = answerApproval(ctx, tx, id, status, ans)
 		return err
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	return out, applied, nil
+}
+
+// answerApproval is AnswerApproval inside tx.
+func answerApproval(ctx context.Context, tx *sql.Tx, id string, status store.ApprovalStatus, ans store.Answer) (*store.Approval, bool, error) {
+	if status != "" && !validStatus(status) {
+		return nil, false, fmt.Errorf("sqlite: answer approval %q: unknown status %q", id, status)
+	}
+	var cur string
+	err := tx.QueryRowContext(ctx, `SELECT status FROM approvals WHERE id = ?`, id).Scan(&cur)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, fmt.Errorf("approval %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	applied := store.ApprovalStatus(cur) == store.StatusPending && status.Terminal()
+	ans.Applied = applied
+	js, err := json.Marshal(&ans)
+	if err != nil {
+		return nil, false, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO approval_answers (approval_id, n, answer)
+		VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM approval_answers WHERE approval_id = ?), ?)`,
+		id, id, string(js)); err != nil {
+		return nil, false, err
+	}
+	if applied {
+		res, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, answer = ? WHERE id = ? AND status = ?`,
+			string(status), string(js), id, string(store.StatusPending))
+		if err != nil {
+			return nil, false, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return nil, false, fmt.Errorf("approval %q changed under the write lock (rows %d, %v)", id, n, err)
+		}
+	}
+	out, err := getApproval(ctx, tx, id)
+	return out, applied, err
 }
 
 type rowScanner interface{ Scan(dest ...any) error }

@@ -16,7 +16,7 @@ import (
 // read transaction open.
 const scanPage = 1000
 
-const auditColumns = `seq, time, type, action_id, agent, session, tool, data, prev_hash, hash`
+const auditColumns = `seq, time, type, action_id, agent, session, tool, data, prev_hash, hash, epoch, tag`
 
 // AppendAudit implements store.AuditStore. The tail is read inside the
 // BEGIN IMMEDIATE transaction, so seal sees the true tail even when other
@@ -33,10 +33,11 @@ func (d *DB) AppendAudit(ctx context.Context, recs []store.AuditRecord, seal fun
 			tailSeq  int64
 			tailHash string
 		)
-		err := tx.StmtContext(ctx, d.tailStmt).QueryRowContext(ctx).Scan(&tailSeq, &tailHash)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("read tail: %w", err)
+		tail, err := d.readTail(ctx, tx)
+		if err != nil {
+			return err
 		}
+		tailSeq, tailHash = tail.Seq, tail.Hash
 		if err := seal(tailSeq, tailHash, recs); err != nil {
 			return fmt.Errorf("seal: %w", err)
 		}
@@ -60,6 +61,124 @@ func (d *DB) AppendAudit(ctx context.Context, recs []store.AuditRecord, seal fun
 	})
 }
 
+// readTail reads the chain's last record inside tx.
+func (d *DB) readTail(ctx context.Context, tx *sql.Tx) (store.AuditTail, error) {
+	var (
+		t    store.AuditTail
+		data string
+	)
+	err := tx.StmtContext(ctx, d.tailStmt).QueryRowContext(ctx).Scan(&t.Seq, &t.Hash, &t.Type, &t.Epoch, &t.Tag, &data)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return t, fmt.Errorf("read tail: %w", err)
+	}
+	if data != "" {
+		t.Data = json.RawMessage(data)
+	}
+	return t, nil
+}
+
+// AppendAuditBatch implements store.AuditStore. Each effect runs under a
+// savepoint of its own, so that a failing one takes back only itself (and
+// its record); then Seal seals the records that remain, and they are
+// inserted with the markers Seal adds, all in one durable commit.
+func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
+	if b == nil || b.Seal == nil {
+		return errors.New("sqlite: append audit: nil seal")
+	}
+	b.Extra = nil
+	for _, w := range b.Writes {
+		w.Err = nil
+	}
+	return d.write(ctx, "append audit", func(tx *sql.Tx) error {
+		tail, err := d.readTail(ctx, tx)
+		if err != nil {
+			return err
+		}
+		recs := make([]*store.AuditRecord, 0, len(b.Writes))
+		for _, w := range b.Writes {
+			if w.Effect != nil {
+				if err := applyEffect(ctx, tx, w); err != nil {
+					w.Err = err
+					continue
+				}
+			}
+			recs = append(recs, &w.Rec)
+		}
+		extra, err := b.Seal(tail, recs)
+		if err != nil {
+			return fmt.Errorf("seal: %w", err)
+		}
+		all := make([]store.AuditRecord, 0, len(recs)+len(extra))
+		for _, r := range recs {
+			all = append(all, *r)
+		}
+		all = append(all, extra...)
+		for i := range all {
+			if all[i].Seq <= tail.Seq || i > 0 && all[i].Seq != all[i-1].Seq+1 {
+				return fmt.Errorf("sealed record has seq %d, not after the tail %d", all[i].Seq, tail.Seq)
+			}
+		}
+		for rest := all; len(rest) > 0; {
+			k := 0 // the largest prepared statement that fits
+			for insertSizes[k] > len(rest) {
+				k++
+			}
+			n := insertSizes[k]
+			if err := d.insertAudit(ctx, tx, k, rest[:n]); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		b.Extra = extra
+		return nil
+	})
+}
+
+// applyEffect runs w's effect under a savepoint, and sets w's data from
+// its outcome when the effect describes it.
+func applyEffect(ctx context.Context, tx *sql.Tx, w *store.AuditWrite) (err error) {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT effect`); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO effect`); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+		if _, rerr := tx.ExecContext(ctx, `RELEASE effect`); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	var data json.RawMessage
+	switch e := w.Effect.(type) {
+	case *store.CreateApprovalEffect:
+		return createApproval(ctx, tx, e.Approval)
+	case *store.AnswerApprovalEffect:
+		e.Result, e.Applied, err = answerApproval(ctx, tx, e.ID, e.Status, e.Answer)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(e.Result, e.Applied)
+		}
+	case *store.PutUserRuleEffect:
+		err = putUserRule(ctx, tx, e.Rule)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(e.Rule)
+		}
+	case *store.DeleteUserRuleEffect:
+		var r *store.UserRule
+		r, err = deleteUserRule(ctx, tx, e.ID)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(r)
+		}
+	default:
+		return fmt.Errorf("unknown effect %T", w.Effect)
+	}
+	if err == nil && data != nil {
+		w.Rec.Data = data
+	}
+	return err
+}
+
 // insertSizes are the row counts of the prepared audit INSERT statements, in
 // decreasing order, ending with 1: a batch is written as a few multi-row
 // statements, which cost less than one statement per row.
@@ -67,14 +186,14 @@ var insertSizes = [...]int{32, 16, 8, 4, 2, 1}
 
 func insertAuditSQL(n int) string {
 	return `INSERT INTO audit (` + auditColumns + `) VALUES ` +
-		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
 }
 
 // prepareAudit prepares the statements AppendAudit uses, once, on the
 // write pool's connection.
 func (d *DB) prepareAudit(ctx context.Context) error {
 	var err error
-	if d.tailStmt, err = d.w.PrepareContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`); err != nil {
+	if d.tailStmt, err = d.w.PrepareContext(ctx, `SELECT seq, hash, type, epoch, tag, data FROM audit ORDER BY seq DESC LIMIT 1`); err != nil {
 		return fmt.Errorf("sqlite: prepare: %w", err)
 	}
 	for k, n := range insertSizes {
@@ -87,11 +206,11 @@ func (d *DB) prepareAudit(ctx context.Context) error {
 
 // insertAudit inserts recs, insertSizes[k] of them, with one statement.
 func (d *DB) insertAudit(ctx context.Context, tx *sql.Tx, k int, recs []store.AuditRecord) error {
-	args := make([]any, 0, 10*len(recs))
+	args := make([]any, 0, 12*len(recs))
 	for i := range recs {
 		r := &recs[i]
 		args = append(args, r.Seq, fmtTime(r.Time), r.Type, r.ActionID, r.Agent, r.Session, r.Tool,
-			string(r.Data), r.PrevHash, r.Hash)
+			string(r.Data), r.PrevHash, r.Hash, r.Epoch, r.Tag)
 	}
 	if _, err := tx.StmtContext(ctx, d.insertStmts[k]).ExecContext(ctx, args...); err != nil {
 		return fmt.Errorf("insert records %d to %d: %w", recs[0].Seq, recs[len(recs)-1].Seq, err)
@@ -147,7 +266,8 @@ func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery, strictAfter boo
 				r        store.AuditRecord
 				ts, data string
 			)
-			if err := rows.Scan(&r.Seq, &ts, &r.Type, &r.ActionID, &r.Agent, &r.Session, &r.Tool, &data, &r.PrevHash, &r.Hash); err != nil {
+			if err := rows.Scan(&r.Seq, &ts, &r.Type, &r.ActionID, &r.Agent, &r.Session, &r.Tool, &data, &r.PrevHash, &r.Hash,
+				&r.Epoch, &r.Tag); err != nil {
 				return err
 			}
 			t, err := parseTime(ts)
@@ -184,7 +304,13 @@ func auditSQL(q store.AuditQuery, strictAfter bool) (string, []any) {
 		for _, t := range q.Types {
 			args = append(args, t)
 		}
-		where = append(where, "type IN ("+ph+")")
+		col := "type"
+		if q.ActionID != "" {
+			// The action's few records come from its index; "+type" keeps
+			// SQLite from scanning the type index instead.
+			col = "+type"
+		}
+		where = append(where, col+" IN ("+ph+")")
 	}
 	// The indexes on action_id, agent and tool are partial (they leave out
 	// the empty value); SQLite uses a partial index only when the query

@@ -129,9 +129,6 @@ func TestMigrationFromSchema1(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := &DB{path: pools.Path, w: pools.Write, r: pools.Read}
-	if err := old.prepareAudit(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if !hasIndex(t, old, "audit_session") {
 		t.Fatal("schema 1 has no session index")
 	}
@@ -149,7 +146,21 @@ func TestMigrationFromSchema1(t *testing.T) {
 			clk.Advance(time.Second)
 		}
 	}
-	appendN(old, 0, 30)
+	// Records written by a program of schema 1 (without the seal columns).
+	prev := audit.Genesis
+	for i := 0; i < 30; i++ {
+		r := store.AuditRecord{Seq: int64(i + 1), Time: clk.Now(), Type: audit.TypeAction, ActionID: fmt.Sprintf("a%d", i),
+			Agent: "claude-code", Session: fmt.Sprintf("s%d", i%3), Tool: "Bash", Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
+		r.PrevHash = prev
+		r.Hash = audit.Hash(prev, r)
+		prev = r.Hash
+		if _, err := pools.Write.ExecContext(ctx, `INSERT INTO audit (seq, time, type, action_id, agent, session, tool, data, prev_hash, hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.Seq, fmtTime(r.Time), r.Type, r.ActionID, r.Agent, r.Session, r.Tool,
+			string(r.Data), r.PrevHash, r.Hash); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Second)
+	}
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
 	}

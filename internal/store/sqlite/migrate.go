@@ -103,6 +103,13 @@ var migrations = []Migration{
 	{Version: 2, Name: "audit: drop the session index", Stmts: []string{
 		`DROP INDEX IF EXISTS audit_session`,
 	}},
+	// The audit log's seal (package audit): each record's sealing epoch and
+	// its MAC under that epoch's key. Version 4, not 3, so that it does not
+	// clash with a concurrent migration; versions need only increase.
+	{Version: 4, Name: "audit: seal columns", Stmts: []string{
+		`ALTER TABLE audit ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE audit ADD COLUMN tag TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // SchemaVersion is the schema version this program writes.

@@ -55,6 +55,11 @@ func (d *DB) ListUserRules(ctx context.Context, now time.Time) ([]store.UserRule
 // after every other rule and leaves a replaced rule where it was; r.Position
 // is set to the position stored. The rule must be valid JSON.
 func (d *DB) PutUserRule(ctx context.Context, r *store.UserRule) error {
+	return d.write(ctx, "put user rule", func(tx *sql.Tx) error { return putUserRule(ctx, tx, r) })
+}
+
+// putUserRule is PutUserRule inside tx.
+func putUserRule(ctx context.Context, tx *sql.Tx, r *store.UserRule) error {
 	if r == nil || r.ID == "" {
 		return errors.New("sqlite: put user rule: missing id")
 	}
@@ -62,27 +67,23 @@ func (d *DB) PutUserRule(ctx context.Context, r *store.UserRule) error {
 		return fmt.Errorf("sqlite: put user rule %q: rule is not valid JSON", r.ID)
 	}
 	pos := r.Position
-	err := d.write(ctx, "put user rule", func(tx *sql.Tx) error {
-		if pos == 0 {
-			err := tx.QueryRowContext(ctx, `SELECT position FROM user_rules WHERE id = ?`, r.ID).Scan(&pos)
-			if errors.Is(err, sql.ErrNoRows) {
-				err = tx.QueryRowContext(ctx, `SELECT coalesce(max(position), 0) + 1 FROM user_rules`).Scan(&pos)
-			}
-			if err != nil {
-				return err
-			}
+	if pos == 0 {
+		err := tx.QueryRowContext(ctx, `SELECT position FROM user_rules WHERE id = ?`, r.ID).Scan(&pos)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = tx.QueryRowContext(ctx, `SELECT coalesce(max(position), 0) + 1 FROM user_rules`).Scan(&pos)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO user_rules (id, position, rule, origin, created_by, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET position = excluded.position, rule = excluded.rule, origin = excluded.origin,
-				created_by = excluded.created_by, created_at = excluded.created_at, expires_at = excluded.expires_at`,
-			r.ID, pos, string(r.Rule), r.Origin, r.CreatedBy, fmtTime(r.CreatedAt), fmtOptTime(r.ExpiresAt)); err != nil {
+		if err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, bumpRulesVersion)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO user_rules (id, position, rule, origin, created_by, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET position = excluded.position, rule = excluded.rule, origin = excluded.origin,
+			created_by = excluded.created_by, created_at = excluded.created_at, expires_at = excluded.expires_at`,
+		r.ID, pos, string(r.Rule), r.Origin, r.CreatedBy, fmtTime(r.CreatedAt), fmtOptTime(r.ExpiresAt)); err != nil {
 		return err
-	})
-	if err != nil {
+	}
+	if _, err := tx.ExecContext(ctx, bumpRulesVersion); err != nil {
 		return err
 	}
 	r.Position = pos
@@ -92,20 +93,35 @@ func (d *DB) PutUserRule(ctx context.Context, r *store.UserRule) error {
 // DeleteUserRule implements store.RuleStore; a missing id is ErrNotFound.
 func (d *DB) DeleteUserRule(ctx context.Context, id string) error {
 	return d.write(ctx, "delete user rule", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM user_rules WHERE id = ?`, id)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("rule %q: %w", id, store.ErrNotFound)
-		}
-		_, err = tx.ExecContext(ctx, bumpRulesVersion)
+		_, err := deleteUserRule(ctx, tx, id)
 		return err
 	})
+}
+
+// deleteUserRule is DeleteUserRule inside tx; it returns the rule deleted.
+func deleteUserRule(ctx context.Context, tx *sql.Tx, id string) (*store.UserRule, error) {
+	var (
+		r            = store.UserRule{ID: id}
+		rule, cat, x string
+	)
+	err := tx.QueryRowContext(ctx, `SELECT position, rule, origin, created_by, created_at, expires_at
+		FROM user_rules WHERE id = ?`, id).Scan(&r.Position, &rule, &r.Origin, &r.CreatedBy, &cat, &x)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("rule %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.Rule = json.RawMessage(rule)
+	r.CreatedAt, _ = parseTime(cat)
+	r.ExpiresAt, _ = parseTime(x)
+	if _, err := tx.ExecContext(ctx, `DELETE FROM user_rules WHERE id = ?`, id); err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, bumpRulesVersion); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // RulesVersion implements store.RuleStore. It starts at 0 and grows by one
