@@ -80,6 +80,12 @@ func decodeRule(raw json.RawMessage, r *policy.Rule) error {
 // the newest human decision is read first), records the change in the audit
 // log and reloads the engine.
 func (k *Kernel) AddUserRule(ctx context.Context, r policy.Rule, who string, a *action.Action) (*store.UserRule, error) {
+	return k.addUserRule(ctx, r, who, a, "human", "rule added by "+who)
+}
+
+// addUserRule is AddUserRule with the change's origin (human, learned) and
+// reason.
+func (k *Kernel) addUserRule(ctx context.Context, r policy.Rule, who string, a *action.Action, origin, reason string) (*store.UserRule, error) {
 	if r.Name == "" {
 		r.Name = NewID("rule_")
 	}
@@ -90,13 +96,13 @@ func (k *Kernel) AddUserRule(ctx context.Context, r policy.Rule, who string, a *
 	if err != nil {
 		return nil, err
 	}
-	ur := &store.UserRule{ID: r.Name, Rule: raw, Origin: "human", CreatedBy: who, CreatedAt: k.Clock.Now()}
+	ur := &store.UserRule{ID: r.Name, Rule: raw, Origin: origin, CreatedBy: who, CreatedAt: k.Clock.Now()}
 	if err := k.Store.PutUserRule(ctx, ur); err != nil {
 		return nil, err
 	}
 	e := audit.Entry{Type: audit.TypePolicyChange, Tool: strings.Join(r.Tool, ","), Data: PolicyChange{
-		Origin: "human", Op: "add", RuleID: ur.ID, Rule: &r, Who: who, After: r.Level,
-		Reason: "rule added by " + who,
+		Origin: origin, Op: "add", RuleID: ur.ID, Rule: &r, Who: who, After: r.Level,
+		Reason: reason,
 	}}
 	if a != nil {
 		e.ActionID, e.Agent, e.Session = a.ID, a.Agent, a.Session
