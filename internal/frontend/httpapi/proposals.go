@@ -73,13 +73,19 @@ func (p *Proposals) Get(w http.ResponseWriter, r *http.Request) {
 }
 
 // Accept saves a proposal's rule (or the person's edit of it) in the user
-// layer, as who.
-func (p *Proposals) Accept(w http.ResponseWriter, r *http.Request, who string) {
+// layer, as the body's "who", else as who.
+func (p *Proposals) Accept(w http.ResponseWriter, r *http.Request, who string) { p.accept(w, r, who, false) }
+
+// AcceptAs is Accept as who, whatever the body says (the console's
+// signed-in person).
+func (p *Proposals) AcceptAs(w http.ResponseWriter, r *http.Request, who string) { p.accept(w, r, who, true) }
+
+func (p *Proposals) accept(w http.ResponseWriter, r *http.Request, who string, fixed bool) {
 	var req ProposalAnswer
 	if !p.decode(w, r, &req) {
 		return
 	}
-	if req.Who != "" {
+	if req.Who != "" && !fixed {
 		who = req.Who
 	}
 	ur, pr, err := p.k.AcceptProposal(r.Context(), r.PathValue("id"), req.Version, req.Rule, who)
@@ -90,13 +96,19 @@ func (p *Proposals) Accept(w http.ResponseWriter, r *http.Request, who string) {
 	writeJSON(w, http.StatusCreated, map[string]any{"rule": ur, "proposal": pr})
 }
 
-// Dismiss records that a person does not want a proposal.
-func (p *Proposals) Dismiss(w http.ResponseWriter, r *http.Request, who string) {
+// Dismiss records that a person does not want a proposal, as the body's
+// "who", else as who.
+func (p *Proposals) Dismiss(w http.ResponseWriter, r *http.Request, who string) { p.dismiss(w, r, who, false) }
+
+// DismissAs is Dismiss as who, whatever the body says.
+func (p *Proposals) DismissAs(w http.ResponseWriter, r *http.Request, who string) { p.dismiss(w, r, who, true) }
+
+func (p *Proposals) dismiss(w http.ResponseWriter, r *http.Request, who string, fixed bool) {
 	var req ProposalAnswer
 	if !p.decode(w, r, &req) {
 		return
 	}
-	if req.Who != "" {
+	if req.Who != "" && !fixed {
 		who = req.Who
 	}
 	pr, err := p.k.DismissProposal(r.Context(), r.PathValue("id"), who)
