@@ -74,11 +74,15 @@ func (p *Proposals) Get(w http.ResponseWriter, r *http.Request) {
 
 // Accept saves a proposal's rule (or the person's edit of it) in the user
 // layer, as the body's "who", else as who.
-func (p *Proposals) Accept(w http.ResponseWriter, r *http.Request, who string) { p.accept(w, r, who, false) }
+func (p *Proposals) Accept(w http.ResponseWriter, r *http.Request, who string) {
+	p.accept(w, r, who, false)
+}
 
 // AcceptAs is Accept as who, whatever the body says (the console's
 // signed-in person).
-func (p *Proposals) AcceptAs(w http.ResponseWriter, r *http.Request, who string) { p.accept(w, r, who, true) }
+func (p *Proposals) AcceptAs(w http.ResponseWriter, r *http.Request, who string) {
+	p.accept(w, r, who, true)
+}
 
 func (p *Proposals) accept(w http.ResponseWriter, r *http.Request, who string, fixed bool) {
 	var req ProposalAnswer
@@ -98,10 +102,14 @@ func (p *Proposals) accept(w http.ResponseWriter, r *http.Request, who string, f
 
 // Dismiss records that a person does not want a proposal, as the body's
 // "who", else as who.
-func (p *Proposals) Dismiss(w http.ResponseWriter, r *http.Request, who string) { p.dismiss(w, r, who, false) }
+func (p *Proposals) Dismiss(w http.ResponseWriter, r *http.Request, who string) {
+	p.dismiss(w, r, who, false)
+}
 
 // DismissAs is Dismiss as who, whatever the body says.
-func (p *Proposals) DismissAs(w http.ResponseWriter, r *http.Request, who string) { p.dismiss(w, r, who, true) }
+func (p *Proposals) DismissAs(w http.ResponseWriter, r *http.Request, who string) {
+	p.dismiss(w, r, who, true)
+}
 
 func (p *Proposals) dismiss(w http.ResponseWriter, r *http.Request, who string, fixed bool) {
 	var req ProposalAnswer

@@ -25,7 +25,9 @@ type TrustAPI interface {
 var _ TrustAPI = ClientAPI{}
 
 // Proposals implements TrustAPI.
-func (a ClientAPI) Proposals(ctx context.Context) ([]kernel.Proposal, error) { return a.C.Proposals(ctx) }
+func (a ClientAPI) Proposals(ctx context.Context) ([]kernel.Proposal, error) {
+	return a.C.Proposals(ctx)
+}
 
 // AcceptProposal implements TrustAPI.
 func (a ClientAPI) AcceptProposal(ctx context.Context, id, version, who string) error {

@@ -14,7 +14,9 @@ import (
 
 func (c *Console) trust() *httpapi.Proposals { return httpapi.NewProposals(c.k) }
 
-func (c *Console) apiProposals(w http.ResponseWriter, r *http.Request, _ *session) { c.trust().List(w, r) }
+func (c *Console) apiProposals(w http.ResponseWriter, r *http.Request, _ *session) {
+	c.trust().List(w, r)
+}
 
 func (c *Console) apiProposalAccept(w http.ResponseWriter, r *http.Request, s *session) {
 	c.trust().AcceptAs(w, r, sessionWho(s))
@@ -24,7 +26,9 @@ func (c *Console) apiProposalDismiss(w http.ResponseWriter, r *http.Request, s *
 	c.trust().DismissAs(w, r, sessionWho(s))
 }
 
-func (c *Console) apiReplay(w http.ResponseWriter, r *http.Request, _ *session) { c.trust().Replay(w, r) }
+func (c *Console) apiReplay(w http.ResponseWriter, r *http.Request, _ *session) {
+	c.trust().Replay(w, r)
+}
 
 // sessionWho names the person signed in to the console.
 func sessionWho(s *session) string {
