@@ -38,7 +38,7 @@ func (a *app) trust(ctx context.Context) (*trustBackend, func(), error) {
 	if c, err := client.Discover(ctx, home); err == nil {
 		return &trustBackend{c: c}, func() {}, nil
 	}
-	k, err := a.open(ctx)
+	k, err := a.openExisting(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
