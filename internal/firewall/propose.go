@@ -325,7 +325,7 @@ func derive(key string, calls []callShape, refusals []callShape) (Candidate, boo
 		var alts []string
 		for i, cl := range operandClasses {
 			if classes[i] {
-				alts = append(alts, "(?:"+strings.TrimSuffix(strings.TrimPrefix(cl.re.String(), "^"), "$")+")")
+				alts = append(alts, strings.TrimSuffix(strings.TrimPrefix(cl.re.String(), "^"), "$"))
 			}
 		}
 		allowed = append(allowed, fmt.Sprintf("x.matches(%s)", strconv.Quote("^(?:"+strings.Join(alts, "|")+")$")))
