@@ -92,99 +92,127 @@ func (r *ReplayReport) Safe() bool { return len(r.LetThrough) == 0 }
 // happened then. It changes nothing. The rule's examples are not checked
 // here (see policy.CompileRules).
 func (e *Engine) Replay(ctx context.Context, rule policy.Rule, past []PastAction) (*ReplayReport, error) {
-	compiled, err := policy.CompileRules(policy.LayerUser, []policy.Rule{rule}, policy.Options{SkipExamples: true})
+	reps, err := e.ReplayAll(ctx, []policy.Rule{rule}, past)
 	if err != nil {
 		return nil, err
 	}
-	c := compiled[0]
-	without := e.replayEngine(nil)
-	with := e.replayEngine(c)
-	rep := &ReplayReport{Rule: rule, Saved: []ReplayCase{}, LetThrough: []ReplayCase{}, Held: []ReplayCase{}}
+	return reps[0], nil
+}
 
-	type matched struct {
-		p            *PastAction
-		then, wo, wi action.Level
-		checks       []action.Reason
+// ReplayAll is Replay of several rules, each on its own, judging every past
+// action without a rule only once.
+func (e *Engine) ReplayAll(ctx context.Context, rules []policy.Rule, past []PastAction) ([]*ReplayReport, error) {
+	compiled := make([]*policy.Compiled, len(rules))
+	for i, r := range rules {
+		c, err := policy.CompileRules(policy.LayerUser, []policy.Rule{r}, policy.Options{SkipExamples: true})
+		if err != nil {
+			return nil, fmt.Errorf("rule %q: %w", r.Name, err)
+		}
+		compiled[i] = c[0]
 	}
-	var hits []matched
-	// Guard concerns a person already accepted: the checks at confirm or
-	// above of the approved actions this rule matches.
-	accepted := map[string]bool{}
-	for i := range past {
+	without := e.replayEngine(nil)
+	withs := make([]*Engine, len(rules))
+	reps := make([]*ReplayReport, len(rules))
+	hits := make([][]replayHit, len(rules))
+	accepted := make([]map[string]bool, len(rules))
+	for i, r := range rules {
+		withs[i] = e.replayEngine(compiled[i])
+		reps[i] = &ReplayReport{Rule: r, Saved: []ReplayCase{}, LetThrough: []ReplayCase{}, Held: []ReplayCase{}}
+		accepted[i] = map[string]bool{}
+	}
+	var since time.Time
+	for j := range past {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		p := &past[i]
-		if i == 0 || p.Time.Before(rep.Since) {
-			rep.Since = p.Time
+		p := &past[j]
+		if j == 0 || p.Time.Before(since) {
+			since = p.Time
 		}
-		rep.Examined++
 		a := replayCopy(&p.Action)
 		vWithout := without.Evaluate(ctx, a)
-		ok, err := c.Matches(a)
-		if err != nil || !ok {
-			// A rule whose condition fails on an action does not match it:
-			// the live engine fails closed there (approve), never open.
-			continue
-		}
-		vWith := with.Evaluate(ctx, replayCopy(&p.Action))
-		rep.Matched++
-		m := matched{p: p, then: p.Verdict.Level, wo: vWithout.Level, wi: vWith.Level}
-		for _, r := range vWithout.Reasons {
-			if r.Source == action.SourceGuard && r.Level >= action.Confirm {
-				m.checks = append(m.checks, r)
+		for i, c := range compiled {
+			ok, err := c.Matches(a)
+			if err != nil || !ok {
+				// A rule whose condition fails on an action does not match
+				// it: the live engine fails closed there (approve), never
+				// open.
+				continue
 			}
-		}
-		if p.Approved() {
-			for _, r := range m.checks {
-				accepted[r.Name] = true
+			vWith := withs[i].Evaluate(ctx, replayCopy(&p.Action))
+			h := replayHit{p: p, then: p.Verdict.Level, wo: vWithout.Level, wi: vWith.Level}
+			for _, r := range vWithout.Reasons {
+				if r.Source == action.SourceGuard && r.Level >= action.Confirm {
+					h.checks = append(h.checks, r)
+				}
 			}
-		}
-		hits = append(hits, m)
-	}
-	for _, m := range hits {
-		rc := ReplayCase{ActionID: m.p.Action.ID, Seq: m.p.Seq, Time: m.p.Time, Tool: m.p.Action.Tool,
-			Summary: CallSummary(&m.p.Action, 160), Cwd: m.p.Action.Cwd, Then: m.then, Without: m.wo, With: m.wi,
-			Answer: m.p.Answer, Who: m.p.Who}
-		free := m.wi.RunsWithoutPerson()
-		if m.wi > m.wo {
-			rep.Tightened++
-		}
-		if !free {
-			if m.wi < m.wo || m.wo.NeedsPerson() || m.wo == action.Block {
-				rep.Held = append(rep.Held, rc)
+			if p.Approved() {
+				// Guard concerns a person already accepted: the checks at
+				// confirm or above of the approved actions the rule matches.
+				for _, r := range h.checks {
+					accepted[i][r.Name] = true
+				}
 			}
-			continue
-		}
-		if m.p.Asked && m.wo.NeedsPerson() {
-			rep.PromptsSaved++
-			rep.Saved = append(rep.Saved, rc)
-		}
-		var why []string
-		if m.p.Refused() {
-			who := m.p.Who
-			if who == "" {
-				who = "a person"
-			}
-			why = append(why, fmt.Sprintf("refused by %s", who))
-		}
-		if m.then >= action.Approve {
-			why = append(why, fmt.Sprintf("judged %s then", m.then))
-		}
-		if m.wo >= action.Approve {
-			why = append(why, fmt.Sprintf("judged %s now without the rule", m.wo))
-		}
-		for _, r := range m.checks {
-			if !accepted[r.Name] {
-				why = append(why, fmt.Sprintf("%s (%s): %s", r.Name, r.Level, r.Message))
-			}
-		}
-		if len(why) > 0 {
-			rc.Why = strings.Join(slices.Compact(why), "; ")
-			rep.LetThrough = append(rep.LetThrough, rc)
+			hits[i] = append(hits[i], h)
 		}
 	}
-	return rep, nil
+	for i, rep := range reps {
+		rep.Examined, rep.Since = len(past), since
+		rep.Matched = len(hits[i])
+		for _, h := range hits[i] {
+			h.report(rep, accepted[i])
+		}
+	}
+	return reps, nil
+}
+
+// replayHit is a past action a rule matches, judged again.
+type replayHit struct {
+	p            *PastAction
+	then, wo, wi action.Level
+	checks       []action.Reason // the guards' findings at confirm or above, without the rule
+}
+
+func (m replayHit) report(rep *ReplayReport, accepted map[string]bool) {
+	rc := ReplayCase{ActionID: m.p.Action.ID, Seq: m.p.Seq, Time: m.p.Time, Tool: m.p.Action.Tool,
+		Summary: CallSummary(&m.p.Action, 160), Cwd: m.p.Action.Cwd, Then: m.then, Without: m.wo, With: m.wi,
+		Answer: m.p.Answer, Who: m.p.Who}
+	if m.wi > m.wo {
+		rep.Tightened++
+	}
+	if !m.wi.RunsWithoutPerson() {
+		if m.wi < m.wo || m.wo.NeedsPerson() || m.wo == action.Block {
+			rep.Held = append(rep.Held, rc)
+		}
+		return
+	}
+	if m.p.Asked && m.wo.NeedsPerson() {
+		rep.PromptsSaved++
+		rep.Saved = append(rep.Saved, rc)
+	}
+	var why []string
+	if m.p.Refused() {
+		who := m.p.Who
+		if who == "" {
+			who = "a person"
+		}
+		why = append(why, fmt.Sprintf("refused by %s", who))
+	}
+	if m.then >= action.Approve {
+		why = append(why, fmt.Sprintf("judged %s then", m.then))
+	}
+	if m.wo >= action.Approve {
+		why = append(why, fmt.Sprintf("judged %s now without the rule", m.wo))
+	}
+	for _, r := range m.checks {
+		if !accepted[r.Name] {
+			why = append(why, fmt.Sprintf("%s (%s): %s", r.Name, r.Level, r.Message))
+		}
+	}
+	if len(why) > 0 {
+		rc.Why = strings.Join(slices.Compact(why), "; ")
+		rep.LetThrough = append(rep.LetThrough, rc)
+	}
 }
 
 // replayEngine is a copy of the engine for dry runs: the same policy and

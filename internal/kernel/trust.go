@@ -152,15 +152,24 @@ func (k *Kernel) Proposals(ctx context.Context) ([]Proposal, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []Proposal{}
+	var open []firewall.Candidate
+	var rules []policy.Rule
 	for _, c := range firewall.Propose(past, after) {
-		if _, ok := decided[c.ID]; ok {
-			continue
+		if _, ok := decided[c.ID]; !ok {
+			open = append(open, c)
+			rules = append(rules, c.Rule)
 		}
-		rep, err := k.Engine.Replay(ctx, c.Rule, past)
-		if err != nil {
-			return nil, fmt.Errorf("dry run of %s: %w", c.ID, err)
-		}
+	}
+	out := []Proposal{}
+	if len(open) == 0 {
+		return out, nil
+	}
+	reps, err := k.Engine.ReplayAll(ctx, rules, past)
+	if err != nil {
+		return nil, fmt.Errorf("the proposals' dry run: %w", err)
+	}
+	for i, c := range open {
+		rep := reps[i]
 		if rep.PromptsSaved == 0 || refusedLetThrough(rep) {
 			continue
 		}

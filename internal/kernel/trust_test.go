@@ -335,3 +335,22 @@ func TestDryRunNamesWhatARuleLetsThrough(t *testing.T) {
 		t.Fatalf("let through: %+v", rep.LetThrough)
 	}
 }
+
+// Under a locked policy the user layer can only tighten: a learned rule
+// would save nothing, so none is proposed.
+func TestNoProposalUnderLockedPolicy(t *testing.T) {
+	k := open(t, nil, "locked: true\n"+npmPolicy)
+	for _, c := range []string{"npm install a", "npm install b", "npm install c"} {
+		ask(t, k, c, "approve")
+	}
+	if ps := proposals(t, k); len(ps) != 0 {
+		t.Fatalf("locked policy: %+v", ps)
+	}
+	k2 := open(t, nil, "settings:\n  adaptation: {propose_after: -1}\n"+npmPolicy)
+	for _, c := range []string{"npm install a", "npm install b", "npm install c"} {
+		ask(t, k2, c, "approve")
+	}
+	if ps := proposals(t, k2); len(ps) != 0 {
+		t.Fatalf("propose_after -1: %+v", ps)
+	}
+}
