@@ -105,7 +105,9 @@ func TestProposeRefusals(t *testing.T) {
 }
 
 func TestProposePaths(t *testing.T) {
-	del := func(p string) action.PathFact { return action.PathFact{Path: p, Intent: action.PathDelete, InCwd: true} }
+	del := func(p string) action.PathFact {
+		return action.PathFact{Path: p, Intent: action.PathDelete, InCwd: true}
+	}
 	ps := []PastAction{
 		past("mytool clean build/a", "approve", del("/work/app/build/a")),
 		past("mytool clean build/b", "approve", del("/work/app/build/b")),
