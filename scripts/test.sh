@@ -11,6 +11,27 @@ echo "== installing test tools (idempotent)"
 ./scripts/install-mcp-servers.sh
 ./scripts/install-web-test-tools.sh
 
+# The one build command (README, scripts/run.sh, the end-to-end tests'
+# overseertest.Binary): CGO off, the commit stamped for `overseer version`.
+BUILD='CGO_ENABLED=0 go build -buildvcs=auto -o bin/overseer ./cmd/overseer'
+echo "== one build command: ${BUILD}"
+for f in README.md scripts/run.sh; do
+  if ! grep -qF "$BUILD" "$f"; then
+    echo "$f does not build with the project's build command: $BUILD" >&2
+    exit 1
+  fi
+  if grep -n 'go build' "$f" | grep -vF "$BUILD" >&2; then
+    echo "$f has another go build command (above); use: $BUILD" >&2
+    exit 1
+  fi
+done
+
+echo "== go mod tidy leaves go.mod and go.sum unchanged"
+if ! go mod tidy -diff; then
+  echo "go.mod or go.sum is not tidy (the diff above): run go mod tidy and commit the result" >&2
+  exit 1
+fi
+
 echo "== go vet"
 go vet ./...
 
@@ -20,6 +41,8 @@ go test -count=1 -timeout 20m ./...
 # A short coverage-guided fuzz run of each parser, so new crashers are found
 # in CI too. FUZZTIME=0 skips it.
 FUZZTIME="${FUZZTIME:-2s}"
+fuzz_ok=0
+fuzz_stopped=()
 if [ "$FUZZTIME" != "0" ]; then
   echo "== fuzz (${FUZZTIME} per target)"
   while read -r pkg target; do
@@ -27,6 +50,7 @@ if [ "$FUZZTIME" != "0" ]; then
     log=$(mktemp)
     if go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" >"$log" 2>&1; then
       echo "fuzz ${pkg} ${target}: ok"
+      fuzz_ok=$((fuzz_ok + 1))
     elif grep -q "Failing input written to" "$log"; then
       # A real finding: the crasher is now in the package's testdata.
       cat "$log"
@@ -38,10 +62,20 @@ if [ "$FUZZTIME" != "0" ]; then
       # out on a loaded machine): no input failed. Say so loudly, go on.
       tail -5 "$log"
       echo "fuzz ${pkg} ${target}: WARNING: the fuzzer stopped without a failing input (see above)" >&2
+      fuzz_stopped+=("${pkg} ${target}")
     fi
     rm -f "$log"
   done < <(grep -rl --include='*_test.go' '^func Fuzz' . | while read -r f; do
       d=$(dirname "$f"); grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed 's/^func //' | sed "s|^|./${d#./} |"
     done | sort -u)
 fi
-echo "== all tests passed"
+# The summary says what ran: a fuzz target whose engine stopped without a
+# failing input is not a failure, but it did not fuzz either.
+if [ "${#fuzz_stopped[@]}" -gt 0 ]; then
+  echo "== tests passed, but fuzzing was incomplete: ${#fuzz_stopped[@]} of $((fuzz_ok + ${#fuzz_stopped[@]})) fuzz target(s) stopped without a failing input and did not fuzz:"
+  printf '   %s\n' "${fuzz_stopped[@]}"
+elif [ "$FUZZTIME" = "0" ]; then
+  echo "== all tests passed (fuzzing skipped: FUZZTIME=0)"
+else
+  echo "== all tests passed; fuzzing: ${fuzz_ok} target(s) ran"
+fi

@@ -132,7 +132,9 @@ func TestPendingApprovalSurvivesKill(t *testing.T) {
 func TestAuditTamperDetected(t *testing.T) {
 	home := t.TempDir()
 	for i := 0; i < 5; i++ {
-		r := overseertest.Run(t, home, "", "approvals") // opens the store; creates it
+		// eval opens the store (creating it); the commands that only read,
+		// like approvals, refuse a home without one.
+		r := overseertest.Run(t, home, `{"tool":"Read","args":{"file_path":"/tmp/x"}}`, "eval")
 		if r.Code != 0 {
 			t.Fatal(r.Stderr)
 		}

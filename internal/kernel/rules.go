@@ -80,6 +80,12 @@ func decodeRule(raw json.RawMessage, r *policy.Rule) error {
 // the newest human decision is read first), records the change in the audit
 // log and reloads the engine.
 func (k *Kernel) AddUserRule(ctx context.Context, r policy.Rule, who string, a *action.Action) (*store.UserRule, error) {
+	return k.addUserRule(ctx, r, who, a, "human", "rule added by "+who)
+}
+
+// addUserRule is AddUserRule with the change's origin (human, learned) and
+// reason.
+func (k *Kernel) addUserRule(ctx context.Context, r policy.Rule, who string, a *action.Action, origin, reason string) (*store.UserRule, error) {
 	if r.Name == "" {
 		r.Name = NewID("rule_")
 	}
@@ -90,9 +96,9 @@ func (k *Kernel) AddUserRule(ctx context.Context, r policy.Rule, who string, a *
 	if err != nil {
 		return nil, err
 	}
-	ur := &store.UserRule{ID: r.Name, Rule: raw, Origin: "human", CreatedBy: who, CreatedAt: k.Clock.Now().Round(0).UTC()}
-	pc := PolicyChange{Origin: "human", Op: "add", RuleID: ur.ID, Rule: &r, Who: who, After: r.Level,
-		Tool: strings.Join(r.Tool, ","), Reason: "rule added by " + who}
+	ur := &store.UserRule{ID: r.Name, Rule: raw, Origin: origin, CreatedBy: who, CreatedAt: k.Clock.Now().Round(0).UTC()}
+	pc := PolicyChange{Origin: origin, Op: "add", RuleID: ur.ID, Rule: &r, Who: who, After: r.Level,
+		Tool: strings.Join(r.Tool, ","), Reason: reason}
 	if a != nil {
 		ctx = withAction(ctx, a)
 	}

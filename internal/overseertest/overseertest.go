@@ -61,7 +61,9 @@ func Binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "overseer")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/overseer")
+		// The project's one build command (README, scripts/run.sh): CGO off, the
+		// commit stamped from the repository (see `overseer version`).
+		cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, "./cmd/overseer")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {

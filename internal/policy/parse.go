@@ -151,7 +151,7 @@ func DefaultSettings() Settings {
 		},
 		Meta:   MetaSettings{LowConfidence: 0.5, Streak: 3, Stagnation: 3},
 		Gate:   GateSettings{Timeout: Duration(10 * time.Minute), Default: GateDeny},
-		Adapt:  AdaptSettings{EscalateAfter: 3, RevertAfter: 5, HesitationAfter: Duration(30 * time.Second)},
+		Adapt:  AdaptSettings{EscalateAfter: 3, RevertAfter: 5, HesitationAfter: Duration(30 * time.Second), ProposeAfter: 3},
 		Params: ParamSettings{MaxArgBytes: 1 << 20},
 	}
 }
@@ -347,6 +347,9 @@ func validateSettings(d *diag, dc *decoder, s *Settings) {
 	if s.Adapt.RevertAfter < -1 {
 		d.errorf(at("adaptation.revert_after"), "settings.adaptation.revert_after: want -1 (never) or more")
 	}
+	if s.Adapt.ProposeAfter < -1 {
+		d.errorf(at("adaptation.propose_after"), "settings.adaptation.propose_after: want -1 (never) or more")
+	}
 	nonNeg("params.max_arg_bytes", s.Params.MaxArgBytes)
 }
 
@@ -365,6 +368,7 @@ func fillSettings(s *Settings, def Settings) {
 	fill(&s.Adapt.EscalateAfter, def.Adapt.EscalateAfter)
 	fill(&s.Adapt.RevertAfter, def.Adapt.RevertAfter)
 	fill(&s.Adapt.HesitationAfter, def.Adapt.HesitationAfter)
+	fill(&s.Adapt.ProposeAfter, def.Adapt.ProposeAfter)
 	fill(&s.Params.MaxArgBytes, def.Params.MaxArgBytes)
 	if s.Sandbox.ReadablePaths == nil {
 		s.Sandbox.ReadablePaths = def.Sandbox.ReadablePaths

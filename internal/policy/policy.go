@@ -106,6 +106,10 @@ type AdaptSettings struct {
 	EscalateAfter   int      `yaml:"escalate_after" json:"escalate_after"`     // consecutive rejections; default 3
 	RevertAfter     int      `yaml:"revert_after" json:"revert_after"`         // consecutive approvals after escalation; default 5; -1 never
 	HesitationAfter Duration `yaml:"hesitation_after" json:"hesitation_after"` // an answer slower than this is hesitation; default 30s
+	// ProposeAfter is how many approvals of one kind of call, with no
+	// refusal like them, make Overseer propose a rule for a person to
+	// accept (learned trust); default 3, -1 never.
+	ProposeAfter int `yaml:"propose_after" json:"propose_after"`
 }
 
 // ParamSettings configure L1.

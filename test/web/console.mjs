@@ -15,6 +15,8 @@
 //           JUMP <id> <apr>    follow the waiting task's link to its approval: JUMPED <apr>
 //           PHONE <id> [dir]   the Tasks page and a task on a phone-sized screen: PHONE <json>
 //                              (with dir: screenshots tasks.png, task.png, phone-tasks.png, phone-task.png)
+//           PROPOSALS [file] the Policy page's proposed rules: screenshot one (into file),
+//                              accept it by clicking: ACCEPTED <json>
 //           QUIT
 //
 // Environment: OVERSEER_URL (base URL), OVERSEER_TOKEN, CHROMIUM (default
@@ -268,6 +270,17 @@ for await (const line of rl) {
     say("JUMPED " + (await page.getAttribute("article.item.selected", "data-id")));
   } else if (cmd === "PHONE") {
     say("PHONE " + JSON.stringify(await phoneTasks(rest[0], rest[1])));
+  } else if (cmd === "PROPOSALS") {
+    // The Policy page's proposed rules: shot (when a file is given), then
+    // accept the first one by clicking.
+    await page.goto(base + "/ui/#/policy");
+    await page.waitForSelector("#proposals .proposal", { timeout: 20000 });
+    const title = (await page.textContent("#proposals .proposal b")).trim();
+    const dry = (await page.textContent("#proposals .proposal .dryrun")).replace(/\s+/g, " ").trim();
+    if (rest[0]) { await page.screenshot({ path: rest[0], fullPage: true }); say("SHOT " + rest[0]); }
+    await page.click("#proposals .proposal button:has-text('Accept')");
+    await page.waitForFunction(() => /learned-/.test(document.querySelector("#user-rules").textContent), null, { timeout: 20000 });
+    say("ACCEPTED " + JSON.stringify({ title, dry, empty: (await page.textContent("#proposals")).trim() }));
   } else if (cmd === "QUIT") {
     break;
   }

@@ -258,8 +258,8 @@ func TestTUIAnswers(t *testing.T) {
 	tmux("send-keys", "-t", "tui", "q")
 }
 
-// TestServeAnnouncesConsole: `overseer serve` prints the console's address
-// and a QR code of it.
+// TestServeAnnouncesConsole: `overseer serve` prints the console's address;
+// listening on loopback only, it prints no QR code (no phone can reach it).
 func TestServeAnnouncesConsole(t *testing.T) {
 	d := overseertest.StartDaemon(t, newHome(t, map[string]string{}))
 	want := "console:   http://" + d.Addr + "/ui/"
@@ -268,11 +268,58 @@ func TestServeAnnouncesConsole(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	log := d.Log()
-	if !strings.Contains(log, want) || !strings.Contains(log, "█") || !strings.Contains(log, "loopback") {
-		t.Fatalf("the daemon did not announce the console:\n%s", log)
+	if !strings.Contains(log, want) || strings.Contains(log, "█") || strings.Contains(log, "▀") || !strings.Contains(log, "no QR code") {
+		t.Fatalf("the daemon did not announce the console (without a QR code):\n%s", log)
 	}
 	st, body := d.Do(t, "GET", "/", nil, false)
 	if st != 200 || !strings.Contains(string(body), "Daemon token") {
 		t.Fatalf("/ does not lead to the console's sign-in: %d", st)
+	}
+}
+
+// TestBrowserAcceptsProposal: after three approvals of one kind of call,
+// the Policy page shows the proposed rule with its dry run, and a click
+// accepts it: the next such call runs at once.
+func TestBrowserAcceptsProposal(t *testing.T) {
+	needBrowser(t)
+	d := overseertest.StartDaemon(t, newHome(t, map[string]string{}))
+	act := func(cmd string) outcome {
+		t.Helper()
+		code, body := d.Do(t, "POST", "/api/v1/actions", map[string]any{"tool": "Bash", "agent": "claude-code",
+			"session": "s1", "cwd": "/tmp/web-app", "args": map[string]any{"command": cmd}}, false)
+		var o outcome
+		if code != 200 || json.Unmarshal(body, &o) != nil {
+			t.Fatalf("submit %q: %d %s", cmd, code, body)
+		}
+		return o
+	}
+	for _, cmd := range []string{"mytool deploy alpha", "mytool deploy beta", "mytool deploy gamma"} {
+		o := act(cmd)
+		if o.Approval == nil {
+			t.Fatalf("%q was not put to a person: %+v", cmd, o)
+		}
+		if r := overseertest.Run(t, d.Home, "", "approve", o.Approval.ID, "--who", "alice"); r.Code != 0 {
+			t.Fatalf("approve: %s", r.Stderr)
+		}
+	}
+	dr := startDriver(t, d)
+	shot := ""
+	if *screenshots {
+		shot = filepath.Join(shotDir(t), "proposals.png")
+	}
+	dr.send("PROPOSALS " + shot)
+	if shot != "" {
+		dr.expect("SHOT")
+	}
+	var got struct{ Title, Dry, Empty string }
+	if err := json.Unmarshal([]byte(dr.expect("ACCEPTED")), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got.Title, "mytool deploy <name> in /tmp/web-app") || !strings.Contains(got.Dry, "would have saved 3 prompt(s)") ||
+		!strings.Contains(got.Empty, "No rule is proposed") {
+		t.Fatalf("the page showed %+v", got)
+	}
+	if o := act("mytool deploy delta"); o.Decision != "allow" {
+		t.Fatalf("after accepting: %+v", o)
 	}
 }

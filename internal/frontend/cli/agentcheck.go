@@ -285,7 +285,7 @@ func (a *app) refuseUnderAgent(cmd *cobra.Command, flag string) error {
 			}
 		}
 	}
-	what := "`overseer " + cmd.Name()
+	what := "`" + cmd.CommandPath()
 	if flag != "" {
 		what += " --" + flag
 	}

@@ -48,7 +48,7 @@ func (a *app) listApprovals(ctx context.Context, status string) ([]*store.Approv
 	if c, err := client.Discover(ctx, home); err == nil {
 		return c.Approvals(ctx, status)
 	}
-	k, err := a.open(ctx)
+	k, err := a.openExisting(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func (a *app) answer(ctx context.Context, id, decision string, req client.Answer
 	if c, err := client.Discover(ctx, home); err == nil {
 		return c.Answer(ctx, id, decision, req)
 	}
-	k, err := a.open(ctx)
+	k, err := a.openExisting(ctx)
 	if err != nil {
 		return nil, err
 	}

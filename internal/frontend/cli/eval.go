@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -46,6 +47,16 @@ func readAction(r io.Reader) (*action.Action, error) {
 	return &a, nil
 }
 
+// defaultCwd gives an action read on the command line this process's
+// working directory when it names none.
+func defaultCwd(a *action.Action) {
+	if a.Cwd == "" {
+		if wd, err := os.Getwd(); err == nil {
+			a.Cwd = wd
+		}
+	}
+}
+
 // failedVerdict is printed when evaluation could not run: never auto.
 func failedVerdict(a *action.Action, err error) action.Verdict {
 	r := action.Reason{Layer: "engine", Source: action.SourceError, Level: action.Approve,
@@ -60,14 +71,16 @@ func (a *app) evalCmd() *cobra.Command {
 		Long: `Read one action as JSON on standard input and print the verdict as JSON:
   {"tool": "Bash", "kind": "shell", "args": {"command": "rm -rf build"}, "agent": "me", "cwd": "/src"}
 Only "tool" and "args" are required; "kind" is inferred from well-known tool
-names. Nothing is executed and nothing is recorded. The exit status is 0
-whenever a verdict was printed.`,
+names, and "cwd" defaults to this command's own working directory (relative
+paths and commands are judged where you run it). Nothing is executed and
+nothing is recorded. The exit status is 0 whenever a verdict was printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			act, err := readAction(a.stdin)
 			if err != nil {
 				return exit(2, err)
 			}
+			defaultCwd(act)
 			v, err := a.evaluate(cmd.Context(), act)
 			if err != nil {
 				fmt.Fprintln(a.stderr, "overseer: evaluation failed:", err)
@@ -81,6 +94,9 @@ whenever a verdict was printed.`,
 // evaluate judges an action in this process, with the user layer from the
 // database.
 func (a *app) evaluate(ctx context.Context, act *action.Action) (action.Verdict, error) {
+	if home, err := a.homeDir(); err == nil {
+		a.warnOtherHome(home)
+	}
 	k, err := a.open(ctx)
 	if err != nil {
 		return action.Verdict{}, err

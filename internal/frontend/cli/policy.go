@@ -80,6 +80,10 @@ func (a *app) policyExplainCmd() *cobra.Command {
 			if err != nil {
 				return exit(2, err)
 			}
+			defaultCwd(act)
+			if home, err := a.homeDir(); err == nil {
+				a.warnOtherHome(home)
+			}
 			k, err := a.open(cmd.Context())
 			if err != nil {
 				return err
@@ -150,7 +154,7 @@ func (a *app) policyHistoryCmd() *cobra.Command {
 		Short: "List the changes to the user policy layer (adaptive and human)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := a.open(cmd.Context())
+			k, err := a.openExisting(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/user"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -137,17 +138,68 @@ func whoami() string {
 }
 
 func (a *app) versionCmd() *cobra.Command {
-	return &cobra.Command{
+	var verbose bool
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print Overseer's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := Version
-			if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-				v = bi.Main.Version
+			bi, _ := debug.ReadBuildInfo()
+			fmt.Fprintf(a.stdout, "overseer %s\n", versionOf(Version, bi))
+			if verbose && bi != nil {
+				fmt.Fprintf(a.stdout, "go: %s\n", bi.GoVersion)
+				for _, s := range bi.Settings {
+					switch s.Key {
+					case "vcs.revision", "vcs.time", "vcs.modified", "CGO_ENABLED", "GOOS", "GOARCH":
+						fmt.Fprintf(a.stdout, "%s: %s\n", s.Key, s.Value)
+					}
+				}
 			}
-			fmt.Fprintf(a.stdout, "overseer %s\n", v)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also print the Go version and the build's settings")
+	return cmd
+}
+
+// versionOf is the version stamped into this binary: the one given at link
+// time (-ldflags "-X …/cli.Version=v1.2.3"), else the module's version
+// (`go install …@v1.2.3`, or the pseudo-version Go derives from the
+// repository's commit), else the commit itself (vcs.revision, "-dirty" when
+// the tree had changes), else "devel" (built without version control
+// information: -buildvcs=false, or outside a repository).
+func versionOf(ldflags string, bi *debug.BuildInfo) string {
+	if ldflags != "" && ldflags != "dev" {
+		return ldflags
+	}
+	if bi == nil {
+		return "devel"
+	}
+	v := bi.Main.Version
+	var rev string
+	var dirty bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if v != "" && v != "(devel)" {
+		if dirty && !strings.HasSuffix(v, "+dirty") {
+			v += "+dirty"
+		}
+		return v
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if dirty {
+			rev += "-dirty"
+		}
+		return rev
+	}
+	return "devel"
 }

@@ -188,19 +188,20 @@ func consoleBanner(base string, withQR, ansi bool) string {
 	if u, err := neturl.Parse(base); err == nil {
 		host = u.Hostname()
 	}
-	local := isLoopback(host)
 	if !withQR {
+		return b.String()
+	}
+	if isLoopback(host) {
+		// No phone can reach a loopback address: a QR code of it would
+		// only mislead.
+		b.WriteString("  (listening on loopback only, so no QR code: a phone cannot reach it; listen on the network with TLS to use one)\n")
 		return b.String()
 	}
 	qr, err := web.TerminalQR(url, ansi)
 	if err != nil {
 		return b.String()
 	}
-	if local {
-		b.WriteString("  (listening on loopback: a phone cannot reach it; listen on the network with TLS to use one)\n")
-	} else {
-		b.WriteString("  scan to open the console on a phone on the same network:\n")
-	}
+	b.WriteString("  scan to open the console on a phone on the same network:\n")
 	b.WriteString(qr)
 	return b.String()
 }

@@ -99,6 +99,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/policy/history", s.auth(s.policyHistory))
 	m.HandleFunc("POST /api/v1/policy/explain", s.auth(s.explain))
 	s.taskRoutes()
+	s.proposalRoutes()
 }
 
 // apiError is the coded error that crosses the API.

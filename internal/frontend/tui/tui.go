@@ -25,6 +25,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/frontend/client"
+	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -70,6 +71,9 @@ type Model struct {
 	connected     bool
 	busy          map[string]bool
 	quitting      bool
+	proposals     []kernel.Proposal // trust.go
+	propSel       int
+	propNext      time.Time // when the proposals are read again
 
 	// after schedules the next refresh (tea.Tick); tests replace it so
 	// that a timer is never confused with a slow API call.
@@ -82,6 +86,7 @@ const (
 	modeQueue  mode = iota
 	modeReason      // typing a deny reason
 	modeHelp
+	modeProposals // trust.go: the proposed rules
 )
 
 // New returns the UI's model over api. ctx bounds its API calls.
@@ -178,6 +183,9 @@ func (m Model) fetchRule(id string) tea.Cmd {
 
 // Update applies a message.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if mm, cmd, ok := m.updateTrust(msg); ok {
+		return mm, cmd
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -198,7 +206,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.connected = true
 		m.setPending(msg.pending)
 		m.addAudit(msg.audit)
-		return m, m.tick()
+		m, fetch := m.proposalsDue() // trust.go
+		return m, tea.Batch(m.tick(), fetch)
 	case answeredMsg:
 		delete(m.busy, msg.id)
 		switch {
@@ -319,6 +328,8 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case modeHelp:
 		m.mode = modeQueue
 		return m, nil
+	case modeProposals:
+		return m.trustKey(s)
 	case modeReason:
 		switch s {
 		case "esc":
@@ -351,6 +362,12 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	case "?", "h":
 		m.mode = modeHelp
+	case "p":
+		if _, ok := m.trustAPI(); ok {
+			m.mode = modeProposals
+			m.setStatus("", false)
+			return m, m.fetchProposals()
+		}
 	case "j", "down":
 		m.move(1)
 	case "k", "up":
@@ -489,7 +506,7 @@ func (m Model) render() string {
 	if m.opts.Title != "" {
 		head += stFaint.Render("  " + m.opts.Title)
 	}
-	add(head + "  " + live)
+	add(head + "  " + live + m.proposalsHint())
 
 	if m.mode == modeHelp {
 		rule("Keys")
@@ -498,11 +515,25 @@ func (m Model) render() string {
 			"a       approve               d       deny (type a reason, Enter sends, Esc cancels)",
 			"x       abort the agent's task",
 			"r       remember: once → session → rule",
+			"p       proposed rules (learned from your approvals): A accept, D dismiss",
 			"?       this help             q       quit",
 			"", "Press any key to go back.",
 		} {
 			add(l)
 		}
+		return strings.Join(lines, "\n")
+	}
+
+	if m.mode == modeProposals {
+		m.renderProposals(add, rule)
+		foot := trustFoot
+		if m.status != "" {
+			foot = stOK.Render(m.status)
+			if m.statusBad {
+				foot = stBad.Render(m.status)
+			}
+		}
+		add(foot)
 		return strings.Join(lines, "\n")
 	}
 
@@ -619,7 +650,7 @@ func (m Model) render() string {
 		add(stFaint.Render("  (no records yet)"))
 	}
 
-	foot := "a approve · d deny · x abort · r remember · j/k move · ? help · q quit"
+	foot := "a approve · d deny · x abort · r remember · p proposed rules · j/k move · ? help · q quit"
 	if m.status != "" {
 		if m.statusBad {
 			foot = stBad.Render(m.status)

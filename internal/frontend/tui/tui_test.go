@@ -293,3 +293,41 @@ func TestSlowAnswerIsApplied(t *testing.T) {
 		t.Fatalf("screen:\n%s", s)
 	}
 }
+
+func TestProposalsView(t *testing.T) {
+	d := newDaemon(t)
+	ctx := context.Background()
+	for range 3 {
+		sub, err := d.k.Submit(ctx, &action.Action{Tool: "Bash", Agent: "codex", Session: "s-9", Cwd: "/work/app",
+			Args: map[string]any{"command": "mytool sync --all"}})
+		if err != nil || sub.Approval == nil {
+			t.Fatalf("submit: %v %+v", err, sub)
+		}
+		if _, _, err := d.k.Answer(ctx, sub.Approval.ID, store.Answer{Decision: "approve", Who: "ann", Channel: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := newModel(t, d)
+	if s := screen(m); !strings.Contains(s, "1 rule proposed (p)") {
+		t.Fatalf("header:\n%s", s)
+	}
+	m = run(t, m, key("p"))
+	s := screen(m)
+	for _, want := range []string{"Proposed rules", "mytool sync [--all] in /work/app", "would have saved 3 prompt(s)", "A accept"} {
+		if !strings.Contains(s, want) {
+			t.Fatalf("screen lacks %q:\n%s", want, s)
+		}
+	}
+	m = run(t, m, key("A"))
+	if s := screen(m); !strings.Contains(s, "accepted") {
+		t.Fatalf("after A:\n%s", s)
+	}
+	rules, err := d.k.Store.ListUserRules(ctx, time.Now())
+	if err != nil || len(rules) != 1 || rules[0].CreatedBy != "ann" {
+		t.Fatalf("rules: %v %+v", err, rules)
+	}
+	m = run(t, m, key("esc"))
+	if s := screen(m); !strings.Contains(s, "Waiting for you") {
+		t.Fatalf("back to the queue:\n%s", s)
+	}
+}

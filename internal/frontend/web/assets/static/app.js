@@ -671,6 +671,7 @@ function ruleTable(rules, withDelete) {
 async function loadPolicy() {
   try {
     const p = await api("GET", "/ui/api/policy");
+    loadProposals();
     $("#policy-source").textContent = (p.source ? `admin policy: ${p.source}` : "admin policy: built-in default") + (p.locked ? " · locked" : "");
     $("#admin-rules").replaceChildren(ruleTable(p.admin, false));
     $("#user-rules").replaceChildren(ruleTable(p.user, true));
@@ -681,6 +682,80 @@ async function loadPolicy() {
       : [h("li", { class: "hint", text: "No changes yet." })]));
   } catch (e) { toast(e.message, true); }
 }
+
+// ---------------------------------------------------------------- learned trust
+
+function replayCases(title, cases, withWhy, cls) {
+  if (!cases || !cases.length) return null;
+  return h("div", { class: cls || "" }, h("p", { text: `${title}: ${cases.length}` }),
+    h("ul", { class: "reasons" }, cases.slice(0, 50).map((c) => h("li", {},
+      h("code", { text: c.summary }), " ", levelBadge(c.without), " → ", levelBadge(c.with),
+      c.answer ? ` (${c.answer === "approve" ? "approved" : c.answer === "deny" ? "denied" : c.answer} by ${c.who})` : "",
+      withWhy && c.why ? h("div", { class: "hint", text: c.why }) : null))));
+}
+
+function replayReport(dr) {
+  const lt = dr.let_through || [];
+  return h("div", { class: "dryrun" },
+    h("p", {}, h("b", { text: `Dry run over ${dr.examined} past actions: ` }),
+      `would have saved ${dr.prompts_saved} prompt(s); matches ${dr.matched}; `,
+      lt.length ? h("b", { class: "bad", text: `lets through ${lt.length} refused or risky call(s)` }) : "lets through no refused or risky call"),
+    replayCases("Refused or risky calls it would let through", lt, true, "letthrough"),
+    replayCases("Prompts saved", dr.saved, false),
+    replayCases("Matched, but held by a guard's floor or an admin rule", dr.held, false));
+}
+
+function proposalCard(p) {
+  const edit = h("textarea", { rows: 12, spellcheck: "false", hidden: true, "aria-label": "the rule to accept, as JSON" });
+  edit.value = JSON.stringify(p.rule, null, 2);
+  const editBtn = h("button", { class: "secondary", text: "Edit", onclick: () => {
+    edit.hidden = !edit.hidden;
+    editBtn.textContent = edit.hidden ? "Edit" : "Cancel edit";
+  } });
+  return h("div", { class: "card proposal", dataset: { id: p.id } },
+    h("p", {}, h("b", { text: p.title }), " ", levelBadge(p.rule.level)),
+    h("p", { class: "hint", text: `${p.id} · from ${p.approvals} approvals; ${p.refusals} refusal(s) kept out as not_match examples · rule ${p.rule.name}` }),
+    replayReport(p.dry_run),
+    h("pre", { class: "when", text: p.rule.when || "" }),
+    edit,
+    h("div", { class: "row" },
+      h("button", { text: "Accept", onclick: () => acceptProposal(p, edit.hidden ? null : edit.value) }),
+      editBtn,
+      h("button", { class: "secondary", text: "Dismiss", onclick: () => dismissProposal(p) })));
+}
+
+async function loadProposals() {
+  try {
+    const list = await api("GET", "/ui/api/proposals");
+    $("#proposals").replaceChildren(...(list.length ? list.map(proposalCard)
+      : [h("p", { class: "hint", text: "No rule is proposed. When you approve the same kind of call several times and refuse none like it, Overseer proposes the narrowest rule that covers them here." })]));
+  } catch (e) { toast(e.message, true); }
+}
+
+async function acceptProposal(p, edited) {
+  const body = { version: p.version };
+  if (edited !== null) {
+    try { body.rule = JSON.parse(edited); } catch (err) { toast("Not valid JSON: " + err.message, true); return; }
+  }
+  try {
+    const res = await api("POST", `/ui/api/proposals/${encodeURIComponent(p.id)}/accept`, body);
+    toast(`Accepted: rule ${res.rule.id} saved in your rules`);
+    loadPolicy();
+  } catch (e) { toast(e.message, true); }
+}
+
+async function dismissProposal(p) {
+  try { await api("POST", `/ui/api/proposals/${encodeURIComponent(p.id)}/dismiss`, {}); toast("Dismissed"); loadProposals(); }
+  catch (e) { toast(e.message, true); }
+}
+
+$("#replay").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  let rule;
+  try { rule = JSON.parse($("#replay-input").value); } catch (err) { toast("Not valid JSON: " + err.message, true); return; }
+  try { $("#replay-out").replaceChildren(h("div", { class: "card" }, replayReport(await api("POST", "/ui/api/policy/replay", { rule })))); }
+  catch (err) { toast(err.message, true); }
+});
 
 async function deleteRule(id) {
   if (!confirm(`Remove the rule ${id}?`)) return;
