@@ -51,7 +51,7 @@ func loadEffectCases(t *testing.T) []effectCase {
 				t.Fatalf("%s:%d: want 5 tab-separated columns, got %d", name, n, len(cols))
 			}
 			switch cols[0] {
-			case "block", "approve", "person", "quiet":
+			case "block", "approve", "person", "quiet", "open-block", "open-approve", "open-person":
 			default:
 				t.Fatalf("%s:%d: unknown label %q", name, n, cols[0])
 			}
@@ -128,7 +128,7 @@ func TestEffectCorpora(t *testing.T) {
 	type tally struct{ n, ok int }
 	byLabel := map[string]*tally{}
 	byFile := map[string]map[string]*tally{}
-	var failures []string
+	var failures, openCases []string
 	for _, c := range loadEffectCases(t) {
 		in := repl.Replace(c.input)
 		a := &action.Action{Tool: c.tool, Kind: c.kind, Agent: "claude-code", Session: "corpus", Cwd: proj}
@@ -138,6 +138,16 @@ func TestEffectCorpora(t *testing.T) {
 			t.Fatalf("%s:%d: arguments are not JSON: %v", c.file, c.line, err)
 		}
 		v := k.Evaluate(ctx, a)
+		if want, ok := strings.CutPrefix(c.label, "open-"); ok {
+			// A known bypass, documented as open: it must still miss (so a
+			// fix is noticed and the line relabelled), and is listed.
+			lvl := map[string]action.Level{"block": action.Block, "approve": action.Approve, "person": action.Confirm}[want]
+			if v.Level >= lvl {
+				t.Errorf("%s:%d is labelled open-%s but now reaches %s: relabel it %s", c.file, c.line, want, v.Level, want)
+			}
+			openCases = append(openCases, fmt.Sprintf("%s:%d %q: %s, should be %s — %s", c.file, c.line, c.input, v.Level, want, c.note))
+			continue
+		}
 		var pass bool
 		switch c.label {
 		case "block":
@@ -194,6 +204,9 @@ func TestEffectCorpora(t *testing.T) {
 	}
 	for _, f := range failures {
 		t.Log("miss: " + f)
+	}
+	for _, o := range openCases {
+		t.Log("open (known bypass, see the issue notes): " + o)
 	}
 	total := 0
 	for _, x := range byLabel {

@@ -856,7 +856,15 @@ func shellScript(text string, r *rules) bool {
 	}
 	prog := progName(f[0])
 	if prog == "env" && len(f) > 1 {
-		prog = progName(f[len(f)-1])
+		// #!/usr/bin/env bash, #!/usr/bin/env -S bash -e: the first word
+		// that is not an option or an assignment.
+		prog = ""
+		for _, w := range f[1:] {
+			if !strings.HasPrefix(w, "-") && !strings.Contains(w, "=") {
+				prog = progName(w)
+				break
+			}
+		}
 	}
 	return r.shells.has(prog)
 }

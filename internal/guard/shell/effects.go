@@ -300,8 +300,12 @@ func (a *analyzer) effects(s *segCtx) {
 				continue
 			}
 			if sub := spec.subs[v]; sub != nil {
-				if s.name == "git" && v == "init" && gitTemplate {
+				if _, env := a.vars["GIT_TEMPLATE_DIR"]; s.name == "git" && v == "init" && (gitTemplate || env) {
 					a.gitHooksWrite(args[j+1:])
+				}
+				if s.name == "git" && v == "clean" && a.cwdKnown && (a.cwd == "/" || a.cwd == a.env.Home) && len(operandsOf(args[j+1:])) == 0 {
+					// git -C ~ clean: what it removes is the home's.
+					a.effectFact(a.cwd, action.PathDelete)
 				}
 				spec, args = sub, args[j+1:]
 			} else if !spec.hasOperands {
@@ -485,6 +489,7 @@ func (a *analyzer) effects(s *segCtx) {
 	}
 	a.signalEffects(s)
 	a.configSecrets(s)
+	a.pathText(s)
 	if spec != nil && spec.patch {
 		a.patchEffects(s, ops)
 	}
@@ -1370,4 +1375,39 @@ func (a *analyzer) configSecrets(s *segCtx) {
 			return
 		}
 	}
+}
+
+// pathText records what dirname, basename, pwd and realpath print when it is
+// known, so a command built from it is judged as the path it is:
+// rm -rf "$(dirname "$PWD")" removes the parent of the working directory.
+func (a *analyzer) pathText(s *segCtx) {
+	ops := operandsOf(s.args)
+	var out string
+	switch s.name {
+	case "pwd":
+		if !a.cwdKnown || len(ops) > 0 {
+			return
+		}
+		out = a.cwd
+	case "dirname", "basename", "realpath":
+		if len(ops) != 1 || ops[0].dyn || strings.HasPrefix(ops[0].val, "-") {
+			return
+		}
+		v := ops[0].val
+		switch s.name {
+		case "dirname":
+			out = path.Dir(v)
+		case "basename":
+			out = path.Base(v)
+		default:
+			p, ok := a.abs(v)
+			if !ok {
+				return
+			}
+			out = a.expandHome(p)
+		}
+	default:
+		return
+	}
+	a.setText(s.idx, out+"\n")
 }

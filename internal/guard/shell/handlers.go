@@ -707,6 +707,22 @@ func (a *analyzer) sourceCmd(s *segCtx) bool {
 		a.runText(s, *f.code, true)
 		return true
 	}
+	if !f.dyn && (f.val == "/dev/stdin" || f.val == "/proc/self/fd/0" || f.val == "/dev/fd/0") {
+		// source /dev/stdin < FILE runs FILE; a document or a pipe runs
+		// its text.
+		switch in := a.stdinOf(s.c.redirs); in.kind {
+		case 'f':
+			f = in.file
+		case 'd':
+			if !in.dyn {
+				a.nestedScript(in.text, OriginStdin, s.idx)
+				return true
+			}
+		default:
+			a.stdinCode(s, true)
+			return true
+		}
+	}
 	if f.dyn {
 		a.dynamicCode(f, "source runs a file computed at run time: "+f.val)
 		return true
@@ -968,9 +984,24 @@ func (a *analyzer) gitCmd(s *segCtx) bool {
 			}
 		}
 	case "config":
-		if len(ops) >= 3 && gitExecKey(ops[1].val, ops[2].val) {
-			a.add(guard.Finding{Check: "shell.git-config-exec", Level: action.Confirm,
-				Message: "git config " + ops[1].val + " makes git run a command"})
+		kv := ops[1:]
+		if len(kv) > 0 && (kv[0].val == "set" || kv[0].val == "replace-all" || kv[0].val == "add") {
+			kv = kv[1:] // git 2.46: git config set KEY VALUE
+		}
+		if len(kv) >= 2 && gitExecKey(kv[0].val, kv[1].val) {
+			level, why := action.Confirm, " makes git run a command"
+			switch k := strings.ToLower(kv[0].val); {
+			case k == "core.fsmonitor" || k == "core.hookspath" || k == "include.path" || strings.HasPrefix(k, "includeif."):
+				// Run by every git command, or hooks and configuration taken
+				// from elsewhere: a planted control, like writing .git/hooks.
+				level, why = action.Block, " makes every later git command run code of the agent's choosing (a control an agent may not set)"
+			}
+			a.add(guard.Finding{Check: "shell.git-config-exec", Level: level, Hard: level == action.Block,
+				Message: "git config " + kv[0].val + why})
+			if !kv[1].dyn {
+				// The command runs later, at every git call: judge it now.
+				a.nestedScript(kv[1].val, OriginGit, s.idx)
+			}
 		}
 	}
 	a.cur = s.idx
@@ -1127,8 +1158,16 @@ func stripSQLComments(s string) string {
 
 // teeCmd judges the files tee writes.
 func (a *analyzer) teeCmd(s *segCtx) bool {
+	in, known := a.inputText(s)
 	for _, t := range operandsOf(s.args) {
 		a.writeTarget(t, "tee writes to")
+		if !t.dyn {
+			text := ""
+			if known {
+				text = in.text // printf … | tee x.sh: x.sh holds the text
+			}
+			a.markWritten(t.val, text, hasFlag(s.args, "-a") || hasFlag(s.args, "--append"))
+		}
 	}
 	return false
 }
@@ -1869,6 +1908,10 @@ func (a *analyzer) scriptFile(s *segCtx, f arg) {
 		a.cur = s.idx
 		a.class("dev", action.Notify, s.name+" "+f.val)
 		return
+	}
+	if w, ok := a.written[p]; ok && !w.known {
+		a.add(guard.Finding{Check: "shell.runs-unseen", Level: action.Confirm,
+			Message: s.name + " runs " + f.val + ", which this command wrote with content not known before it runs"})
 	}
 	if a.r.shells.has(s.name) {
 		a.runStored(p, true, s.idx) // provenance.go: judged by its content
