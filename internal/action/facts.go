@@ -121,9 +121,16 @@ func DeriveFileFacts(a *Action) {
 			}
 		}
 	}
+	fileKind := a.Kind == KindFileRead || a.Kind == KindFileWrite || a.Kind == KindFileEdit || a.Kind == KindFileDelete
 	for _, k := range pathArgKeys {
 		p, ok := a.Args[k].(string)
 		if !ok || p == "" {
+			continue
+		}
+		if !fileKind && (k == "target" || !filepath.IsAbs(p) && !strings.HasPrefix(p, "~") && a.Cwd == "") {
+			// Another kind's "target" is rarely a file (a deploy target),
+			// and a relative path with no working directory cannot be
+			// placed: neither is judged as a file effect.
 			continue
 		}
 		abs := ResolvePath(a.Cwd, p)

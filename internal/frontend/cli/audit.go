@@ -49,6 +49,10 @@ func (a *app) openStore(ctx context.Context) (string, *sqlite.DB, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	if err := checkHome(home, runningDaemons()); err != nil {
+		// No database here: say where the daemon's home is, if one runs.
+		return home, nil, exit(1, err)
+	}
 	p := filepath.Join(home, kernel.DBFile)
 	if _, err := os.Stat(p); err != nil {
 		return home, nil, fmt.Errorf("no audit log at %s: %w", p, err)
