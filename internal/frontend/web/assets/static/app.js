@@ -803,7 +803,25 @@ async function loadDashboard() {
 }
 $("#days").addEventListener("change", loadDashboard);
 
+// ---------------------------------------------------------------- alarms
+
+// The daemon's alarms (the database's size over its threshold, for one)
+// show as a banner above every page until they clear.
+const ALARM_POLL_MS = 30000;
+async function loadAlarms() {
+  try {
+    const d = await api("GET", "/ui/api/health");
+    const list = d.alarms || [];
+    $("#alarms").replaceChildren(...list.map((a) => h("div", { class: "banner error alarm", dataset: { alarm: a.name } },
+      h("b", { text: "Alarm: " }), h("span", { text: a.message }), " ",
+      h("span", { class: "hint", text: `(since ${fmtTime(a.since)})` }))));
+    $("#alarms").hidden = list.length === 0;
+  } catch (e) { /* signed out or the daemon is gone: the live dot says so */ }
+}
+setInterval(() => { if (!document.hidden) loadAlarms(); }, ALARM_POLL_MS);
+
 // ---------------------------------------------------------------- start
 
 route();
 connect();
+loadAlarms();
