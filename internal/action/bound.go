@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -113,8 +114,9 @@ func shrink(b []byte, max int, free map[string]bool) ([]byte, *Cut, error) {
 	// Room for the Cut the caller adds.
 	room := max - 200
 	longest := longestString(doc)
+	sums := map[string]string{} // the hashes of cut strings, computed once
 	try := func(strCap, elemCap int) ([]byte, shrinkStats, error) {
-		s := shrinker{strCap: strCap, elemCap: elemCap}
+		s := shrinker{strCap: strCap, elemCap: elemCap, sums: sums}
 		out := make(map[string]any, len(top))
 		for k, v := range top {
 			out[k] = s.walk(v, free[k])
@@ -171,6 +173,7 @@ type shrinker struct {
 	strCap  int // strings longer than this are cut
 	elemCap int // lists (and free objects) keep this many elements; -1: all
 	stats   shrinkStats
+	sums    map[string]string
 }
 
 func (s *shrinker) walk(v any, free bool) any {
@@ -219,7 +222,13 @@ func (s *shrinker) str(v string) string {
 		return v
 	}
 	s.stats.strings++
-	return CutString(v, s.strCap)
+	sum, ok := s.sums[v]
+	if !ok {
+		h := sha256.Sum256([]byte(v))
+		sum = hex.EncodeToString(h[:])
+		s.sums[v] = sum
+	}
+	return cutString(v, s.strCap, sum)
 }
 
 // cutMarkerLen is about the length of CutString's marker.
@@ -228,14 +237,18 @@ const cutMarkerLen = 110
 // CutString returns the first n bytes of s (on a rune boundary) followed by
 // a marker giving the length and SHA-256 of the whole of s.
 func CutString(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	return cutString(s, n, hex.EncodeToString(sum[:]))
+}
+
+func cutString(s string, n int, sum string) string {
 	if n > len(s) {
 		n = len(s)
 	}
 	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	sum := sha256.Sum256([]byte(s))
-	return fmt.Sprintf("%s…[cut by Overseer: %d bytes, sha256 %s]", s[:n], len(s), hex.EncodeToString(sum[:]))
+	return s[:n] + "…[cut by Overseer: " + strconv.Itoa(len(s)) + " bytes, sha256 " + sum + "]"
 }
 
 func longestString(v any) int {

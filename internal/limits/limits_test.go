@@ -46,7 +46,7 @@ func TestQuotasAllScopeBoundsEveryone(t *testing.T) {
 	if ok != 5 {
 		t.Fatalf("%d requests of 50 sessions served, want the burst of 5", ok)
 	}
-	if d := q.Full(); d == nil || d.Scope != "all" {
+	if d := q.Full(1); d == nil || d.Scope != "all" {
 		t.Fatalf("Full = %+v", d)
 	}
 }

@@ -162,9 +162,10 @@ func (q *Quotas) Take(agent, session string, size int64) *Denied {
 	return nil
 }
 
-// Full reports, before a request is read, whether everyone's quota is
-// already spent (so a large body need not be read to be refused).
-func (q *Quotas) Full() *Denied {
+// Full reports, before a request is read, whether everyone's quota has no
+// room for one more request of size bytes (the body's declared length; 1
+// when it is not known), so that a body need not be read to be refused.
+func (q *Quotas) Full(size int64) *Denied {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := q.clk.Now()
@@ -173,8 +174,7 @@ func (q *Quotas) Full() *Denied {
 	if w := q.all.req.wait(q.cfg.All.Requests, 1); w > 0 {
 		return &Denied{Scope: "all", What: "requests", RetryAfter: w}
 	}
-	// Any request costs at least a byte.
-	if w := q.all.bytes.wait(q.cfg.All.Bytes, 1); w > 0 {
+	if w := q.all.bytes.wait(q.cfg.All.Bytes, float64(max(size, 1))); w > 0 {
 		return &Denied{Scope: "all", What: "bytes", RetryAfter: w}
 	}
 	return nil

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -15,6 +16,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/limits"
@@ -180,19 +182,63 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// decodeSubmission reads an agent's request body into v and charges it to
-// the quotas of the agent and session that key names (read from v once
-// decoded; a body that does not decode is charged to the nameless agent).
-// Over a quota it answers 429 and reports false: nothing is recorded.
-func (s *Server) decodeSubmission(w http.ResponseWriter, r *http.Request, v any, key func() (agent, session string)) bool {
-	if d := s.opts.Quotas.Full(); d != nil {
+// slotWait is how long an agent's request waits for room to be processed
+// before it is refused with 429.
+const slotWait = 2 * time.Second
+
+// minWeight is what the smallest request weighs in the room agents'
+// requests are processed in (see acquire).
+const minWeight = 64 << 10
+
+// acquire takes room for r among the agents' requests being processed,
+// waiting up to slotWait. The room is counted in bytes of request bodies
+// (each weighs at least minWeight): MaxBody for every two cores. So many
+// small requests are processed at once (their records are committed
+// together), large ones a few at a time, and however much agents send, a
+// person's requests — which take no room — are served beside a bounded
+// amount of theirs. It returns the room's release (safe to call more than
+// once), or nil after answering 429 (no room in time).
+func (s *Server) acquire(w http.ResponseWriter, r *http.Request) func() {
+	n := r.ContentLength
+	if n < 0 || n > s.roomSize {
+		n = s.roomSize
+	}
+	n = max(n, minWeight)
+	ctx, cancel := context.WithTimeout(r.Context(), slotWait)
+	defer cancel()
+	if err := s.room.Acquire(ctx, n); err != nil {
+		if r.Context().Err() == nil {
+			d := &limits.Denied{Scope: "all", What: "concurrency", RetryAfter: time.Second}
+			s.metrics.refused(d)
+			WriteQuota(w, d)
+		}
+		return nil
+	}
+	var once sync.Once
+	return func() { once.Do(func() { s.room.Release(n) }) }
+}
+
+// decodeSubmission takes a processing slot, reads an agent's request body
+// into v and charges it to the quotas of the agent and session that key
+// names (read from v once decoded; a body that does not decode is charged
+// to the nameless agent). It returns the slot's release, which the caller
+// calls once the request's work is done (before any long wait); nil means
+// the request was answered (429 over a quota or with no slot, 413, 400)
+// and nothing was recorded.
+func (s *Server) decodeSubmission(w http.ResponseWriter, r *http.Request, v any, key func() (agent, session string)) func() {
+	if d := s.opts.Quotas.Full(r.ContentLength); d != nil {
 		s.metrics.refused(d)
 		WriteQuota(w, d)
-		return false
+		return nil
+	}
+	release := s.acquire(w, r)
+	if release == nil {
+		return nil
 	}
 	b, ok := s.readBody(w, r)
 	if !ok {
-		return false
+		release()
+		return nil
 	}
 	err := json.Unmarshal(b, v)
 	var agent, session string
@@ -200,15 +246,17 @@ func (s *Server) decodeSubmission(w http.ResponseWriter, r *http.Request, v any,
 		agent, session = key()
 	}
 	if d := s.opts.Quotas.Take(agent, session, int64(len(b))); d != nil {
+		release()
 		s.metrics.refused(d)
 		WriteQuota(w, d)
-		return false
+		return nil
 	}
 	if err != nil {
+		release()
 		writeErr(w, http.StatusBadRequest, "bad_request", "the request body is not valid JSON: "+err.Error())
-		return false
+		return nil
 	}
-	return true
+	return release
 }
 
 // Limited puts h under the submission quotas: each request is charged to
@@ -217,12 +265,17 @@ func (s *Server) decodeSubmission(w http.ResponseWriter, r *http.Request, v any,
 // over HTTP is mounted so.
 func (s *Server) Limited(agent string, session func(*http.Request) string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if d := s.opts.Quotas.Full(); d != nil {
+		if d := s.opts.Quotas.Full(r.ContentLength); d != nil {
 			s.metrics.refused(d)
 			WriteQuota(w, d)
 			return
 		}
+		release := s.acquire(w, r)
+		if release == nil {
+			return
+		}
 		b, ok := s.readBody(w, r)
+		release() // the gateway's calls may wait for a person: no slot held
 		if !ok {
 			return
 		}

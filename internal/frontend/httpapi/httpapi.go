@@ -19,12 +19,14 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
@@ -62,6 +64,10 @@ type Server struct {
 	opts    Options
 	r       *Router
 	metrics *metrics
+	// room bounds the agents' requests being processed, in bytes (see
+	// acquire).
+	room     *semaphore.Weighted
+	roomSize int64
 }
 
 // New builds the API server over k.
@@ -84,7 +90,8 @@ func New(k *kernel.Kernel, opts Options) (*Server, error) {
 	if opts.Alarms == nil {
 		opts.Alarms = limits.NewAlarms()
 	}
-	s := &Server{k: k, opts: opts, r: NewRouter(), metrics: newMetrics(k)}
+	roomSize := opts.MaxBody * int64(max(1, runtime.GOMAXPROCS(0)/2))
+	s := &Server{k: k, opts: opts, r: NewRouter(), metrics: newMetrics(k), room: semaphore.NewWeighted(roomSize), roomSize: roomSize}
 	s.routes()
 	return s, nil
 }
@@ -277,9 +284,11 @@ func answerReason(status string, ans *store.Answer) string {
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var a action.Action
-	if !s.decodeSubmission(w, r, &a, func() (string, string) { return a.Agent, a.Session }) {
+	release := s.decodeSubmission(w, r, &a, func() (string, string) { return a.Agent, a.Session })
+	if release == nil {
 		return
 	}
+	defer release()
 	a.Cut = nil
 	// Facts are what Overseer's analyzers derive; a caller must not supply
 	// them (a forged "in_cwd" path could lower a verdict).
@@ -310,6 +319,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.observe(sub.Verdict.Level, time.Since(start))
+	release() // a long wait holds no processing slot
 	apr := sub.Approval
 	if apr != nil && wait > 0 {
 		apr = s.waitFor(r.Context(), apr, wait)
@@ -395,9 +405,11 @@ type ResultRequest struct {
 
 func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 	var req ResultRequest
-	if !s.decodeSubmission(w, r, &req, func() (string, string) { return req.Agent, req.Session }) {
+	release := s.decodeSubmission(w, r, &req, func() (string, string) { return req.Agent, req.Session })
+	if release == nil {
 		return
 	}
+	defer release()
 	if req.ActionID == "" && req.ClientID == "" {
 		writeErr(w, http.StatusBadRequest, "bad_request", "action_id (or client_id) is required")
 		return

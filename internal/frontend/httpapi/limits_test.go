@@ -61,7 +61,7 @@ func TestQuotaRefusesWith429AndRetryAfter(t *testing.T) {
 	}
 	resp := do(t, "POST", srv.URL+"/api/v1/actions", "", body)
 	var got struct {
-		Error struct{ Code, Message string }
+		Error      struct{ Code, Message string }
 		RetryAfter int `json:"retry_after"`
 		Scope      string
 	}

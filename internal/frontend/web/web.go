@@ -192,7 +192,9 @@ func defaultWho() string {
 // Mount registers the console's routes on r: everything under /ui/, and
 // a redirect from / to the console.
 func (c *Console) Mount(r *httpapi.Router) {
-	h := func(pattern string, access httpapi.Access, fn http.HandlerFunc) { r.Handle(pattern, access, c.secure(fn)) }
+	h := func(pattern string, access httpapi.Access, fn http.HandlerFunc) {
+		r.Handle(pattern, access, c.secure(fn))
+	}
 	const (
 		public  = httpapi.AccessPublic
 		session = httpapi.AccessSession
