@@ -133,8 +133,10 @@ func TestFloodKeepsThePersonServed(t *testing.T) {
 
 	// The flood.
 	stats := &floodStats{status: map[string]int{}}
-	bigContent := strings.Repeat("B", 1<<20)
-	hugeContent := strings.Repeat("H", 5<<20) // over the 4 MiB body cap
+	bigWrite := []byte(`"tool":"Write","kind":"file_write","args":{"file_path":"/tmp/proj/big.txt","content":"` +
+		strings.Repeat("B", 1<<20))
+	hugeWrite := []byte(`"tool":"Write","kind":"file_write","args":{"file_path":"/tmp/proj/huge.txt","content":"` +
+		strings.Repeat("H", 5<<20)) // over the 4 MiB body cap
 	var seq atomic.Int64
 	var wg sync.WaitGroup
 	for c := range 64 {
@@ -146,22 +148,28 @@ func TestFloodKeepsThePersonServed(t *testing.T) {
 			hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 			for ctx.Err() == nil {
 				n := seq.Add(1)
-				// Bodies are put together, not encoded: the test's own CPU
-				// goes to the daemon (both share the machine's 2 cores).
-				who := fmt.Sprintf(`"agent":"flood-%d","session":"c%d-%d","cwd":"/tmp/proj"`, n%16, c, n)
-				var b []byte
+				// Bodies are put together from shared pieces, not encoded or
+				// copied: the test's own CPU goes to the daemon (both share
+				// the machine's cores).
+				who := fmt.Sprintf(`{"agent":"flood-%d","session":"c%d-%d","cwd":"/tmp/proj",`, n%16, c, n)
+				var parts [][]byte
 				switch {
 				case n%50 == 0:
-					b = []byte(`{` + who + `,"tool":"Write","kind":"file_write","args":{"file_path":"/tmp/proj/huge.txt","content":"` +
-						hugeContent + `"}}`)
+					parts = [][]byte{[]byte(who), hugeWrite, []byte(`"}}`)}
 				case n%4 == 0:
-					b = []byte(`{` + who + `,"tool":"Write","kind":"file_write","args":{"file_path":"/tmp/proj/big.txt","content":"` +
-						bigContent + strconv.FormatInt(n, 10) + `"}}`)
+					parts = [][]byte{[]byte(who), bigWrite, []byte(strconv.FormatInt(n, 10) + `"}}`)}
 				default:
-					b = []byte(`{` + who + `,"tool":"Read","kind":"file_read","args":{"file_path":"/tmp/proj/f` +
-						strconv.FormatInt(n, 10) + `.txt"}}`)
+					parts = [][]byte{[]byte(who + `"tool":"Read","kind":"file_read","args":{"file_path":"/tmp/proj/f` +
+						strconv.FormatInt(n, 10) + `.txt"}}`)}
 				}
-				req, _ := http.NewRequestWithContext(ctx, "POST", d.URL("/api/v1/actions"), bytes.NewReader(b))
+				size := 0
+				readers := make([]io.Reader, len(parts))
+				for i, p := range parts {
+					size += len(p)
+					readers[i] = bytes.NewReader(p)
+				}
+				req, _ := http.NewRequestWithContext(ctx, "POST", d.URL("/api/v1/actions"), io.MultiReader(readers...))
+				req.ContentLength = int64(size)
 				req.Header.Set("Content-Type", "application/json")
 				resp, err := hc.Do(req)
 				if ctx.Err() != nil {
@@ -176,7 +184,7 @@ func TestFloodKeepsThePersonServed(t *testing.T) {
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-				stats.add(resp.StatusCode, resp.Header.Get("Retry-After"), len(b), nil)
+				stats.add(resp.StatusCode, resp.Header.Get("Retry-After"), size, nil)
 			}
 		}()
 	}

@@ -150,10 +150,13 @@ function renderQueue(snap) {
   if (wantSelected && items.has(wantSelected)) { const id = wantSelected; wantSelected = ""; selectId(id, true); }
   const n = items.size;
   $("#queue-empty").hidden = n > 0;
+  // The daemon sends the oldest requests only; "more" says others wait.
+  $("#queue-more").hidden = !snap.more;
+  const shown = snap.more ? `${n}+` : String(n);
   const count = $("#count");
   count.hidden = n === 0;
-  count.textContent = String(n);
-  document.title = n ? `(${n}) Overseer` : "Overseer";
+  count.textContent = shown;
+  document.title = n ? `(${shown}) Overseer` : "Overseer";
   tick();
 }
 
