@@ -414,6 +414,15 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "bad_request", "action_id (or client_id) is required")
 		return
 	}
+	// The output is cut by the kernel; the rest is bounded here, as what is
+	// stored of an action is (settings.limits.stored_bytes).
+	if n := s.k.Engine.Policy().Settings.Limits.StoredBytes; n > 0 {
+		for _, f := range []*string{&req.Intent, &req.Tool, &req.Agent, &req.Session, &req.ClientID} {
+			if len(*f) > n/4 {
+				*f = action.CutString(*f, n/4)
+			}
+		}
+	}
 	info, err := s.k.RecordResult(r.Context(), kernel.Result{ActionID: req.ActionID, ClientID: req.ClientID, Agent: req.Agent, Session: req.Session,
 		Tool: req.Tool, Output: req.Output, IsError: req.IsError, Intent: req.Intent})
 	if err != nil {
