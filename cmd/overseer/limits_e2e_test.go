@@ -189,6 +189,23 @@ func TestEveryRouteNeedsItsCredential(t *testing.T) {
 			}
 		}
 	}
+	// The scrape token cannot answer a real request either.
+	act := map[string]any{"tool": "Write", "agent": "e2e", "session": "s1", "cwd": "/tmp/proj",
+		"args": map[string]any{"file_path": "/tmp/elsewhere/notes.txt", "content": "hi"}}
+	code, body = d.Do(t, "POST", "/api/v1/actions", act, false)
+	o := decode[outcome](t, body)
+	if code != 200 || o.Approval == nil {
+		t.Fatalf("submit: %d %s", code, body)
+	}
+	for _, dec := range []string{"approve", "deny", "abort", "reply"} {
+		if code, ra := probe(t, d, "POST", "/api/v1/approvals/"+o.Approval.ID+"/"+dec,
+			map[string]string{"Authorization": "Bearer " + scrape}, nil); !refused(code, ra) {
+			t.Fatalf("%s with the scrape token: %d", dec, code)
+		}
+	}
+	if code, body := d.Do(t, "GET", "/api/v1/approvals/"+o.Approval.ID, nil, true); code != 200 || !strings.Contains(string(body), `"status":"pending"`) {
+		t.Fatalf("after the scrape token's tries: %d %.200s", code, body)
+	}
 	// The right credentials still work after all those wrong ones.
 	if code, _ := probe(t, d, "GET", "/metrics", map[string]string{"Authorization": "Bearer " + d.Token}, nil); code != 200 {
 		t.Fatalf("metrics with the daemon's token: %d", code)
