@@ -84,6 +84,18 @@ api() {
   if [ "$label" = unsealed ]; then export OVERSEER_AUDIT_SEAL=off; else unset OVERSEER_AUDIT_SEAL; fi
   export OVERSEER_NO_QR=1
   mkdir -p "$WORK/proj" "$OVERSEER_HOME"
+  # The daemon's submission quotas (settings.limits) would refuse most of
+  # this load with 429, as they should for agents: the benchmark measures
+  # the API's throughput, so its home turns them off.
+  cat >"$OVERSEER_HOME/policy.yaml" <<'YAML'
+version: 1
+extends: builtin
+settings:
+  limits:
+    session: {actions_per_minute: -1, bytes_per_minute: -1}
+    agent: {actions_per_minute: -1, bytes_per_minute: -1}
+    all: {actions_per_minute: -1, bytes_per_minute: -1}
+YAML
   echo "# a file to read" >"$WORK/proj/README.md"
   # One agent session per request ({{n}}): the same call repeated in one
   # session is escalated by repeat detection, as it should be.

@@ -38,6 +38,14 @@ go vet ./...
 echo "== go test (unit, integration and end-to-end; fuzz seed corpora included)"
 go test -count=1 -timeout 20m ./...
 
+# The flood: 64 clients against the real daemon while a person answers; it
+# measures the person's latency, so it runs alone. FLOOD_SECONDS=0 skips it.
+FLOOD_SECONDS="${FLOOD_SECONDS:-30}"
+if [ "$FLOOD_SECONDS" != "0" ]; then
+  echo "== load: a ${FLOOD_SECONDS}s flood of the API (quotas, the person's latency, the database's growth)"
+  OVERSEER_FLOOD_SECONDS="$FLOOD_SECONDS" go test -count=1 -timeout 10m -run '^TestFloodKeepsThePersonServed$' -v ./cmd/overseer/
+fi
+
 # A short coverage-guided fuzz run of each parser, so new crashers are found
 # in CI too. FUZZTIME=0 skips it.
 FUZZTIME="${FUZZTIME:-2s}"

@@ -31,7 +31,9 @@ type outcome struct {
 	Decision string `json:"decision"`
 	Level    string `json:"level"`
 	Reason   string `json:"reason"`
-	Approval *struct {
+	// StatusToken reads the outcome (GET /api/v1/actions/{id}).
+	StatusToken string `json:"status_token"`
+	Approval    *struct {
 		ID     string `json:"id"`
 		Status string `json:"status"`
 	} `json:"approval"`
@@ -89,10 +91,13 @@ func TestPendingApprovalSurvivesKill(t *testing.T) {
 		t.Fatalf("after restart: %+v", list)
 	}
 
-	// A caller waits on the action; a person approves from the CLI.
+	// A caller waits on the action, with the status token it was given
+	// before the restart; a person approves from the CLI.
 	released := make(chan outcome, 1)
 	go func() {
-		resp, err := http.Get(d.URL("/api/v1/actions/" + o.ActionID + "?wait=30s"))
+		req, _ := http.NewRequest("GET", d.URL("/api/v1/actions/"+o.ActionID+"?wait=30s"), nil)
+		req.Header.Set("Authorization", "Bearer "+o.StatusToken)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			released <- outcome{Reason: err.Error()}
 			return

@@ -157,6 +157,9 @@ type Action struct {
 	Time           time.Time `json:"time,omitempty"`
 	// Facts are derived by analyzers; adapters leave them empty.
 	Facts Facts `json:"facts,omitempty"`
+	// Cut is set on a stored copy that was shortened to the storage bound
+	// (see Bounded); adapters leave it empty.
+	Cut *Cut `json:"cut,omitempty"`
 }
 
 // Facts are what the analyzers derived from an action's arguments. Guards and
@@ -316,6 +319,9 @@ type Verdict struct {
 	ArgsHash string `json:"args_hash"`
 	// Hints are messages for the agent (for example: explain your intent first).
 	Hints []string `json:"hints,omitempty"`
+	// Cut is set on a stored copy that was shortened to the storage bound
+	// (see Bounded).
+	Cut *Cut `json:"cut,omitempty"`
 }
 
 // Allowed reports whether the action may proceed without a person.

@@ -242,9 +242,13 @@ type Submission struct {
 // once Submit returns.
 func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, error) {
 	MintID(a)
+	a.Cut = nil
 	v := k.Engine.Evaluate(ctx, a)
 	sub := &Submission{Action: *a, Verdict: v}
-	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, a, a), entry(audit.TypeVerdict, a, v)); err != nil {
+	// What is stored is bounded (settings.limits.stored_bytes): the whole
+	// action was judged and its arguments hashed (v.ArgsHash) above.
+	sa, sv := k.stored(a, &v)
+	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, &sa, sa), entry(audit.TypeVerdict, &sa, sv)); err != nil {
 		return nil, fmt.Errorf("recording the action and its verdict: %w", err)
 	}
 	key := firewall.SessionKey(a)
@@ -255,13 +259,21 @@ func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, err
 	if v.Level.NeedsPerson() {
 		// The approval and its approval_request record are one transaction
 		// (the gate's journal): neither is ever on disk without the other.
-		apr, err := k.Gate.Request(ctx, *a, v)
+		// Both hold the stored (bounded) copies.
+		apr, err := k.Gate.Request(ctx, sa, sv)
 		if err != nil {
 			return nil, fmt.Errorf("opening the approval: %w", err)
 		}
 		sub.Approval = apr
 	}
 	return sub, nil
+}
+
+// stored returns the copies of a and v that are stored: each cut to the
+// policy's settings.limits.stored_bytes (see action.Action.Bounded).
+func (k *Kernel) stored(a *action.Action, v *action.Verdict) (action.Action, action.Verdict) {
+	max := k.Engine.Policy().Settings.Limits.StoredBytes
+	return a.Bounded(max), v.Bounded(max)
 }
 
 func entry(typ string, a *action.Action, data any) audit.Entry {

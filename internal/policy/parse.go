@@ -153,6 +153,18 @@ func DefaultSettings() Settings {
 		Gate:   GateSettings{Timeout: Duration(10 * time.Minute), Default: GateDeny},
 		Adapt:  AdaptSettings{EscalateAfter: 3, RevertAfter: 5, HesitationAfter: Duration(30 * time.Second), ProposeAfter: 3},
 		Params: ParamSettings{MaxArgBytes: 1 << 20},
+		Limits: DefaultLimits(),
+	}
+}
+
+// DefaultLimits are the daemon's limits when the policy sets none.
+func DefaultLimits() LimitSettings {
+	return LimitSettings{
+		StoredBytes:        32 << 10,
+		Session:            QuotaSettings{ActionsPerMinute: 300, Burst: 60, BytesPerMinute: 8 << 20},
+		Agent:              QuotaSettings{ActionsPerMinute: 600, Burst: 120, BytesPerMinute: 16 << 20},
+		All:                QuotaSettings{ActionsPerMinute: 1200, Burst: 240, BytesPerMinute: 32 << 20},
+		DatabaseAlarmBytes: 1 << 30,
 	}
 }
 
@@ -351,6 +363,27 @@ func validateSettings(d *diag, dc *decoder, s *Settings) {
 		d.errorf(at("adaptation.propose_after"), "settings.adaptation.propose_after: want -1 (never) or more")
 	}
 	nonNeg("params.max_arg_bytes", s.Params.MaxArgBytes)
+	l := &s.Limits
+	if l.StoredBytes < -1 || l.StoredBytes > 0 && l.StoredBytes < 4096 {
+		d.errorf(at("limits.stored_bytes"), "settings.limits.stored_bytes: want -1 (no bound) or at least 4096")
+	}
+	for _, q := range []struct {
+		name string
+		q    QuotaSettings
+	}{{"session", l.Session}, {"agent", l.Agent}, {"all", l.All}} {
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"actions_per_minute", q.q.ActionsPerMinute}, {"burst", q.q.Burst}, {"bytes_per_minute", q.q.BytesPerMinute}} {
+			if f.v < -1 {
+				p := "limits." + q.name + "." + f.name
+				d.errorf(at(p), "settings.%s: want -1 (off) or more", p)
+			}
+		}
+	}
+	if l.DatabaseAlarmBytes < -1 {
+		d.errorf(at("limits.database_alarm_bytes"), "settings.limits.database_alarm_bytes: want -1 (off) or more")
+	}
 }
 
 // fillSettings sets every zero field of s from def.
@@ -370,6 +403,14 @@ func fillSettings(s *Settings, def Settings) {
 	fill(&s.Adapt.HesitationAfter, def.Adapt.HesitationAfter)
 	fill(&s.Adapt.ProposeAfter, def.Adapt.ProposeAfter)
 	fill(&s.Params.MaxArgBytes, def.Params.MaxArgBytes)
+	fill(&s.Limits.StoredBytes, def.Limits.StoredBytes)
+	for _, q := range []struct{ dst, def *QuotaSettings }{{&s.Limits.Session, &def.Limits.Session},
+		{&s.Limits.Agent, &def.Limits.Agent}, {&s.Limits.All, &def.Limits.All}} {
+		fill(&q.dst.ActionsPerMinute, q.def.ActionsPerMinute)
+		fill(&q.dst.Burst, q.def.Burst)
+		fill(&q.dst.BytesPerMinute, q.def.BytesPerMinute)
+	}
+	fill(&s.Limits.DatabaseAlarmBytes, def.Limits.DatabaseAlarmBytes)
 	if s.Sandbox.ReadablePaths == nil {
 		s.Sandbox.ReadablePaths = def.Sandbox.ReadablePaths
 	}

@@ -71,6 +71,7 @@ type Settings struct {
 	Adapt   AdaptSettings   `yaml:"adaptation" json:"adaptation"`
 	Params  ParamSettings   `yaml:"params" json:"params"`
 	Sandbox SandboxSettings `yaml:"sandbox" json:"sandbox"`
+	Limits  LimitSettings   `yaml:"limits" json:"limits"`
 }
 
 // LoopSettings configure L2 repeat detection.
@@ -121,4 +122,33 @@ type ParamSettings struct {
 type SandboxSettings struct {
 	ReadablePaths []string `yaml:"readable_paths" json:"readable_paths"`
 	OutputDir     string   `yaml:"output_dir" json:"output_dir"`
+}
+
+// LimitSettings bound what agents can make the daemon do and store: the
+// quotas of the submission endpoints (per agent session, per agent, and for
+// all agents together), the size kept of each action, and the size of the
+// database at which a person is alerted. The daemon reads them at start.
+type LimitSettings struct {
+	// StoredBytes bounds what is stored of one action and of its verdict
+	// (JSON); beyond it the longest strings are kept as a prefix with their
+	// length and hash. The whole action is still hashed and judged. Default
+	// 32 KiB, at least 4 KiB; -1 stores everything.
+	StoredBytes int `yaml:"stored_bytes" json:"stored_bytes"`
+	// Session, Agent and All are the submission quotas. Agents name
+	// themselves and their sessions, so All is what bounds them together.
+	Session QuotaSettings `yaml:"session" json:"session"`
+	Agent   QuotaSettings `yaml:"agent" json:"agent"`
+	All     QuotaSettings `yaml:"all" json:"all"`
+	// DatabaseAlarmBytes is the size of the database (with its write-ahead
+	// log) at which the daemon alerts a person; default 1 GiB, -1 off.
+	DatabaseAlarmBytes int64 `yaml:"database_alarm_bytes" json:"database_alarm_bytes"`
+}
+
+// QuotaSettings is one quota: requests per minute with a burst, and request
+// bytes per minute (the burst of bytes is one minute's worth). -1 turns a
+// figure off.
+type QuotaSettings struct {
+	ActionsPerMinute int `yaml:"actions_per_minute" json:"actions_per_minute"`
+	Burst            int `yaml:"burst" json:"burst"`
+	BytesPerMinute   int `yaml:"bytes_per_minute" json:"bytes_per_minute"`
 }

@@ -17,6 +17,8 @@
 //                              (with dir: screenshots tasks.png, task.png, phone-tasks.png, phone-task.png)
 //           PROPOSALS [file] the Policy page's proposed rules: screenshot one (into file),
 //                              accept it by clicking: ACCEPTED <json>
+//           ALARM [file]       reload the console, wait for the alarm banner: ALARM <its text>
+//                              (with file: a screenshot of the page there)
 //           QUIT
 //
 // Environment: OVERSEER_URL (base URL), OVERSEER_TOKEN, CHROMIUM (default
@@ -281,6 +283,11 @@ for await (const line of rl) {
     await page.click("#proposals .proposal button:has-text('Accept')");
     await page.waitForFunction(() => /learned-/.test(document.querySelector("#user-rules").textContent), null, { timeout: 20000 });
     say("ACCEPTED " + JSON.stringify({ title, dry, empty: (await page.textContent("#proposals")).trim() }));
+  } else if (cmd === "ALARM") {
+    await page.goto(base + "/ui/#/queue");
+    const el = await page.waitForSelector("#alarms .alarm", { state: "visible", timeout: 20000 });
+    if (rest[0]) { await page.screenshot({ path: rest[0] }); say("SHOT " + rest[0]); }
+    say("ALARM " + (await el.textContent()).replace(/\s+/g, " ").trim());
   } else if (cmd === "QUIT") {
     break;
   }

@@ -323,3 +323,27 @@ func TestBrowserAcceptsProposal(t *testing.T) {
 		t.Fatalf("after accepting: %+v", o)
 	}
 }
+
+// TestBrowserShowsAlarm: over its database size alarm threshold the daemon
+// raises an alarm, and the console shows it as a banner on every page.
+func TestBrowserShowsAlarm(t *testing.T) {
+	needBrowser(t)
+	home := newHome(t, map[string]string{})
+	policy := testPolicy + "settings:\n  limits:\n    database_alarm_bytes: 4096\n"
+	if err := os.WriteFile(filepath.Join(home, "policy.yaml"), []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := overseertest.StartDaemon(t, home)
+	dr := startDriver(t, d)
+	shot := filepath.Join(t.TempDir(), "alarm.png")
+	if *screenshots {
+		shot = filepath.Join(shotDir(t), "alarm.png")
+	}
+	dr.send("ALARM " + shot)
+	dr.expect("SHOT")
+	got := dr.expect("ALARM")
+	if !strings.Contains(got, "Alarm:") || !strings.Contains(got, "alarm threshold of 4.0 KiB") ||
+		!strings.Contains(got, "settings.limits.database_alarm_bytes") {
+		t.Fatalf("the banner says %q", got)
+	}
+}

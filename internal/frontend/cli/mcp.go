@@ -182,7 +182,7 @@ func mountMCP(k *kernel.Kernel, api *httpapi.Server) error {
 	file := filepath.Join(k.Home, mcpgw.ConfigName)
 	cfg, err := mcpgw.LoadConfig(file)
 	if errors.Is(err, fs.ErrNotExist) {
-		api.Mux().HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		api.Router().HandleFunc("/mcp", httpapi.AccessAgent, func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "the MCP gateway has no servers: write "+file, http.StatusNotFound)
 		})
 		return nil
@@ -190,7 +190,7 @@ func mountMCP(k *kernel.Kernel, api *httpapi.Server) error {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "overseer: the MCP gateway is off:", err)
 		msg := err.Error()
-		api.Mux().HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		api.Router().HandleFunc("/mcp", httpapi.AccessAgent, func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "the MCP gateway's configuration is invalid: "+msg, http.StatusServiceUnavailable)
 		})
 		return nil
@@ -207,6 +207,9 @@ func mountMCP(k *kernel.Kernel, api *httpapi.Server) error {
 		stop()
 		gw.Close()
 	}()
-	api.Mux().Handle("/mcp", gw.HTTPHandler())
+	// Agents' MCP sessions are under the submission quotas, as agent "mcp"
+	// with the MCP session as theirs.
+	api.Router().Handle("/mcp", httpapi.AccessAgent, api.Limited("mcp",
+		func(r *http.Request) string { return r.Header.Get("Mcp-Session-Id") }, gw.HTTPHandler()))
 	return nil
 }

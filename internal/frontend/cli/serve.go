@@ -23,6 +23,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/frontend/client"
 	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/limits"
 )
 
 // mounts lets other front ends (web console, MCP over HTTP) add handlers
@@ -54,10 +55,20 @@ is in $OVERSEER_HOME/token (mode 0600).`,
 	return cmd
 }
 
+// DatabaseCheckEvery is how often the daemon measures its database for the
+// size alarm.
+const DatabaseCheckEvery = 10 * time.Second
+
 // EnsureToken returns the daemon token in home, creating it (mode 0600) if
 // it does not exist.
 func EnsureToken(home string) (string, error) {
-	p := filepath.Join(home, kernel.TokenFile)
+	return ensureSecret(home, kernel.TokenFile)
+}
+
+// ensureSecret returns the secret in home/name, creating a random one (mode
+// 0600) if it does not exist.
+func ensureSecret(home, name string) (string, error) {
+	p := filepath.Join(home, name)
 	if b, err := os.ReadFile(p); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
 		return strings.TrimSpace(string(b)), nil
 	}
@@ -67,7 +78,7 @@ func EnsureToken(home string) (string, error) {
 	}
 	tok := hex.EncodeToString(raw[:])
 	if err := os.WriteFile(p, []byte(tok+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("writing the token: %w", err)
+		return "", fmt.Errorf("writing %s: %w", p, err)
 	}
 	return tok, nil
 }
@@ -117,10 +128,15 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 	if err != nil {
 		return err
 	}
-	api, err := httpapi.New(k, httpapi.Options{Token: tok})
+	scrapeTok, err := ensureSecret(k.Home, httpapi.ScrapeTokenFile)
 	if err != nil {
 		return err
 	}
+	api, err := httpapi.New(k, httpapi.Options{Token: tok, ScrapeToken: scrapeTok})
+	if err != nil {
+		return err
+	}
+	api.Alarms().OnRaise(func(al limits.Alarm) { fmt.Fprintln(a.stderr, "overseer: ALARM:", al.Message) })
 	for _, m := range mounts {
 		if err := m(k, api); err != nil {
 			return err
@@ -162,6 +178,7 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 	}
 	fmt.Fprintf(a.stdout, "  policy:    %s\n", policyName)
 	fmt.Fprintf(a.stdout, "  token:     %s (for approve/deny/policy)\n", filepath.Join(k.Home, kernel.TokenFile))
+	fmt.Fprintf(a.stdout, "  metrics:   %s (read-only scrape token for /metrics)\n", filepath.Join(k.Home, httpapi.ScrapeTokenFile))
 	fmt.Fprintf(a.stdout, "  pending:   %d approvals\n", len(pending))
 	if _, err := audit.PendingKey(k.Home); err == nil {
 		fmt.Fprintf(a.stdout, "  audit key: not exported yet (overseer audit key --out FILE): until then the seal proves nothing\n")
@@ -183,6 +200,18 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 	prune := time.NewTicker(time.Hour)
 	defer prune.Stop()
 	a.pruneUndo(ctx, k)
+	// The database's size is watched: over settings.limits.database_alarm_bytes
+	// an alarm is raised (logged, notified, shown by /healthz and the console).
+	dbPath := filepath.Join(k.Home, kernel.DBFile)
+	dbAlarm := k.Engine.Policy().Settings.Limits.DatabaseAlarmBytes
+	checkDB := func() {
+		if _, err := api.Alarms().CheckDatabase(dbPath, dbAlarm, time.Now()); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(a.stderr, "overseer: measuring the database:", err)
+		}
+	}
+	checkDB()
+	growth := time.NewTicker(DatabaseCheckEvery)
+	defer growth.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -198,6 +227,8 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 			return err
 		case <-prune.C:
 			a.pruneUndo(ctx, k)
+		case <-growth.C:
+			checkDB()
 		case <-tick.C:
 			if _, err := k.Gate.ExpireDue(ctx); err != nil && ctx.Err() == nil {
 				fmt.Fprintln(a.stderr, "overseer: expiring approvals:", err)

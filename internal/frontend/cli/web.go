@@ -20,6 +20,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/frontend/notify"
 	"github.com/overseer-dev/overseer/internal/frontend/web"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/limits"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -50,7 +51,7 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 	case err != nil:
 		return err // a broken notify.yaml is reported, not ignored
 	}
-	opts := web.Options{Token: tok}
+	opts := web.Options{Token: tok, Throttle: api.Throttle(), Alarms: api.Alarms()}
 	if ncfg != nil && ncfg.LinkTTL > 0 {
 		opts.LinkTTL = time.Duration(ncfg.LinkTTL)
 	}
@@ -58,7 +59,7 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 	if err != nil {
 		return err
 	}
-	con.Mount(api.Mux())
+	con.Mount(api.Router())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() { <-ctx.Done(); stop() }() // ends with the daemon's stop signal
@@ -82,6 +83,15 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 		go func() { // owned by ctx: Run returns when it ends
 			_ = n.Run(ctx, events, pending)
 		}()
+		// Alarms (the database's size) reach the same channels.
+		api.Alarms().OnRaise(func(al limits.Alarm) {
+			actx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			m := notify.AlertMessage(al.Name, "Overseer alarm: "+strings.ReplaceAll(al.Name, "_", " "), al.Message, al.Since)
+			if err := n.Alert(actx, m); err != nil {
+				fmt.Fprintln(os.Stderr, "overseer: notifying the alarm:", err)
+			}
+		})
 		fmt.Fprintf(os.Stdout, "  notify:    %d channels (%s)\n", len(ncfg.Channels), channelNames(ncfg))
 	}
 	return nil

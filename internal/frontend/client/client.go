@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -103,6 +104,9 @@ type APIError struct {
 	Status  int
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// RetryAfter is the daemon's Retry-After (a 429: over a submission
+	// quota, or a wrong credential throttled).
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (e *APIError) Error() string {
@@ -138,11 +142,15 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 			Error APIError `json:"error"`
 		}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var ra time.Duration
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+			ra = time.Duration(secs) * time.Second
+		}
 		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			e.Error.Status = resp.StatusCode
+			e.Error.Status, e.Error.RetryAfter = resp.StatusCode, ra
 			return &e.Error
 		}
-		return &APIError{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(b))}
+		return &APIError{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(b)), RetryAfter: ra}
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
@@ -160,6 +168,8 @@ type Outcome struct {
 	Reason   string          `json:"reason"`
 	Verdict  *action.Verdict `json:"verdict,omitempty"`
 	Approval *store.Approval `json:"approval,omitempty"`
+	// StatusToken reads this action's outcome without the daemon's token.
+	StatusToken string `json:"status_token,omitempty"`
 }
 
 // Submit submits an action; with wait > 0 the daemon holds the call while a

@@ -72,6 +72,16 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 		wait = 0 // learn the level first: a confirm goes to the agent's prompt
 	}
 	o, err := d.C.Submit(ctx, a, wait)
+	// Over a submission quota nothing was recorded: try again when the
+	// daemon says, while there is time.
+	for ra := retryAfter(err); ra > 0 && now().Add(ra).Before(deadline); ra = retryAfter(err) {
+		select {
+		case <-ctx.Done():
+			return Decision{}, ctx.Err()
+		case <-time.After(ra):
+		}
+		o, err = d.C.Submit(ctx, a, wait)
+	}
 	if err != nil {
 		if notConnected(err) {
 			return Decision{}, fmt.Errorf("%w: %v", client.ErrNoDaemon, err)
@@ -97,6 +107,15 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 		}
 	}
 	return outcomeDecision(a.ID, o), nil
+}
+
+// retryAfter is the wait a 429 answer asks for, or 0.
+func retryAfter(err error) time.Duration {
+	var ae *client.APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests {
+		return ae.RetryAfter
+	}
+	return 0
 }
 
 // notConnected reports whether err is a failure to connect at all (nothing

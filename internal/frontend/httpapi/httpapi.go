@@ -1,31 +1,38 @@
 // Package httpapi serves Overseer's HTTP API (/api/v1/...) and Prometheus
 // metrics (/metrics) over a kernel.
 //
-// Agents may submit actions and read their own outcome without a
-// credential. Everything that can approve, deny, change policy or read the
-// audit log needs the daemon's token, which lives in Overseer's home
-// directory where agents' actions cannot reach (self-protection).
+// Agents may submit actions and results without a credential, within the
+// submission quotas (per agent session, per agent and for everyone; a
+// request over a quota is refused with 429 and Retry-After). Everything
+// else needs a credential: the daemon's token, which lives in Overseer's
+// home directory where agents' actions cannot reach (self-protection), for
+// whatever a person does; an action's own status token (returned when it is
+// submitted) to read its outcome; and the scrape token, which reads the
+// metrics and nothing else. Only /healthz answers everyone. Wrong
+// credentials are throttled per client; the right one never is.
 package httpapi
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/limits"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
 )
@@ -34,18 +41,33 @@ import (
 type Options struct {
 	// Token is the credential for approving and changing policy. Required.
 	Token string
+	// ScrapeToken reads GET /metrics and nothing else (see ScrapeTokenFile).
+	// Empty: the metrics need the daemon's token.
+	ScrapeToken string
 	// MaxWait caps a long-poll (?wait=). Default 2 minutes.
 	MaxWait time.Duration
-	// MaxBody caps a request body. Default 4 MiB.
+	// MaxBody caps a request body; a larger one is refused with 413.
+	// Default 4 MiB.
 	MaxBody int64
+	// Quotas are the submission quotas. Default: from the policy's
+	// settings.limits.
+	Quotas *limits.Quotas
+	// Throttle slows wrong credentials. Default: limits.NewThrottle.
+	Throttle *limits.Throttle
+	// Alarms are shown by /healthz (and the console). Default: none raised.
+	Alarms *limits.Alarms
 }
 
 // Server is the HTTP API.
 type Server struct {
 	k       *kernel.Kernel
 	opts    Options
-	mux     *http.ServeMux
+	r       *Router
 	metrics *metrics
+	// room bounds the agents' requests being processed, in bytes (see
+	// acquire).
+	room     *semaphore.Weighted
+	roomSize int64
 }
 
 // New builds the API server over k.
@@ -59,47 +81,98 @@ func New(k *kernel.Kernel, opts Options) (*Server, error) {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = 4 << 20
 	}
-	s := &Server{k: k, opts: opts, mux: http.NewServeMux(), metrics: newMetrics(k)}
+	if opts.Quotas == nil {
+		opts.Quotas = limits.NewQuotas(QuotaConfig(k.Engine.Policy().Settings.Limits), k.Clock)
+	}
+	if opts.Throttle == nil {
+		opts.Throttle = limits.NewThrottle(k.Clock)
+	}
+	if opts.Alarms == nil {
+		opts.Alarms = limits.NewAlarms()
+	}
+	roomSize := opts.MaxBody * int64(max(1, runtime.GOMAXPROCS(0)/2))
+	s := &Server{k: k, opts: opts, r: NewRouter(), metrics: newMetrics(k), room: semaphore.NewWeighted(roomSize), roomSize: roomSize}
 	s.routes()
 	return s, nil
 }
 
-// Handler returns the server's handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+// QuotaConfig turns the policy's limits into the quotas' configuration.
+func QuotaConfig(l policy.LimitSettings) limits.Config {
+	scope := func(q policy.QuotaSettings) limits.Scope {
+		sc := limits.Scope{
+			Requests: limits.Rate{PerMinute: float64(q.ActionsPerMinute), Burst: float64(q.Burst)},
+			Bytes:    limits.Rate{PerMinute: float64(q.BytesPerMinute), Burst: float64(q.BytesPerMinute)},
+		}
+		if sc.Requests.Burst <= 0 {
+			sc.Requests.Burst = max(1, sc.Requests.PerMinute)
+		}
+		return sc
+	}
+	return limits.Config{Session: scope(l.Session), Agent: scope(l.Agent), All: scope(l.All)}
+}
 
-// Mux exposes the router so other front ends (web console, MCP over HTTP)
-// can mount their handlers on the same listener.
-func (s *Server) Mux() *http.ServeMux { return s.mux }
+// Handler returns the server's handler.
+func (s *Server) Handler() http.Handler { return s.r }
+
+// Router is the daemon's router, so other front ends (web console, MCP over
+// HTTP) mount their handlers on the same listener, each route with the
+// access it needs.
+func (s *Server) Router() *Router { return s.r }
+
+// Throttle is the server's throttle of wrong credentials, which the console
+// shares (its sign-in form takes the same token).
+func (s *Server) Throttle() *limits.Throttle { return s.opts.Throttle }
+
+// Alarms are the alarms the server shows.
+func (s *Server) Alarms() *limits.Alarms { return s.opts.Alarms }
+
+// Quotas are the submission quotas, which other submission paths (the MCP
+// gateway over HTTP) share.
+func (s *Server) Quotas() *limits.Quotas { return s.opts.Quotas }
 
 func (s *Server) routes() {
-	m := s.mux
-	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
-	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	m := s.r
+	m.HandleFunc("GET /healthz", AccessPublic, s.healthz)
+	m.Handle("GET /metrics", AccessScrape, s.scrape(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
+	m.HandleFunc("GET /api/v1/routes", AccessToken, s.auth(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.r.Routes())
+	}))
 
-	// Agent side: no credential.
-	m.HandleFunc("POST /api/v1/actions", s.submit)
-	m.HandleFunc("POST /api/v1/evaluate", s.submit)
-	m.HandleFunc("GET /api/v1/actions/{id}", s.actionStatus)
-	m.HandleFunc("POST /api/v1/results", s.result)
+	// Agent side: no credential, under the quotas.
+	m.HandleFunc("POST /api/v1/actions", AccessAgent, s.submit)
+	m.HandleFunc("POST /api/v1/evaluate", AccessAgent, s.submit)
+	m.HandleFunc("POST /api/v1/results", AccessAgent, s.result)
+	// An action's outcome: the daemon's token or the action's status token.
+	m.HandleFunc("GET /api/v1/actions/{id}", AccessStatus, s.statusAuth(s.actionStatus))
 
 	// People's side: token required.
-	m.HandleFunc("POST /api/v1/actions/{id}/keep", s.auth(s.keep))
-	m.HandleFunc("GET /api/v1/approvals", s.auth(s.listApprovals))
-	m.HandleFunc("GET /api/v1/approvals/{id}", s.auth(s.getApproval))
-	m.HandleFunc("POST /api/v1/approvals/{id}/approve", s.auth(s.answer("approve")))
-	m.HandleFunc("POST /api/v1/approvals/{id}/deny", s.auth(s.answer("deny")))
-	m.HandleFunc("POST /api/v1/approvals/{id}/abort", s.auth(s.answer("abort")))
-	m.HandleFunc("POST /api/v1/approvals/{id}/reply", s.auth(s.reply))
-	m.HandleFunc("GET /api/v1/audit", s.auth(s.queryAudit))
-	m.HandleFunc("GET /api/v1/audit/verify", s.auth(s.verifyAudit))
-	m.HandleFunc("GET /api/v1/audit/export", s.auth(s.exportAudit))
-	m.HandleFunc("GET /api/v1/policy", s.auth(s.getPolicy))
-	m.HandleFunc("POST /api/v1/policy/rules", s.auth(s.addRule))
-	m.HandleFunc("DELETE /api/v1/policy/rules/{id}", s.auth(s.deleteRule))
-	m.HandleFunc("GET /api/v1/policy/history", s.auth(s.policyHistory))
-	m.HandleFunc("POST /api/v1/policy/explain", s.auth(s.explain))
+	m.HandleFunc("POST /api/v1/actions/{id}/keep", AccessToken, s.auth(s.keep))
+	m.HandleFunc("GET /api/v1/approvals", AccessToken, s.auth(s.listApprovals))
+	m.HandleFunc("GET /api/v1/approvals/{id}", AccessToken, s.auth(s.getApproval))
+	m.HandleFunc("POST /api/v1/approvals/{id}/approve", AccessToken, s.auth(s.answer("approve")))
+	m.HandleFunc("POST /api/v1/approvals/{id}/deny", AccessToken, s.auth(s.answer("deny")))
+	m.HandleFunc("POST /api/v1/approvals/{id}/abort", AccessToken, s.auth(s.answer("abort")))
+	m.HandleFunc("POST /api/v1/approvals/{id}/reply", AccessToken, s.auth(s.reply))
+	m.HandleFunc("GET /api/v1/audit", AccessToken, s.auth(s.queryAudit))
+	m.HandleFunc("GET /api/v1/audit/verify", AccessToken, s.auth(s.verifyAudit))
+	m.HandleFunc("GET /api/v1/audit/export", AccessToken, s.auth(s.exportAudit))
+	m.HandleFunc("GET /api/v1/policy", AccessToken, s.auth(s.getPolicy))
+	m.HandleFunc("POST /api/v1/policy/rules", AccessToken, s.auth(s.addRule))
+	m.HandleFunc("DELETE /api/v1/policy/rules/{id}", AccessToken, s.auth(s.deleteRule))
+	m.HandleFunc("GET /api/v1/policy/history", AccessToken, s.auth(s.policyHistory))
+	m.HandleFunc("POST /api/v1/policy/explain", AccessToken, s.auth(s.explain))
 	s.taskRoutes()
 	s.proposalRoutes()
+}
+
+// healthz answers everyone: the daemon is up, with the alarms raised (the
+// database's size, for one).
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	resp := map[string]any{"status": "ok"}
+	if al := s.opts.Alarms.Active(); len(al) > 0 {
+		resp["alarms"] = al
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 // apiError is the coded error that crosses the API.
@@ -128,35 +201,6 @@ var (
 	writeJSON = WriteJSON
 	writeErr  = WriteError
 )
-
-func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.Authorized(r) {
-			writeErr(w, http.StatusUnauthorized, "unauthorized",
-				"this endpoint needs the daemon's token (Authorization: Bearer <token from $OVERSEER_HOME/token>)")
-			return
-		}
-		h(w, r)
-	}
-}
-
-// Authorized reports whether r carries the daemon's token.
-func (s *Server) Authorized(r *http.Request) bool {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.opts.Token)) == 1
-}
-
-func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(io.LimitReader(r.Body, s.opts.MaxBody))
-	if err := dec.Decode(v); err != nil {
-		writeErr(w, http.StatusBadRequest, "bad_request", "the request body is not valid JSON: "+err.Error())
-		return false
-	}
-	return true
-}
 
 // waitParam parses ?wait=30s (or seconds as a number), capped.
 func (s *Server) waitParam(r *http.Request) (time.Duration, error) {
@@ -187,6 +231,9 @@ type Outcome struct {
 	Reason   string          `json:"reason"` // for the agent
 	Verdict  *action.Verdict `json:"verdict,omitempty"`
 	Approval *store.Approval `json:"approval,omitempty"`
+	// StatusToken reads this action's outcome (GET /api/v1/actions/{id}
+	// with Authorization: Bearer <status_token>); set when it is submitted.
+	StatusToken string `json:"status_token,omitempty"`
 }
 
 // OutcomeOf turns a verdict and approval into the agent's view.
@@ -237,9 +284,12 @@ func answerReason(status string, ans *store.Answer) string {
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var a action.Action
-	if !s.decode(w, r, &a) {
+	release := s.decodeSubmission(w, r, &a, func() (string, string) { return a.Agent, a.Session })
+	if release == nil {
 		return
 	}
+	defer release()
+	a.Cut = nil
 	// Facts are what Overseer's analyzers derive; a caller must not supply
 	// them (a forged "in_cwd" path could lower a verdict).
 	a.Facts = action.Facts{}
@@ -269,12 +319,14 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.observe(sub.Verdict.Level, time.Since(start))
+	release() // a long wait holds no processing slot
 	apr := sub.Approval
 	if apr != nil && wait > 0 {
 		apr = s.waitFor(r.Context(), apr, wait)
 	}
 	o := OutcomeOf(sub.Action.ID, &sub.Verdict, apr)
 	o.ClientID = sub.Action.ClientID
+	o.StatusToken = s.StatusToken(sub.Action.ID)
 	writeJSON(w, http.StatusOK, o)
 }
 
@@ -353,12 +405,23 @@ type ResultRequest struct {
 
 func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 	var req ResultRequest
-	if !s.decode(w, r, &req) {
+	release := s.decodeSubmission(w, r, &req, func() (string, string) { return req.Agent, req.Session })
+	if release == nil {
 		return
 	}
+	defer release()
 	if req.ActionID == "" && req.ClientID == "" {
 		writeErr(w, http.StatusBadRequest, "bad_request", "action_id (or client_id) is required")
 		return
+	}
+	// The output is cut by the kernel; the rest is bounded here, as what is
+	// stored of an action is (settings.limits.stored_bytes).
+	if n := s.k.Engine.Policy().Settings.Limits.StoredBytes; n > 0 {
+		for _, f := range []*string{&req.Intent, &req.Tool, &req.Agent, &req.Session, &req.ClientID} {
+			if len(*f) > n/4 {
+				*f = action.CutString(*f, n/4)
+			}
+		}
 	}
 	info, err := s.k.RecordResult(r.Context(), kernel.Result{ActionID: req.ActionID, ClientID: req.ClientID, Agent: req.Agent, Session: req.Session,
 		Tool: req.Tool, Output: req.Output, IsError: req.IsError, Intent: req.Intent})
@@ -651,10 +714,14 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 
 // metrics are the Prometheus series the daemon exports.
 type metrics struct {
-	reg      *prometheus.Registry
-	actions  *prometheus.CounterVec
-	evalTime prometheus.Histogram
+	reg          *prometheus.Registry
+	actions      *prometheus.CounterVec
+	evalTime     prometheus.Histogram
+	refusals     *prometheus.CounterVec
+	authFailures prometheus.Counter
 }
+
+func (m *metrics) refused(d *limits.Denied) { m.refusals.WithLabelValues(d.Scope, d.What).Inc() }
 
 func newMetrics(k *kernel.Kernel) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
@@ -676,7 +743,22 @@ func newMetrics(k *kernel.Kernel) *metrics {
 		}
 		return float64(len(list))
 	})
-	m.reg.MustRegister(m.actions, m.evalTime, pending,
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "overseer_quota_refusals_total", Help: "Submissions refused (429) by a quota, by scope and limit.",
+	}, []string{"scope", "limit"})
+	m.authFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "overseer_auth_failures_total", Help: "Requests that presented a wrong credential.",
+	})
+	dbBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "overseer_database_bytes", Help: "Size of the database with its write-ahead log.",
+	}, func() float64 {
+		n, err := limits.DatabaseSize(filepath.Join(k.Home, kernel.DBFile))
+		if err != nil {
+			return -1
+		}
+		return float64(n)
+	})
+	m.reg.MustRegister(m.actions, m.evalTime, pending, m.refusals, m.authFailures, dbBytes,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

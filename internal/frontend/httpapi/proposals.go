@@ -158,9 +158,9 @@ func (p *Proposals) fail(w http.ResponseWriter, err error) {
 func (s *Server) proposalRoutes() {
 	h := NewProposals(s.k)
 	h.maxBody = s.opts.MaxBody
-	s.mux.HandleFunc("GET /api/v1/proposals", s.auth(h.List))
-	s.mux.HandleFunc("GET /api/v1/proposals/{id}", s.auth(h.Get))
-	s.mux.HandleFunc("POST /api/v1/proposals/{id}/accept", s.auth(func(w http.ResponseWriter, r *http.Request) { h.Accept(w, r, "api") }))
-	s.mux.HandleFunc("POST /api/v1/proposals/{id}/dismiss", s.auth(func(w http.ResponseWriter, r *http.Request) { h.Dismiss(w, r, "api") }))
-	s.mux.HandleFunc("POST /api/v1/policy/replay", s.auth(h.Replay))
+	s.r.HandleFunc("GET /api/v1/proposals", AccessToken, s.auth(h.List))
+	s.r.HandleFunc("GET /api/v1/proposals/{id}", AccessToken, s.auth(h.Get))
+	s.r.HandleFunc("POST /api/v1/proposals/{id}/accept", AccessToken, s.auth(func(w http.ResponseWriter, r *http.Request) { h.Accept(w, r, "api") }))
+	s.r.HandleFunc("POST /api/v1/proposals/{id}/dismiss", AccessToken, s.auth(func(w http.ResponseWriter, r *http.Request) { h.Dismiss(w, r, "api") }))
+	s.r.HandleFunc("POST /api/v1/policy/replay", AccessToken, s.auth(h.Replay))
 }

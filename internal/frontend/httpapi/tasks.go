@@ -288,7 +288,7 @@ func writeTaskErr(w http.ResponseWriter, id string, err error) {
 // taskRoutes registers the task endpoints (people's side: token required).
 func (s *Server) taskRoutes() {
 	h := NewTasks(agent.NewTaskStore(s.k, nil), s.k.Gate).WithKernel(s.k)
-	s.mux.HandleFunc("GET /api/v1/tasks", s.auth(h.List))
-	s.mux.HandleFunc("GET /api/v1/tasks/{id}", s.auth(h.Get))
-	s.mux.HandleFunc("POST /api/v1/tasks/{id}/abort", s.auth(h.Abort))
+	s.r.HandleFunc("GET /api/v1/tasks", AccessToken, s.auth(h.List))
+	s.r.HandleFunc("GET /api/v1/tasks/{id}", AccessToken, s.auth(h.Get))
+	s.r.HandleFunc("POST /api/v1/tasks/{id}/abort", AccessToken, s.auth(h.Abort))
 }

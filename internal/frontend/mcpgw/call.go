@@ -517,8 +517,9 @@ func (g *Gateway) notRun(ctx context.Context, a *action.Action, why error, forma
 	if a.ID == "" {
 		a.ID = kernel.NewID("act_")
 	}
-	if _, err := g.k.Audit.Append(actx, audit.Entry{Type: audit.TypeError, ActionID: a.ID, Agent: a.Agent,
-		Session: a.Session, Tool: a.Tool, Data: map[string]any{"error": "not run: " + why.Error(), "action": a}}); err != nil {
+	stored := a.Bounded(g.k.Engine.Policy().Settings.Limits.StoredBytes) // as every stored action
+	if _, err := g.k.Audit.Append(actx, audit.Entry{Type: audit.TypeError, ActionID: a.ID, Agent: stored.Agent,
+		Session: stored.Session, Tool: stored.Tool, Data: map[string]any{"error": "not run: " + why.Error(), "action": stored}}); err != nil {
 		g.logf("recording a refused call: %v", err)
 	}
 	return toolError(meta(a.ID, action.Block, "deny", ""), format, args...)

@@ -157,6 +157,9 @@ func (w *webhook) Send(ctx context.Context, m *Message) error {
 	if m.Head != nil {
 		event = audit.HeadEvent
 	}
+	if m.Alert != "" {
+		event = "alarm"
+	}
 	body, err := json.Marshal(WebhookPayload{Event: event, Message: m, Text: m.Text()})
 	if err != nil {
 		return &permanent{err}
@@ -188,6 +191,13 @@ type slack struct {
 func (s *slack) Send(ctx context.Context, m *Message) error {
 	if m.Head != nil {
 		body, err := json.Marshal(map[string]any{"text": m.Title + "\n```" + m.Head.Line() + "```"})
+		if err != nil {
+			return &permanent{err}
+		}
+		return post(ctx, s.http, s.url, "application/json", body, nil)
+	}
+	if m.Alert != "" {
+		body, err := json.Marshal(map[string]any{"text": slackEscape(m.Title + ": " + m.Summary)})
 		if err != nil {
 			return &permanent{err}
 		}
@@ -246,6 +256,14 @@ var discordColor = map[string]int{"confirm": 0xe8b339, "approve": 0xe07b39}
 func (d *discord) Send(ctx context.Context, m *Message) error {
 	if m.Head != nil {
 		body, err := json.Marshal(map[string]any{"content": m.Title + "\n```\n" + m.Head.Line() + "\n```",
+			"allowed_mentions": map[string]any{"parse": []string{}}})
+		if err != nil {
+			return &permanent{err}
+		}
+		return post(ctx, d.http, d.url, "application/json", body, nil)
+	}
+	if m.Alert != "" {
+		body, err := json.Marshal(map[string]any{"content": clip(discordEscape(m.Title+": "+m.Summary), 1900),
 			"allowed_mentions": map[string]any{"parse": []string{}}})
 		if err != nil {
 			return &permanent{err}

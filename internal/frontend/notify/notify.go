@@ -81,6 +81,15 @@ type Message struct {
 	// Head, when set, makes the message a published audit chain head (see
 	// PublishHead), not a request.
 	Head *audit.Head `json:"head,omitempty"`
+	// Alert names an alarm (AlertMessage) instead of an approval: the
+	// message then has a title and a summary only, and nothing to answer.
+	Alert string `json:"alert,omitempty"`
+}
+
+// AlertMessage is the message of an alarm named name (the database's size,
+// for one): a title and a text for the person, nothing to answer.
+func AlertMessage(name, title, text string, at time.Time) *Message {
+	return &Message{Alert: name, Title: title, Summary: text, CreatedAt: at}
 }
 
 // maxDetail caps the argument text a message shows.
@@ -142,6 +151,13 @@ func (m *Message) Text() string {
 			m.Head.Line() + "\n"
 	}
 	var b strings.Builder
+	if m.Alert != "" {
+		b.WriteString(m.Summary + "\n")
+		if m.Links.Open != "" {
+			fmt.Fprintf(&b, "\nConsole: %s\n", m.Links.Open)
+		}
+		return b.String()
+	}
 	who := []string{}
 	if m.Agent != "" {
 		who = append(who, "agent "+m.Agent)
@@ -312,6 +328,24 @@ func (n *Notifier) PublishHead(ctx context.Context, h audit.Head) error {
 			Detail: h.Line(), CreatedAt: h.Time, Head: &hh}
 		wg.Add(1)
 		go func() { // owned by PublishHead, which waits for it
+			defer wg.Done()
+			if err := n.deliver(ctx, nc, m); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", nc.name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Alert sends an alarm's message to every channel at once (whatever levels
+// they take) and waits for them. It returns the channels' errors, joined.
+func (n *Notifier) Alert(ctx context.Context, m *Message) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(n.chans))
+	for i, nc := range n.chans {
+		wg.Add(1)
+		go func() { // owned by Alert, which waits for it
 			defer wg.Done()
 			if err := n.deliver(ctx, nc, m); err != nil {
 				errs[i] = fmt.Errorf("%s: %w", nc.name, err)

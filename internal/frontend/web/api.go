@@ -60,14 +60,26 @@ func itemOf(apr *store.Approval) queueItem {
 type queueSnapshot struct {
 	Now     time.Time   `json:"now"`
 	Pending []queueItem `json:"pending"`
+	// More is true when more requests wait than the queue shows (the
+	// oldest QueueMax are shown; answering them brings the next).
+	More bool `json:"more,omitempty"`
 }
 
+// QueueMax is how many pending requests the console's queue shows at once,
+// oldest first: an agent flooding the queue cannot make every refresh of
+// the page read and send all of them.
+const QueueMax = 100
+
 func (c *Console) snapshot(ctx context.Context) (queueSnapshot, error) {
-	list, err := c.k.Gate.Pending(ctx)
+	list, err := c.k.Store.ListApprovals(ctx, store.ApprovalFilter{Status: store.StatusPending, Limit: QueueMax + 1})
 	if err != nil {
 		return queueSnapshot{}, err
 	}
-	s := queueSnapshot{Now: c.clk.Now(), Pending: make([]queueItem, 0, len(list))}
+	more := len(list) > QueueMax
+	if more {
+		list = list[:QueueMax]
+	}
+	s := queueSnapshot{Now: c.clk.Now(), Pending: make([]queueItem, 0, len(list)), More: more}
 	for _, apr := range list {
 		s.Pending = append(s.Pending, itemOf(apr))
 	}

@@ -10,13 +10,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
 )
 
 // SessionCookie is the name of the console's session cookie.
@@ -233,17 +234,22 @@ func (c *Console) renderLogin(w http.ResponseWriter, r *http.Request, status int
 // maxNameLen caps the name a person signs in with.
 const maxNameLen = 64
 
-// login checks the daemon token and opens a session.
+// login checks the daemon token and opens a session. The right token always
+// opens one; wrong ones are throttled per client (see limits.Throttle), so
+// that an agent guessing from the person's own address cannot lock the
+// person out.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	ip := clientIP(r)
-	if !c.limiter.allow(ip) {
-		c.renderLogin(w, r, http.StatusTooManyRequests, "Too many failed sign-ins; wait a minute and try again.")
-		return
-	}
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	if tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(strings.TrimSpace(c.opts.Token))) != 1 {
-		c.limiter.fail(ip)
+		if wait := c.limiter.Wrong(httpapi.ClientIP(r)); wait > 0 {
+			secs := int(math.Ceil(wait.Seconds()))
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			c.renderLogin(w, r, http.StatusTooManyRequests, fmt.Sprintf(
+				"That is not the daemon's token, and there were too many wrong ones from this address: "+
+					"the next wrong one is answered after %d s. The right token is always accepted.", secs))
+			return
+		}
 		c.renderLogin(w, r, http.StatusUnauthorized, "That is not the daemon's token.")
 		return
 	}
@@ -274,62 +280,6 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request, sess *session) 
 	_ = c.k.Store.UpdateState(r.Context(), sessionNS, sessionKey(sess.id), func([]byte) ([]byte, error) { return nil, nil })
 	c.setSessionCookie(w, r, "", -1)
 	http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
-}
-
-func clientIP(r *http.Request) string {
-	host := r.RemoteAddr
-	if i := strings.LastIndexByte(host, ':'); i >= 0 {
-		host = host[:i]
-	}
-	return host
-}
-
-// loginLimiter slows down guessing: after maxFails failed sign-ins from one
-// address within a window, that address must wait for the window to pass.
-type loginLimiter struct {
-	clk   clock.Clock
-	mu    sync.Mutex
-	fails map[string][]time.Time
-}
-
-const (
-	loginMaxFails = 10
-	loginWindow   = time.Minute
-)
-
-func newLoginLimiter(clk clock.Clock) *loginLimiter {
-	return &loginLimiter{clk: clk, fails: map[string][]time.Time{}}
-}
-
-func (l *loginLimiter) recent(ip string) []time.Time {
-	cut := l.clk.Now().Add(-loginWindow)
-	ts := l.fails[ip]
-	i := 0
-	for i < len(ts) && ts[i].Before(cut) {
-		i++
-	}
-	ts = ts[i:]
-	if len(ts) == 0 {
-		delete(l.fails, ip)
-	} else {
-		l.fails[ip] = ts
-	}
-	return ts
-}
-
-func (l *loginLimiter) allow(ip string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.recent(ip)) < loginMaxFails
-}
-
-func (l *loginLimiter) fail(ip string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.fails) > 10000 { // bound memory under a flood of addresses
-		l.fails = map[string][]time.Time{}
-	}
-	l.fails[ip] = append(l.recent(ip), l.clk.Now())
 }
 
 // apiSession tells the page who is signed in.

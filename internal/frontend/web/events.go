@@ -145,6 +145,7 @@ func (s *streamState) sendQueue(ctx context.Context, force bool) error {
 		return s.send("problem", "", map[string]string{"message": "reading the queue: " + err.Error()})
 	}
 	var fp strings.Builder
+	fmt.Fprintf(&fp, "%t;", snap.More)
 	for _, it := range snap.Pending {
 		fp.WriteString(it.ID + ":" + string(it.Status) + ";")
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/limits"
 )
 
 //go:embed assets
@@ -85,6 +86,11 @@ type Options struct {
 	Heartbeat time.Duration
 	// Clock defaults to the kernel's clock.
 	Clock clock.Clock
+	// Throttle slows wrong tokens at sign-in, per client; the daemon
+	// shares the API's. Default: a throttle of the console's own.
+	Throttle *limits.Throttle
+	// Alarms are shown as a banner (the daemon passes the API's).
+	Alarms *limits.Alarms
 }
 
 // KeyName is the default name of the signing key file in Overseer's home.
@@ -100,7 +106,7 @@ type Console struct {
 	tmpl    *template.Template
 	static  http.Handler
 	cop     *http.CrossOriginProtection
-	limiter *loginLimiter
+	limiter *limits.Throttle
 	tasks   *httpapi.Tasks
 }
 
@@ -133,6 +139,9 @@ func New(k *kernel.Kernel, opts Options) (*Console, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
+	if opts.Throttle == nil {
+		opts.Throttle = limits.NewThrottle(opts.Clock)
+	}
 	key, err := LoadKey(opts.KeyFile)
 	if err != nil {
 		return nil, err
@@ -164,7 +173,7 @@ func New(k *kernel.Kernel, opts Options) (*Console, error) {
 		tmpl:    tmpl,
 		static:  http.StripPrefix(Prefix+"static/", http.FileServerFS(static)),
 		cop:     http.NewCrossOriginProtection(),
-		limiter: newLoginLimiter(opts.Clock),
+		limiter: opts.Throttle,
 		tasks:   httpapi.NewTasks(agent.NewTaskStore(k, opts.Clock.Now), k.Gate).WithKernel(k),
 	}
 	c.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -180,57 +189,75 @@ func defaultWho() string {
 	return "web"
 }
 
-// Mount registers the console's routes on mux: everything under /ui/, and
+// Mount registers the console's routes on r: everything under /ui/, and
 // a redirect from / to the console.
-func (c *Console) Mount(mux *http.ServeMux) {
-	h := func(pattern string, fn http.HandlerFunc) { mux.Handle(pattern, c.secure(fn)) }
+func (c *Console) Mount(r *httpapi.Router) {
+	h := func(pattern string, access httpapi.Access, fn http.HandlerFunc) {
+		r.Handle(pattern, access, c.secure(fn))
+	}
+	const (
+		public  = httpapi.AccessPublic
+		session = httpapi.AccessSession
+	)
 
-	h("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusFound) })
-	h("GET /ui", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusFound) })
-	mux.Handle("GET /ui/static/", c.staticHeaders(c.static))
+	h("GET /{$}", public, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusFound) })
+	h("GET /ui", public, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusFound) })
+	r.Handle("GET /ui/static/", public, c.staticHeaders(c.static))
 
-	h("GET /ui/login", c.loginPage)
-	h("POST /ui/login", c.login)
-	h("POST /ui/logout", c.session(c.logout))
-	h("GET /ui/{$}", c.page)
+	h("GET /ui/login", public, c.loginPage)
+	h("POST /ui/login", httpapi.AccessLogin, c.login)
+	h("POST /ui/logout", session, c.session(c.logout))
+	// The page itself sends to the sign-in page without a session.
+	h("GET /ui/{$}", session, c.page)
 
 	// Live updates.
-	h("GET /ui/events", c.session(c.events))
+	h("GET /ui/events", session, c.session(c.events))
 
 	// The console's JSON API (session + CSRF for every change).
-	h("GET /ui/api/session", c.session(c.apiSession))
-	h("GET /ui/api/approvals", c.session(c.apiApprovals))
-	h("GET /ui/api/approvals/{id}", c.session(c.apiApproval))
-	h("POST /ui/api/approvals/{id}/{decision}", c.session(c.csrf(c.apiAnswer)))
-	h("GET /ui/api/audit", c.session(c.apiAudit))
-	h("GET /ui/api/audit/verify", c.session(c.apiVerify))
-	h("GET /ui/api/audit/export", c.session(c.apiExport))
-	h("GET /ui/api/undo/{action}", c.session(c.apiUndoDiff))
-	h("POST /ui/api/undo/{action}", c.session(c.csrf(c.apiUndo)))
-	h("GET /ui/api/policy", c.session(c.apiPolicy))
-	h("POST /ui/api/policy/explain", c.session(c.csrf(c.apiExplain)))
-	h("DELETE /ui/api/policy/rules/{id}", c.session(c.csrf(c.apiDeleteRule)))
-	h("GET /ui/api/proposals", c.session(c.apiProposals))
-	h("POST /ui/api/proposals/{id}/accept", c.session(c.csrf(c.apiProposalAccept)))
-	h("POST /ui/api/proposals/{id}/dismiss", c.session(c.csrf(c.apiProposalDismiss)))
-	h("POST /ui/api/policy/replay", c.session(c.csrf(c.apiReplay)))
-	h("GET /ui/api/dashboard", c.session(c.apiDashboard))
-	h("GET /ui/charts/{name}", c.session(c.chart))
-	h("GET /ui/api/tasks", c.session(c.apiTasks))
-	h("GET /ui/api/tasks/{id}", c.session(c.apiTask))
-	h("POST /ui/api/tasks/{id}/abort", c.session(c.csrf(c.apiTaskAbort)))
+	h("GET /ui/api/session", session, c.session(c.apiSession))
+	h("GET /ui/api/health", session, c.session(c.apiHealth))
+	h("GET /ui/api/approvals", session, c.session(c.apiApprovals))
+	h("GET /ui/api/approvals/{id}", session, c.session(c.apiApproval))
+	h("POST /ui/api/approvals/{id}/{decision}", session, c.session(c.csrf(c.apiAnswer)))
+	h("GET /ui/api/audit", session, c.session(c.apiAudit))
+	h("GET /ui/api/audit/verify", session, c.session(c.apiVerify))
+	h("GET /ui/api/audit/export", session, c.session(c.apiExport))
+	h("GET /ui/api/undo/{action}", session, c.session(c.apiUndoDiff))
+	h("POST /ui/api/undo/{action}", session, c.session(c.csrf(c.apiUndo)))
+	h("GET /ui/api/policy", session, c.session(c.apiPolicy))
+	h("POST /ui/api/policy/explain", session, c.session(c.csrf(c.apiExplain)))
+	h("DELETE /ui/api/policy/rules/{id}", session, c.session(c.csrf(c.apiDeleteRule)))
+	h("GET /ui/api/proposals", session, c.session(c.apiProposals))
+	h("POST /ui/api/proposals/{id}/accept", session, c.session(c.csrf(c.apiProposalAccept)))
+	h("POST /ui/api/proposals/{id}/dismiss", session, c.session(c.csrf(c.apiProposalDismiss)))
+	h("POST /ui/api/policy/replay", session, c.session(c.csrf(c.apiReplay)))
+	h("GET /ui/api/dashboard", session, c.session(c.apiDashboard))
+	h("GET /ui/charts/{name}", session, c.session(c.chart))
+	h("GET /ui/api/tasks", session, c.session(c.apiTasks))
+	h("GET /ui/api/tasks/{id}", session, c.session(c.apiTask))
+	h("POST /ui/api/tasks/{id}/abort", session, c.session(c.csrf(c.apiTaskAbort)))
 
 	// Approval links: no session; the signed single-use token is the credential.
-	h("GET /ui/a/{token}", c.linkPage)
-	h("POST /ui/a/{token}", c.linkAnswer)
+	h("GET /ui/a/{token}", httpapi.AccessLink, c.linkPage)
+	h("POST /ui/a/{token}", httpapi.AccessLink, c.linkAnswer)
 }
 
-// Handler returns a mux with only the console mounted (for tests and for
-// serving the console apart from the API).
+// Handler returns a router with only the console mounted (for tests and
+// for serving the console apart from the API).
 func (c *Console) Handler() http.Handler {
-	mux := http.NewServeMux()
-	c.Mount(mux)
-	return mux
+	r := httpapi.NewRouter()
+	c.Mount(r)
+	return r
+}
+
+// apiHealth tells the page the alarms raised (the database's size, for
+// one), which it shows as a banner.
+func (c *Console) apiHealth(w http.ResponseWriter, r *http.Request, _ *session) {
+	al := c.opts.Alarms.Active()
+	if al == nil {
+		al = []limits.Alarm{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"alarms": al})
 }
 
 // cspPolicy forbids inline script and style, framing, plugins and foreign

@@ -150,10 +150,13 @@ function renderQueue(snap) {
   if (wantSelected && items.has(wantSelected)) { const id = wantSelected; wantSelected = ""; selectId(id, true); }
   const n = items.size;
   $("#queue-empty").hidden = n > 0;
+  // The daemon sends the oldest requests only; "more" says others wait.
+  $("#queue-more").hidden = !snap.more;
+  const shown = snap.more ? `${n}+` : String(n);
   const count = $("#count");
   count.hidden = n === 0;
-  count.textContent = String(n);
-  document.title = n ? `(${n}) Overseer` : "Overseer";
+  count.textContent = shown;
+  document.title = n ? `(${shown}) Overseer` : "Overseer";
   tick();
 }
 
@@ -803,7 +806,25 @@ async function loadDashboard() {
 }
 $("#days").addEventListener("change", loadDashboard);
 
+// ---------------------------------------------------------------- alarms
+
+// The daemon's alarms (the database's size over its threshold, for one)
+// show as a banner above every page until they clear.
+const ALARM_POLL_MS = 30000;
+async function loadAlarms() {
+  try {
+    const d = await api("GET", "/ui/api/health");
+    const list = d.alarms || [];
+    $("#alarms").replaceChildren(...list.map((a) => h("div", { class: "banner error alarm", dataset: { alarm: a.name } },
+      h("b", { text: "Alarm: " }), h("span", { text: a.message }), " ",
+      h("span", { class: "hint", text: `(since ${fmtTime(a.since)})` }))));
+    $("#alarms").hidden = list.length === 0;
+  } catch (e) { /* signed out or the daemon is gone: the live dot says so */ }
+}
+setInterval(() => { if (!document.hidden) loadAlarms(); }, ALARM_POLL_MS);
+
 // ---------------------------------------------------------------- start
 
 route();
 connect();
+loadAlarms();
