@@ -26,6 +26,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/firewall"
 	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/resultscan"
 	"github.com/overseer-dev/overseer/internal/perception"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
@@ -51,6 +52,10 @@ type Config struct {
 	NoSeal bool
 	// Seal tunes the epochs of the audit log's seal (zero: the defaults).
 	Seal audit.SealerOptions
+	// Secrets finds secrets in tool results. Nil: results are scanned for
+	// prompt injection only (until the shared secret analyser is wired
+	// here).
+	Secrets resultscan.SecretScanner
 }
 
 // SealEnv, set to "off" when a home is first used, keeps its audit log
@@ -75,6 +80,8 @@ type Kernel struct {
 	Sealing audit.Setup
 
 	raw store.Store // the store itself
+	// Results scans what tools return (prompt injection, secrets).
+	Results *resultscan.Scanner
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -161,6 +168,11 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	if err != nil {
 		k.Close()
 		return nil, fmt.Errorf("building guards: %w", err)
+	}
+	k.Results, err = resultscan.FromPolicy(pol, cfg.Secrets)
+	if err != nil {
+		k.Close()
+		return nil, fmt.Errorf("%s: %w", pol.Name, err)
 	}
 	k.Bus = perception.New(st, cfg.Clock)
 	protected := []string{cfg.Home}
