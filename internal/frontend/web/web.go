@@ -219,6 +219,8 @@ func (c *Console) Mount(mux *http.ServeMux) {
 	h("GET /ui/api/tasks", c.session(c.apiTasks))
 	h("GET /ui/api/tasks/{id}", c.session(c.apiTask))
 	h("POST /ui/api/tasks/{id}/abort", c.session(c.csrf(c.apiTaskAbort)))
+	h("GET /ui/api/mcp/pins", c.session(c.apiPins))
+	h("POST /ui/api/mcp/pins/{server}/{tool}/accept", c.session(c.csrf(c.apiAcceptPin)))
 
 	// Approval links: no session; the signed single-use token is the credential.
 	h("GET /ui/a/{token}", c.linkPage)
