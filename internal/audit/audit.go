@@ -48,6 +48,10 @@ const (
 	TypePolicyChange    = "policy_change"
 	TypeError           = "error"
 	TypeTask            = "task" // a supervised-mode task's lifecycle: created, started, abort requested, ended
+	// TypeAlert is something a person should see that is not a request:
+	// a tool result carrying prompt injection or secrets, an MCP tool
+	// definition withheld as poisoned or changed.
+	TypeAlert = "alert"
 )
 
 // Genesis is the prev_hash of the first record of a chain.

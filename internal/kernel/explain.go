@@ -9,6 +9,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/firewall"
+	"github.com/overseer-dev/overseer/internal/guard/resultscan"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
 )
@@ -59,6 +60,9 @@ type Result struct {
 	// word they name counts as the result's relevance (not recorded here;
 	// the action's record holds them).
 	Args map[string]any `json:"-"`
+	// Scan is the scan of Output the caller already made (ScanResult);
+	// nil: RecordResult scans it.
+	Scan *resultscan.Report `json:"-"`
 }
 
 // ResultRecord is the audit record of a result and its classification.
@@ -66,6 +70,27 @@ type ResultRecord struct {
 	Result
 	Class    string `json:"class"`
 	Repeated bool   `json:"repeated,omitempty"`
+	// Findings are what the scan of the output found (prompt injection,
+	// secrets); nil when nothing was.
+	Findings *resultscan.Report `json:"findings,omitempty"`
+}
+
+// Alert is the data of an audit record of type alert.
+type Alert struct {
+	Kind    string `json:"kind"` // result, mcp_definition
+	Summary string `json:"summary"`
+	// What the alert is about: the action whose result it is, or the MCP
+	// server and tool.
+	ActionID string             `json:"action_id,omitempty"`
+	Server   string             `json:"server,omitempty"`
+	Tool     string             `json:"tool,omitempty"`
+	Findings *resultscan.Report `json:"findings,omitempty"`
+	Detail   any                `json:"detail,omitempty"`
+}
+
+// ScanResult scans a tool's output for prompt injection and secrets.
+func (k *Kernel) ScanResult(output string) resultscan.Report {
+	return k.Results.Scan(output)
 }
 
 // maxResultAudit caps the output kept in the audit log.
@@ -84,11 +109,29 @@ func (k *Kernel) RecordResult(ctx context.Context, r Result) (ResultRecord, erro
 	}
 	info := k.Bus.RecordResult(firewall.SessionKey(a), r.Tool, r.Output, r.IsError, r.Intent, call)
 	rec := ResultRecord{Result: r, Class: info.Class.String(), Repeated: info.Repeated}
+	scan := r.Scan
+	if scan == nil {
+		s := k.ScanResult(r.Output)
+		scan = &s
+	}
+	if scan.Hit() {
+		rec.Findings = scan
+		if len(scan.Secrets) > 0 {
+			// The audit log keeps the masked output, never the secret.
+			rec.Output = resultscan.Mask(rec.Output, scan.Secrets)
+		}
+	}
 	if len(rec.Output) > maxResultAudit {
 		rec.Output = rec.Output[:maxResultAudit] + fmt.Sprintf("\n… (%d bytes truncated)", len(r.Output)-maxResultAudit)
 	}
-	_, err := k.Audit.Append(ctx, audit.Entry{Type: audit.TypeResult, ActionID: r.ActionID, Agent: r.Agent,
-		Session: r.Session, Tool: r.Tool, Data: rec})
+	entries := []audit.Entry{{Type: audit.TypeResult, ActionID: r.ActionID, Agent: r.Agent,
+		Session: r.Session, Tool: r.Tool, Data: rec}}
+	if scan.Hit() {
+		entries = append(entries, audit.Entry{Type: audit.TypeAlert, ActionID: r.ActionID, Agent: r.Agent,
+			Session: r.Session, Tool: r.Tool, Data: Alert{Kind: "result", Summary: "tool result: " + scan.Summary(),
+				ActionID: r.ActionID, Tool: r.Tool, Findings: scan}})
+	}
+	_, err := k.Audit.AppendAll(ctx, entries...)
 	return rec, err
 }
 

@@ -22,7 +22,7 @@ type GuardEnv struct {
 }
 
 // knownGuards are the sections a policy's `guards:` may configure.
-var knownGuards = map[string]bool{"shell": true, "paths": true, "net": true, "sql": true, "mcp": true}
+var knownGuards = map[string]bool{"shell": true, "paths": true, "net": true, "sql": true, "mcp": true, "results": true}
 
 // DefaultGuards builds the standard hard guards — shell, paths, network,
 // SQL, MCP tool annotations — configured from the policy's guards section, in the order the

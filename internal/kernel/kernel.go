@@ -26,6 +26,8 @@ import (
 	"github.com/overseer-dev/overseer/internal/firewall"
 	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/resultscan"
+	"github.com/overseer-dev/overseer/internal/mcppin"
 	"github.com/overseer-dev/overseer/internal/perception"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
@@ -51,6 +53,10 @@ type Config struct {
 	NoSeal bool
 	// Seal tunes the epochs of the audit log's seal (zero: the defaults).
 	Seal audit.SealerOptions
+	// Secrets finds secrets in tool results. Nil: results are scanned for
+	// prompt injection only (until the shared secret analyser is wired
+	// here).
+	Secrets resultscan.SecretScanner
 }
 
 // SealEnv, set to "off" when a home is first used, keeps its audit log
@@ -75,6 +81,10 @@ type Kernel struct {
 	Sealing audit.Setup
 
 	raw store.Store // the store itself
+	// Results scans what tools return (prompt injection, secrets).
+	Results *resultscan.Scanner
+	// Pins are the MCP gateway's pinned tool definitions.
+	Pins *mcppin.Registry
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -162,7 +172,13 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 		k.Close()
 		return nil, fmt.Errorf("building guards: %w", err)
 	}
+	k.Results, err = resultscan.FromPolicy(pol, cfg.Secrets)
+	if err != nil {
+		k.Close()
+		return nil, fmt.Errorf("%s: %w", pol.Name, err)
+	}
 	k.Bus = perception.New(st, cfg.Clock)
+	k.Pins = mcppin.New(st, cfg.Clock.Now)
 	protected := []string{cfg.Home}
 	if polFile != "" {
 		protected = append(protected, polFile)
@@ -350,4 +366,31 @@ type PolicyChange struct {
 	// Stored is the rule exactly as the user layer stores it (added: the
 	// kernel checks the table against it).
 	Stored *store.UserRule `json:"stored,omitempty"`
+}
+
+// AcceptMCPTool records a person's acceptance of a tool definition the
+// MCP gateway withheld (changed since it was accepted, or suspicious at
+// first sight), and audits it. hash, when not empty, must be the pending
+// definition's hash the person was shown.
+func (k *Kernel) AcceptMCPTool(ctx context.Context, server, tool, hash, who, channel string) (*mcppin.Pin, error) {
+	var pending *mcppin.Pending
+	if pins, err := k.Pins.List(ctx); err == nil {
+		for _, p := range pins {
+			if p.Server == server && p.Tool == tool {
+				pending = p.Pending
+			}
+		}
+	}
+	pin, err := k.Pins.Accept(ctx, server, tool, hash, who)
+	if err != nil {
+		return nil, err
+	}
+	rec := map[string]any{"server": server, "tool": tool, "hash": pin.Hash, "who": who, "channel": channel}
+	if pending != nil && pending.Hash == pin.Hash {
+		rec["reason"], rec["diff"], rec["findings"] = pending.Reason, pending.Diff, pending.Findings
+	}
+	if _, err := k.Audit.Append(ctx, audit.Entry{Type: mcppin.TypeAccept, Tool: server + "__" + tool, Data: rec}); err != nil {
+		return pin, fmt.Errorf("the change was accepted but recording it failed: %w", err)
+	}
+	return pin, nil
 }

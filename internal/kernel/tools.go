@@ -14,6 +14,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/guard/paths"
+	"github.com/overseer-dev/overseer/internal/guard/resultscan"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/internal/undo"
@@ -164,6 +165,10 @@ type ToolRun struct {
 	// Repeated whether it repeats the tool's previous output.
 	Class    string `json:"class,omitempty"`
 	Repeated bool   `json:"repeated,omitempty"`
+	// Findings are what the scan of the output found (prompt injection,
+	// secrets); then Result.Output is what the model is given: the output
+	// marked as untrusted, with secrets masked when the policy says so.
+	Findings *resultscan.Report `json:"findings,omitempty"`
 }
 
 // RunTool runs one call of a Tool plugin through the whole firewall: it
@@ -277,6 +282,14 @@ func (k *Kernel) runJudged(ctx context.Context, t plugin.Tool, a *action.Action,
 		return run, fmt.Errorf("the tool ran, but recording its result failed: %w", rerr)
 	}
 	run.Class, run.Repeated = rec.Class, rec.Repeated
+	if rec.Findings != nil {
+		out := res.Output
+		if k.Results.Config().MaskSecrets {
+			out = resultscan.Mask(out, rec.Findings.Secrets)
+		}
+		run.Findings = rec.Findings
+		run.Result.Output = resultscan.Wrap(out, *rec.Findings)
+	}
 	return run, nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/overseer-dev/overseer/internal/frontend/hooks"
+	"github.com/overseer-dev/overseer/internal/guard/resultscan"
+	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
 func init() {
@@ -109,6 +111,15 @@ func (a *app) runHook(ctx context.Context, args []string, f hookFlags) int {
 	}
 	if r.Tools, err = hooks.NewTable(cfg.Tools); err != nil && r.ConfigErr == nil {
 		r.ConfigErr = err
+	}
+	// What results are scanned for and what a hit does follow the admin
+	// policy's guards.results; a policy that cannot be read leaves the
+	// defaults (warn the model), which is also what a pre event then does
+	// not rely on: its judgement is the kernel's.
+	if pol, _, err := kernel.LoadPolicy(home, ""); err == nil {
+		if s, err := resultscan.FromPolicy(pol, nil); err == nil {
+			r.Results = s
+		}
 	}
 	r.Connect = func(ctx context.Context) (hooks.Backend, func(), error) {
 		b := hooks.NewAuto(home, a.open)

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -53,7 +54,7 @@ The daemon (overseer serve) serves the same gateway over streamable HTTP at /mcp
 		},
 	}
 	cmd.PersistentFlags().StringVar(&config, "config", "", "the gateway's configuration (default $OVERSEER_HOME/mcp.yaml)")
-	cmd.AddCommand(a.mcpCheckCmd(&config))
+	cmd.AddCommand(a.mcpCheckCmd(&config), a.mcpPinsCmd(), a.mcpAcceptCmd())
 	return cmd
 }
 
@@ -212,4 +213,102 @@ func mountMCP(k *kernel.Kernel, api *httpapi.Server) error {
 	api.Router().Handle("/mcp", httpapi.AccessAgent, api.Limited("mcp",
 		func(r *http.Request) string { return r.Header.Get("Mcp-Session-Id") }, gw.HTTPHandler()))
 	return nil
+}
+
+func (a *app) mcpPinsCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "pins",
+		Short: "List the pinned MCP tool definitions and the changes waiting for a person",
+		Long: `List the definitions of upstream MCP tools the gateway has pinned. A tool whose
+definition changed since it was accepted, or whose definition holds
+instructions aimed at the model, is withheld from clients until a person
+accepts it: such tools are listed with the diff and the findings.
+Accept one with "overseer mcp accept SERVER TOOL" or on the console.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			pins, err := k.Pins.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(map[string]any{"pins": pins})
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SERVER\tTOOL\tSTATE\tACCEPTED BY")
+			for _, p := range pins {
+				state := "pinned"
+				switch {
+				case p.Pending != nil:
+					state = "WITHHELD (" + p.Pending.Reason + ")"
+				case p.Flagged != nil:
+					state = "pinned, flagged"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Server, p.Tool, state, p.AcceptedBy)
+			}
+			tw.Flush()
+			for _, p := range pins {
+				if p.Pending == nil {
+					continue
+				}
+				fmt.Fprintf(a.stdout, "\n%s %s: withheld (%s), hash %s\n", p.Server, p.Tool, p.Pending.Reason, p.Pending.Hash)
+				if p.Pending.Findings != nil {
+					fmt.Fprintf(a.stdout, "  findings: %s\n", p.Pending.Findings.Summary())
+					for _, f := range p.Pending.Findings.Findings {
+						fmt.Fprintf(a.stdout, "    %s (%s): %q\n", f.Rule, f.Class, f.Excerpt)
+					}
+				}
+				if p.Pending.Diff != "" {
+					fmt.Fprintf(a.stdout, "%s\n", indent(p.Pending.Diff, "  "))
+				} else {
+					fmt.Fprintf(a.stdout, "%s\n", indent(string(p.Pending.Definition), "  "))
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print {\"pins\": [...]} as JSON")
+	return cmd
+}
+
+func indent(s, pre string) string {
+	return pre + strings.ReplaceAll(s, "\n", "\n"+pre)
+}
+
+func (a *app) mcpAcceptCmd() *cobra.Command {
+	var hash, who string
+	cmd := &cobra.Command{
+		Use:   "accept SERVER TOOL",
+		Short: "Accept an MCP tool's changed or flagged definition, so the gateway offers it again",
+		Long: `Accept the pending definition of an MCP tool that the gateway withholds
+(see "overseer mcp pins" for the diff and the findings). With --hash, the
+definition is accepted only if it is still the one with that hash (what you
+looked at). Only a person may accept: an agent that runs this command is
+blocked by Overseer. The acceptance is audited.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			if who == "" {
+				who = whoami()
+			}
+			pin, err := k.AcceptMCPTool(cmd.Context(), args[0], args[1], hash, who, "cli")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "accepted %s %s (hash %s); running gateways offer it within a few seconds\n", args[0], args[1], pin.Hash)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&hash, "hash", "", "accept only the pending definition with this hash (from overseer mcp pins)")
+	cmd.Flags().StringVar(&who, "who", "", "who accepts (default: the current user)")
+	return cmd
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/guard/resultscan"
 	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
@@ -40,6 +41,10 @@ type Runner struct {
 	// ConfigErr, when set, denies every call: the configuration could not
 	// be read, and a guess could let something through.
 	ConfigErr error
+	// Results scans what a call returned (post events) for prompt
+	// injection and secrets; a hit is told to the model where the agent
+	// lets a hook do so. Nil: the built-in default configuration.
+	Results *resultscan.Scanner
 }
 
 // DeadlineMargin is added to MaxWait for the hook's own deadline; `overseer
@@ -110,8 +115,8 @@ func (r *Runner) handle(ctx context.Context, stdin io.Reader) Response {
 		return Failure(err.Error() + ", so the call is denied")
 	}
 	if ev.Phase == PhasePost {
-		r.post(ctx, ev)
-		return Render(ev, Decision{})
+		rep := r.post(ctx, ev)
+		return RenderPost(ev, rep, r.scanner().Config().OnInjection)
 	}
 	if r.ConfigErr != nil {
 		return Failure(r.ConfigErr.Error() + " — every call is denied until it is fixed")
@@ -171,25 +176,40 @@ func (r *Runner) pre(ctx context.Context, ev *Event) (Decision, error) {
 	return d, nil
 }
 
-// post records what a call did. It never blocks the agent: failures are
-// told on standard error only.
-func (r *Runner) post(ctx context.Context, ev *Event) {
+// post scans what a call returned and records it. It never blocks the
+// agent: failures to record are told on standard error only. The scan is
+// made here, whatever happens to the record, so that the model is warned
+// even when Overseer's daemon cannot be reached.
+func (r *Runner) post(ctx context.Context, ev *Event) resultscan.Report {
 	res := kernel.Result{Agent: ev.Agent, Session: ev.SessionID, Tool: ev.ToolName}
+	res.Output, res.IsError = ResultOf(ev)
+	rep := r.scanner().Scan(res.Output)
 	if cid := ActionID(ev); cid != "" {
 		res.ClientID = cid // the kernel finds the action by its call id
-	} else if res.ActionID = r.recall(ev); res.ActionID == "" {
-		return // the call was not one this hook let through
+	} else if res.ActionID = r.recall(ev); res.ActionID == "" && !rep.Hit() {
+		return rep // the call was not one this hook let through, and is clean
 	}
-	res.Output, res.IsError = ResultOf(ev)
 	if r.Connect == nil {
-		return
+		return rep
 	}
 	b, release, err := r.Connect(ctx)
 	if err != nil {
-		return
+		return rep
 	}
 	defer release()
 	_ = b.Record(ctx, res)
+	return rep
+}
+
+func (r *Runner) scanner() *resultscan.Scanner {
+	if r.Results != nil {
+		return r.Results
+	}
+	s, err := resultscan.New(resultscan.Config{}, nil)
+	if err != nil { // the zero configuration is valid; a nil scanner reports every result unscanned
+		return nil
+	}
+	return s
 }
 
 // ResultOf reads the output of a post event and whether the call failed.

@@ -33,6 +33,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/limits"
+	"github.com/overseer-dev/overseer/internal/mcppin"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
 )
@@ -161,6 +162,8 @@ func (s *Server) routes() {
 	m.HandleFunc("DELETE /api/v1/policy/rules/{id}", AccessToken, s.auth(s.deleteRule))
 	m.HandleFunc("GET /api/v1/policy/history", AccessToken, s.auth(s.policyHistory))
 	m.HandleFunc("POST /api/v1/policy/explain", AccessToken, s.auth(s.explain))
+	m.HandleFunc("GET /api/v1/mcp/pins", AccessToken, s.auth(s.listPins))
+	m.HandleFunc("POST /api/v1/mcp/pins/{server}/{tool}/accept", AccessToken, s.auth(s.acceptPin))
 	s.taskRoutes()
 	s.proposalRoutes()
 }
@@ -430,6 +433,50 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) listPins(w http.ResponseWriter, r *http.Request) {
+	pins, err := s.k.Pins.List(r.Context())
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "store", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"pins": pins})
+}
+
+// AcceptPinRequest accepts an MCP tool's pending definition.
+type AcceptPinRequest struct {
+	Hash    string `json:"hash"` // the pending definition's hash, as shown
+	Who     string `json:"who"`
+	Channel string `json:"channel,omitempty"`
+}
+
+func (s *Server) acceptPin(w http.ResponseWriter, r *http.Request) {
+	var req AcceptPinRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.Hash == "" {
+		writeErr(w, http.StatusBadRequest, "bad_request", "hash (of the pending definition) is required")
+		return
+	}
+	if req.Who == "" {
+		req.Who = "api"
+	}
+	if req.Channel == "" {
+		req.Channel = "api"
+	}
+	pin, err := s.k.AcceptMCPTool(r.Context(), r.PathValue("server"), r.PathValue("tool"), req.Hash, req.Who, req.Channel)
+	switch {
+	case errors.Is(err, mcppin.ErrNothingToAccept):
+		writeErr(w, http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, mcppin.ErrStale):
+		writeErr(w, http.StatusConflict, "stale", err.Error())
+	case err != nil:
+		writeErr(w, http.StatusInternalServerError, "store", err.Error())
+	default:
+		writeJSON(w, http.StatusOK, pin)
+	}
 }
 
 // keep keeps the previous content of the files an allowed action is about

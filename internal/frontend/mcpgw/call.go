@@ -19,6 +19,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/guard/mcpguard"
+	"github.com/overseer-dev/overseer/internal/guard/resultscan"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/mcpshared"
 	"github.com/overseer-dev/overseer/internal/store"
@@ -489,8 +490,13 @@ func (g *Gateway) forward(ctx context.Context, e *toolEntry, req *mcp.CallToolRe
 	if res == nil {
 		res = toolError(nil, "Overseer: the server %s returned no result", e.up.name)
 	}
+	out := mcpshared.Text(res)
+	scan := g.k.ScanResult(out)
 	g.results.record(kernel.Result{ActionID: d.actionID, Agent: a.Agent, Session: a.Session,
-		Tool: a.Tool, Output: mcpshared.Text(res), IsError: res.IsError})
+		Tool: a.Tool, Output: out, IsError: res.IsError, Scan: &scan})
+	if scan.Hit() {
+		g.untrusted(res, scan)
+	}
 	if len(stripped) > 0 {
 		res.Content = append(res.Content, &mcp.TextContent{Text: fmt.Sprintf(
 			"Overseer: ignored unknown argument(s) %s: they are not in the tool's input schema.", strings.Join(stripped, ", "))})
@@ -499,8 +505,30 @@ func (g *Gateway) forward(ctx context.Context, e *toolEntry, req *mcp.CallToolRe
 	if len(stripped) > 0 {
 		m["stripped_args"] = stripped
 	}
+	if scan.Hit() {
+		m["untrusted"] = scan.Summary()
+	}
 	setMeta(res, m)
 	return res
+}
+
+// untrusted tells the model that a result's content is untrusted: the
+// warning is added as the result's last text, and, when the policy says
+// so, secrets in its texts are masked.
+func (g *Gateway) untrusted(res *mcp.CallToolResult, scan resultscan.Report) {
+	if g.k.Results.Config().MaskSecrets && len(scan.Secrets) > 0 {
+		for i, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				cp := *tc
+				cp.Text = resultscan.Mask(tc.Text, g.k.ScanResult(tc.Text).Secrets)
+				res.Content[i] = &cp
+			}
+		}
+		// Structured content could carry the secret too: drop it, the
+		// masked text stands for it.
+		res.StructuredContent = nil
+	}
+	res.Content = append(res.Content, &mcp.TextContent{Text: resultscan.Warning(scan)})
 }
 
 // refuse answers a call whose arguments are invalid, and records it.

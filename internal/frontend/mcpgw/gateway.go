@@ -41,10 +41,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/guard/mcpguard"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/mcppin"
 	"github.com/overseer-dev/overseer/internal/policy"
 )
 
@@ -99,6 +101,10 @@ type Gateway struct {
 
 	recent  *recentCalls
 	results *resultQueue
+
+	pinCfg   mcppin.Config
+	withheld map[string]string // offered name → why it is withheld (guarded by mu)
+	pinVer   string            // the pins' version last published (watchPolicy only)
 
 	progMu   sync.Mutex
 	progress map[string]progressTarget
@@ -181,6 +187,17 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.results = newResultQueue(g)
+	var mc mcpguard.Config
+	if p := g.k.Engine.Policy(); p != nil {
+		if _, err := p.DecodeGuard(mcpguard.Name, &mc); err != nil {
+			return nil, err
+		}
+	}
+	if err := mc.Validate(); err != nil {
+		return nil, err
+	}
+	g.pinCfg = mc.Pinning()
+	g.withheld = map[string]string{}
 	gc := g.k.Gate.Config()
 	g.recent = newRecentCalls(clk, gc.Timeout+gc.RetryWindow)
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "overseer", Title: "Overseer MCP gateway", Version: opts.Version},
@@ -198,6 +215,22 @@ func New(opts Options) (*Gateway, error) {
 			UnsubscribeHandler: g.unsubscribe,
 			CompletionHandler:  g.complete,
 		})
+	// A withheld tool is not listed; a client that calls it anyway (it
+	// listed the tool before it changed) is told why, not "unknown tool".
+	g.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil {
+					if why, ok := g.withheldWhy(cr.Params.Name); ok {
+						return toolError(meta("", action.Block, "withheld", ""), "Overseer: the tool %s is withheld: %s "+
+							"(on Overseer's console, or `overseer mcp accept %s`). Nothing was run; do not retry until the user says it was accepted.",
+							cr.Params.Name, why, strings.Replace(cr.Params.Name, Separator, " ", 1)), nil
+					}
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	names := make([]string, 0, len(g.cfg.Servers))
 	for n := range g.cfg.Servers {
 		names = append(names, n)
@@ -315,7 +348,12 @@ func (g *Gateway) watchPolicy(ctx context.Context, every time.Duration) {
 		if err := g.k.Engine.Reload(ctx); err != nil && ctx.Err() == nil {
 			g.logf("reloading the user policy (calls go to a person until fixed): %v", err)
 		}
-		if g.currentMark() != g.markSeen() {
+		ver, err := g.k.Pins.Version(ctx)
+		if err != nil && ctx.Err() == nil {
+			g.logf("reading the MCP tool pins: %v", err)
+		}
+		if g.currentMark() != g.markSeen() || err == nil && ver != g.pinVer {
+			g.pinVer = ver
 			g.publish()
 		}
 	}
@@ -347,6 +385,7 @@ func (g *Gateway) publish() {
 	g.mu.Unlock()
 
 	tools := map[string]*toolEntry{}
+	withheld := map[string]string{}
 	prompts := map[string]*promptEntry{}
 	resources := map[string]*resourceEntry{}
 	templates := map[string]*templateEntry{}
@@ -366,6 +405,10 @@ func (g *Gateway) publish() {
 			name := u.name + Separator + t.Name
 			if err := validToolName(name); err != nil {
 				g.logf("upstream %s: tool %q cannot be offered: %v", u.name, t.Name, err)
+				continue
+			}
+			if ok, why := g.pinned(u, name, t); !ok {
+				withheld[name] = why
 				continue
 			}
 			e := g.toolEntry(u, name, t, oldTools[name])
@@ -425,6 +468,7 @@ func (g *Gateway) publish() {
 	}
 	g.mu.Lock()
 	g.tools, g.prompts, g.resources, g.templates, g.mark = tools, prompts, resources, templates, mark
+	g.withheld = withheld
 	g.mu.Unlock()
 	if gone := missing(oldTools, tools); len(gone) > 0 {
 		g.server.RemoveTools(gone...)
@@ -438,6 +482,62 @@ func (g *Gateway) publish() {
 	if gone := missing(oldTpl, templates); len(gone) > 0 {
 		g.server.RemoveResourceTemplates(gone...)
 	}
+}
+
+// pinned checks an upstream tool's definition against its pin: false
+// (with the reason) withholds it. Something a person should know of (a
+// new pending definition, a flagged one) is audited as an alert.
+func (g *Gateway) pinned(u *upstream, name string, t *mcp.Tool) (bool, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	def := mcppin.Definition{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+		OutputSchema: t.OutputSchema}
+	if t.Annotations != nil {
+		def.Annotations = t.Annotations
+	}
+	o := g.k.Pins.Check(ctx, u.name, def, g.pinCfg)
+	if o.New {
+		summary := fmt.Sprintf("MCP tool %s of server %s: %s", t.Name, u.name, firstLine(o.Why))
+		g.logf("%s", summary)
+		al := kernel.Alert{Kind: "mcp_definition", Summary: summary, Server: u.name, Tool: t.Name}
+		if o.Pin != nil {
+			al.Detail = o.Pin
+		}
+		if _, err := g.k.Audit.Append(ctx, audit.Entry{Type: audit.TypeAlert, Tool: name, Data: al}); err != nil {
+			g.logf("recording an alert: %v", err)
+		}
+	}
+	if o.Status == mcppin.Withheld {
+		return false, o.Why
+	}
+	return true, ""
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// withheldWhy says why an offered name is withheld.
+func (g *Gateway) withheldWhy(name string) (string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	why, ok := g.withheld[name]
+	return why, ok
+}
+
+// Withheld lists the tools withheld from clients, by offered name, with
+// the reason.
+func (g *Gateway) Withheld() map[string]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]string, len(g.withheld))
+	for k, v := range g.withheld {
+		out[k] = v
+	}
+	return out
 }
 
 func missing[V any](old, cur map[string]V) []string {

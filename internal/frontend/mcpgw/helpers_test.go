@@ -35,6 +35,7 @@ type env struct {
 	gw  *mcpgw.Gateway
 	dir string // files the tools write: outside the working directory
 	cwd string
+	cfg *mcpgw.Config
 }
 
 type envOpts struct {
@@ -80,6 +81,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, yaml)
 	}
+	e.cfg = cfg
 	gw, err := mcpgw.New(mcpgw.Options{Kernel: k, Config: cfg, Cwd: e.cwd, Log: &testLog{t: t}, Clock: clk})
 	if err != nil {
 		t.Fatal(err)

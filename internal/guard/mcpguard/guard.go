@@ -32,6 +32,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/mcppin"
 	"github.com/overseer-dev/overseer/internal/policy"
 )
 
@@ -88,6 +89,18 @@ type Config struct {
 	// IgnoreAnnotations turns the classification by annotations off: every
 	// unmapped MCP tool gets the mcp kind's default.
 	IgnoreAnnotations bool `yaml:"ignore_annotations" json:"ignore_annotations"`
+	// PoisonedDefinitions is what the gateway does with a new tool whose
+	// definition has instructions aimed at the model: withhold (default:
+	// until a person accepts it), flag (offer it and alert) or off.
+	PoisonedDefinitions mcppin.Mode `yaml:"poisoned_definitions" json:"poisoned_definitions,omitempty"`
+	// ChangedDefinitions is what the gateway does with a tool whose
+	// definition changed since it was accepted: withhold (default) or flag.
+	ChangedDefinitions mcppin.Mode `yaml:"changed_definitions" json:"changed_definitions,omitempty"`
+}
+
+// Pinning is the configuration of the gateway's definition pins.
+func (c Config) Pinning() mcppin.Config {
+	return mcppin.Config{Poisoned: c.PoisonedDefinitions, Changed: c.ChangedDefinitions}.WithDefaults()
 }
 
 // DefaultConfig is the configuration with every default filled in.
@@ -124,6 +137,9 @@ func (c Config) Validate() error {
 		if !l.Valid() {
 			return fmt.Errorf("%w: %s: level %s", ErrInvalidConfig, name, l)
 		}
+	}
+	if err := c.Pinning().Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	if c.UncheckedSchema < action.Confirm {
 		return fmt.Errorf("%w: unchecked_schema must be confirm or stricter, not %s", ErrInvalidConfig, c.UncheckedSchema)

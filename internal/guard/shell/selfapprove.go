@@ -40,13 +40,14 @@ var selfAPIYAML []byte
 type selfLists struct {
 	OverseerBlock          []string `yaml:"overseer_block"`
 	OverseerPolicyReadOnly []string `yaml:"overseer_policy_read_only"`
+	OverseerMCPBlock       []string `yaml:"overseer_mcp_block"`
 	HTTPClients            []string `yaml:"http_clients"`
 	URLClients             []string `yaml:"url_clients"`
 	SocketClients          []string `yaml:"socket_clients"`
 }
 
 type selfSets struct {
-	block, policyRO, http, socket, shorthand, url set
+	block, policyRO, mcpBlock, http, socket, shorthand, url set
 }
 
 var selfRules = func() selfSets {
@@ -57,6 +58,7 @@ var selfRules = func() selfSets {
 	return selfSets{
 		block:     makeSet(l.OverseerBlock, true),
 		policyRO:  makeSet(l.OverseerPolicyReadOnly, true),
+		mcpBlock:  makeSet(l.OverseerMCPBlock, true),
 		http:      makeSet(l.HTTPClients, true),
 		socket:    makeSet(l.SocketClients, true),
 		url:       makeSet(l.URLClients, true),
@@ -123,6 +125,12 @@ func (a *analyzer) overseerCmd(args []arg, prog string) {
 	case strings.EqualFold(sub.val, "policy"):
 		next, j := overseerOperand(args, i+1)
 		if j < 0 || !next.dyn && selfRules.policyRO.has(strings.ToLower(next.val)) {
+			return
+		}
+		label += " " + next.val
+	case strings.EqualFold(sub.val, "mcp"):
+		next, j := overseerOperand(args, i+1)
+		if j < 0 || !next.dyn && !selfRules.mcpBlock.has(strings.ToLower(next.val)) {
 			return
 		}
 		label += " " + next.val

@@ -1,0 +1,427 @@
+// Package mcppin pins the definitions of upstream MCP tools. The gateway
+// records each tool's definition — name, title, description, input and
+// output schema, annotations — by hash the first time it sees it, per
+// upstream server. A later, different definition (a "rug pull": a server
+// that changes what a tool says after it was trusted) is withheld from
+// clients until a person accepts it; so is a new tool whose definition
+// carries instructions aimed at the model (package inject), unless the
+// policy says to flag such tools instead.
+//
+// Pins live in the store's state (namespace "mcp.pins"), so that the
+// gateway, the daemon's console and the CLI share them. Every error path
+// withholds: a tool whose pin cannot be read or written is not offered.
+package mcppin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/guard/inject"
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// Namespace is the store state namespace of pins.
+const Namespace = "mcp.pins"
+
+// TypeAccept is the audit record type of a person's acceptance.
+const TypeAccept = "mcp_pin_accept"
+
+// Sentinel errors.
+var (
+	// ErrNothingToAccept: the tool has no pending definition.
+	ErrNothingToAccept = errors.New("mcppin: nothing to accept")
+	// ErrStale: the pending definition is not the one the person saw.
+	ErrStale = errors.New("mcppin: the pending definition changed; look at it again")
+	// ErrInvalidConfig is returned for a configuration that cannot be used.
+	ErrInvalidConfig = errors.New("mcppin: invalid config")
+)
+
+// Mode says what happens to a suspicious or changed definition.
+type Mode string
+
+const (
+	Withhold Mode = "withhold" // not offered until a person accepts it (default)
+	Flag     Mode = "flag"     // offered, and an alert tells the person
+	Off      Mode = "off"      // neither (poisoned definitions only)
+)
+
+// Config is read from the policy's guards.mcp section (pinning keys).
+type Config struct {
+	// Poisoned: a new tool whose definition has instructions aimed at the
+	// model. Default withhold.
+	Poisoned Mode `yaml:"poisoned_definitions" json:"poisoned_definitions,omitempty"`
+	// Changed: a tool whose definition differs from the accepted one.
+	// Default withhold; off is not allowed.
+	Changed Mode `yaml:"changed_definitions" json:"changed_definitions,omitempty"`
+}
+
+// WithDefaults fills in unset modes.
+func (c Config) WithDefaults() Config {
+	if c.Poisoned == "" {
+		c.Poisoned = Withhold
+	}
+	if c.Changed == "" {
+		c.Changed = Withhold
+	}
+	return c
+}
+
+// Validate reports whether c can be used.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	switch c.Poisoned {
+	case Withhold, Flag, Off:
+	default:
+		return fmt.Errorf("%w: poisoned_definitions must be withhold, flag or off, not %q", ErrInvalidConfig, c.Poisoned)
+	}
+	switch c.Changed {
+	case Withhold, Flag:
+	default:
+		return fmt.Errorf("%w: changed_definitions must be withhold or flag, not %q", ErrInvalidConfig, c.Changed)
+	}
+	return nil
+}
+
+// Definition is what a tool says about itself, as pinned.
+type Definition struct {
+	Name         string `json:"name"`
+	Title        string `json:"title,omitempty"`
+	Description  string `json:"description,omitempty"`
+	InputSchema  any    `json:"inputSchema,omitempty"`
+	OutputSchema any    `json:"outputSchema,omitempty"`
+	Annotations  any    `json:"annotations,omitempty"`
+}
+
+// Canonical returns the definition as indented JSON with sorted keys (a
+// stable form to hash and to diff).
+func (d Definition) Canonical() ([]byte, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(v, "", "  ") // maps marshal with sorted keys
+}
+
+// Hash is the hex SHA-256 of the canonical form.
+func Hash(canonical []byte) string {
+	h := sha256.Sum256(canonical)
+	return hex.EncodeToString(h[:])
+}
+
+// Text is the definition's text that reaches the model.
+func (d Definition) Text() string {
+	return inject.DefinitionText(d.Title, d.Description, d.InputSchema, d.OutputSchema, d.Annotations)
+}
+
+// Pending is a definition seen but not accepted.
+type Pending struct {
+	Hash       string          `json:"hash"`
+	Definition json.RawMessage `json:"definition"`
+	Reason     string          `json:"reason"` // "changed", "poisoned"
+	Findings   *inject.Report  `json:"findings,omitempty"`
+	Diff       string          `json:"diff,omitempty"` // against the accepted definition
+	SeenAt     time.Time       `json:"seen_at"`
+}
+
+// Pin is one tool's record.
+type Pin struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// Hash and Definition are the accepted definition ("" when none has
+	// been accepted yet: a poisoned tool seen first).
+	Hash       string          `json:"hash,omitempty"`
+	Definition json.RawMessage `json:"definition,omitempty"`
+	// Flagged holds the findings of an accepted definition that was
+	// offered with an alert (mode flag).
+	Flagged    *inject.Report `json:"flagged,omitempty"`
+	FirstSeen  time.Time      `json:"first_seen"`
+	AcceptedBy string         `json:"accepted_by,omitempty"` // "first sight" or a person
+	AcceptedAt time.Time      `json:"accepted_at,omitempty"`
+	Pending    *Pending       `json:"pending,omitempty"`
+}
+
+// Status is the outcome of Check.
+type Status int
+
+const (
+	// Withheld is the zero value: a tool is never offered by accident.
+	Withheld Status = iota
+	Offered
+	OfferedFlagged
+)
+
+// Outcome is what Check decided.
+type Outcome struct {
+	Status Status
+	// Why is the reason a tool is withheld or flagged, for people and for
+	// a client that calls it.
+	Why string
+	// New is true when this check recorded something a person should be
+	// told of (a new pending definition, or a flagged one): the caller
+	// audits it once.
+	New bool
+	Pin *Pin
+}
+
+// Registry reads and writes pins in a store.
+type Registry struct {
+	st  store.StateStore
+	det *inject.Detector
+	now func() time.Time
+}
+
+// New returns a registry on st.
+func New(st store.StateStore, now func() time.Time) *Registry {
+	if now == nil {
+		now = time.Now
+	}
+	return &Registry{st: st, det: inject.Default(), now: now}
+}
+
+func key(server, tool string) string { return server + "\x00" + tool }
+
+// Check compares a tool's definition with its pin and updates the pin.
+// Any error withholds the tool.
+func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg Config) Outcome {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return Outcome{Why: err.Error()}
+	}
+	canon, err := def.Canonical()
+	if err != nil {
+		return Outcome{Why: "its definition cannot be encoded: " + err.Error()}
+	}
+	h := Hash(canon)
+	var out Outcome
+	err = r.st.UpdateState(ctx, Namespace, key(server, def.Name), func(old []byte) ([]byte, error) {
+		out = Outcome{}
+		now := r.now().UTC()
+		var p Pin
+		if old != nil {
+			if err := json.Unmarshal(old, &p); err != nil {
+				return nil, fmt.Errorf("reading the pin: %w", err)
+			}
+		} else {
+			p = Pin{Server: server, Tool: def.Name, FirstSeen: now}
+		}
+		if p.Hash == h {
+			out.Status = Offered
+			if p.Flagged != nil {
+				out.Status, out.Why = OfferedFlagged, p.Flagged.Summary()
+			}
+			if p.Pending != nil { // the server went back to the accepted definition
+				p.Pending = nil
+				return json.Marshal(p)
+			}
+			out.Pin = &p
+			return old, nil
+		}
+		if p.Pending != nil && p.Pending.Hash == h {
+			out.Why = whyWithheld(p.Pending)
+			out.Pin = &p
+			return old, nil
+		}
+		rep := r.det.Scan(def.Text(), inject.Definition)
+		var findings *inject.Report
+		if rep.Flagged {
+			findings = &rep
+		}
+		switch {
+		case p.Hash == "" && old == nil && (findings == nil || cfg.Poisoned == Off):
+			// First sight of a clean tool: pinned as it is.
+			p.Hash, p.Definition, p.AcceptedBy, p.AcceptedAt = h, canon, "first sight", now
+			out.Status = Offered
+		case p.Hash == "" && old == nil && cfg.Poisoned == Flag:
+			p.Hash, p.Definition, p.AcceptedBy, p.AcceptedAt, p.Flagged = h, canon, "first sight", now, findings
+			out.Status, out.Why, out.New = OfferedFlagged, "its definition has "+rep.Summary(), true
+		case p.Hash != "" && cfg.Changed == Flag:
+			p.Pending = nil
+			diff := Diff(string(p.Definition), string(canon))
+			p.Hash, p.Definition, p.AcceptedBy, p.AcceptedAt, p.Flagged = h, canon, "changed (flag mode)", now, findings
+			out.Status, out.New = OfferedFlagged, true
+			out.Why = "its definition changed since it was accepted (offered: changed_definitions is flag)\n" + diff
+		default:
+			reason := "changed"
+			if p.Hash == "" {
+				reason = "poisoned"
+			}
+			pend := &Pending{Hash: h, Definition: canon, Reason: reason, Findings: findings, SeenAt: now}
+			if p.Hash != "" {
+				pend.Diff = Diff(string(p.Definition), string(canon))
+			}
+			p.Pending = pend
+			out.Why, out.New = whyWithheld(pend), true
+		}
+		out.Pin = &p
+		return json.Marshal(p)
+	})
+	if err != nil {
+		return Outcome{Why: "its pin could not be checked: " + err.Error()}
+	}
+	return out
+}
+
+func whyWithheld(p *Pending) string {
+	switch {
+	case p.Reason == "poisoned" && p.Findings != nil:
+		return "its definition has " + p.Findings.Summary() + "; a person must accept it first"
+	case p.Findings != nil:
+		return "its definition changed since it was accepted, and the new one has " + p.Findings.Summary() + "; a person must accept the change first"
+	}
+	return "its definition changed since it was accepted; a person must accept the change first"
+}
+
+// List returns every pin, by server and tool.
+func (r *Registry) List(ctx context.Context) ([]Pin, error) {
+	m, err := r.st.ListState(ctx, Namespace)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Pin, 0, len(m))
+	for k, v := range m {
+		var p Pin
+		if err := json.Unmarshal(v, &p); err != nil {
+			return nil, fmt.Errorf("pin %q: %w", strings.ReplaceAll(k, "\x00", "/"), err)
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Server != out[j].Server {
+			return out[i].Server < out[j].Server
+		}
+		return out[i].Tool < out[j].Tool
+	})
+	return out, nil
+}
+
+// Version changes whenever a pin changes (a digest of every pin).
+func (r *Registry) Version(ctx context.Context) (string, error) {
+	m, err := r.st.ListState(ctx, Namespace)
+	if err != nil {
+		return "", err
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write(m[k])
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Accept makes the pending definition of a tool the accepted one. hash,
+// when not empty, must be the pending definition's (what the person was
+// shown): a definition that changed again in between is not accepted.
+func (r *Registry) Accept(ctx context.Context, server, tool, hash, who string) (*Pin, error) {
+	var got *Pin
+	err := r.st.UpdateState(ctx, Namespace, key(server, tool), func(old []byte) ([]byte, error) {
+		if old == nil {
+			return nil, fmt.Errorf("%w: no tool %s of server %s has been seen", ErrNothingToAccept, tool, server)
+		}
+		var p Pin
+		if err := json.Unmarshal(old, &p); err != nil {
+			return nil, fmt.Errorf("reading the pin: %w", err)
+		}
+		if p.Pending == nil {
+			return nil, fmt.Errorf("%w: %s/%s has no pending definition", ErrNothingToAccept, server, tool)
+		}
+		if hash != "" && hash != p.Pending.Hash {
+			return nil, ErrStale
+		}
+		p.Hash, p.Definition, p.Flagged = p.Pending.Hash, p.Pending.Definition, p.Pending.Findings
+		p.AcceptedBy, p.AcceptedAt, p.Pending = who, r.now().UTC(), nil
+		got = &p
+		return json.Marshal(p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return got, nil
+}
+
+// Diff is a line diff of two texts ("-" removed, "+" added, " " kept),
+// with at most 3 lines of context around changes. Texts longer than 2000
+// lines are compared as wholes.
+func Diff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	if len(al) > 2000 || len(bl) > 2000 {
+		return "- (" + fmt.Sprint(len(al)) + " lines)\n+ (" + fmt.Sprint(len(bl)) + " lines)"
+	}
+	// Longest common subsequence table.
+	n, m := len(al), len(bl)
+	t := make([][]int32, n+1)
+	for i := range t {
+		t[i] = make([]int32, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if al[i] == bl[j] {
+				t[i][j] = t[i+1][j+1] + 1
+			} else {
+				t[i][j] = max(t[i+1][j], t[i][j+1])
+			}
+		}
+	}
+	type line struct {
+		op   byte
+		text string
+	}
+	var ls []line
+	i, j := 0, 0
+	for i < n || j < m {
+		switch {
+		case i < n && j < m && al[i] == bl[j]:
+			ls = append(ls, line{' ', al[i]})
+			i++
+			j++
+		case j < m && (i == n || t[i][j+1] >= t[i+1][j]):
+			ls = append(ls, line{'+', bl[j]})
+			j++
+		default:
+			ls = append(ls, line{'-', al[i]})
+			i++
+		}
+	}
+	keep := make([]bool, len(ls))
+	for k, l := range ls {
+		if l.op != ' ' {
+			for c := max(0, k-3); c <= min(len(ls)-1, k+3); c++ {
+				keep[c] = true
+			}
+		}
+	}
+	var out strings.Builder
+	skipped := false
+	for k, l := range ls {
+		if !keep[k] {
+			skipped = true
+			continue
+		}
+		if skipped {
+			out.WriteString("  …\n")
+			skipped = false
+		}
+		out.WriteByte(l.op)
+		out.WriteByte(' ')
+		out.WriteString(l.text)
+		out.WriteByte('\n')
+	}
+	return strings.TrimSuffix(out.String(), "\n")
+}
