@@ -203,6 +203,9 @@ type PathFact struct {
 	Path   string     `json:"path"` // absolute, cleaned, symlinks resolved where possible
 	Intent PathIntent `json:"intent"`
 	InCwd  bool       `json:"in_cwd"` // inside the action's working directory
+	// Created is set by the engine on a path that an earlier action of the
+	// same session created (a scratch directory the agent made).
+	Created bool `json:"created,omitempty"`
 }
 
 // Canonical returns the JSON encoding of v with object keys sorted, which is
@@ -316,6 +319,9 @@ type Verdict struct {
 	ArgsHash string `json:"args_hash"`
 	// Hints are messages for the agent (for example: explain your intent first).
 	Hints []string `json:"hints,omitempty"`
+	// Stop asks the agent to stop its task, not only this call: it keeps
+	// repeating a call a person refused.
+	Stop bool `json:"stop,omitempty"`
 }
 
 // Allowed reports whether the action may proceed without a person.
