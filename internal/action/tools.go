@@ -355,7 +355,9 @@ func DeriveToolFacts(a *Action, m ToolMapping) {
 				continue
 			}
 			patterns++
-			add(ResolvePath(dir, GlobBase(pat)))
+			for _, alt := range expandBraces(pat, 32) {
+				add(ResolvePath(dir, GlobBase(alt)))
+			}
 		}
 	}
 	if m.Dir && !hasPath && patterns == 0 {
@@ -388,6 +390,52 @@ func stringsOf(v any) []string {
 		return out
 	}
 	return nil
+}
+
+// expandBraces expands the {a,b} alternatives of a glob pattern, up to
+// limit patterns; past the limit (or with an unclosed brace) it returns
+// "/": the pattern may read anything.
+func expandBraces(pat string, limit int) []string {
+	open := strings.IndexByte(pat, '{')
+	if open < 0 {
+		return []string{pat}
+	}
+	if len(pat) > 4096 || strings.Count(pat, "{") > 16 {
+		return []string{"/"} // too much to expand: judged as reading anything
+	}
+	depth, end := 0, -1
+	var alts []string
+	last := open + 1
+	for i := open; i < len(pat) && end < 0; i++ {
+		switch pat[i] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+			if depth == 0 {
+				alts = append(alts, pat[last:i])
+				end = i
+			}
+		case ',':
+			if depth == 1 {
+				alts = append(alts, pat[last:i])
+				last = i + 1
+			}
+		}
+	}
+	if end < 0 {
+		return []string{"/"}
+	}
+	var out []string
+	for _, alt := range alts {
+		for _, e := range expandBraces(pat[:open]+alt+pat[end+1:], limit-len(out)) {
+			out = append(out, e)
+			if len(out) >= limit {
+				return []string{"/"}
+			}
+		}
+	}
+	return out
 }
 
 // GlobBase returns the fixed leading part of a glob pattern: the path up

@@ -3,6 +3,7 @@ package action
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 )
 
@@ -112,6 +113,11 @@ func TestDeriveToolFacts(t *testing.T) {
 			[]PathFact{{"/q", PathRead, false, false}}},
 		{AgentGemini, "read_many_files", map[string]any{"paths": []any{"src/**/*.ts", "../x/*.md"}},
 			[]PathFact{{"/p/src", PathRead, true, false}, {"/x", PathRead, false, false}}},
+		{AgentGemini, "read_many_files", map[string]any{"paths": []any{"{src/*.ts,/etc/passwd}"}},
+			[]PathFact{{"/p/src", PathRead, true, false}, {"/etc/passwd", PathRead, false, false}}},
+		{AgentClaudeCode, "Glob", map[string]any{"pattern": "{a,{b,/c}}/*"},
+			[]PathFact{{"/p/a", PathRead, true, false}, {"/p/b", PathRead, true, false}, {"/c", PathRead, false, false}}},
+		{AgentClaudeCode, "Glob", map[string]any{"pattern": "{unclosed/*"}, []PathFact{{"/", PathRead, false, false}}},
 		{AgentClaudeCode, "ReadMcpResourceTool", map[string]any{"server": "fs", "uri": "file:///etc/hosts"},
 			[]PathFact{{"/etc/hosts", PathRead, false, false}}},
 		{AgentClaudeCode, "ReadMcpResourceTool", map[string]any{"server": "db", "uri": "postgres://x/y"}, nil},
@@ -161,4 +167,25 @@ func TestEffectFree(t *testing.T) {
 			t.Errorf("%+v: %v", tc.facts, got)
 		}
 	}
+}
+
+// FuzzGlobPatterns: whatever the pattern, the reads derived from it are
+// absolute (or under ~) and bounded in number.
+func FuzzGlobPatterns(f *testing.F) {
+	for _, s := range []string{"**/*.go", "{a,b}/*", "{/etc,{x,y}}/**", "{", "}", "../../*", "~/.ssh/*", "{a,{b,{c,{d}}}}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, pat string) {
+		a := &Action{Agent: AgentClaudeCode, Tool: "Glob", Cwd: "/p", Args: map[string]any{"pattern": pat}}
+		m, _ := (*ToolTable)(nil).Normalize(a)
+		DeriveToolFacts(a, m)
+		if len(a.Facts.Paths) > 33 {
+			t.Fatalf("%d facts", len(a.Facts.Paths))
+		}
+		for _, p := range a.Facts.Paths {
+			if p.Intent != PathRead || !strings.HasPrefix(p.Path, "/") && !strings.HasPrefix(p.Path, "~") {
+				t.Fatalf("fact %+v", p)
+			}
+		}
+	})
 }
