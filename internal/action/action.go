@@ -206,6 +206,9 @@ type PathFact struct {
 	Path   string     `json:"path"` // absolute, cleaned, symlinks resolved where possible
 	Intent PathIntent `json:"intent"`
 	InCwd  bool       `json:"in_cwd"` // inside the action's working directory
+	// Created is set by the engine on a path that an earlier action of the
+	// same session created (a scratch directory the agent made).
+	Created bool `json:"created,omitempty"`
 }
 
 // Canonical returns the JSON encoding of v with object keys sorted, which is
@@ -322,6 +325,9 @@ type Verdict struct {
 	// Cut is set on a stored copy that was shortened to the storage bound
 	// (see Bounded).
 	Cut *Cut `json:"cut,omitempty"`
+	// Stop asks the agent to stop its task, not only this call: it keeps
+	// repeating a call a person refused.
+	Stop bool `json:"stop,omitempty"`
 }
 
 // Allowed reports whether the action may proceed without a person.

@@ -1,7 +1,10 @@
 package action
 
 import (
+	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -209,10 +212,113 @@ func globArg(tool string, args map[string]any) string {
 	if g, ok := args["glob"].(string); ok && g != "" {
 		return g
 	}
-	if strings.Contains(strings.ToLower(tool), "glob") {
-		if g, ok := args["pattern"].(string); ok {
-			return g
+	return "" // a Glob tool's pattern is judged with the tool tables (tools.go)
+}
+
+// maxPatchPreview caps the diff a patch preview carries.
+const maxPatchPreview = 64 << 10
+
+// PatchPreview shows a person what a patch in the apply_patch format,
+// carried in any string argument of a, does: one item per file (added,
+// updated, deleted, moved, with its added and removed lines) and the diff
+// of each file in the unified form. It is nil when a carries no patch.
+func PatchPreview(a *Action) *Preview {
+	for _, k := range slices.Sorted(maps.Keys(a.Args)) {
+		s, ok := a.Args[k].(string)
+		if !ok || !strings.Contains(s, "*** Begin Patch") {
+			continue
+		}
+		if p := patchPreview(s); p != nil {
+			return p
 		}
 	}
-	return ""
+	return nil
+}
+
+// patchFile is one file's section of a patch.
+type patchFile struct {
+	op, path, to string
+	lines        []string
+	added, gone  int
+}
+
+func patchPreview(patch string) *Preview {
+	var files []*patchFile
+	var cur *patchFile
+	for _, line := range strings.Split(patch, "\n") {
+		line = strings.TrimRight(line, "\r")
+		switch {
+		case strings.HasPrefix(line, "*** Add File: "):
+			cur = &patchFile{op: "add", path: strings.TrimSpace(line[len("*** Add File: "):])}
+			files = append(files, cur)
+		case strings.HasPrefix(line, "*** Update File: "):
+			cur = &patchFile{op: "update", path: strings.TrimSpace(line[len("*** Update File: "):])}
+			files = append(files, cur)
+		case strings.HasPrefix(line, "*** Delete File: "):
+			cur = &patchFile{op: "delete", path: strings.TrimSpace(line[len("*** Delete File: "):])}
+			files = append(files, cur)
+		case strings.HasPrefix(line, "*** Move to: ") && cur != nil:
+			cur.op, cur.to = "move", strings.TrimSpace(line[len("*** Move to: "):])
+		case strings.HasPrefix(line, "*** "):
+			// *** End Patch, *** End of File, *** Begin Patch
+		case cur == nil:
+		default:
+			cur.lines = append(cur.lines, line)
+			switch {
+			case strings.HasPrefix(line, "+"):
+				cur.added++
+			case strings.HasPrefix(line, "-"):
+				cur.gone++
+			}
+		}
+		if len(files) >= 256 {
+			break
+		}
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	p := &Preview{}
+	var diff strings.Builder
+	counts := map[string]int{}
+	for _, f := range files {
+		counts[f.op]++
+		switch f.op {
+		case "add":
+			p.Items = append(p.Items, fmt.Sprintf("add %s (+%d)", f.path, f.added))
+			fmt.Fprintf(&diff, "--- /dev/null\n+++ b/%s\n", f.path)
+		case "delete":
+			p.Items = append(p.Items, fmt.Sprintf("delete %s", f.path))
+			fmt.Fprintf(&diff, "--- a/%s\n+++ /dev/null\n(the whole file is deleted)\n", f.path)
+		case "move":
+			p.Items = append(p.Items, fmt.Sprintf("move %s → %s (+%d −%d)", f.path, f.to, f.added, f.gone))
+			fmt.Fprintf(&diff, "--- a/%s\n+++ b/%s\n", f.path, f.to)
+		default:
+			p.Items = append(p.Items, fmt.Sprintf("update %s (+%d −%d)", f.path, f.added, f.gone))
+			fmt.Fprintf(&diff, "--- a/%s\n+++ b/%s\n", f.path, f.path)
+		}
+		if f.op == "add" && (len(f.lines) == 0 || !strings.HasPrefix(f.lines[0], "@@")) {
+			fmt.Fprintf(&diff, "@@ -0,0 +1,%d @@\n", f.added)
+		}
+		for _, l := range f.lines {
+			diff.WriteString(l)
+			diff.WriteByte('\n')
+		}
+		if diff.Len() > maxPatchPreview {
+			break
+		}
+	}
+	var parts []string
+	for _, op := range []string{"add", "update", "move", "delete"} {
+		if n := counts[op]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", op, n))
+		}
+	}
+	p.Summary = fmt.Sprintf("apply_patch changes %d file(s): %s", len(files), strings.Join(parts, ", "))
+	d := diff.String()
+	if len(d) > maxPatchPreview {
+		d = d[:maxPatchPreview] + "\n… (truncated)\n"
+	}
+	p.Diff = d
+	return p
 }

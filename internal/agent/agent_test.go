@@ -417,3 +417,36 @@ func TestAbortWithdrawsTheRequest(t *testing.T) {
 		close(stopPerson)
 	})
 }
+
+// TestRefusedCallIsNotAskedAgain: a model that repeats a call the person
+// refused is refused at once with the person's words, and stopped when it
+// keeps trying; the person is asked once.
+func TestRefusedCallIsNotAskedAgain(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "elsewhere.txt")
+	h := newHarness(t, llmtest.Func(func(n int, req llmtest.Request) llmtest.Reply {
+		if n == 2 && lacks(t, n, req, "not outside the project") {
+			return llmtest.Fail("the refusal's words did not reach the model")
+		}
+		if n >= 6 {
+			return reply("", doneDecision)
+		}
+		return reply("", call("file_write", map[string]any{"file_path": outside, "content": "x"}, "write the report", 0.9))
+	}), nil)
+	h.answers = []store.Answer{{Decision: "deny", Who: "alice", Channel: "test", Reason: "not outside the project"}}
+	tk := h.run(t, "write the report")
+	h.mu.Lock()
+	asked := len(h.asked)
+	h.mu.Unlock()
+	if asked != 1 {
+		t.Fatalf("the person was asked %d times\n%s", asked, h.out)
+	}
+	if tk.Status != task.Paused || !strings.Contains(tk.Result, "kept repeating a call a person refused") {
+		t.Fatalf("status %s result %q\n%s", tk.Status, tk.Result, h.out)
+	}
+	if n := len(tk.Steps); n != 3 || tk.Steps[1].Outcome != plugin.OutcomeBlocked || tk.Steps[2].Outcome != plugin.OutcomeBlocked {
+		t.Fatalf("steps %+v\n%s", tk.Steps, h.out)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatal("the refused write ran")
+	}
+}

@@ -387,6 +387,12 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 	case errors.Is(err, kernel.ErrBlocked):
 		rec.Outcome, rec.Note = plugin.OutcomeBlocked, tr.Verdict.Summary()
 		r.l.printf("⛔ blocked: %s\n", rec.Note)
+		if tr.Verdict.Stop {
+			// It keeps repeating a call a person refused: stop, as a
+			// person's abort would.
+			r.t.Status, r.t.Result = task.Paused, "stopped at step "+fmt.Sprint(rec.N)+": it kept repeating a call a person refused"
+			r.l.printf("⏹  stopped: the task kept repeating a call a person refused\n")
+		}
 		return nil
 	case errors.Is(err, kernel.ErrDenied):
 		rec.Outcome = plugin.OutcomeDenied

@@ -45,6 +45,13 @@ type Config struct {
 	// Protected are paths no agent action may touch (Overseer's own home,
 	// database and policy files): any action on them is blocked.
 	Protected []string
+	// Tools is the agents' tool table (the built-in table extended by
+	// hooks.yaml); nil means the built-in table. Every action that names
+	// an agent is read through it, whichever entry point it came by.
+	Tools *action.ToolTable
+	// ToolsErr, when set, is why the configured tool table could not be
+	// read: every action is put to a person until it is fixed.
+	ToolsErr error
 }
 
 // Engine evaluates actions. It is safe for concurrent use.
@@ -54,6 +61,8 @@ type Engine struct {
 	signals   Signals
 	clock     clock.Clock
 	protected []string
+	tools     *action.ToolTable
+	toolsErr  error
 
 	snap atomic.Pointer[snapshot]
 	mu   sync.Mutex // serialises reloads
@@ -77,10 +86,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg.Clock = clock.Real{}
 	}
 	e := &Engine{
-		rules:   cfg.Rules,
-		guards:  cfg.Guards,
-		signals: cfg.Signals,
-		clock:   cfg.Clock,
+		rules:    cfg.Rules,
+		guards:   cfg.Guards,
+		signals:  cfg.Signals,
+		clock:    cfg.Clock,
+		tools:    cfg.Tools,
+		toolsErr: cfg.ToolsErr,
 	}
 	for _, p := range cfg.Protected {
 		if p != "" {
@@ -152,10 +163,19 @@ func (e *Engine) loadUser(ctx context.Context) ([]*policy.Compiled, error) {
 	return policy.CompileRules(policy.LayerUser, rules, policy.Options{SkipExamples: true})
 }
 
-// Prepare fills in what adapters leave out: the kind, the time, and the
-// basic path facts. Evaluate calls it; callers that need the facts before
-// evaluating (explain, undo) may call it too. It is idempotent.
+// Prepare fills in what adapters leave out, reading a call of an agent's
+// own tool through the built-in tool table: the kind, the time, and the
+// basic path facts. Evaluate calls it (with the engine's table); callers
+// that need the facts before evaluating (explain, undo) may call it too.
+// It is idempotent.
 func Prepare(a *action.Action, now time.Time) {
+	prepare(nil, a, now)
+}
+
+// prepare is Prepare with a tool table; it reports what the table says of
+// the action's tool, when the table applies to it.
+func prepare(tools *action.ToolTable, a *action.Action, now time.Time) (action.ToolMapping, bool) {
+	m, known := tools.Normalize(a)
 	if a.Kind == "" {
 		a.Kind = action.InferKind(a.Tool)
 	}
@@ -165,7 +185,12 @@ func Prepare(a *action.Action, now time.Time) {
 	if a.Args == nil {
 		a.Args = map[string]any{}
 	}
-	action.DeriveFileFacts(a)
+	if known {
+		action.DeriveToolFacts(a, m)
+	} else {
+		action.DeriveFileFacts(a)
+	}
+	return m, known
 }
 
 // Evaluate judges one action. It never returns an unset level and never
@@ -180,7 +205,7 @@ func (e *Engine) Evaluate(ctx context.Context, a *action.Action) (v action.Verdi
 			v = ev.verdict()
 		}
 	}()
-	Prepare(a, e.clock.Now())
+	ev.tool, ev.toolKnown = prepare(e.tools, a, e.clock.Now())
 	ev.run(ctx)
 	return ev.verdict()
 }
@@ -196,6 +221,10 @@ type evaluation struct {
 	// floor is the strictest hard finding; soft is the guards' classification.
 	floor, soft action.Level
 	base        action.Level // the policy's decision (L3)
+	// tool is what the tool table says of the action's tool, if it knows it.
+	tool      action.ToolMapping
+	toolKnown bool
+	stop      bool // the agent should stop: it keeps repeating a refused call
 }
 
 func (ev *evaluation) add(r action.Reason) { ev.reasons = append(ev.reasons, r) }
@@ -207,10 +236,13 @@ func (ev *evaluation) fail(layer, what string, err error) {
 
 func (ev *evaluation) run(ctx context.Context) {
 	ev.params()
-	ev.behaviour()
+	// L2 reads the facts the guards derive (what the action writes,
+	// executes, sends), so it is judged after them.
 	ev.permission(ctx)
+	ev.behaviour()
 	ev.sandbox()
 	ev.metacognition(ctx)
+	ev.refused(ctx)
 }
 
 // L1: the arguments themselves.
@@ -225,6 +257,9 @@ func (ev *evaluation) params() {
 		ev.add(action.Reason{Layer: "L1", Source: action.SourceParams, Name: "kind", Level: action.Approve,
 			Message: fmt.Sprintf("unknown kind %q", a.Kind)})
 	}
+	if ev.e.toolsErr != nil {
+		ev.fail("L1", "reading the agents' tool table", ev.e.toolsErr)
+	}
 	if set.MaxArgBytes > 0 {
 		b, err := json.Marshal(a.Args)
 		switch {
@@ -237,7 +272,10 @@ func (ev *evaluation) params() {
 	}
 }
 
-// L2: repeats and loops within a session.
+// L2: repeats and loops within a session. The same call repeated
+// same_args times without a file written in between, or same_tool calls of
+// one tool that write, delete, execute or send, raise the level; reads of
+// different files are never counted.
 func (ev *evaluation) behaviour() {
 	if ev.e.signals == nil {
 		return
@@ -254,14 +292,25 @@ func (ev *evaluation) behaviour() {
 		sameTool -= max(1, sameTool/3)
 	}
 	hash := a.ArgsHash()
-	nArgs, nTool := 1, 1 // this action counts
+	effect, _ := effects(a, ev.reasons, ev.tool, ev.toolKnown)
+	nArgs, nTool := 1, 0 // this action counts
+	if effect {
+		nTool = 1
+	}
 	for _, s := range ev.e.signals.Recent(sessionKey(a), window) {
+		if s.ArgsHash != hash && s.Writes {
+			// Something changed since: a repeat after it is a retry, not
+			// a loop.
+			nArgs = 1
+		}
 		if s.Tool != a.Tool {
 			continue
 		}
-		nTool++
 		if s.ArgsHash == hash {
 			nArgs++
+		}
+		if effect && s.Effect {
+			nTool++
 		}
 	}
 	level := set.Level
@@ -271,11 +320,67 @@ func (ev *evaluation) behaviour() {
 	switch {
 	case sameArgs > 0 && nArgs >= sameArgs:
 		ev.add(action.Reason{Layer: "L2", Source: action.SourceLoop, Name: "same-args", Level: level,
-			Message: fmt.Sprintf("the same %s call with the same arguments is repeated %d times within %s", a.Tool, nArgs, window)})
+			Message: fmt.Sprintf("the same %s call with the same arguments is repeated %d times within %s, with no file changed in between", a.Tool, nArgs, window)})
 	case sameTool > 0 && nTool >= sameTool:
 		ev.add(action.Reason{Layer: "L2", Source: action.SourceLoop, Name: "same-tool", Level: level,
-			Message: fmt.Sprintf("%s is called %d times within %s", a.Tool, nTool, window)})
+			Message: fmt.Sprintf("%s is called %d times within %s, each writing, deleting, running or sending something", a.Tool, nTool, window)})
 	}
+}
+
+// Effects reports, for a judged action and its verdict, whether the action
+// has an effect L2's counting applies to (it writes, deletes, executes or
+// sends) and whether it writes or deletes a file. The kernel records them
+// with the action's sample.
+func (e *Engine) Effects(a *action.Action, v *action.Verdict) (effect, writes bool) {
+	m, known := e.tools.Lookup(a.Agent, a.Tool)
+	// The table applied only if it gave the action its kind.
+	return effects(a, v.Reasons, m, known && a.Kind == m.Kind)
+}
+
+// effects reads an action's facts: a path written, deleted or handed to a
+// program of unknown effect, or a URL, is an effect; a command is one
+// unless the guards classified every part of it as read-only (auto); a
+// file read, an SQL read, a tool that only reads files, and the agent's own
+// bookkeeping (a tool the table gives a level, with no effect) are not.
+// What is not known to be effect-free is counted.
+func effects(a *action.Action, reasons []action.Reason, m action.ToolMapping, known bool) (effect, writes bool) {
+	f := a.Facts
+	for _, p := range f.Paths {
+		if p.Intent != action.PathRead {
+			effect = true
+			if p.Intent == action.PathWrite || p.Intent == action.PathDelete {
+				writes = true
+			}
+		}
+	}
+	if effect || len(f.URLs) > 0 {
+		return true, writes
+	}
+	switch a.Kind {
+	case action.KindFileWrite, action.KindFileEdit, action.KindFileDelete, action.KindNetFetch:
+		return true, false
+	case action.KindSQL:
+		return f.SQLClass != "read", false
+	}
+	if a.Kind == action.KindShell || len(f.Commands) > 0 {
+		// Read-only commands: every guard finding at auto, and at least one.
+		var guardMax action.Level
+		for _, r := range reasons {
+			if r.Layer == "L3" && r.Source == action.SourceGuard {
+				guardMax = action.Max(guardMax, r.Level)
+			}
+		}
+		return guardMax != action.Auto, false
+	}
+	switch {
+	case a.Kind == action.KindFileRead:
+		return false, false
+	case len(f.Paths) > 0:
+		return false, false // every path is a read
+	case known && m.Level.Valid():
+		return false, false // the agent's own bookkeeping
+	}
+	return true, false
 }
 
 // sessionKey groups an action's behaviour signals.
@@ -307,7 +412,46 @@ func (ev *evaluation) permission(ctx context.Context) {
 			}
 		}
 	}
+	ev.markCreated(ctx)
 	ev.policyLayers()
+}
+
+// CreatedSignals is an optional ability of Signals: the paths a session
+// created (see perception.Bus.Created).
+type CreatedSignals interface {
+	Created(ctx context.Context, session string, paths []string) ([]bool, error)
+}
+
+// markCreated marks the paths outside the working directory that the
+// action deletes and that an earlier action of its session created: a
+// scratch directory the agent made may be removed without a person (the
+// built-in rule on deletions outside the working directory spares them).
+// The guards' floors still apply.
+func (ev *evaluation) markCreated(ctx context.Context) {
+	for i := range ev.a.Facts.Paths {
+		ev.a.Facts.Paths[i].Created = false // the engine's to say, never a caller's
+	}
+	cs, ok := ev.e.signals.(CreatedSignals)
+	if !ok {
+		return
+	}
+	var idx []int
+	var ps []string
+	for i, p := range ev.a.Facts.Paths {
+		if p.Intent == action.PathDelete && !p.InCwd && filepath.IsAbs(p.Path) {
+			idx, ps = append(idx, i), append(ps, p.Path)
+		}
+	}
+	if len(ps) == 0 {
+		return
+	}
+	created, err := cs.Created(ctx, sessionKey(ev.a), ps)
+	if err != nil {
+		return // unknown: the deletion is judged as any other
+	}
+	for j, i := range idx {
+		ev.a.Facts.Paths[i].Created = created[j]
+	}
 }
 
 func (ev *evaluation) runGuard(ctx context.Context, g guard.Guard) (fs []guard.Finding, err error) {
@@ -345,9 +489,19 @@ func (ev *evaluation) policyLayers() {
 	// rule may set the level where the admin layer has only a default (or
 	// the guards only a soft classification), unless the policy is locked.
 	var def action.Level
-	if ev.soft.Valid() {
+	switch {
+	case ev.soft.Valid():
 		def = ev.soft
-	} else {
+	case ev.toolKnown && ev.tool.Level.Valid() && action.EffectFree(a):
+		// The agent's own tool with no effect outside it: its table level.
+		def = ev.tool.Level
+		what := ev.tool.Note
+		if what == "" {
+			what = "one of its own tools"
+		}
+		ev.add(action.Reason{Layer: "L3", Source: action.SourceDefault, Name: "tool:" + a.Agent + "/" + a.Tool, Level: def,
+			Message: fmt.Sprintf("%s of %s: %s, with no effect outside the agent", a.Tool, a.Agent, what)})
+	default:
 		def = snap.admin.Default(a.Kind)
 		ev.add(action.Reason{Layer: "L3", Source: action.SourceDefault, Name: string(a.Kind), Level: def,
 			Message: fmt.Sprintf("default for %s actions", a.Kind)})
@@ -433,7 +587,8 @@ func (ev *evaluation) metacognition(ctx context.Context) {
 	}
 }
 
-func (ev *evaluation) verdict() action.Verdict {
+// level combines the findings so far into the verdict's level.
+func (ev *evaluation) level() action.Level {
 	level := action.Max(ev.base, ev.floor)
 	for _, r := range ev.reasons {
 		// Non-policy layers (L1, L2, L4, L5, errors) only ever raise.
@@ -441,7 +596,56 @@ func (ev *evaluation) verdict() action.Verdict {
 			level = action.Max(level, r.Level)
 		}
 	}
-	level = level.OrStrict()
+	return level.OrStrict()
+}
+
+// refused is L2's memory of people's answers: a call that would be put to a
+// person, and that a person already refused in this session (the same
+// arguments hash), is refused again at once with that person's words; a
+// session that keeps repeating it is asked to stop.
+func (ev *evaluation) refused(ctx context.Context) {
+	rs, ok := ev.e.signals.(RefusalSignals)
+	if !ok || !ev.level().NeedsPerson() {
+		return
+	}
+	a := ev.a
+	r, found, err := rs.Refusal(ctx, a, a.ArgsHash())
+	if err != nil {
+		// Without the memory the call is asked about as usual.
+		return
+	}
+	if !found {
+		return
+	}
+	who := fmt.Sprintf("%s via %s", r.Who, r.Channel)
+	words := ""
+	if strings.TrimSpace(r.Reason) != "" {
+		words = fmt.Sprintf(": %q", r.Reason)
+	}
+	msg := fmt.Sprintf("a person (%s) already refused this exact call in this session%s. It is not asked again; do something else, or ask the user", who, words)
+	name := "refused-before"
+	if r.Repeats+1 >= RefusedRepeatsStop {
+		ev.stop = true
+		name = "refused-repeated"
+		msg = fmt.Sprintf("a person (%s) refused this exact call in this session%s, and it has been repeated %d times since. Stop and ask the user what to do instead", who, words, r.Repeats+1)
+	}
+	ev.add(action.Reason{Layer: "L2", Source: action.SourceHuman, Name: name, Level: action.Block, Message: msg})
+}
+
+// RefusedRepeatsStop is how many repeats of a call a person refused stop
+// the session (the hooks tell the agent to stop its task).
+const RefusedRepeatsStop = 2
+
+// RefusalSignals is an optional ability of Signals: the memory of calls
+// people refused in a's session, with the arguments hash argsHash (the
+// kernel answers it from the approvals a person refused and the repeats
+// the PerceptionBus counted).
+type RefusalSignals interface {
+	Refusal(ctx context.Context, a *action.Action, argsHash string) (perception.Refusal, bool, error)
+}
+
+func (ev *evaluation) verdict() action.Verdict {
+	level := ev.level()
 	v := action.Verdict{
 		ActionID: ev.a.ID,
 		Level:    level,
@@ -449,11 +653,17 @@ func (ev *evaluation) verdict() action.Verdict {
 		Preview:  ev.preview,
 		ArgsHash: ev.a.ArgsHash(),
 		Hints:    ev.hints,
+		Stop:     ev.stop,
 	}
 	if v.Reasons == nil {
 		v.Reasons = []action.Reason{}
 	}
 	v.Decider = decider(ev.reasons, level)
+	if v.Preview == nil && level >= action.Notify {
+		// A patch is shown as the diff of each file it changes, also when
+		// a person is only told.
+		v.Preview = action.PatchPreview(ev.a)
+	}
 	if v.Level >= action.Approve && v.Preview == nil {
 		v.Preview = genericPreview(ev.a)
 	}

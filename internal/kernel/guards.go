@@ -1,8 +1,14 @@
 package kernel
 
 import (
+	"context"
 	"fmt"
 	"sort"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/firewall"
+	"github.com/overseer-dev/overseer/internal/perception"
 
 	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/guard/mcpguard"
@@ -19,6 +25,14 @@ type GuardEnv struct {
 	Home       string           // Overseer's home: off limits to agents
 	PolicyFile string           // the admin policy file, if any: off limits too
 	Store      store.StateStore // for the read tracker (read-before-edit)
+}
+
+// createdTracker reads the paths a session created, as the kernel records
+// them (perception.Bus.RecordCreated), for the paths guard.
+type createdTracker struct{ bus *perception.Bus }
+
+func (c createdTracker) CreatedBy(ctx context.Context, a *action.Action, ps []string) ([]bool, error) {
+	return c.bus.Created(ctx, firewall.SessionKey(a), ps)
 }
 
 // knownGuards are the sections a policy's `guards:` may configure.
@@ -48,10 +62,12 @@ func DefaultGuards(p *policy.Policy, env GuardEnv) ([]guard.Guard, error) {
 		return nil, fmt.Errorf("%s: guards.shell: %w", p.Name, err)
 	}
 	var reads paths.ReadTracker
+	var created []paths.CreatedTracker
 	if env.Store != nil {
 		reads = paths.NewStoreTracker(env.Store, nil)
+		created = append(created, createdTracker{perception.New(env.Store, clock.Real{})})
 	}
-	pg, err := PathsGuard(env.Home, env.PolicyFile, p, reads)
+	pg, err := PathsGuard(env.Home, env.PolicyFile, p, reads, created...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.Name, err)
 	}

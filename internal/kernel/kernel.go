@@ -15,6 +15,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,8 +184,12 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	if polFile != "" {
 		protected = append(protected, polFile)
 	}
+	// An unreadable tool table does not stop Overseer: the engine puts
+	// every action to a person until it is fixed.
+	tools, toolsErr := LoadToolTable(cfg.Home)
 	k.Engine, err = firewall.New(ctx, firewall.Config{
-		Policy: pol, Rules: k.Store, Guards: guards, Signals: k.Bus, Clock: cfg.Clock, Protected: protected,
+		Policy: pol, Rules: k.Store, Guards: guards, Signals: k.signals(), Clock: cfg.Clock,
+		Protected: protected, Tools: tools, ToolsErr: toolsErr,
 	})
 	if err != nil {
 		k.Close()
@@ -268,7 +273,19 @@ func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, err
 		return nil, fmt.Errorf("recording the action and its verdict: %w", err)
 	}
 	key := firewall.SessionKey(a)
-	k.Bus.RecordAction(key, a.Tool, v.ArgsHash)
+	effect, writes := k.Engine.Effects(a, &v)
+	k.Bus.RecordSample(key, perception.ActionSample{Tool: a.Tool, ArgsHash: v.ArgsHash, Effect: effect, Writes: writes})
+	if refusedAgain(&v) {
+		// A person refused this call before; counting the repeat is what
+		// stops a session that keeps trying. A failure to count is only
+		// a later stop.
+		if r, ok, err := k.signals().Refusal(ctx, a, v.ArgsHash); ok && err == nil {
+			_, _ = k.Bus.RecordRepeat(ctx, r)
+		}
+	}
+	if v.Level.RunsWithoutPerson() {
+		k.recordCreated(ctx, a)
+	}
 	if a.Confidence != nil {
 		k.Bus.RecordConfidence(key, *a.Confidence)
 	}
@@ -328,8 +345,20 @@ func (k *Kernel) onAnswer(ctx context.Context, apr *store.Approval, ans store.An
 		return nil
 	}
 	approved := ans.Decision == "approve"
+	key := firewall.SessionKey(a)
 	if approved {
-		k.Bus.ClearStagnation(firewall.SessionKey(a))
+		k.Bus.ClearStagnation(key)
+		if loopLimited(&apr.Verdict) {
+			// The person looked at a call a loop limit put to them:
+			// counting starts again.
+			k.Bus.ForgetTool(key, apr.Tool)
+		}
+	} else if ans.Decision == gate.DecisionDeny || ans.Decision == gate.DecisionAbort {
+		// The same call is not asked about again in this session.
+		if err := k.Bus.RecordRefusal(ctx, perception.Refusal{Session: key, ArgsHash: apr.ArgsHash, Tool: apr.Tool,
+			ApprovalID: apr.ID, Who: ans.Who, Channel: ans.Channel, Reason: ans.Reason, Decision: ans.Decision, At: ans.At}); err != nil {
+			return fmt.Errorf("remembering the refusal: %w", err)
+		}
 	}
 	elapsed := ans.At.Sub(apr.CreatedAt)
 	stats, err := k.Bus.RecordAnswer(ctx, apr.Tool, approved, elapsed)
@@ -342,6 +371,69 @@ func (k *Kernel) onAnswer(ctx context.Context, apr *store.Approval, ans store.An
 		return fmt.Errorf("adapting the policy: %w", err)
 	}
 	return k.remember(ctx, apr, ans)
+}
+
+// recordCreated remembers the paths an action that runs without a person
+// is about to create: those it writes that do not exist yet (for a path
+// whose parents are missing too, the topmost missing one: `mkdir -p`). They
+// are the session's own scratch: reading, writing and removing them later in
+// the same session needs no person. A path a person let an action create is
+// not scratch: the person agreed to that call only. Failures only cost a
+// later question.
+func (k *Kernel) recordCreated(ctx context.Context, a *action.Action) {
+	var created []string
+	for _, p := range a.Facts.Paths {
+		if p.Intent != action.PathWrite || !filepath.IsAbs(p.Path) {
+			continue
+		}
+		if c := topMissing(p.Path); c != "" {
+			created = append(created, c)
+		}
+	}
+	if len(created) > 0 {
+		_ = k.Bus.RecordCreated(ctx, firewall.SessionKey(a), created)
+	}
+}
+
+// topMissing returns the topmost missing directory on the way to p (p
+// itself when only p is missing), or "" when p exists.
+func topMissing(p string) string {
+	if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	top := p
+	for i := 0; i < 64; i++ {
+		parent := filepath.Dir(top)
+		if parent == top {
+			return ""
+		}
+		if _, err := os.Lstat(parent); !errors.Is(err, fs.ErrNotExist) {
+			return top
+		}
+		top = parent
+	}
+	return top
+}
+
+// signals is what the engine reads: the bus and the approvals store.
+func (k *Kernel) signals() signals {
+	return signals{Bus: k.Bus, approvals: k.Store, clock: k.Clock}
+}
+
+// refusedAgain reports whether v refuses a call a person refused before.
+func refusedAgain(v *action.Verdict) bool {
+	d := v.Decider
+	return d != nil && d.Layer == "L2" && d.Source == action.SourceHuman
+}
+
+// loopLimited reports whether an L2 loop limit raised v.
+func loopLimited(v *action.Verdict) bool {
+	for _, r := range v.Reasons {
+		if r.Layer == "L2" && r.Source == action.SourceLoop {
+			return true
+		}
+	}
+	return false
 }
 
 type answerRecord struct {

@@ -49,7 +49,7 @@ var (
 // settings.sandbox and its guards.paths section (extra secret patterns),
 // reads are tracked in reads, and the guard's soft levels never fall below
 // the policy's defaults.
-func PathsGuard(home, policyFile string, pol *policy.Policy, reads paths.ReadTracker) (*paths.Guard, error) {
+func PathsGuard(home, policyFile string, pol *policy.Policy, reads paths.ReadTracker, created ...paths.CreatedTracker) (*paths.Guard, error) {
 	if pol == nil {
 		pol = policy.Builtin()
 	}
@@ -71,6 +71,9 @@ func PathsGuard(home, policyFile string, pol *policy.Policy, reads paths.ReadTra
 		Secrets:            pc.Secrets,
 		Default:            pol.Default,
 		StrictForeignEdits: pc.StrictForeignEdits,
+	}
+	if len(created) > 0 {
+		cfg.Created = created[0]
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("guards.paths: %w", err)

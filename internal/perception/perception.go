@@ -340,6 +340,13 @@ type ActionSample struct {
 	Tool     string    `json:"tool"`
 	ArgsHash string    `json:"args_hash"`
 	Time     time.Time `json:"time"`
+	// Effect is true when the action writes, deletes, executes or sends
+	// (the firewall's reading of its facts); L2 counts only such actions
+	// of a tool. Reads are not counted, but identical repeats of them are.
+	Effect bool `json:"effect,omitempty"`
+	// Writes is true when the action writes or deletes a file: progress
+	// that ends a run of identical repeats of other calls.
+	Writes bool `json:"writes,omitempty"`
 }
 
 // lastResult is what repeat detection remembers of a tool's last result.
@@ -410,14 +417,40 @@ func keepLast[T any](xs []T, v T, n int) []T {
 	return xs
 }
 
-// RecordAction notes that session took an action (tool with args hash) now.
+// RecordAction notes that session took an action (tool with args hash) now,
+// whose effects are not known: it is counted as one that has effects.
 func (b *Bus) RecordAction(session, tool, argsHash string) {
+	b.RecordSample(session, ActionSample{Tool: tool, ArgsHash: argsHash, Effect: true})
+}
+
+// RecordSample notes that session took the action s now (its Time is set
+// from the bus's clock).
+func (b *Bus) RecordSample(session string, s ActionSample) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.touch(session)
+	ss := b.touch(session)
 	now := b.clk.Now()
-	b.pruneActions(s, now)
-	s.actions = keepLast(s.actions, ActionSample{Tool: tool, ArgsHash: argsHash, Time: now}, b.lim.Actions)
+	b.pruneActions(ss, now)
+	s.Time = now
+	ss.actions = keepLast(ss.actions, s, b.lim.Actions)
+}
+
+// ForgetTool drops session's recorded actions of tool: a person approved a
+// call of it that a loop limit had put to them, so counting starts again.
+func (b *Bus) ForgetTool(session, tool string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.lookup(session)
+	if s == nil {
+		return
+	}
+	kept := s.actions[:0]
+	for _, a := range s.actions {
+		if a.Tool != tool {
+			kept = append(kept, a)
+		}
+	}
+	s.actions = kept
 }
 
 // Recent returns session's actions of the last window, oldest first.

@@ -277,9 +277,10 @@ func factsValue(f *action.Facts) ref.Val {
 	paths := make([]ref.Val, len(f.Paths))
 	for i, p := range f.Paths {
 		paths[i] = types.NewRefValMap(reg, map[ref.Val]ref.Val{
-			keyPath:   types.String(p.Path),
-			keyIntent: types.String(p.Intent),
-			keyInCwd:  types.Bool(p.InCwd),
+			keyPath:    types.String(p.Path),
+			keyIntent:  types.String(p.Intent),
+			keyInCwd:   types.Bool(p.InCwd),
+			keyCreated: types.Bool(p.Created),
 		})
 	}
 	return types.NewRefValMap(reg, map[ref.Val]ref.Val{
@@ -299,6 +300,7 @@ var (
 	keyPath     = types.String("path")
 	keyIntent   = types.String("intent")
 	keyInCwd    = types.String("in_cwd")
+	keyCreated  = types.String("created")
 	keyCommands = types.String("commands")
 	keyPaths    = types.String("paths")
 	keyURLs     = types.String("urls")

@@ -56,6 +56,37 @@ func TestClaudeCode(t *testing.T) {
 		}
 	})
 
+	t.Run("everyday tools run without a person", func(t *testing.T) {
+		// Claude Code 2.1.328's own bookkeeping, as it offers it headless:
+		// a deferred tool loaded through ToolSearch, its task list, its
+		// list of agents.
+		_, srv, out := e.claude(t, bin, modeltest.Steps(
+			modeltest.ToolCall{Name: "ToolSearch", Input: map[string]any{"query": "select:TaskCreate,TaskUpdate", "max_results": 5}},
+			modeltest.ToolCall{Name: "TaskCreate", Input: map[string]any{"subject": "Look around", "description": "Read the project", "activeForm": "Looking around"}},
+			modeltest.ToolCall{Name: "TaskUpdate", Input: map[string]any{"taskId": "1", "status": "in_progress"}},
+			modeltest.ToolCall{Name: "ListAgents", Input: map[string]any{}},
+		))
+		rs := srv.Results()
+		if len(rs) != 4 {
+			t.Fatalf("tool results %+v\n%s", rs, out)
+		}
+		for i, r := range rs {
+			if r.IsError {
+				t.Errorf("call %d: %s", i, r.Content)
+			}
+		}
+		r := e.overseer(t, "approvals", "--json")
+		if s := strings.TrimSpace(r.Stdout); s != "[]" && s != "null" {
+			t.Fatalf("a person was asked: %s", r.Stdout)
+		}
+		r = e.overseer(t, "audit", "export")
+		for _, tool := range []string{"ToolSearch", "TaskCreate", "TaskUpdate", "ListAgents"} {
+			if !strings.Contains(r.Stdout, `"tool":"`+tool+`"`) {
+				t.Errorf("no audit record of %s", tool)
+			}
+		}
+	})
+
 	t.Run("rm -rf of a protected path is denied and the victim survives", func(t *testing.T) {
 		victim := filepath.Join(e.proj, "victim")
 		keep := filepath.Join(victim, "keep.txt")

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,5 +111,57 @@ func TestHookCommand(t *testing.T) {
 				t.Fatal("exit 2 without a reason")
 			}
 		})
+	}
+}
+
+// Codex's apply_patch is judged as the edits it makes (inside the project:
+// allowed), and what it changes is kept so that `overseer undo` restores it.
+func TestHookCodexApplyPatchIsUndoable(t *testing.T) {
+	home := hookHome(t)
+	proj, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, s string) {
+		if err := os.WriteFile(filepath.Join(proj, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.txt", "a\n")
+	write("gone.txt", "keep me\n")
+	patch := "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n*** Add File: new.txt\n+n\n*** Delete File: gone.txt\n*** End Patch\n"
+	ev, _ := json.Marshal(map[string]any{"session_id": "cx", "turn_id": "1", "transcript_path": nil, "cwd": proj,
+		"hook_event_name": "PreToolUse", "model": "m", "permission_mode": "default", "tool_name": "apply_patch",
+		"tool_input": map[string]any{"command": patch}, "tool_use_id": "call_1"})
+	code, out, errOut := runHookCLI(t, home, string(ev), "hook", "codex")
+	if code != 0 || strings.TrimSpace(out) != "" {
+		t.Fatalf("apply_patch inside the project: exit %d stdout %q stderr %q", code, out, errOut)
+	}
+	// Codex applies the patch.
+	write("a.txt", "b\n")
+	write("new.txt", "n\n")
+	if err := os.Remove(filepath.Join(proj, "gone.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runHookCLI(t, home, "", "undo", "--session", "cx", "--last", "1"); code != 0 {
+		t.Fatalf("undo: %d %s %s", code, out, errOut)
+	}
+	for name, want := range map[string]string{"a.txt": "a\n", "gone.txt": "keep me\n", "new.txt": ""} {
+		b, err := os.ReadFile(filepath.Join(proj, name))
+		if want == "" {
+			if !os.IsNotExist(err) {
+				t.Errorf("%s was created by the patch and should be gone: %v", name, err)
+			}
+			continue
+		}
+		if string(b) != want {
+			t.Errorf("%s = %q, want %q (%v)", name, b, want, err)
+		}
+	}
+	// Outside the project, or into a hook's configuration, it is not let through.
+	ev, _ = json.Marshal(map[string]any{"session_id": "cx", "cwd": proj, "hook_event_name": "PreToolUse", "tool_name": "apply_patch",
+		"tool_input": map[string]any{"command": "*** Begin Patch\n*** Add File: .git/hooks/pre-commit\n+#!/bin/sh\n*** End Patch\n"}, "tool_use_id": "call_2"})
+	if _, out, _ := runHookCLI(t, home, string(ev), "hook", "codex"); !strings.Contains(out, `"permissionDecision":"deny"`) {
+		t.Fatalf("a patch that installs a git hook: %s", out)
 	}
 }

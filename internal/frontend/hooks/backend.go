@@ -157,6 +157,7 @@ func outcomeDecision(id string, o *client.Outcome) Decision {
 		d.Stop = o.Approval.Status == store.StatusAborted
 	case o.Verdict != nil:
 		d.Reason = "blocked: " + o.Verdict.Summary()
+		d.Stop = o.Verdict.Stop
 	default:
 		d.Reason = "denied: " + o.Reason
 	}
@@ -219,6 +220,7 @@ func (p *InProcess) Decide(ctx context.Context, a *action.Action, opts DecideOpt
 		d.Reason = fmt.Sprintf("denied: %s — %s", v.Summary(), NoDaemonReason)
 	default:
 		d.Reason = "blocked: " + v.Summary()
+		d.Stop = v.Stop
 	}
 	return d, nil
 }

@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
 // ConfigFile is the name of the hooks' configuration file in Overseer's
 // home directory (where agents' actions cannot write).
-const ConfigFile = "hooks.yaml"
+const ConfigFile = kernel.HooksFile
 
 // ConfirmMode says who answers a `confirm` verdict.
 type ConfirmMode string

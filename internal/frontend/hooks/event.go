@@ -23,14 +23,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/overseer-dev/overseer/internal/action"
 )
 
 // Agent names, as used in `overseer hook <agent>` and recorded as
 // Action.Agent.
 const (
-	ClaudeCode = "claude-code"
-	Codex      = "codex"
-	Gemini     = "gemini"
+	ClaudeCode = action.AgentClaudeCode
+	Codex      = action.AgentCodex
+	Gemini     = action.AgentGemini
 )
 
 // Agents lists the supported agents.

@@ -40,7 +40,8 @@ type Decision struct {
 	ActionID string
 	Level    action.Level
 	// Stop asks the agent to stop its whole task (a person answered
-	// "abort"), where its hooks can say so (Claude Code, Gemini CLI).
+	// "abort", or the agent keeps repeating a call a person refused),
+	// where its hooks can say so (Claude Code, Gemini CLI).
 	Stop bool
 }
 

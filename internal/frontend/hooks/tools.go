@@ -10,125 +10,49 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 )
 
-// Mapping says how one of an agent's tools becomes an Action.
-type Mapping struct {
-	// Kind is the canonical kind of the tool.
-	Kind action.Kind `yaml:"kind" json:"kind"`
-	// Alias copies an argument under the name Overseer's analyzers read,
-	// when the agent spells it differently: {file_path: absolute_path}
-	// sets args.file_path from args.absolute_path unless file_path is set.
-	Alias map[string]string `yaml:"alias,omitempty" json:"alias,omitempty"`
-	// CwdArg names an argument that holds the directory the call runs in,
-	// relative to the event's cwd (Gemini's run_shell_command "directory").
-	CwdArg string `yaml:"cwd_arg,omitempty" json:"cwd_arg,omitempty"`
-	// IntentArg names an argument in which the agent says what the call is
-	// for (Claude Code's Bash "description"); it becomes Action.Intent.
-	IntentArg string `yaml:"intent_arg,omitempty" json:"intent_arg,omitempty"`
-}
-
-// Validate checks a mapping.
-func (m Mapping) Validate() error {
-	if !m.Kind.Valid() {
-		return fmt.Errorf("kind %q is not a canonical kind", m.Kind)
-	}
-	for to, from := range m.Alias {
-		if to == "" || from == "" {
-			return fmt.Errorf("alias %q: %q: both names are required", to, from)
-		}
-	}
-	return nil
-}
-
-// defaultTools is the built-in table: each agent's tool names, exactly as
-// the agent spells them. Tools not listed fall back to action.InferKind
-// (which knows mcp__server__tool) and then to "other".
-var defaultTools = map[string]map[string]Mapping{
-	ClaudeCode: {
-		"Bash":         {Kind: action.KindShell, IntentArg: "description"},
-		"Read":         {Kind: action.KindFileRead},
-		"Write":        {Kind: action.KindFileWrite},
-		"Edit":         {Kind: action.KindFileEdit},
-		"MultiEdit":    {Kind: action.KindFileEdit},
-		"NotebookEdit": {Kind: action.KindFileEdit},
-		"NotebookRead": {Kind: action.KindFileRead},
-		"Glob":         {Kind: action.KindFileRead},
-		"Grep":         {Kind: action.KindFileRead},
-		"LS":           {Kind: action.KindFileRead},
-		"WebFetch":     {Kind: action.KindNetFetch},
-		"WebSearch":    {Kind: action.KindOther},
-		"Task":         {Kind: action.KindOther},
-		"TodoWrite":    {Kind: action.KindOther},
-	},
-	Codex: {
-		"Bash":           {Kind: action.KindShell},
-		"exec_command":   {Kind: action.KindShell},
-		"shell":          {Kind: action.KindShell},
-		"local_shell":    {Kind: action.KindShell},
-		"unified_exec":   {Kind: action.KindShell},
-		"apply_patch":    {Kind: action.KindFileEdit},
-		"web_search":     {Kind: action.KindOther},
-		"update_plan":    {Kind: action.KindOther},
-		"view_image":     {Kind: action.KindFileRead},
-		"read_file":      {Kind: action.KindFileRead},
-		"list_dir":       {Kind: action.KindFileRead},
-		"grep_files":     {Kind: action.KindFileRead},
-		"write_stdin":    {Kind: action.KindShell},
-		"container.exec": {Kind: action.KindShell},
-	},
-	Gemini: {
-		"run_shell_command":   {Kind: action.KindShell, CwdArg: "directory", IntentArg: "description"},
-		"read_file":           {Kind: action.KindFileRead, Alias: map[string]string{"file_path": "absolute_path"}},
-		"read_many_files":     {Kind: action.KindFileRead},
-		"write_file":          {Kind: action.KindFileWrite, Alias: map[string]string{"file_path": "absolute_path"}},
-		"replace":             {Kind: action.KindFileEdit, Alias: map[string]string{"file_path": "absolute_path"}},
-		"list_directory":      {Kind: action.KindFileRead},
-		"glob":                {Kind: action.KindFileRead},
-		"search_file_content": {Kind: action.KindFileRead},
-		"grep_search":         {Kind: action.KindFileRead},
-		"web_fetch":           {Kind: action.KindNetFetch},
-		"google_web_search":   {Kind: action.KindOther},
-		"save_memory":         {Kind: action.KindOther},
-		"write_todos":         {Kind: action.KindOther},
-	},
-}
+// Mapping says how one of an agent's tools becomes an Action. The table
+// itself lives in package action, so that every entry point that names the
+// agent (eval, the HTTP API, the MCP gateway, explain) reads the agent's
+// tools as the hooks do.
+type Mapping = action.ToolMapping
 
 // AnyAgent is the key of a Table entry that applies to every agent.
-const AnyAgent = "*"
+const AnyAgent = action.AnyAgent
 
-// Table maps tool names to Mappings, per agent. Entries of configuration
-// come first, then the agent-independent entries ("*"), then the built-in
-// table, then action.InferKind.
+// Table maps tool names to Mappings, per agent: entries of configuration
+// first, then the agent-independent entries ("*"), then the built-in
+// table (action.NewToolTable), then action.InferKind.
 type Table struct {
-	extra map[string]map[string]Mapping
+	t *action.ToolTable
 }
 
 // NewTable returns the built-in table extended by extra (agent → tool →
 // mapping; agent "*" applies to all). It validates extra.
 func NewTable(extra map[string]map[string]Mapping) (*Table, error) {
-	for agent, tools := range extra {
+	for agent := range extra {
 		if agent != AnyAgent && !KnownAgent(agent) {
 			return nil, fmt.Errorf("tools: %w %q", ErrUnknownAgent, agent)
 		}
-		for name, m := range tools {
-			if err := m.Validate(); err != nil {
-				return nil, fmt.Errorf("tools.%s.%s: %w", agent, name, err)
-			}
-		}
 	}
-	return &Table{extra: extra}, nil
+	t, err := action.NewToolTable(extra)
+	if err != nil {
+		return nil, err
+	}
+	return &Table{t: t}, nil
+}
+
+// Tools returns the action-level table (nil for a nil Table: the built-in
+// table).
+func (t *Table) Tools() *action.ToolTable {
+	if t == nil {
+		return nil
+	}
+	return t.t
 }
 
 // Lookup returns the mapping of agent's tool.
 func (t *Table) Lookup(agent, tool string) Mapping {
-	if t != nil {
-		if m, ok := t.extra[agent][tool]; ok {
-			return m
-		}
-		if m, ok := t.extra[AnyAgent][tool]; ok {
-			return m
-		}
-	}
-	if m, ok := defaultTools[agent][tool]; ok {
+	if m, ok := t.Tools().Lookup(agent, tool); ok {
 		return m
 	}
 	return Mapping{Kind: action.InferKind(tool)}
@@ -137,31 +61,26 @@ func (t *Table) Lookup(agent, tool string) Mapping {
 // Action builds the canonical action of ev: Agent is the agent's name,
 // Session its session id, ToolUseID its call id, Cwd its working
 // directory, Kind from the table. The arguments are a copy of tool_input
-// with the mapping's aliases added. The id is derived from the agent, the
-// session and the tool-use id when the agent sends one (so the post event
-// names the same action); otherwise it is left empty for the kernel to fill.
+// read through the table (aliases added, misleading names moved: see
+// action.ToolTable.Normalize). The id is left empty for the kernel to
+// mint; the call id derived from the agent, the session and the tool-use
+// id (so the post event names the same action) is its client_id.
 func (t *Table) Action(ev *Event) *action.Action {
-	m := t.Lookup(ev.Agent, ev.ToolName)
 	args := maps.Clone(ev.ToolInput)
 	if args == nil {
 		args = map[string]any{}
-	}
-	for to, from := range m.Alias {
-		if _, set := args[to]; set {
-			continue
-		}
-		if v, ok := args[from]; ok {
-			args[to] = v
-		}
 	}
 	a := &action.Action{
 		Agent:     ev.Agent,
 		Session:   ev.SessionID,
 		ToolUseID: ev.ToolUseID,
 		Tool:      ev.ToolName,
-		Kind:      m.Kind,
 		Args:      args,
 		Cwd:       ev.Cwd,
+	}
+	m, ok := t.Tools().Normalize(a)
+	if !ok {
+		a.Kind = action.InferKind(ev.ToolName)
 	}
 	if m.CwdArg != "" {
 		if dir, ok := args[m.CwdArg].(string); ok && strings.TrimSpace(dir) != "" {

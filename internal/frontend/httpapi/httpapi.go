@@ -227,11 +227,14 @@ func (s *Server) waitParam(r *http.Request) (time.Duration, error) {
 
 // Outcome is what an agent-side call learns about its action.
 type Outcome struct {
-	ActionID string          `json:"action_id"`           // Overseer's id, minted for every action
-	ClientID string          `json:"client_id,omitempty"` // the caller's own id, kept as a correlation
-	Decision string          `json:"decision"`            // allow, deny, pending
-	Level    action.Level    `json:"level"`
-	Reason   string          `json:"reason"` // for the agent
+	ActionID string       `json:"action_id"`           // Overseer's id, minted for every action
+	ClientID string       `json:"client_id,omitempty"` // the caller's own id, kept as a correlation
+	Decision string       `json:"decision"`            // allow, deny, pending
+	Level    action.Level `json:"level"`
+	Reason   string       `json:"reason"` // for the agent
+	// Stop asks the agent to stop its task: it keeps repeating a call a
+	// person refused.
+	Stop     bool            `json:"stop,omitempty"`
 	Verdict  *action.Verdict `json:"verdict,omitempty"`
 	Approval *store.Approval `json:"approval,omitempty"`
 	// StatusToken reads this action's outcome (GET /api/v1/actions/{id}
@@ -244,6 +247,7 @@ func OutcomeOf(actionID string, v *action.Verdict, apr *store.Approval) Outcome 
 	o := Outcome{ActionID: actionID, Verdict: v, Approval: apr}
 	if v != nil {
 		o.Level = v.Level
+		o.Stop = v.Stop
 		if v.Decider != nil {
 			o.Reason = v.Decider.Message
 		}

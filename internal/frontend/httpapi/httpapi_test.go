@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -312,8 +313,13 @@ func TestForgedFactsAreIgnored(t *testing.T) {
 
 func TestFreeTextReply(t *testing.T) {
 	srv, _ := server(t)
+	n := 0
 	submit := func() string {
-		_, b := call(t, srv, "POST", "/api/v1/actions", map[string]any{"tool": "Write", "args": map[string]any{"file_path": "/etc/x"}}, false)
+		// One session per reply: a call a person refused is not asked
+		// again in its session.
+		n++
+		_, b := call(t, srv, "POST", "/api/v1/actions", map[string]any{"tool": "Write", "session": fmt.Sprint("s", n),
+			"args": map[string]any{"file_path": "/etc/x"}}, false)
 		var o httpapi.Outcome
 		if err := json.Unmarshal(b, &o); err != nil || o.Approval == nil {
 			t.Fatalf("submit: %s", b)

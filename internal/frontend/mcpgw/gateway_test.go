@@ -3,6 +3,7 @@ package mcpgw_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -575,4 +576,31 @@ func headerCheck(name, value string, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// Reading many different files through one tool is ordinary work: L2's
+// counting applies to calls that write, delete, run or send, so the 20th
+// read within the window is not put to a person; identical reads repeated
+// still are.
+func TestLoopLimitsCountEffectsOnly(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	cs := e.client(nil, "")
+	for i := 0; i < 30; i++ {
+		p := filepath.Join(e.cwd, fmt.Sprintf("f%02d.txt", i))
+		if err := os.WriteFile(p, []byte(fmt.Sprint("note ", i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if res := e.call(cs, "up__read_note", map[string]any{"path": p}); res.IsError || !strings.Contains(text(res), fmt.Sprint("note ", i)) {
+			t.Fatalf("read %d: %s", i, text(res))
+		}
+	}
+	// f00.txt was read once above: the third identical read is asked.
+	e.call(cs, "up__read_note", map[string]any{"path": filepath.Join(e.cwd, "f00.txt")})
+	ch := e.callAsync(cs, "up__read_note", map[string]any{"path": filepath.Join(e.cwd, "f00.txt")})
+	aps := e.pending(1)
+	if aps[0].Verdict.Decider == nil || aps[0].Verdict.Decider.Name != "same-args" {
+		t.Fatalf("the third identical read: %+v", aps[0].Verdict.Decider)
+	}
+	e.answer(aps[0].ID, "approve", "")
+	<-ch
 }

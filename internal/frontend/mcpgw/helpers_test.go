@@ -43,6 +43,7 @@ type envOpts struct {
 	extra     string // more YAML at the top level of mcp.yaml
 	servers   string // more servers (YAML, indented by two spaces)
 	upstream  string // more settings of server "up" (indented by four spaces)
+	tools     string // more tool mappings of server "up" (indented by six spaces)
 	realClock bool   // the wall clock instead of a fake one (benchmarks)
 }
 
@@ -76,7 +77,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	for k, v := range envv {
 		yaml += "      " + k + ": " + q(v) + "\n"
 	}
-	yaml += upstreamTools + "    restart: {initial: 1s, max: 4s}\n" + o.upstream + o.servers
+	yaml += upstreamTools + o.tools + "    restart: {initial: 1s, max: 4s}\n" + o.upstream + o.servers
 	cfg, err := mcpgw.ParseConfig("mcp.yaml", []byte(yaml), nil)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, yaml)

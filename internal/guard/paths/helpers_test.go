@@ -66,20 +66,21 @@ func newFixture(t testing.TB) *fixture {
 		}
 	}
 	links := map[string]string{
-		"proj/link-ssh":     "../home/.ssh",
-		"proj/link-key":     filepath.Join(root, "home/.ssh/id_rsa"),
-		"proj/link-ovh":     filepath.Join(root, "home/.overseer"),
-		"proj/link-db":      filepath.Join(root, "home/.overseer/overseer.db"),
-		"proj/link-policy":  filepath.Join(root, "policy.yaml"),
-		"proj/loop1":        "loop2",
-		"proj/loop2":        "loop1",
-		"proj/self":         "self",
-		"proj/link-other":   filepath.Join(root, "other"),
-		"proj/innocent.txt": ".env",
-		"proj/up":           "..",
-		"proj/sub/back":     "../main.go",
-		"proj/chain1":       "chain2",
-		"proj/chain2":       "sub/a.txt",
+		"proj/link-ssh":      "../home/.ssh",
+		"proj/link-key":      filepath.Join(root, "home/.ssh/id_rsa"),
+		"proj/link-ovh":      filepath.Join(root, "home/.overseer"),
+		"proj/link-db":       filepath.Join(root, "home/.overseer/overseer.db"),
+		"proj/link-policy":   filepath.Join(root, "policy.yaml"),
+		"proj/loop1":         "loop2",
+		"proj/loop2":         "loop1",
+		"proj/self":          "self",
+		"proj/link-other":    filepath.Join(root, "other"),
+		"proj/innocent.txt":  ".env",
+		"proj/up":            "..",
+		"proj/sub/back":      "../main.go",
+		"proj/chain1":        "chain2",
+		"proj/chain2":        "sub/a.txt",
+		"home/.ssh/fake.pub": "id_rsa",
 	}
 	for p, target := range links {
 		if err := os.Symlink(target, filepath.Join(root, p)); err != nil {

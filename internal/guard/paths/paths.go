@@ -25,7 +25,8 @@
 //     patterns that a policy can extend): approve (hard), whatever the
 //     intent;
 //   - reading outside the readable paths (by default the working directory
-//     and the output directory): confirm (hard);
+//     and the output directory; public keys, ~/.ssh/*.pub, and what the
+//     session itself created are readable anywhere): confirm (hard);
 //   - writing outside the working directory and the output directory: the
 //     guard classifies it as needing a person (soft, so a policy rule may
 //     allow the path); writing inside the output directory is classified as
@@ -99,6 +100,16 @@ type Config struct {
 	// read was recorded for reach a person (confirm), as the builtin tool's
 	// is refused. Off by default: see the package documentation.
 	StrictForeignEdits bool
+	// Created tells which paths the action's session created (its own
+	// scratch, such as a directory it made in /tmp): reading and writing
+	// them is not a read or write outside the sandbox. Nil means none.
+	Created CreatedTracker
+}
+
+// CreatedTracker tells which of paths an earlier action of a's session
+// created. The kernel keeps them (perception.Bus.RecordCreated).
+type CreatedTracker interface {
+	CreatedBy(ctx context.Context, a *action.Action, paths []string) ([]bool, error)
 }
 
 // PolicyConfig is the paths guard's section of a policy file
@@ -273,7 +284,7 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	}
 
 	var fs []guard.Finding
-	allSandboxed, anyWrite := true, false
+	allSandboxed, anyWrite, scratch := true, false, false
 	for _, rp := range rps {
 		p := rp.fact
 		if rp.err != nil {
@@ -300,13 +311,16 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 			fs = append(fs, guard.Finding{Check: "paths.secret", Level: action.Approve, Hard: true,
 				Message: fmt.Sprintf("%s is a secret (matches %q); a person must see this %s", p.Path, by, access(p.Intent))})
 		}
-		if a.Kind == action.KindFileRead && p.Intent == action.PathRead && !g.readableFor(p.Path, cwd) {
+		if a.Kind == action.KindFileRead && p.Intent == action.PathRead && !g.readableFor(p.Path, cwd) && !g.created(ctx, a, p.Path) {
 			fs = append(fs, guard.Finding{Check: "paths.outside-readable", Level: action.Confirm, Hard: true,
 				Message: fmt.Sprintf("%s is outside the readable paths (%s)", p.Path, g.readableSummary(cwd))})
 		}
 		if fileKind && (p.Intent == action.PathWrite || p.Intent == action.PathDelete) {
 			anyWrite = true
 			inOut := within(g.output, p.Path)
+			if !inOut && !p.InCwd && p.Intent == action.PathWrite && g.created(ctx, a, p.Path) {
+				inOut, scratch = true, true
+			}
 			inCwd := p.InCwd
 			if !inOut && !inCwd {
 				allSandboxed = false
@@ -317,14 +331,27 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 			}
 		}
 	}
-	if fileKind && anyWrite && allSandboxed && len(g.output) > 0 {
-		fs = append(fs, guard.Finding{Check: "paths.output-dir", Level: action.Notify, Hard: false,
-			Message: "writes inside the output directory"})
+	if fileKind && anyWrite && allSandboxed && (len(g.output) > 0 || scratch) {
+		msg := "writes inside the output directory"
+		if scratch {
+			msg = "writes inside the output directory or a directory this session created"
+		}
+		fs = append(fs, guard.Finding{Check: "paths.output-dir", Level: action.Notify, Hard: false, Message: msg})
 	}
 	if a.Kind == action.KindFileEdit {
 		fs = append(fs, g.readBeforeEdit(ctx, a)...)
 	}
 	return fs, nil
+}
+
+// created reports whether the action's session created p (or a directory
+// that holds it). Failures count as not created.
+func (g *Guard) created(ctx context.Context, a *action.Action, p string) bool {
+	if g.cfg.Created == nil {
+		return false
+	}
+	c, err := g.cfg.Created.CreatedBy(ctx, a, []string{p})
+	return err == nil && len(c) == 1 && c[0]
 }
 
 // inGit reports whether p is inside a .git directory (hooks there run code).
@@ -431,6 +458,9 @@ func (g *Guard) secret(resolved, literal string) (string, bool) {
 }
 
 func (g *Guard) readableFor(p, cwd string) bool {
+	if g.publicKey(p) {
+		return true
+	}
 	if len(g.cfg.ReadablePaths) == 0 {
 		return (cwd != "" && action.Within(cwd, p)) || within(g.output, p)
 	}
@@ -450,6 +480,14 @@ func (g *Guard) readableFor(p, cwd string) bool {
 		}
 	}
 	return false
+}
+
+// publicKey reports whether p (resolved: a link named *.pub that leads to a
+// private key is judged as the key) is a public key in ~/.ssh, which anyone
+// may read.
+func (g *Guard) publicKey(p string) bool {
+	return g.home != "" && filepath.Dir(p) == filepath.Join(g.home, ".ssh") &&
+		strings.HasSuffix(p, ".pub") && len(filepath.Base(p)) > len(".pub")
 }
 
 func (g *Guard) readableSummary(cwd string) string {

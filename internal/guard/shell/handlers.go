@@ -253,6 +253,7 @@ func (a *analyzer) rmCmd(s *segCtx) bool {
 			a.add(guard.Finding{Check: "shell.rm-secret", Level: action.Approve,
 				Message: s.name + " removes a credential or key file: " + abs})
 		default:
+			a.trackedDelete(s.name, t.val, abs, known)
 			a.deleteWhere(s.name, abs, known)
 		}
 	}

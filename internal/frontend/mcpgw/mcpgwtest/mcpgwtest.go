@@ -56,6 +56,10 @@ type echoIn struct {
 	Message string `json:"message" jsonschema:"the text to echo"`
 }
 
+type readIn struct {
+	Path string `json:"path"`
+}
+
 type noteIn struct {
 	Path string `json:"path" jsonschema:"where to write"`
 	Text string `json:"text" jsonschema:"what to write"`
@@ -115,6 +119,15 @@ func NewServer() *mcp.Server {
 				return nil, nil, err
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wrote " + in.Path}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "read_note", Description: "read a file",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in readIn) (*mcp.CallToolResult, any, error) {
+			b, err := os.ReadFile(filepath.Clean(in.Path))
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "delete_all", Description: "pretend to delete everything",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}},
