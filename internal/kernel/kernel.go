@@ -241,6 +241,13 @@ type Submission struct {
 // proceed. The action gets a fresh id (see MintID): a.ID is Overseer's
 // once Submit returns.
 func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, error) {
+	return k.SubmitBy(ctx, a, nil)
+}
+
+// SubmitBy is Submit for a caller that says who holds the call while a
+// person decides (see store.Asker): an approval it opens keeps the asker,
+// and is withdrawn once the asker is gone.
+func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.Asker) (*Submission, error) {
 	MintID(a)
 	v := k.Engine.Evaluate(ctx, a)
 	sub := &Submission{Action: *a, Verdict: v}
@@ -255,7 +262,7 @@ func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, err
 	if v.Level.NeedsPerson() {
 		// The approval and its approval_request record are one transaction
 		// (the gate's journal): neither is ever on disk without the other.
-		apr, err := k.Gate.Request(ctx, *a, v)
+		apr, err := k.Gate.RequestBy(ctx, *a, v, asker)
 		if err != nil {
 			return nil, fmt.Errorf("opening the approval: %w", err)
 		}

@@ -80,6 +80,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/v1/actions", s.submit)
 	m.HandleFunc("POST /api/v1/evaluate", s.submit)
 	m.HandleFunc("GET /api/v1/actions/{id}", s.actionStatus)
+	m.HandleFunc("POST /api/v1/actions/{id}/withdraw", s.withdraw)
 	m.HandleFunc("POST /api/v1/results", s.result)
 
 	// People's side: token required.
@@ -225,8 +226,11 @@ func answerReason(status string, ans *store.Answer) string {
 		return status
 	}
 	msg := fmt.Sprintf("%s by %s via %s", status, ans.Who, ans.Channel)
-	if ans.Who == "timeout" {
+	switch ans.Who {
+	case gate.TimeoutActor:
 		msg = fmt.Sprintf("no person answered in time; the default (%s) was applied", ans.Decision)
+	case gate.WithdrawnActor:
+		msg = "the request was withdrawn; nobody answered it"
 	}
 	if ans.Reason != "" {
 		msg += ": " + ans.Reason
@@ -236,8 +240,14 @@ func answerReason(status string, ans *store.Answer) string {
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	var a action.Action
-	if !s.decode(w, r, &a) {
+	var body submitBody
+	if !s.decode(w, r, &body) {
+		return
+	}
+	a := body.Action
+	asker, err := askerOf(body.Asker, s.k.Clock.Now())
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
 	// Facts are what Overseer's analyzers derive; a caller must not supply
@@ -261,7 +271,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, o)
 		return
 	}
-	sub, err := s.k.Submit(r.Context(), &a)
+	sub, err := s.k.SubmitBy(r.Context(), &a, asker)
 	if err != nil {
 		// Fail closed: the action may not proceed.
 		writeJSON(w, http.StatusInternalServerError, Outcome{ActionID: a.ID, ClientID: a.ClientID, Decision: "deny", Level: action.Block,
