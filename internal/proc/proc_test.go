@@ -10,7 +10,7 @@ import (
 
 func TestParseStat(t *testing.T) {
 	for _, tc := range []struct {
-		name, line  string
+		name, line   string
 		state, start string
 		bad          bool
 	}{

@@ -619,7 +619,9 @@ func callKey(agent, session, tool, argsHash string) string {
 	return agent + "\x00" + session + "\x00" + tool + "\x00" + argsHash
 }
 
-func keyOf(apr *store.Approval) string { return callKey(apr.Agent, apr.Session, apr.Tool, apr.ArgsHash) }
+func keyOf(apr *store.Approval) string {
+	return callKey(apr.Agent, apr.Session, apr.Tool, apr.ArgsHash)
+}
 
 // recentCalls remembers, by call (see callKey), the approval opened for a
 // call whose outcome the agent has not seen yet, so that the identical

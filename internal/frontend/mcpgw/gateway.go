@@ -93,10 +93,10 @@ type Gateway struct {
 	cwd      string
 	version  string
 	server   *mcp.Server
-	ups      []*upstream // by name
-	instance string      // the session of calls from sessionless clients
+	ups      []*upstream  // by name
+	instance string       // the session of calls from sessionless clients
 	client   *store.Asker // the stdio client's process, if known
-	stateKey [32]byte    // seals elicitation request state
+	stateKey [32]byte     // seals elicitation request state
 
 	logMu sync.Mutex
 	log   io.Writer
