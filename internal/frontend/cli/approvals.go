@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"io"
+	"os"
 	"strings"
 	"time"
 
