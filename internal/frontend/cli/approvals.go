@@ -316,11 +316,3 @@ func tildeHome(p, home string) string {
 	}
 	return p
 }
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		s = string(r[:n]) + "…"
-	}
-	return s
-}
