@@ -365,7 +365,7 @@ func TestAbortWithdrawsTheRequest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if apr.Status != store.StatusDenied || apr.Answer == nil || apr.Answer.Who != "withdrawn" {
+		if apr.Status != store.StatusWithdrawn || apr.Answer == nil || apr.Answer.Who != "withdrawn" {
 			t.Fatalf("request not withdrawn: %+v", apr)
 		}
 	})
@@ -411,7 +411,7 @@ func TestAbortWithdrawsTheRequest(t *testing.T) {
 			t.Fatalf("status %s pending step %+v", got.Status, got.PendingStep)
 		}
 		apr, _ := h.k.Store.GetApproval(ctx, pending)
-		if apr.Status != store.StatusDenied || apr.Answer.Who != "withdrawn" {
+		if apr.Status != store.StatusWithdrawn || apr.Answer.Who != "withdrawn" {
 			t.Fatalf("request not withdrawn: %+v", apr.Answer)
 		}
 		close(stopPerson)

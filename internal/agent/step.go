@@ -475,6 +475,8 @@ func pastTense(decision string) string {
 		return "refused"
 	case gate.DecisionAbort:
 		return "aborted"
+	case gate.DecisionWithdraw:
+		return "withdrew"
 	}
 	return decision
 }

@@ -13,6 +13,11 @@
 // unless configured otherwise), applied through the same first-answer-wins
 // path. Every answer records who gave it, when, and through which channel.
 //
+// A request may name its asker (store.Asker): the process that holds the
+// agent's call. A request whose asker is gone — its process ended, its wait
+// ran out, nobody polls for it any more — is withdrawn (WithdrawGone): it
+// ends as "withdrawn", which is not a refusal and teaches nothing.
+//
 // The package also reads free-text answers for their intent (ParseIntent, in
 // English and Chinese) and tracks the two-stage abort (Aborts).
 package gate
@@ -31,6 +36,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/proc"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -39,6 +45,8 @@ const (
 	DecisionApprove = "approve"
 	DecisionDeny    = "deny"
 	DecisionAbort   = "abort"
+	// DecisionWithdraw is the gate's own: the answer of a withdrawal.
+	DecisionWithdraw = "withdraw"
 )
 
 // Remember scopes an answer may carry.
@@ -55,8 +63,9 @@ const (
 const TimeoutActor = "timeout"
 
 // WithdrawnActor is the Who and Channel of the answer that withdraws a
-// request nobody needs any more (its task was aborted): the action is
-// refused, and the answer says nothing about the person's trust in it.
+// request nobody needs any more (its asker gave up or is gone, its task
+// was aborted): the action does not run, and the answer says nothing about
+// the person's trust in it.
 const WithdrawnActor = "withdrawn"
 
 // Defaults for a zero Config.
@@ -64,6 +73,7 @@ const (
 	DefaultTimeout     = 5 * time.Minute
 	DefaultPoll        = 250 * time.Millisecond
 	DefaultRetryWindow = 10 * time.Minute
+	DefaultAskerGrace  = 15 * time.Second
 )
 
 // Sentinel errors callers branch on. Unknown approval IDs wrap store.ErrNotFound.
@@ -76,6 +86,8 @@ var (
 	ErrConsumed = errors.New("gate: approval already consumed")
 	// ErrNotApproved means an approval's answer does not let the action run.
 	ErrNotApproved = errors.New("gate: approval does not allow the action")
+	// ErrNotAsker means a withdrawal did not come with the asker's key.
+	ErrNotAsker = errors.New("gate: only the asker may withdraw its request")
 )
 
 // Config configures a Gate. Zero fields take the defaults above.
@@ -92,6 +104,12 @@ type Config struct {
 	// RetryWindow is how long after its answer an approval can still be
 	// found by FindApproved for an agent that retries the identical call.
 	RetryWindow time.Duration
+	// AskerGrace is how long a request whose asker holds a long-poll
+	// (Asker.Hold) may go without anyone waiting on it before it counts as
+	// given up.
+	AskerGrace time.Duration
+	// Process tells whether an asker's process runs; nil means proc.Check.
+	Process func(proc.Identity) proc.State
 	// OnAnswer, if set, runs after every answer the gate records — a
 	// person's, a late one (applied=false), or the default applied at the
 	// deadline — with the approval as stored afterwards. The kernel uses it
@@ -131,6 +149,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative poll interval %v", ErrInvalidConfig, c.Poll)
 	case c.RetryWindow < 0:
 		return fmt.Errorf("%w: negative retry window %v", ErrInvalidConfig, c.RetryWindow)
+	case c.AskerGrace < 0:
+		return fmt.Errorf("%w: negative asker grace %v", ErrInvalidConfig, c.AskerGrace)
 	case c.Default != "" && c.Default != DecisionDeny && c.Default != DecisionApprove:
 		return fmt.Errorf("%w: default decision %q (want deny or approve)", ErrInvalidConfig, c.Default)
 	}
@@ -148,6 +168,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryWindow <= 0 {
 		c.RetryWindow = DefaultRetryWindow
+	}
+	if c.AskerGrace <= 0 {
+		c.AskerGrace = DefaultAskerGrace
+	}
+	if c.Process == nil {
+		c.Process = proc.Check
 	}
 	if c.Default != DecisionApprove {
 		c.Default = DecisionDeny
@@ -178,8 +204,10 @@ type Gate struct {
 
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]struct{} // approval ID → in-process waiters
+	left    map[string]time.Time                  // approval ID → when its last waiter left without an answer
 	subs    map[*subscriber]struct{}
 	dropped atomic.Uint64
+	started time.Time
 }
 
 // New returns a gate over st. cfg is filled with defaults; call
@@ -191,7 +219,9 @@ func New(st Store, clk clock.Clock, cfg Config) *Gate {
 		clk:     clk,
 		cfg:     cfg.withDefaults(),
 		waiters: map[string]map[chan struct{}]struct{}{},
+		left:    map[string]time.Time{},
 		subs:    map[*subscriber]struct{}{},
+		started: clk.Now(),
 	}
 }
 
@@ -213,6 +243,12 @@ func newID() (string, error) {
 // configured default decision. A level in v that is not a real level (Unset)
 // is stored as approve.
 func (g *Gate) Request(ctx context.Context, a action.Action, v action.Verdict) (*store.Approval, error) {
+	return g.RequestBy(ctx, a, v, nil)
+}
+
+// RequestBy is Request for a request whose asker is known: the approval
+// keeps it, and WithdrawGone withdraws the request once the asker is gone.
+func (g *Gate) RequestBy(ctx context.Context, a action.Action, v action.Verdict, asker *store.Asker) (*store.Approval, error) {
 	id, err := newID()
 	if err != nil {
 		return nil, err
@@ -246,6 +282,10 @@ func (g *Gate) Request(ctx context.Context, a action.Action, v action.Verdict) (
 		CreatedAt:       now,
 		Deadline:        now.Add(g.cfg.Timeout),
 		DefaultDecision: g.cfg.Default,
+	}
+	if asker != nil {
+		cp := *asker
+		ap.Asker = &cp
 	}
 	if err := g.journal().CreateApproval(ctx, ap); err != nil {
 		return nil, fmt.Errorf("gate: create approval: %w", err)
@@ -374,11 +414,11 @@ func (g *Gate) Answer(ctx context.Context, id string, ans store.Answer) (*store.
 // If ctx ends first, Wait returns ctx.Err() and the approval stays pending; a
 // later answer is still recorded. Any other error means the answer is unknown
 // and the caller must not run the action.
-func (g *Gate) Wait(ctx context.Context, id string) (*store.Approval, error) {
+func (g *Gate) Wait(ctx context.Context, id string) (ap *store.Approval, err error) {
 	wake, stop := g.listen(id)
-	defer stop()
+	defer func() { stop(ap != nil && ap.Status.Terminal()) }()
 
-	ap, err := g.st.GetApproval(ctx, id)
+	ap, err = g.st.GetApproval(ctx, id)
 	if err != nil {
 		return nil, g.readErr(ctx, id, err)
 	}
@@ -398,6 +438,7 @@ func (g *Gate) Wait(ctx context.Context, id string) (*store.Approval, error) {
 		}
 		select {
 		case <-ctx.Done():
+			stop(false)
 			return nil, ctx.Err()
 		case <-wake:
 		case <-tick.C:
@@ -432,14 +473,16 @@ func (g *Gate) finish(ctx context.Context, ap *store.Approval) (*store.Approval,
 	return ap, nil
 }
 
-// Withdraw refuses approval id on behalf of nobody, when the request is no
-// longer needed (its task was aborted): a pending approval becomes denied
-// with the reason, and whoever waits for it is woken. An approval already
-// answered is left as it is (the withdrawal is recorded only). It returns
-// the approval as stored afterwards and whether the withdrawal decided it.
+// Withdraw ends approval id on behalf of nobody, when the request is no
+// longer needed (its asker gave up or is gone, its task was aborted): a
+// pending approval becomes withdrawn with the reason — the action does not
+// run, and nothing is learnt from it — and whoever waits for it is woken.
+// An approval already answered is left as it is (the withdrawal is recorded
+// only). It returns the approval as stored afterwards and whether the
+// withdrawal decided it.
 func (g *Gate) Withdraw(ctx context.Context, id, reason string) (*store.Approval, bool, error) {
-	ans := store.Answer{Decision: DecisionDeny, Who: WithdrawnActor, Channel: WithdrawnActor, Reason: reason, At: g.clk.Now()}
-	res, applied, err := g.journal().AnswerApproval(ctx, id, store.StatusDenied, ans, false)
+	ans := store.Answer{Decision: DecisionWithdraw, Who: WithdrawnActor, Channel: WithdrawnActor, Reason: reason, At: g.clk.Now()}
+	res, applied, err := g.journal().AnswerApproval(ctx, id, store.StatusWithdrawn, ans, false)
 	if err != nil {
 		return nil, false, fmt.Errorf("gate: withdraw %s: %w", id, err)
 	}
@@ -545,8 +588,10 @@ func Allowed(ap *store.Approval) bool {
 
 // listen registers an in-process waiter for id. The channel has room for
 // one wake-up, so a wake that arrives while the waiter is reading the store
-// is not lost. stop unregisters it.
-func (g *Gate) listen(id string) (<-chan struct{}, func()) {
+// is not lost. stop unregisters it (calls after the first do nothing);
+// answered says whether the waiter leaves with the answer, else the time it
+// left is kept for WithdrawGone.
+func (g *Gate) listen(id string) (<-chan struct{}, func(answered bool)) {
 	ch := make(chan struct{}, 1)
 	g.mu.Lock()
 	set := g.waiters[id]
@@ -556,13 +601,22 @@ func (g *Gate) listen(id string) (<-chan struct{}, func()) {
 	}
 	set[ch] = struct{}{}
 	g.mu.Unlock()
-	return ch, func() {
-		g.mu.Lock()
-		delete(set, ch)
-		if len(set) == 0 {
-			delete(g.waiters, id)
-		}
-		g.mu.Unlock()
+	var once sync.Once
+	return ch, func(answered bool) {
+		once.Do(func() {
+			now := g.clk.Now()
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			delete(set, ch)
+			if len(set) == 0 && g.waiters[id] != nil {
+				delete(g.waiters, id)
+			}
+			if answered {
+				delete(g.left, id)
+			} else {
+				g.left[id] = now
+			}
+		})
 	}
 }
 

@@ -870,7 +870,7 @@ func TestWithdraw(t *testing.T) {
 	res := goWait(ctx, g, ap.ID)
 	awaitTimers(t, clk, 1)
 	got, applied, err := g.Withdraw(ctx, ap.ID, "the task was aborted")
-	if err != nil || !applied || got.Status != store.StatusDenied {
+	if err != nil || !applied || got.Status != store.StatusWithdrawn || got.Answer.Decision != DecisionWithdraw {
 		t.Fatalf("withdraw: %v %v %+v", err, applied, got)
 	}
 	r := recv(t, res)

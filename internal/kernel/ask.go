@@ -48,9 +48,10 @@ func (k *Kernel) Ask(ctx context.Context, a *action.Action, question string) (*S
 	return sub, nil
 }
 
-// Withdraw refuses a pending approval nobody needs any more (its task was
-// aborted), recording why; the answer never adapts the policy. An answered
-// approval is left as it is.
+// Withdraw ends a pending approval nobody needs any more (its asker gave
+// up, its task was aborted) as withdrawn, recording why; a withdrawal is not
+// a refusal and never adapts the policy. An answered approval is left as it
+// is.
 func (k *Kernel) Withdraw(ctx context.Context, id, reason string) (*store.Approval, bool, error) {
 	return k.Gate.Withdraw(ctx, id, reason)
 }

@@ -262,6 +262,13 @@ type Submission struct {
 // proceed. The action gets a fresh id (see MintID): a.ID is Overseer's
 // once Submit returns.
 func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, error) {
+	return k.SubmitBy(ctx, a, nil)
+}
+
+// SubmitBy is Submit for a caller that says who holds the call while a
+// person decides (see store.Asker): an approval it opens keeps the asker,
+// and is withdrawn once the asker is gone.
+func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.Asker) (*Submission, error) {
 	MintID(a)
 	a.Cut = nil
 	v := k.Engine.Evaluate(ctx, a)
@@ -293,7 +300,7 @@ func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, err
 		// The approval and its approval_request record are one transaction
 		// (the gate's journal): neither is ever on disk without the other.
 		// Both hold the stored (bounded) copies.
-		apr, err := k.Gate.Request(ctx, sa, sv)
+		apr, err := k.Gate.RequestBy(ctx, sa, sv, asker)
 		if err != nil {
 			return nil, fmt.Errorf("opening the approval: %w", err)
 		}

@@ -250,6 +250,39 @@ func TestAdaptiveEscalationThroughAnswers(t *testing.T) {
 	}
 }
 
+// TestWithdrawnRequestsTeachNothing: requests withdrawn because their asker
+// went away are recorded as withdrawn, and however many there are, they
+// neither escalate the tool nor count as rejections.
+func TestWithdrawnRequestsTeachNothing(t *testing.T) {
+	ctx := context.Background()
+	k := open(t, nil, "")
+	for i := 0; i < 4; i++ {
+		sub, err := k.SubmitBy(ctx, &action.Action{Tool: "deploy", Session: "s", Args: map[string]any{"n": i}},
+			&store.Asker{Kind: "hook", Hold: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sub.Approval == nil || sub.Approval.Asker == nil || sub.Approval.Asker.Kind != "hook" {
+			t.Fatalf("deploy #%d: %+v", i, sub.Approval)
+		}
+		got, applied, err := k.Withdraw(ctx, sub.Approval.ID, "the agent's hook is gone")
+		if err != nil || !applied || got.Status != store.StatusWithdrawn {
+			t.Fatalf("withdraw: %v %v %+v", err, applied, got)
+		}
+	}
+	v := k.Evaluate(ctx, &action.Action{Tool: "deploy", Args: map[string]any{"n": 9}})
+	if v.Level != action.Confirm || v.Decider.Source == action.SourceAdaptive {
+		t.Fatalf("after four withdrawals: %s by %+v", v.Level, v.Decider)
+	}
+	if hist, err := k.PolicyHistory(ctx, 0); err != nil || len(hist) != 0 {
+		t.Fatalf("history: %d %v", len(hist), err)
+	}
+	recs, err := k.Store.QueryAudit(ctx, store.AuditQuery{Types: []string{audit.TypeAnswer}})
+	if err != nil || len(recs) != 4 || !strings.Contains(string(recs[0].Data), `"status":"withdrawn"`) {
+		t.Fatalf("answer records: %d %v", len(recs), err)
+	}
+}
+
 func TestSubmitFailsClosedWhenStoreFails(t *testing.T) {
 	ctx := context.Background()
 	k := open(t, nil, "")

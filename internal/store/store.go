@@ -166,6 +166,10 @@ const (
 	StatusDenied   ApprovalStatus = "denied"
 	StatusExpired  ApprovalStatus = "expired" // timed out; the default answer was applied
 	StatusAborted  ApprovalStatus = "aborted" // the person asked to abort the whole task
+	// StatusWithdrawn: nobody waits for the answer any more (the asker gave
+	// up or is gone). Not a refusal: it says nothing about the person's
+	// trust in the action.
+	StatusWithdrawn ApprovalStatus = "withdrawn"
 )
 
 // Terminal reports whether the status is final.
@@ -201,13 +205,40 @@ type Approval struct {
 	CreatedAt time.Time      `json:"created_at"`
 	Deadline  time.Time      `json:"deadline"`
 	// DefaultDecision is applied when the deadline passes: "deny" unless configured.
-	DefaultDecision string   `json:"default_decision"`
-	Answer          *Answer  `json:"answer,omitempty"`  // the terminal answer
-	Answers         []Answer `json:"answers,omitempty"` // every answer, in order, including late ones
+	DefaultDecision string `json:"default_decision"`
+	// Asker is who waits for the answer, when the caller said: a request
+	// whose asker is gone is withdrawn.
+	Asker   *Asker   `json:"asker,omitempty"`
+	Answer  *Answer  `json:"answer,omitempty"`  // the terminal answer
+	Answers []Answer `json:"answers,omitempty"` // every answer, in order, including late ones
 	// Unaudited is set (by the kernel, when it reads the approval) when the
 	// approval or one of its answers has no audited record behind it: the
 	// gate then refuses it, whatever its status.
 	Unaudited string `json:"unaudited,omitempty"`
+}
+
+// Asker is who holds the agent's call while a person decides: a hook
+// process, an MCP client. It lets the daemon tell a request somebody still
+// waits for from a dead one (its process ended, its wait ran out, nobody
+// polls for it), and withdraw the dead ones.
+type Asker struct {
+	// Kind is hook, mcp or api.
+	Kind string `json:"kind"`
+	// PID and Start identify the waiting process (Start is its start time
+	// as the operating system counts it, so a reused pid is not mistaken
+	// for it); Host says where they are meaningful (see package proc).
+	PID   int    `json:"pid,omitempty"`
+	Start string `json:"start,omitempty"`
+	Host  string `json:"host,omitempty"`
+	// Until is when the asker stops waiting (a hook's max_wait); zero: it
+	// waits until the request's deadline.
+	Until time.Time `json:"until,omitzero"`
+	// Hold means the asker keeps a long-poll open on the daemon while it
+	// waits; a request nobody polls for is given up.
+	Hold bool `json:"hold,omitempty"`
+	// KeyHash is the SHA-256 (hex) of the secret with which the asker may
+	// withdraw its own request.
+	KeyHash string `json:"key_hash,omitempty"`
 }
 
 // ApprovalFilter selects approvals. Zero fields do not filter.

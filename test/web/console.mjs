@@ -1,10 +1,15 @@
 // Drives Overseer's web console in headless Chromium for the end-to-end
 // test (console_test.go). Talks to the Go test over a line protocol:
 //
-//   stdout: READY | SEEN <approval id> | DONE <approval id> | SHOT <file> | ERROR <text>
+//   stdout: READY | SEEN <approval id> | CARD <json> | DONE <approval id> | SHOT <file> | ERROR <text>
 //           (and the answers to the task commands below)
-//   stdin:  APPROVE            wait for a request in the queue, approve it by clicking
+//   stdin:  APPROVE            wait for a request in the queue, say what its card shows
+//                              (CARD {id, cwd, cwdAboveCommand, meta, clock}), approve it by clicking
 //           DENY <reason>      wait for a request, deny it with the keyboard (d, reason, Enter)
+//           GONE <id>          wait until a request leaves the queue by itself: GONE <id>
+//           PHONEQUEUE         the queue on a phone-sized screen: PHONEQUEUE {buttons: [{text, height}],
+//                              keyHints, pageHint, cwd, overflow}
+//           AUDIT              the audit page's answer rows: AUDIT [{summary, badge}]
 //           SHOTS <dir>        take a screenshot of every page into <dir>
 //           LINK <url> <file>  open an approval link, screenshot it, press its button
 //           TASKLIST <n>       open the Tasks page, wait for n tasks: LIST <json>
@@ -80,6 +85,46 @@ async function nextItem() {
   const id = await el.getAttribute("data-id");
   say("SEEN " + id);
   return id;
+}
+
+// card reads what a request's card shows a person.
+async function card(p, id) {
+  return p.evaluate((id) => {
+    const el = document.querySelector(`article.item[data-id="${id}"]`);
+    const where = el.querySelector(".where"), main = el.querySelector(".main");
+    const visible = (e) => !!e && e.getBoundingClientRect().height > 0 && getComputedStyle(e).visibility !== "hidden";
+    return {
+      id, cwd: where ? where.querySelector(".cwd").textContent : "", cwdVisible: visible(where),
+      cwdAboveCommand: !!where && !!main && where.getBoundingClientRect().bottom <= main.getBoundingClientRect().top,
+      cwdFontPx: where ? parseFloat(getComputedStyle(where.querySelector(".cwd")).fontSize) : 0,
+      meta: el.querySelector("header .meta").textContent, clock: el.querySelector("header .clock").textContent,
+    };
+  }, id);
+}
+
+// phoneQueue opens the queue on a phone-sized screen and measures it.
+async function phoneQueue() {
+  const p = await ctx.newPage();
+  p.on("pageerror", (e) => say("ERROR phone page: " + e.message));
+  await p.setViewportSize({ width: 390, height: 844 });
+  await p.goto(base + "/ui/#/queue");
+  await p.waitForSelector('body[data-live="on"]');
+  const el = await p.waitForSelector("article.item", { timeout: 20000 });
+  const id = await el.getAttribute("data-id");
+  const out = await p.evaluate(() => {
+    const item = document.querySelector("article.item");
+    const shown = (e) => e.getClientRects().length > 0 && getComputedStyle(e).display !== "none";
+    return {
+      buttons: [...item.querySelectorAll(".answer .buttons button")].map((b) => ({
+        text: b.innerText.trim(), height: b.getBoundingClientRect().height, right: b.getBoundingClientRect().right })),
+      keyHints: [...document.querySelectorAll(".key, .pagehead .hint")].filter(shown).map((e) => e.textContent),
+      placeholder: item.querySelector("textarea.reason").placeholder,
+      overflow: document.documentElement.scrollWidth - window.innerWidth,
+    };
+  });
+  out.card = await card(p, id);
+  await p.close();
+  return out;
 }
 
 async function shots(dir) {
@@ -233,6 +278,7 @@ for await (const line of rl) {
   if (cmd === "APPROVE") {
     await page.goto(base + "/ui/#/queue").catch(() => {});
     const id = await nextItem();
+    say("CARD " + JSON.stringify(await card(page, id)));
     await page.click(`article.item[data-id="${id}"] button.approve`);
     await page.waitForSelector(`article.item[data-id="${id}"]`, { state: "detached", timeout: 20000 });
     say("DONE " + id);
@@ -245,6 +291,22 @@ for await (const line of rl) {
     await page.keyboard.press("Enter");
     await page.waitForSelector(`article.item[data-id="${id}"]`, { state: "detached", timeout: 20000 });
     say("DONE " + id);
+  } else if (cmd === "GONE") {
+    await page.goto(base + "/ui/#/queue").catch(() => {});
+    await page.waitForSelector(`article.item[data-id="${rest[0]}"]`, { timeout: 20000 });
+    await page.waitForSelector(`article.item[data-id="${rest[0]}"]`, { state: "detached", timeout: 30000 });
+    say("GONE " + rest[0]);
+  } else if (cmd === "PHONEQUEUE") {
+    say("PHONEQUEUE " + JSON.stringify(await phoneQueue()));
+  } else if (cmd === "AUDIT") {
+    await page.goto(base + "/ui/#/audit");
+    await page.waitForSelector("#audit li .type");
+    await page.waitForFunction(() => [...document.querySelectorAll("#audit li")].filter((li) => li.querySelector(".type").textContent === "answer").length >= 2);
+    say("AUDIT " + JSON.stringify(await page.evaluate(() => [...document.querySelectorAll("#audit li")]
+      .filter((li) => li.querySelector(".type").textContent === "answer")
+      .map((li) => ({ summary: li.querySelector(".sum").textContent, badge: (li.querySelector(".ans") || { textContent: "" }).textContent,
+        level: !!li.querySelector(".lvl") })))));
+    await page.goto(base + "/ui/#/queue");
   } else if (cmd === "SHOTS") {
     await shots(rest[0]);
     say("DONE shots");

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/overseertest"
+	"github.com/overseer-dev/overseer/internal/proc"
 )
 
 var screenshots = flag.Bool("screenshots", false, "write a screenshot of every page into docs/screenshots")
@@ -39,6 +40,16 @@ func TestBrowserAnswers(t *testing.T) {
 	call := callAndWait(d, "prod")
 	dr.send("APPROVE")
 	id := dr.expect("SEEN")
+	// The card says where the action runs, prominently: above the command,
+	// in large type; and for whom, and how long it has waited.
+	var c card
+	if err := json.Unmarshal([]byte(dr.expect("CARD")), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.ID != id || c.Cwd != cwdOf("prod") || !c.CwdVisible || !c.CwdAboveCommand || c.CwdFontPx < 15 ||
+		!strings.Contains(c.Meta, "agent e2e-agent") || !strings.Contains(c.Meta, "session s-e2e") || !strings.Contains(c.Clock, "waiting") {
+		t.Fatalf("the approval card: %+v", c)
+	}
 	if got := dr.expect("DONE"); got != id {
 		t.Fatalf("answered %s, saw %s", got, id)
 	}
@@ -56,6 +67,21 @@ func TestBrowserAnswers(t *testing.T) {
 		t.Fatalf("outcome %+v", o)
 	}
 
+	// The audit view shows each answer, and who gave it — not the level of
+	// the request it answered.
+	dr.send("AUDIT")
+	var rows []struct {
+		Summary, Badge string
+		Level          bool
+	}
+	if err := json.Unmarshal([]byte(dr.expect("AUDIT")), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Badge != "denied · alice via web" || rows[1].Badge != "approved · alice via web" ||
+		rows[0].Level || rows[1].Level || !strings.Contains(rows[0].Summary, "use ./build instead") {
+		t.Fatalf("answer rows: %+v", rows)
+	}
+
 	if *screenshots {
 		populate(t, d)
 		dr.send("SHOTS " + shotDir(t))
@@ -63,21 +89,117 @@ func TestBrowserAnswers(t *testing.T) {
 	}
 }
 
+// card is what the driver reads of an approval card.
+type card struct {
+	ID              string  `json:"id"`
+	Cwd             string  `json:"cwd"`
+	CwdVisible      bool    `json:"cwdVisible"`
+	CwdAboveCommand bool    `json:"cwdAboveCommand"`
+	CwdFontPx       float64 `json:"cwdFontPx"`
+	Meta            string  `json:"meta"`
+	Clock           string  `json:"clock"`
+}
+
+// TestBrowserOnAPhone: on a phone-sized screen the approval card still
+// shows where the action runs, its answer buttons are at least 44 pixels
+// high, nothing spills sideways, and no keyboard hint is shown.
+func TestBrowserOnAPhone(t *testing.T) {
+	needBrowser(t)
+	d := overseertest.StartDaemon(t, newHome(t, map[string]string{}))
+	dr := startDriver(t, d)
+	call := callAndWait(d, "phone")
+	dr.send("PHONEQUEUE")
+	var got struct {
+		Buttons []struct {
+			Text   string  `json:"text"`
+			Height float64 `json:"height"`
+			Right  float64 `json:"right"`
+		} `json:"buttons"`
+		KeyHints    []string `json:"keyHints"`
+		Placeholder string   `json:"placeholder"`
+		Overflow    float64  `json:"overflow"`
+		Card        card     `json:"card"`
+	}
+	if err := json.Unmarshal([]byte(dr.expect("PHONEQUEUE")), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Buttons) != 3 {
+		t.Fatalf("buttons %+v", got.Buttons)
+	}
+	for _, b := range got.Buttons {
+		if b.Height < 44 || b.Right > 390 || strings.Contains(b.Text, "(") {
+			t.Errorf("button %+v: want at least 44 px high, on the screen, without a key hint", b)
+		}
+	}
+	if len(got.KeyHints) > 0 || strings.Contains(got.Placeholder, "Enter") || got.Overflow > 0 {
+		t.Errorf("keyboard hints %q, placeholder %q, overflow %v px", got.KeyHints, got.Placeholder, got.Overflow)
+	}
+	if got.Card.Cwd != cwdOf("phone") || !got.Card.CwdVisible || !got.Card.CwdAboveCommand {
+		t.Errorf("card %+v", got.Card)
+	}
+	id := pendingID(t, d, "phone")
+	if r := overseertest.Run(t, d.Home, "", "deny", id); r.Code != 0 {
+		t.Fatalf("deny: %d %s", r.Code, r.Stderr)
+	}
+	released(t, call)
+}
+
+// TestBrowserDropsWithdrawn: a request whose caller stops waiting leaves
+// the open console by itself.
+func TestBrowserDropsWithdrawn(t *testing.T) {
+	needBrowser(t)
+	d := overseertest.StartDaemon(t, newHome(t, map[string]string{}))
+	dr := startDriver(t, d)
+	st, body := d.Do(t, "POST", "/api/v1/actions", map[string]any{"tool": "deploy", "agent": "script", "session": "s-1",
+		"cwd": "/srv", "args": map[string]any{"target": "brief"}, "asker": map[string]any{"kind": "api", "wait": "3s"}}, false)
+	if st != 200 {
+		t.Fatalf("%d %s", st, body)
+	}
+	id := pendingID(t, d, "brief")
+	dr.send("GONE " + id)
+	dr.expect("GONE " + id)
+	st, body = d.Do(t, "GET", "/api/v1/approvals/"+id, nil, true)
+	if st != 200 || !strings.Contains(string(body), `"status":"withdrawn"`) {
+		t.Fatalf("%d %s", st, body)
+	}
+}
+
+// selfAsker names this test process as the hook that holds a call: it runs
+// as long as the screenshots are taken, so the request stays.
+func selfAsker() map[string]any {
+	id, _ := proc.Self()
+	return map[string]any{"kind": "hook", "pid": id.PID, "start": id.Start, "host": id.Host}
+}
+
 // populate fills the daemon with requests and history for screenshots.
 func populate(t *testing.T, d *overseertest.Daemon) {
 	t.Helper()
 	for _, a := range []map[string]any{
-		{"tool": "Bash", "agent": "claude-code", "session": "s-42", "args": map[string]any{"command": "rm -rf build dist"}},
-		{"tool": "deploy", "agent": "codex", "session": "s-7", "args": map[string]any{"target": "production"}},
-		{"tool": "Bash", "agent": "claude-code", "session": "s-42", "args": map[string]any{"command": "git push --force origin main"}},
+		{"tool": "Bash", "agent": "claude-code", "session": "s-42", "cwd": "/home/ann/src/shop/web",
+			"args": map[string]any{"command": "rm -rf ./tmp_* build dist"}, "asker": selfAsker()},
+		{"tool": "deploy", "agent": "codex", "session": "s-7", "cwd": "/home/ann/src/shop", "args": map[string]any{"target": "production"}},
+		{"tool": "Bash", "agent": "claude-code", "session": "s-42", "cwd": "/home/ann/src/shop/web",
+			"args": map[string]any{"command": "git push --force origin main"}},
 		{"tool": "delete_file", "agent": "gemini", "session": "s-3", "args": map[string]any{"path": "/srv/app/config.yaml"}},
 	} {
 		if st, body := d.Do(t, "POST", "/api/v1/actions", a, false); st != 200 {
 			t.Fatalf("%d %s", st, body)
 		}
 	}
+	// A caller that gave up: its request is withdrawn, and the audit says so.
+	key := "populate-withdraw-key-0123456789"
+	st, body := d.Do(t, "POST", "/api/v1/actions", map[string]any{"tool": "deploy", "agent": "codex", "session": "s-7",
+		"cwd": "/home/ann/src/shop", "args": map[string]any{"target": "staging"}, "asker": map[string]any{"kind": "api", "key": key}}, false)
+	var o outcome
+	if st != 200 || json.Unmarshal(body, &o) != nil || o.ActionID == "" {
+		t.Fatalf("%d %s", st, body)
+	}
+	if st, body := d.Do(t, "POST", "/api/v1/actions/"+o.ActionID+"/withdraw",
+		map[string]any{"key": key, "reason": "the agent was interrupted"}, false); st != 200 {
+		t.Fatalf("withdraw: %d %s", st, body)
+	}
 	for _, a := range []map[string]any{
-		{"tool": "Read", "agent": "claude-code", "args": map[string]any{"file_path": "README.md"}},
+		{"tool": "Read", "agent": "claude-code", "cwd": "/home/ann/src/shop", "args": map[string]any{"file_path": "README.md"}},
 		{"tool": "WebFetch", "agent": "claude-code", "args": map[string]any{"url": "https://go.dev/doc"}},
 	} {
 		d.Do(t, "POST", "/api/v1/actions", a, false)

@@ -110,13 +110,16 @@ type outcome struct {
 	err error
 }
 
+// cwdOf is the working directory callAndWait gives the call for target.
+func cwdOf(target string) string { return "/srv/deploy/" + target }
+
 // callAndWait submits an action the way an agent does and holds the call
 // while a person decides; the outcome arrives on the channel.
 func callAndWait(d *overseertest.Daemon, target string) <-chan outcome {
 	out := make(chan outcome, 1)
 	go func() { // ends when the daemon answers (at most its 2-minute wait)
 		body, _ := json.Marshal(map[string]any{"tool": "deploy", "agent": "e2e-agent", "session": "s-e2e",
-			"args": map[string]any{"target": target}})
+			"cwd": cwdOf(target), "args": map[string]any{"target": target}})
 		resp, err := http.Post(d.URL("/api/v1/actions?wait=100s"), "application/json", bytes.NewReader(body))
 		if err != nil {
 			out <- outcome{err: err}

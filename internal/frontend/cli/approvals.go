@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/frontend/client"
 	"github.com/overseer-dev/overseer/internal/store"
 )
@@ -26,16 +27,36 @@ type approvalItem struct {
 	Status    store.ApprovalStatus `json:"status"`
 	Agent     string               `json:"agent,omitempty"`
 	Session   string               `json:"session,omitempty"`
+	Cwd       string               `json:"cwd,omitempty"`     // where the action runs
+	Subject   string               `json:"subject,omitempty"` // the command, path, URL or query
 	Summary   string               `json:"summary"`
 	CreatedAt time.Time            `json:"created_at"`
 	Deadline  time.Time            `json:"deadline"`
+	Asker     *store.Asker         `json:"asker,omitempty"`
 	Answer    *store.Answer        `json:"answer,omitempty"`
 }
 
 func itemOf(apr *store.Approval) approvalItem {
 	return approvalItem{ID: apr.ID, ActionID: apr.ActionID, Tool: apr.Tool, Kind: string(apr.Kind),
 		Level: apr.Level.String(), Status: apr.Status, Agent: apr.Agent, Session: apr.Session,
-		Summary: apr.Verdict.Summary(), CreatedAt: apr.CreatedAt, Deadline: apr.Deadline, Answer: apr.Answer}
+		Cwd: apr.Action.Cwd, Subject: subjectOf(&apr.Action), Summary: apr.Verdict.Summary(),
+		CreatedAt: apr.CreatedAt, Deadline: apr.Deadline, Asker: apr.Asker, Answer: apr.Answer}
+}
+
+// subjectOf is what a person most needs to see of an action: its command,
+// path, URL or query, else its arguments.
+func subjectOf(a *action.Action) string {
+	if v, ok := a.StringArg("command", "cmd", "file_path", "path", "url", "sql", "query"); ok {
+		return v
+	}
+	if len(a.Args) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(a.Args)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // listApprovals reads approvals from the daemon, or from the database when
@@ -65,7 +86,13 @@ func (a *app) approvalsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "approvals",
 		Short: "List actions waiting for a person's answer",
-		Args:  cobra.NoArgs,
+		Long: `List the actions waiting for a person's answer, oldest first: for each, what
+it would run and where (the working directory), which agent and session asked,
+how long it has waited and when it times out, and who holds the call (a hook
+process, an MCP client). A request nobody waits for any more — its hook was
+killed or gave up, its client went away — is withdrawn by the daemon and leaves
+this list; --all shows it as withdrawn.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			status := "pending"
 			if all {
@@ -86,24 +113,13 @@ func (a *app) approvalsCmd() *cobra.Command {
 				fmt.Fprintln(a.stdout, "No approvals are waiting.")
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tLEVEL\tTOOL\tAGENT\tWAITING\tSTATUS\tWHY")
-			now := time.Now()
-			for _, it := range items {
-				why := it.Summary
-				if len(why) > 70 {
-					why = why[:70] + "…"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.ID, it.Level, it.Tool, it.Agent,
-					now.Sub(it.CreatedAt).Round(time.Second), it.Status, why)
-			}
-			tw.Flush()
+			printApprovals(a.stdout, items, time.Now(), userHome())
 			fmt.Fprintln(a.stdout, "\nAnswer with: overseer approve ID | overseer deny ID --reason \"…\"")
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array (id, tool, level, created_at, …)")
-	cmd.Flags().BoolVar(&all, "all", false, "include answered approvals")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array (id, tool, level, agent, session, cwd, subject, created_at, asker, …)")
+	cmd.Flags().BoolVar(&all, "all", false, "include answered and withdrawn approvals")
 	return cmd
 }
 
@@ -207,4 +223,96 @@ func (a *app) answer(ctx context.Context, id, decision string, req client.Answer
 		resp.Warning = err.Error()
 	}
 	return resp, nil
+}
+
+// printApprovals writes one block per approval: the request, then what it
+// runs, where, for whom, and who waits for it.
+func printApprovals(w io.Writer, items []approvalItem, now time.Time, home string) {
+	for i, it := range items {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		when := "waiting " + ago(now.Sub(it.CreatedAt))
+		if it.Status == store.StatusPending {
+			if left := it.Deadline.Sub(now); left > 0 {
+				when += " · times out in " + ago(left)
+			} else {
+				when += " · timing out"
+			}
+		} else {
+			when = fmt.Sprintf("asked %s ago · %s", ago(now.Sub(it.CreatedAt)), answerLine(it))
+		}
+		fmt.Fprintf(w, "%s  %s  %s  %s\n", it.ID, it.Level, it.Tool, when)
+		field := func(name, v string) {
+			if v != "" {
+				fmt.Fprintf(w, "  %-8s %s\n", name, oneLine(v, 200))
+			}
+		}
+		field("runs", it.Subject)
+		field("in", tildeHome(it.Cwd, home))
+		who := it.Agent
+		if it.Session != "" {
+			who = strings.TrimPrefix(who+" · session "+it.Session, " · ")
+		}
+		field("agent", who)
+		field("asker", askerLine(it.Asker, now))
+		field("why", it.Summary)
+	}
+}
+
+func answerLine(it approvalItem) string {
+	if it.Answer == nil {
+		return string(it.Status)
+	}
+	s := fmt.Sprintf("%s by %s via %s", it.Status, it.Answer.Who, it.Answer.Channel)
+	if it.Answer.Who == it.Answer.Channel {
+		s = string(it.Status)
+	}
+	if it.Answer.Reason != "" {
+		s += ": " + it.Answer.Reason
+	}
+	return s
+}
+
+// askerLine says who holds the call.
+func askerLine(a *store.Asker, now time.Time) string {
+	if a == nil {
+		return ""
+	}
+	s := a.Kind
+	if a.PID > 0 {
+		s += fmt.Sprintf(", process %d", a.PID)
+	}
+	if !a.Until.IsZero() {
+		if left := a.Until.Sub(now); left > 0 {
+			s += ", waits " + ago(left) + " more"
+		}
+	}
+	return s
+}
+
+// ago is a duration rounded for people: 42s, 3m05s, 2h10m.
+func ago(d time.Duration) string {
+	d = max(d, 0).Round(time.Second)
+	switch {
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%ds", int(d.Seconds()))
+}
+
+// tildeHome writes a path under the user's home directory as ~/….
+func tildeHome(p, home string) string {
+	if home == "" || home == "/" || p == "" {
+		return p
+	}
+	if p == home {
+		return "~"
+	}
+	if rest, ok := strings.CutPrefix(p, strings.TrimSuffix(home, "/")+"/"); ok {
+		return "~/" + rest
+	}
+	return p
 }

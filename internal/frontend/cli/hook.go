@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,7 +36,11 @@ func (a *app) hookCmd() *cobra.Command {
 standard input, has Overseer judge the call — through the daemon when one
 runs, else in this process against the same database — and answers in the
 agent's format. A call that needs a person is held until one answers
-('overseer approve ID'), at most --max-wait.
+('overseer approve ID'), at most --max-wait. While it waits, the daemon knows
+this process as the request's asker: when the hook gives up (the wait runs
+out, it is interrupted or killed) the request is withdrawn — it leaves the
+queue, recorded as withdrawn, not as a refusal. If the daemon restarts
+meanwhile, the hook finds it again and keeps waiting.
 
 Every failure denies the call: the exit status is 0 (with the answer on
 standard output) or 2 (with the reason on standard error), never another.
@@ -54,7 +61,11 @@ Settings in $OVERSEER_HOME/hooks.yaml (flags win):
 			}()
 			set := hookFlags{confirm: confirm, confirmSet: cmd.Flags().Changed("confirm"),
 				maxWait: maxWait, maxWaitSet: cmd.Flags().Changed("max-wait")}
-			if code := a.runHook(cmd.Context(), args, set); code != 0 {
+			// An agent that is interrupted stops its hook with a signal: the
+			// hook then withdraws the request it holds before it exits.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			defer stop()
+			if code := a.runHook(ctx, args, set); code != 0 {
 				return exit(2, errDenied)
 			}
 			return nil

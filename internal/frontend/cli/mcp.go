@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -22,6 +25,8 @@ import (
 	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
 	"github.com/overseer-dev/overseer/internal/frontend/mcpgw"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/proc"
+	"github.com/overseer-dev/overseer/internal/store"
 )
 
 func init() {
@@ -45,6 +50,12 @@ as server__tool. Every call is judged, audited, and put to a person when its
 level calls for it: answer with "overseer approve ID" / "overseer deny ID", or
 in the client itself where it supports MCP elicitation.
 
+A call that waits for a person is held for a while (hold in mcp.yaml), then
+answered "pending approval ID"; the identical retry (same tool and arguments,
+from the same client) picks up the answer — also after the gateway restarts,
+as long as the client that launched it still runs. A call the client cancels
+withdraws its request; so does the client's exit (the daemon notices).
+
 The daemon (overseer serve) serves the same gateway over streamable HTTP at /mcp.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -56,6 +67,21 @@ The daemon (overseer serve) serves the same gateway over streamable HTTP at /mcp
 	cmd.PersistentFlags().StringVar(&config, "config", "", "the gateway's configuration (default $OVERSEER_HOME/mcp.yaml)")
 	cmd.AddCommand(a.mcpCheckCmd(&config), a.mcpPinsCmd(), a.mcpAcceptCmd())
 	return cmd
+}
+
+// stdioClient names the client that launched this stdio gateway: its
+// session (the same for every gateway the client starts in this directory
+// with this configuration, so that a restarted gateway picks up the
+// requests its predecessor left open) and its process (the asker of those
+// requests: they are withdrawn once the client is gone). A gateway whose
+// parent is unknown, or init, gets neither.
+func stdioClient(cwd, config string) (string, *store.Asker) {
+	p, ok := proc.Parent()
+	if !ok || p.PID <= 1 {
+		return "", nil
+	}
+	sum := sha256.Sum256([]byte(strings.Join([]string{p.Host, strconv.Itoa(p.PID), p.Start, cwd, config}, "\x00")))
+	return "mcp-" + hex.EncodeToString(sum[:8]), &store.Asker{Kind: "mcp", PID: p.PID, Start: p.Start, Host: p.Host}
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -79,7 +105,8 @@ func (a *app) mcpConfig(file string) (*mcpgw.Config, error) {
 }
 
 // openMCP opens the kernel with the mcp guard and starts the gateway.
-func (a *app) openMCP(ctx context.Context, config string) (*kernel.Kernel, *mcpgw.Gateway, error) {
+// stdio says the gateway serves the client that launched this process.
+func (a *app) openMCP(ctx context.Context, config string, stdio bool) (*kernel.Kernel, *mcpgw.Gateway, error) {
 	cfg, err := a.mcpConfig(config)
 	if err != nil {
 		return nil, nil, err
@@ -93,7 +120,11 @@ func (a *app) openMCP(ctx context.Context, config string) (*kernel.Kernel, *mcpg
 		return nil, nil, err
 	}
 	cwd, _ := os.Getwd()
-	gw, err := mcpgw.New(mcpgw.Options{Kernel: k, Config: cfg, Cwd: cwd, Log: a.stderr, Version: Version})
+	opts := mcpgw.Options{Kernel: k, Config: cfg, Cwd: cwd, Log: a.stderr, Version: Version}
+	if stdio {
+		opts.Session, opts.Client = stdioClient(cwd, config)
+	}
+	gw, err := mcpgw.New(opts)
 	if err != nil {
 		k.Close()
 		return nil, nil, err
@@ -110,7 +141,7 @@ func (a *app) serveMCP(ctx context.Context, config string, t mcp.Transport) erro
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(mcpGCPercent)
 	}
-	k, gw, err := a.openMCP(ctx, config)
+	k, gw, err := a.openMCP(ctx, config, true)
 	if err != nil {
 		return err
 	}
@@ -137,7 +168,7 @@ func (a *app) mcpCheckCmd(config *string) *cobra.Command {
 		Short: "Start every configured MCP server once and report its health and tools",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, gw, err := a.openMCP(cmd.Context(), *config)
+			k, gw, err := a.openMCP(cmd.Context(), *config, false)
 			if err != nil {
 				return err
 			}

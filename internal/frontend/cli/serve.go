@@ -38,7 +38,9 @@ func (a *app) serveCmd() *cobra.Command {
 		Short: "Run the Overseer daemon (HTTP API, approvals, metrics)",
 		Long: `Run the daemon. It listens on loopback (127.0.0.1:7777) by default, keeps the
 approvals queue, and writes its address to $OVERSEER_HOME/daemon.json so other
-commands and hooks find it. The API token for people (approve, deny, policy)
+commands and hooks find it. A request whose asker is gone (a hook that was
+killed or stopped waiting, an MCP client that exited) is withdrawn, at start
+and while it runs, so the queue holds only requests somebody waits for. The API token for people (approve, deny, policy)
 is in $OVERSEER_HOME/token (mode 0600).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -165,6 +167,13 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 	} else if n > 0 {
 		fmt.Fprintf(a.stderr, "overseer: %d approvals timed out while the daemon was down; their default was applied\n", n)
 	}
+	// Requests whose asker cannot still be waiting (its process is gone, its
+	// wait ran out) are withdrawn, so the queue shows only live ones.
+	if n, err := k.Gate.WithdrawGone(ctx); err != nil {
+		fmt.Fprintln(a.stderr, "overseer: withdrawing abandoned requests:", err)
+	} else if n > 0 {
+		fmt.Fprintf(a.stderr, "overseer: %d requests were withdrawn: nobody waits for their answer any more\n", n)
+	}
 	pending, _ := k.Gate.Pending(ctx)
 	scheme := "http"
 	if useTLS {
@@ -232,6 +241,9 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 		case <-tick.C:
 			if _, err := k.Gate.ExpireDue(ctx); err != nil && ctx.Err() == nil {
 				fmt.Fprintln(a.stderr, "overseer: expiring approvals:", err)
+			}
+			if _, err := k.Gate.WithdrawGone(ctx); err != nil && ctx.Err() == nil {
+				fmt.Fprintln(a.stderr, "overseer: withdrawing abandoned requests:", err)
 			}
 			if err := k.Engine.Reload(ctx); err != nil && ctx.Err() == nil {
 				fmt.Fprintln(a.stderr, "overseer: reloading the user policy (actions go to a person until fixed):", err)

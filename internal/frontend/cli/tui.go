@@ -47,7 +47,7 @@ r remember (once → session → rule) · ? help · q quit`,
 			if who == "" {
 				who = whoami()
 			}
-			return tui.Run(ctx, tui.ClientAPI{C: c}, tui.Options{Who: who, Poll: poll, Title: c.Base},
+			return tui.Run(ctx, tui.ClientAPI{C: c}, tui.Options{Who: who, Poll: poll, Title: c.Base, Home: userHome()},
 				teaIO(a)...)
 		},
 	}
@@ -67,4 +67,10 @@ func teaIO(a *app) []tui.ProgramOption {
 		opts = append(opts, tui.WithOutput(a.stdout))
 	}
 	return opts
+}
+
+// userHome is the person's home directory, or "" when it cannot be told.
+func userHome() string {
+	h, _ := os.UserHomeDir()
+	return h
 }

@@ -175,15 +175,46 @@ type Outcome struct {
 // Submit submits an action; with wait > 0 the daemon holds the call while a
 // person decides, up to wait.
 func (c *Client) Submit(ctx context.Context, a *action.Action, wait time.Duration) (*Outcome, error) {
+	return c.SubmitBy(ctx, a, nil, wait)
+}
+
+// Asker says who holds a call while a person decides (the API's "asker"):
+// the daemon withdraws the request once the asker is gone.
+type Asker struct {
+	Kind  string `json:"kind,omitempty"`
+	PID   int    `json:"pid,omitempty"`
+	Start string `json:"start,omitempty"`
+	Host  string `json:"host,omitempty"`
+	Wait  string `json:"wait,omitempty"` // how long from now it waits at most, e.g. "10m0s"
+	Hold  bool   `json:"hold,omitempty"` // it keeps a long-poll open while it waits
+	Key   string `json:"key,omitempty"`  // its secret for Withdraw
+}
+
+// SubmitBy submits an action on behalf of asker (nil: unsaid).
+func (c *Client) SubmitBy(ctx context.Context, a *action.Action, asker *Asker, wait time.Duration) (*Outcome, error) {
 	var o Outcome
 	path := "/api/v1/actions"
 	if wait > 0 {
 		path += "?wait=" + url.QueryEscape(wait.String())
 	}
-	if err := c.do(ctx, "POST", path, a, &o); err != nil {
+	var body any = a
+	if asker != nil {
+		body = struct {
+			*action.Action
+			Asker *Asker `json:"asker"`
+		}{a, asker}
+	}
+	if err := c.do(ctx, "POST", path, body, &o); err != nil {
 		return nil, err
 	}
 	return &o, nil
+}
+
+// Withdraw gives up waiting for a person's answer to action actionID: its
+// pending request is withdrawn. key is the asker's key sent with the action.
+func (c *Client) Withdraw(ctx context.Context, actionID, key, reason string) error {
+	return c.do(ctx, "POST", "/api/v1/actions/"+url.PathEscape(actionID)+"/withdraw",
+		map[string]string{"key": key, "reason": reason}, nil)
 }
 
 // Status reads an action's outcome, waiting up to wait while it is pending.

@@ -2,6 +2,8 @@ package hooks
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +20,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/frontend/client"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/proc"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -50,6 +53,10 @@ const apiMaxWait = 2 * time.Minute
 // Daemon is the Backend of a running daemon, reached through its API.
 type Daemon struct {
 	C *client.Client
+	// Redial finds the daemon again when it stops answering while a call
+	// is held (it may be restarting, on another port); the call keeps
+	// waiting until its max wait. Nil: the first failure denies the call.
+	Redial func() (*client.Client, error)
 	// OpenKernel opens the kernel in this process for what the API does
 	// not offer yet (keeping previous file content); the store is shared.
 	OpenKernel func(ctx context.Context) (*kernel.Kernel, error)
@@ -59,19 +66,34 @@ type Daemon struct {
 
 var _ Backend = (*Daemon)(nil)
 
+// redialEvery is how often a held call looks for a daemon that stopped
+// answering.
+const redialEvery = 500 * time.Millisecond
+
+// Withdrawal reasons the hook gives when it stops waiting.
+const (
+	reasonHandedToAgent = "the call was handed to the agent's own permission prompt"
+	reasonInterrupted   = "the hook was interrupted: the agent stopped waiting for the answer"
+)
+
 // Decide submits a and, while a person has not answered, long-polls its
-// status until the answer or opts.MaxWait.
+// status until the answer or opts.MaxWait. The daemon learns who waits (this
+// process, until when, polling): should the hook be killed, its request is
+// withdrawn instead of staying in the queue; when the hook gives up itself
+// (the wait ran out, the call went to the agent's prompt, it was
+// interrupted) it withdraws the request on its way out.
 func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOptions) (Decision, error) {
 	now := d.Now
 	if now == nil {
 		now = time.Now
 	}
 	deadline := now().Add(opts.MaxWait)
-	wait := min(opts.MaxWait, apiMaxWait)
-	if opts.AskConfirm {
-		wait = 0 // learn the level first: a confirm goes to the agent's prompt
-	}
-	o, err := d.C.Submit(ctx, a, wait)
+	// The submission returns at once (wait 0): the hook learns the action's
+	// id, and so can withdraw its request if it is interrupted while it
+	// waits; a confirm may go to the agent's prompt. The wait is a
+	// long-poll of the outcome.
+	asker, key := selfAsker(opts.MaxWait)
+	o, err := d.C.SubmitBy(ctx, a, asker, 0)
 	// Over a submission quota nothing was recorded: try again when the
 	// daemon says, while there is time.
 	for ra := retryAfter(err); ra > 0 && now().Add(ra).Before(deadline); ra = retryAfter(err) {
@@ -80,7 +102,7 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 			return Decision{}, ctx.Err()
 		case <-time.After(ra):
 		}
-		o, err = d.C.Submit(ctx, a, wait)
+		o, err = d.C.SubmitBy(ctx, a, asker, 0)
 	}
 	if err != nil {
 		if notConnected(err) {
@@ -93,17 +115,22 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 	}
 	for o.Decision == "pending" {
 		if opts.AskConfirm && o.Level == action.Confirm {
+			d.withdraw(a.ID, key, reasonHandedToAgent)
 			return Decision{Outcome: Ask, ActionID: a.ID, Level: o.Level,
 				Reason: "Overseer asks a person to confirm this call: " + reasonOf(o)}, nil
 		}
 		left := deadline.Sub(now())
 		if left <= 0 {
+			d.withdraw(a.ID, key, fmt.Sprintf("the hook's wait (max_wait %s) ran out", opts.MaxWait))
 			return Decision{ActionID: a.ID, Level: o.Level,
 				Reason: noAnswerReason(opts.MaxWait, o.Approval)}, nil
 		}
-		o, err = d.C.Status(ctx, a.ID, min(left, apiMaxWait))
+		o, err = d.status(ctx, a.ID, left, deadline, now)
 		if err != nil {
-			return Decision{}, fmt.Errorf("waiting for a person's answer (the daemon stopped answering): %w", err)
+			if ctx.Err() != nil {
+				d.withdraw(a.ID, key, reasonInterrupted)
+			}
+			return Decision{}, err
 		}
 	}
 	return outcomeDecision(a.ID, o), nil
@@ -116,6 +143,67 @@ func retryAfter(err error) time.Duration {
 		return ae.RetryAfter
 	}
 	return 0
+}
+
+// status long-polls the outcome of action id for up to left. When the
+// daemon stops answering, it looks for it again (Redial) until deadline.
+func (d *Daemon) status(ctx context.Context, id string, left time.Duration, deadline time.Time, now func() time.Time) (*client.Outcome, error) {
+	for {
+		o, err := d.C.Status(ctx, id, min(left, apiMaxWait))
+		if err == nil {
+			return o, nil
+		}
+		var apiErr *client.APIError
+		if ctx.Err() != nil || errors.As(err, &apiErr) || d.Redial == nil {
+			return nil, fmt.Errorf("waiting for a person's answer (the daemon stopped answering): %w", err)
+		}
+		// The daemon went away, perhaps to restart: the request is kept in
+		// its database, so wait for it to come back.
+		for {
+			if left = deadline.Sub(now()); left <= 0 {
+				return nil, fmt.Errorf("waiting for a person's answer: the daemon stopped answering and was not back within the wait: %w", err)
+			}
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("waiting for a person's answer: %w", ctx.Err())
+			case <-time.After(min(redialEvery, left)):
+			}
+			if c, derr := d.Redial(); derr == nil {
+				d.C = c
+				break
+			}
+		}
+	}
+}
+
+// withdraw tells the daemon that nobody waits for action id's answer any
+// more. It is best effort, and runs even when ctx has ended: the daemon
+// notices a gone hook by itself as well.
+func (d *Daemon) withdraw(id, key, reason string) {
+	if id == "" || key == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), withdrawTimeout)
+	defer cancel()
+	_ = d.C.Withdraw(ctx, id, key, reason)
+}
+
+// withdrawTimeout bounds the hook's withdrawal on its way out.
+const withdrawTimeout = 2 * time.Second
+
+// selfAsker describes this hook process to the daemon as the asker of a
+// call it holds up to wait, with a fresh key to withdraw it.
+func selfAsker(wait time.Duration) (*client.Asker, string) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return &client.Asker{Kind: "hook", Wait: wait.String(), Hold: true}, ""
+	}
+	key := hex.EncodeToString(b[:])
+	a := &client.Asker{Kind: "hook", Wait: wait.String(), Hold: true, Key: key}
+	if id, ok := proc.Self(); ok {
+		a.PID, a.Start, a.Host = id.PID, id.Start, id.Host
+	}
+	return a, key
 }
 
 // notConnected reports whether err is a failure to connect at all (nothing
@@ -211,16 +299,28 @@ func (p *InProcess) Decide(ctx context.Context, a *action.Action, opts DecideOpt
 	}
 	v := sub.Verdict
 	d := Decision{ActionID: a.ID, Level: v.Level}
+	withdraw := ""
 	switch {
 	case v.Level.RunsWithoutPerson():
 		d.Outcome, d.Reason = Allow, "allowed ("+v.Level.String()+")"
 	case v.Level == action.Confirm && opts.AskConfirm:
 		d.Outcome, d.Reason = Ask, "Overseer asks a person to confirm this call: "+v.Summary()
+		withdraw = reasonHandedToAgent
 	case v.Level.NeedsPerson():
 		d.Reason = fmt.Sprintf("denied: %s — %s", v.Summary(), NoDaemonReason)
+		withdraw = "no Overseer daemon ran to ask a person; the hook denied the call"
 	default:
 		d.Reason = "blocked: " + v.Summary()
 		d.Stop = v.Stop
+	}
+	// Nobody will wait for the request opened for the call: withdraw it,
+	// so that a daemon started later does not show it as waiting.
+	if withdraw != "" && sub.Approval != nil {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
+		defer cancel()
+		if _, _, err := p.K.Withdraw(wctx, sub.Approval.ID, withdraw); err != nil {
+			return Decision{}, fmt.Errorf("withdrawing the request nobody will answer: %w", err)
+		}
 	}
 	return d, nil
 }
@@ -273,7 +373,7 @@ var _ Backend = (*Auto)(nil)
 func NewAuto(home string, open func(ctx context.Context) (*kernel.Kernel, error)) *Auto {
 	a := &Auto{Home: home, OpenKernel: open}
 	if c, err := DialDaemon(home); err == nil {
-		a.daemon = &Daemon{C: c, OpenKernel: a.kernel}
+		a.daemon = &Daemon{C: c, OpenKernel: a.kernel, Redial: func() (*client.Client, error) { return DialDaemon(home) }}
 	}
 	return a
 }

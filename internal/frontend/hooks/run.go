@@ -81,9 +81,18 @@ func (r *Runner) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Wri
 	select {
 	case resp = <-done:
 	case <-ctx.Done():
-		// The handler's goroutine ends with the process; its answer, if
-		// any, is never written.
+		// The handler's answer, if any, is never written; its goroutine
+		// ends with the process.
 		resp = Failure(fmt.Sprintf("the hook did not decide within %s, so the call is denied", limit))
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// Interrupted: give the handler a moment to withdraw the
+			// request it holds (it does so on a context of its own).
+			select {
+			case <-done:
+			case <-time.After(withdrawTimeout):
+			}
+			resp = Failure("the hook was interrupted before a decision, so the call is denied")
+		}
 	}
 	return write(resp, stdout, stderr)
 }

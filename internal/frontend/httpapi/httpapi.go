@@ -145,6 +145,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/v1/results", AccessAgent, s.result)
 	// An action's outcome: the daemon's token or the action's status token.
 	m.HandleFunc("GET /api/v1/actions/{id}", AccessStatus, s.statusAuth(s.actionStatus))
+	// The asker of a held call withdraws it with the key it was given.
+	m.HandleFunc("POST /api/v1/actions/{id}/withdraw", AccessAgent, s.withdraw)
 
 	// People's side: token required.
 	m.HandleFunc("POST /api/v1/actions/{id}/keep", AccessToken, s.auth(s.keep))
@@ -279,8 +281,11 @@ func answerReason(status string, ans *store.Answer) string {
 		return status
 	}
 	msg := fmt.Sprintf("%s by %s via %s", status, ans.Who, ans.Channel)
-	if ans.Who == "timeout" {
+	switch ans.Who {
+	case gate.TimeoutActor:
 		msg = fmt.Sprintf("no person answered in time; the default (%s) was applied", ans.Decision)
+	case gate.WithdrawnActor:
+		msg = "the request was withdrawn; nobody answered it"
 	}
 	if ans.Reason != "" {
 		msg += ": " + ans.Reason
@@ -290,9 +295,16 @@ func answerReason(status string, ans *store.Answer) string {
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	var a action.Action
-	release := s.decodeSubmission(w, r, &a, func() (string, string) { return a.Agent, a.Session })
+	var body submitBody
+	release := s.decodeSubmission(w, r, &body, func() (string, string) { return body.Agent, body.Session })
 	if release == nil {
+		return
+	}
+	a := body.Action
+	asker, err := askerOf(body.Asker, s.k.Clock.Now())
+	if err != nil {
+		release()
+		writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
 	defer release()
@@ -318,7 +330,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, o)
 		return
 	}
-	sub, err := s.k.Submit(r.Context(), &a)
+	sub, err := s.k.SubmitBy(r.Context(), &a, asker)
 	if err != nil {
 		// Fail closed: the action may not proceed.
 		writeJSON(w, http.StatusInternalServerError, Outcome{ActionID: a.ID, ClientID: a.ClientID, Decision: "deny", Level: action.Block,

@@ -56,6 +56,8 @@ type decision struct {
 
 // call handles one tools/call of tool name.
 func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	g.calls.Add(1)
+	defer g.calls.Done()
 	g.mu.Lock()
 	e := g.tools[name]
 	g.mu.Unlock()
@@ -162,9 +164,11 @@ func (g *Gateway) session(req *mcp.CallToolRequest) string {
 }
 
 // decide submits the call, or picks up the answer to an earlier identical
-// one, and holds it while a person decides.
+// one (same client and session, tool and arguments), and holds it while a
+// person decides.
 func (g *Gateway) decide(ctx context.Context, req *mcp.CallToolRequest, a *action.Action) decision {
 	hash := a.ArgsHash()
+	key := callKey(a.Agent, a.Session, a.Tool, hash)
 	if st := req.Params.RequestState; st != "" {
 		if id, ok := g.openState(st, hash); ok {
 			return g.resume(ctx, req, a, id)
@@ -172,12 +176,12 @@ func (g *Gateway) decide(ctx context.Context, req *mcp.CallToolRequest, a *actio
 		// A state not sealed here for this call is ignored: the call is
 		// judged afresh.
 	}
-	if id, ok := g.recent.get(hash); ok {
-		if d, done := g.retry(ctx, req, a, hash, id); done {
+	if id, ok := g.recent.get(key); ok {
+		if d, done := g.retry(ctx, req, a, key, id); done {
 			return d
 		}
 	}
-	sub, err := g.k.Submit(ctx, a)
+	sub, err := g.k.SubmitBy(ctx, a, g.askerOf(req))
 	if err != nil {
 		return decision{result: toolError(nil, "Overseer could not record this call, so it was not run: %v", err)}
 	}
@@ -188,7 +192,7 @@ func (g *Gateway) decide(ctx context.Context, req *mcp.CallToolRequest, a *actio
 	case v.Level.RunsWithoutPerson():
 		return decision{actionID: a.ID, level: v.Level}
 	case v.Level.NeedsPerson() && sub.Approval != nil:
-		g.recent.put(hash, sub.Approval.ID)
+		g.recent.put(key, sub.Approval.ID)
 		return g.hold(ctx, req, a, sub.Approval)
 	}
 	return decision{result: toolError(meta(a.ID, v.Level, "deny", ""),
@@ -196,26 +200,29 @@ func (g *Gateway) decide(ctx context.Context, req *mcp.CallToolRequest, a *actio
 }
 
 // retry handles an identical call while an earlier one's approval is
-// known: wait on it while pending, run on an approval, report a denial
-// once. done is false when the call must be judged afresh.
-func (g *Gateway) retry(ctx context.Context, req *mcp.CallToolRequest, a *action.Action, hash, id string) (decision, bool) {
+// known: wait on it while pending, run on an approval (once, within the
+// retry window), report a denial once. done is false when the call must be
+// judged afresh: the approval was withdrawn, used, or answered too long ago.
+func (g *Gateway) retry(ctx context.Context, req *mcp.CallToolRequest, a *action.Action, key, id string) (decision, bool) {
 	apr, err := g.k.Gate.Get(ctx, id)
 	if err != nil {
-		g.recent.drop(hash)
+		g.recent.drop(key)
 		return decision{}, false
 	}
-	switch {
-	case apr.Status == store.StatusPending:
+	if apr.Status == store.StatusPending {
 		return g.hold(ctx, req, a, apr), true
+	}
+	g.recent.drop(key)
+	switch {
+	case apr.Status == store.StatusWithdrawn || apr.Answer == nil ||
+		g.clk.Now().Sub(apr.Answer.At) > g.k.Gate.Config().RetryWindow:
+		return decision{}, false
 	case gate.Allowed(apr):
-		g.recent.drop(hash)
-		taken, err := g.k.Gate.TakeApproved(ctx, hash)
-		if err != nil {
+		if err := g.k.Gate.Consume(ctx, apr.ID); err != nil {
 			return decision{}, false // already used: a new call
 		}
-		return decision{actionID: taken.ActionID, level: taken.Level, approval: taken.ID}, true
+		return decision{actionID: apr.ActionID, level: apr.Level, approval: apr.ID}, true
 	default:
-		g.recent.drop(hash)
 		return decision{result: g.denied(apr)}, true
 	}
 }
@@ -296,15 +303,17 @@ func (g *Gateway) waitAsync(ctx context.Context, id string) <-chan waitResult {
 func (g *Gateway) outcome(ctx context.Context, pending *store.Approval, r waitResult) decision {
 	switch {
 	case r.err == nil && r.apr != nil && r.apr.Status.Terminal():
-		g.recent.drop(r.apr.ArgsHash)
+		g.recent.drop(keyOf(r.apr))
 		if gate.Allowed(r.apr) {
 			return decision{actionID: r.apr.ActionID, level: r.apr.Level, approval: r.apr.ID}
 		}
 		return decision{result: g.denied(r.apr)}
 	case r.err == nil, errors.Is(r.err, context.Canceled) && ctx.Err() == nil:
 		return decision{result: g.pending(pending)}
+	case ctx.Err() != nil:
+		g.abandoned(ctx, pending)
 	case errors.Is(r.err, gate.ErrConsumed):
-		g.recent.drop(pending.ArgsHash)
+		g.recent.drop(keyOf(pending))
 		return decision{result: toolError(meta(pending.ActionID, pending.Level, "deny", pending.ID),
 			"Overseer: approval %s was already used by another identical call; this one was not run. Retry it to ask again.", pending.ID)}
 	}
@@ -364,7 +373,7 @@ func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest, a *actio
 	}
 	if apr.Status == store.StatusPending {
 		// The person dismissed the prompt: other channels may still answer.
-		g.recent.put(apr.ArgsHash, apr.ID)
+		g.recent.put(keyOf(apr), apr.ID)
 		return g.waitHold(ctx, req, apr, g.cfg.Hold.Get(DefaultHold))
 	}
 	done, err := g.k.Wait(ctx, id)
@@ -633,7 +642,17 @@ func truncate(s string, n int) string {
 	return s[:n] + "… (truncated)"
 }
 
-// recentCalls remembers, by arguments' hash, the approval opened for a
+// callKey names a call for its identical retry: the same client (agent)
+// and session, the same tool and the same arguments' hash.
+func callKey(agent, session, tool, argsHash string) string {
+	return agent + "\x00" + session + "\x00" + tool + "\x00" + argsHash
+}
+
+func keyOf(apr *store.Approval) string {
+	return callKey(apr.Agent, apr.Session, apr.Tool, apr.ArgsHash)
+}
+
+// recentCalls remembers, by call (see callKey), the approval opened for a
 // call whose outcome the agent has not seen yet, so that the identical
 // retried call picks it up.
 type recentCalls struct {
@@ -657,7 +676,7 @@ func newRecentCalls(clk clock.Clock, keep time.Duration) *recentCalls {
 	return &recentCalls{clk: clk, keep: keep, m: map[string]recentCall{}}
 }
 
-func (r *recentCalls) put(hash, id string) {
+func (r *recentCalls) put(key, id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.clk.Now()
@@ -666,20 +685,20 @@ func (r *recentCalls) put(hash, id string) {
 			delete(r.m, h)
 		}
 	}
-	r.m[hash] = recentCall{id: id, at: now}
+	r.m[key] = recentCall{id: id, at: now}
 }
 
-func (r *recentCalls) get(hash string) (string, bool) {
+func (r *recentCalls) get(key string) (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.m[hash]
+	c, ok := r.m[key]
 	return c.id, ok
 }
 
-func (r *recentCalls) drop(hash string) {
+func (r *recentCalls) drop(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.m, hash)
+	delete(r.m, key)
 }
 
 // resultQueue records results of calls that ran, off the path of the

@@ -48,6 +48,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/mcppin"
 	"github.com/overseer-dev/overseer/internal/policy"
+	"github.com/overseer-dev/overseer/internal/store"
 )
 
 // Separator joins a server's name and its tool's or prompt's name.
@@ -74,6 +75,16 @@ type Options struct {
 	// tools hidden or revealed by policy changes are re-listed. Default 1s;
 	// negative: never.
 	PolicyPoll time.Duration
+	// Session is the session of calls from clients whose transport has none
+	// (stdio). Default: a random id of this gateway. A gateway that a client
+	// restarts should get the same one (the stdio gateway derives it from
+	// its client process): the requests the previous gateway left open are
+	// then picked up by the client's identical retries.
+	Session string
+	// Client is the process of the client of a stdio gateway: the asker of
+	// the requests its calls open, so that they are withdrawn once the
+	// client is gone. Nil: unknown.
+	Client *store.Asker
 }
 
 // Gateway is the MCP gateway. It is safe for concurrent use.
@@ -84,9 +95,10 @@ type Gateway struct {
 	cwd      string
 	version  string
 	server   *mcp.Server
-	ups      []*upstream // by name
-	instance string      // this gateway's id: the session of calls from sessionless clients
-	stateKey [32]byte    // seals elicitation request state
+	ups      []*upstream  // by name
+	instance string       // the session of calls from sessionless clients
+	client   *store.Asker // the stdio client's process, if known
+	stateKey [32]byte     // seals elicitation request state
 
 	logMu sync.Mutex
 	log   io.Writer
@@ -101,6 +113,7 @@ type Gateway struct {
 
 	recent  *recentCalls
 	results *resultQueue
+	calls   sync.WaitGroup // calls in flight
 
 	pinCfg   mcppin.Config
 	withheld map[string]string // offered name → why it is withheld (guarded by mu)
@@ -183,6 +196,13 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.instance = "mcp-" + hex.EncodeToString(id[:])
+	if opts.Session != "" {
+		g.instance = opts.Session
+	}
+	if opts.Client != nil {
+		c := *opts.Client
+		g.client = &c
+	}
 	if _, err := rand.Read(g.stateKey[:]); err != nil {
 		return nil, err
 	}
@@ -200,6 +220,9 @@ func New(opts Options) (*Gateway, error) {
 	g.withheld = map[string]string{}
 	gc := g.k.Gate.Config()
 	g.recent = newRecentCalls(clk, gc.Timeout+gc.RetryWindow)
+	if opts.Session != "" {
+		g.restore()
+	}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "overseer", Title: "Overseer MCP gateway", Version: opts.Version},
 		&mcp.ServerOptions{
 			Instructions: "Tools of several MCP servers, offered through Overseer, a firewall that puts risky calls to a person. " +
@@ -262,6 +285,14 @@ func New(opts Options) (*Gateway, error) {
 // flight should end first.
 func (g *Gateway) Close() error {
 	g.closed.Do(func() {
+		// Calls whose client went away end at once (their context ends);
+		// let them record that before the kernel closes.
+		done := make(chan struct{})
+		go func() { g.calls.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(closeGrace):
+		}
 		g.cancel()
 		g.wg.Wait()
 		g.results.close()

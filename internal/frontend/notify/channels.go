@@ -214,6 +214,9 @@ func (s *slack) Send(ctx context.Context, m *Message) error {
 	if m.Detail != "" {
 		fmt.Fprintf(&b, "\n```%s```", slackEscape(codeSafe(m.Detail)))
 	}
+	if m.Cwd != "" {
+		fmt.Fprintf(&b, "\n*In:* `%s`", slackEscape(codeSafe(m.Cwd)))
+	}
 	fmt.Fprintf(&b, "\n*Why:* %s", slackEscape(m.Summary))
 	if m.Preview != nil {
 		fmt.Fprintf(&b, "\n*Preview:* %s", slackEscape(m.Preview.Summary))
@@ -273,6 +276,9 @@ func (d *discord) Send(ctx context.Context, m *Message) error {
 	var desc strings.Builder
 	if m.Detail != "" {
 		fmt.Fprintf(&desc, "```\n%s\n```\n", codeSafe(m.Detail))
+	}
+	if m.Cwd != "" {
+		fmt.Fprintf(&desc, "**In:** `%s`\n", codeSafe(m.Cwd))
 	}
 	fmt.Fprintf(&desc, "**Why:** %s\n", discordEscape(m.Summary))
 	if m.Preview != nil {
@@ -478,6 +484,9 @@ func (d *desktop) Send(ctx context.Context, m *Message) error {
 		return fmt.Errorf("%w: %s is not installed", ErrUnavailable, d.cmd)
 	}
 	body := m.Summary
+	if m.Cwd != "" {
+		body = "in " + m.Cwd + "\n" + body
+	}
 	if m.Detail != "" {
 		body = m.Detail + "\n" + body
 	}

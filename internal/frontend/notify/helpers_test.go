@@ -24,7 +24,7 @@ func testApproval() *store.Approval {
 	return &store.Approval{
 		ID: "apr_test1", ActionID: "act_1", Tool: "Bash", Kind: action.KindShell, Agent: "claude-code",
 		Session: "s-42", Level: action.Approve, ArgsHash: "abc",
-		Action: action.Action{ID: "act_1", Tool: "Bash", Agent: "claude-code",
+		Action: action.Action{ID: "act_1", Tool: "Bash", Agent: "claude-code", Cwd: "/home/ann/shop",
 			Args: map[string]any{"command": "rm -rf build <!channel> @everyone"}},
 		Verdict: action.Verdict{Level: action.Approve,
 			Reasons: []action.Reason{{Layer: "L3", Source: action.SourceRule, Name: "builtin-delete", Level: action.Approve,

@@ -68,6 +68,7 @@ type Message struct {
 	Level           string          `json:"level"`
 	Agent           string          `json:"agent,omitempty"`
 	Session         string          `json:"session,omitempty"`
+	Cwd             string          `json:"cwd,omitempty"` // where the action runs
 	Title           string          `json:"title"`
 	Summary         string          `json:"summary"`
 	Detail          string          `json:"detail"`
@@ -100,7 +101,7 @@ func MessageOf(apr *store.Approval) *Message {
 	a := &apr.Action
 	m := &Message{
 		ApprovalID: apr.ID, ActionID: apr.ActionID, Tool: apr.Tool, Kind: string(apr.Kind),
-		Level: apr.Level.String(), Agent: apr.Agent, Session: apr.Session,
+		Level: apr.Level.String(), Agent: apr.Agent, Session: apr.Session, Cwd: clip(a.Cwd, maxDetail),
 		Summary: apr.Verdict.Summary(), Intent: clip(a.Intent, maxDetail), Preview: apr.Verdict.Preview,
 		CreatedAt: apr.CreatedAt, Deadline: apr.Deadline, DefaultDecision: apr.DefaultDecision,
 	}
@@ -171,7 +172,11 @@ func (m *Message) Text() string {
 	}
 	b.WriteString("\n\n")
 	if m.Detail != "" {
-		b.WriteString("  " + m.Detail + "\n\n")
+		b.WriteString("  " + m.Detail + "\n")
+		if m.Cwd != "" {
+			b.WriteString("  in " + m.Cwd + "\n")
+		}
+		b.WriteString("\n")
 	}
 	if m.Intent != "" {
 		b.WriteString("Intent: " + m.Intent + "\n")

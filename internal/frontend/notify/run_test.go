@@ -118,7 +118,7 @@ func TestMessageText(t *testing.T) {
 	m := MessageOf(testApproval())
 	m.Links = Links{Approve: "A", Deny: "D", Open: "O", Expires: t0.Add(time.Minute)}
 	txt := m.Text()
-	for _, want := range []string{"Bash wants to run (approve) — agent claude-code, session s-42", "rm -rf build",
+	for _, want := range []string{"Bash wants to run (approve) — agent claude-code, session s-42", "rm -rf build", "  in /home/ann/shop\n",
 		"Why: approve (rule builtin-delete)", "Preview: 2 files would be removed", "  build/a.o",
 		"Approve: A\nDeny:    D\n", "Console: O", "Each link works once and expires"} {
 		if !strings.Contains(txt, want) {

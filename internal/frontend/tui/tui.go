@@ -40,6 +40,9 @@ type Options struct {
 	Now func() time.Time
 	// Title is shown in the header (e.g. the daemon's address).
 	Title string
+	// Home is the person's home directory: working directories under it
+	// are shown as ~/…. Empty: shown in full.
+	Home string
 }
 
 // Channel is the channel recorded for answers given in the terminal UI.
@@ -551,9 +554,9 @@ func (m Model) render() string {
 		if i < start || i >= start+maxRows {
 			continue
 		}
-		who := strings.Trim(a.Agent+"/"+a.Session, "/")
-		row := fmt.Sprintf("%-14s %s  %s  waiting %s · times out in %s", a.Tool, lvl(a.Level), who,
-			dur(now.Sub(a.CreatedAt)), dur(a.Deadline.Sub(now)))
+		who := strings.Trim(a.Agent+"/"+short(a.Session, 12), "/")
+		row := fmt.Sprintf("%-14s %s  %s  %s  waiting %s · times out in %s", a.Tool, lvl(a.Level), who,
+			orDash(m.dir(a.Action.Cwd, 32)), dur(now.Sub(a.CreatedAt)), dur(a.Deadline.Sub(now)))
 		if m.busy[a.ID] {
 			row += " · sending…"
 		}
@@ -572,7 +575,10 @@ func (m Model) render() string {
 		rule("Request " + cur.ID)
 		add(fmt.Sprintf("%s %s · %s · agent %s · session %s", stBold.Render(cur.Tool), "("+string(cur.Kind)+")",
 			lvl(cur.Level), orDash(cur.Agent), orDash(cur.Session)))
-		add("  " + oneLine(mainArg(&cur.Action)))
+		// Where it runs, first: "rm -rf ./tmp_*" means nothing without it.
+		add("In:  " + stBold.Render(orDash(m.dir(cur.Action.Cwd, 0))))
+		add("Run: " + oneLine(mainArg(&cur.Action)))
+		add(stFaint.Render(fmt.Sprintf("Asked %s ago by %s", dur(now.Sub(cur.CreatedAt)), askerOf(cur.Asker, now))))
 		if cur.Action.Intent != "" {
 			add("  intent: " + oneLine(cur.Action.Intent))
 		}
@@ -662,6 +668,51 @@ func (m Model) render() string {
 	return strings.Join(lines, "\n")
 }
 
+// dir shows a working directory: under the home directory as ~/…, and,
+// when n > 0, cut from the left to n characters ("…/proj/app").
+func (m Model) dir(p string, n int) string {
+	if h := m.opts.Home; h != "" && h != "/" && p != "" {
+		if p == h {
+			p = "~"
+		} else if rest, ok := strings.CutPrefix(p, strings.TrimSuffix(h, "/")+"/"); ok {
+			p = "~/" + rest
+		}
+	}
+	if r := []rune(p); n > 1 && len(r) > n {
+		p = "…" + string(r[len(r)-n+1:])
+	}
+	return p
+}
+
+// short cuts an id to n characters.
+func short(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// askerOf says who holds a request's call.
+func askerOf(a *store.Asker, now time.Time) string {
+	if a == nil {
+		return "a caller that did not say who waits"
+	}
+	s := a.Kind
+	switch a.Kind {
+	case "hook":
+		s = "the agent's hook"
+	case "mcp":
+		s = "an MCP client"
+	}
+	if a.PID > 0 {
+		s += fmt.Sprintf(" (process %d)", a.PID)
+	}
+	if !a.Until.IsZero() && a.Until.After(now) {
+		s += ", waiting " + dur(a.Until.Sub(now)) + " more"
+	}
+	return s
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -695,6 +746,12 @@ func describe(r store.AuditRecord) string {
 		}
 		if json.Unmarshal(r.Data, &ar) == nil {
 			s := fmt.Sprintf("%s %s by %s via %s", ar.ApprovalID, ar.Answer.Decision, ar.Answer.Who, ar.Answer.Channel)
+			switch {
+			case ar.Answer.Who == "withdrawn" && ar.Answer.Channel == "withdrawn":
+				s = ar.ApprovalID + " withdrawn (not a refusal)"
+			case ar.Answer.Who == "timeout" && ar.Answer.Channel == "timeout":
+				s = fmt.Sprintf("%s timed out: default %s", ar.ApprovalID, ar.Answer.Decision)
+			}
 			if ar.Answer.Reason != "" {
 				s += ": " + oneLine(ar.Answer.Reason)
 			}

@@ -331,3 +331,48 @@ func TestProposalsView(t *testing.T) {
 		t.Fatalf("back to the queue:\n%s", s)
 	}
 }
+
+// TestRequestShowsWhereAndWho: every request shows its working directory,
+// agent, session and age (from the injected clock), and the selected one
+// says where it runs before what it runs, and who holds the call.
+func TestRequestShowsWhereAndWho(t *testing.T) {
+	d := newDaemon(t)
+	ctx := context.Background()
+	sub, err := d.k.SubmitBy(ctx, &action.Action{Tool: "Bash", Agent: "claude-code", Session: "8f2c1a9e-0b1d-4a6c-9e55-1f0c2a3b4c5d",
+		Cwd: "/home/ann/work/very/deep/project/tree/app", Args: map[string]any{"command": "rm -rf ./tmp_*"}},
+		&store.Asker{Kind: "hook", PID: 4242})
+	if err != nil || sub.Approval == nil {
+		t.Fatalf("submit: %v %+v", err, sub)
+	}
+	d.submit(t, "prod") // no directory, no asker
+	now := sub.Approval.CreatedAt.Add(2*time.Minute + 13*time.Second)
+	m := New(ctx, d.api, Options{Who: "ann", Now: func() time.Time { return now }, Home: "/home/ann"})
+	m.after = noTimer
+	m = run(t, m, tea.WindowSizeMsg{Width: 160, Height: 40})
+	m = run(t, m, m.Init()())
+	s := screen(m)
+	for _, want := range []string{
+		"claude-code/8f2c1a9e-0b…  …work/very/deep/project/tree/app  waiting 2m13s",
+		"codex/s-9  -  waiting",
+		"In:  ~/work/very/deep/project/tree/app",
+		"Run: rm -rf ./tmp_*",
+		"Asked 2m13s ago by the agent's hook (process 4242)",
+		"session 8f2c1a9e-0b1d-4a6c-9e55-1f0c2a3b4c5d",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("screen lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Index(s, "In:  ") > strings.Index(s, "Run: ") {
+		t.Errorf("the directory should come before the command:\n%s", s)
+	}
+	// A withdrawn request leaves the queue; the tail says it was withdrawn.
+	if _, _, err := d.k.Withdraw(ctx, sub.Approval.ID, "the agent's hook (process 4242) is gone"); err != nil {
+		t.Fatal(err)
+	}
+	m = run(t, m, tickMsg(now))
+	s = screen(m)
+	if !strings.Contains(s, "1 waiting") || !strings.Contains(s, sub.Approval.ID+" withdrawn (not a refusal)") {
+		t.Errorf("after the withdrawal:\n%s", s)
+	}
+}

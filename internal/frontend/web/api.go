@@ -157,10 +157,60 @@ func (c *Console) apiAnswer(w http.ResponseWriter, r *http.Request, sess *sessio
 // auditItem is an audit record with what the timeline shows of it.
 type auditItem struct {
 	store.AuditRecord
-	Summary string    `json:"summary"`
-	Level   string    `json:"level,omitempty"`
-	Source  string    `json:"source,omitempty"`
-	Undo    *undoInfo `json:"undo,omitempty"`
+	Summary string `json:"summary"`
+	Level   string `json:"level,omitempty"`
+	Source  string `json:"source,omitempty"`
+	// Answer is set on answer records, which show it instead of a level.
+	Answer *answerView `json:"answer,omitempty"`
+	Undo   *undoInfo   `json:"undo,omitempty"`
+}
+
+// answerView is what an answer record's row shows: the outcome and who
+// gave it.
+type answerView struct {
+	Outcome string `json:"outcome"` // approved, denied, aborted, withdrawn, expired
+	Who     string `json:"who"`     // "ann via web", "timeout (default deny)", "withdrawn"
+	Late    bool   `json:"late,omitempty"`
+}
+
+// answerRecord is the data of an answer record, as far as the console reads it.
+type answerRecord struct {
+	ApprovalID string               `json:"approval_id"`
+	Status     store.ApprovalStatus `json:"status"`
+	Level      action.Level         `json:"level"`
+	Answer     store.Answer         `json:"answer"`
+}
+
+// answerOf reads an answer record; nil for any other.
+func answerOf(rec store.AuditRecord) *answerView {
+	if rec.Type != audit.TypeAnswer {
+		return nil
+	}
+	var ar answerRecord
+	if json.Unmarshal(rec.Data, &ar) != nil {
+		return nil
+	}
+	v := &answerView{Late: !answerApplied(ar.Status, ar.Answer)}
+	switch ar.Answer.Decision {
+	case gate.DecisionApprove:
+		v.Outcome = string(store.StatusApproved)
+	case gate.DecisionAbort:
+		v.Outcome = string(store.StatusAborted)
+	case gate.DecisionWithdraw:
+		v.Outcome = string(store.StatusWithdrawn)
+	default:
+		v.Outcome = string(store.StatusDenied)
+	}
+	switch {
+	case ar.Answer.Who == gate.WithdrawnActor:
+		v.Who = "nobody waits"
+	case ar.Answer.Who == gate.TimeoutActor:
+		v.Outcome = string(store.StatusExpired)
+		v.Who = "timeout, default " + ar.Answer.Decision
+	default:
+		v.Who = ar.Answer.Who + " via " + ar.Answer.Channel
+	}
+	return v
 }
 
 // undoInfo says whether the previous content of an action's files is kept.
@@ -251,25 +301,25 @@ func describe(rec store.AuditRecord) (summary, level, source string) {
 			return fmt.Sprintf("asked a person (%s), approval %s", apr.Level, apr.ID), apr.Level.String(), ""
 		}
 	case audit.TypeAnswer:
-		var ar struct {
-			ApprovalID string               `json:"approval_id"`
-			Status     store.ApprovalStatus `json:"status"`
-			Level      action.Level         `json:"level"`
-			Answer     store.Answer         `json:"answer"`
-		}
+		// An answer shows the answer (answerOf), not the level of the
+		// request it answers.
+		var ar answerRecord
 		if json.Unmarshal(rec.Data, &ar) == nil {
 			s := fmt.Sprintf("%s by %s via %s", ar.Answer.Decision, ar.Answer.Who, ar.Answer.Channel)
+			src := string(action.SourceHuman)
+			switch ar.Answer.Who {
+			case gate.TimeoutActor:
+				s, src = fmt.Sprintf("no answer in time: the default (%s) applied", ar.Answer.Decision), gate.TimeoutActor
+			case gate.WithdrawnActor:
+				s, src = "withdrawn, nobody waits for the answer (not a refusal)", gate.WithdrawnActor
+			}
 			if !answerApplied(ar.Status, ar.Answer) {
 				s += " (late; recorded only)"
 			}
 			if ar.Answer.Reason != "" {
 				s += ": " + ar.Answer.Reason
 			}
-			src := string(action.SourceHuman)
-			if ar.Answer.Who == gate.TimeoutActor {
-				src = gate.TimeoutActor
-			}
-			return s, ar.Level.String(), src
+			return s, "", src
 		}
 	case audit.TypeResult:
 		var res struct {
@@ -308,6 +358,8 @@ func answerApplied(status store.ApprovalStatus, ans store.Answer) bool {
 		return status == store.StatusApproved || (status == store.StatusExpired && ans.Who == gate.TimeoutActor)
 	case gate.DecisionAbort:
 		return status == store.StatusAborted
+	case gate.DecisionWithdraw:
+		return status == store.StatusWithdrawn
 	default:
 		return status == store.StatusDenied || (status == store.StatusExpired && ans.Who == gate.TimeoutActor)
 	}
@@ -386,7 +438,7 @@ func (c *Console) queryAudit(ctx context.Context, aq store.AuditQuery, f auditFi
 		if !f.matches(lvl, src) {
 			continue
 		}
-		it := auditItem{AuditRecord: rec, Summary: sum, Level: lvl, Source: src}
+		it := auditItem{AuditRecord: rec, Summary: sum, Level: lvl, Source: src, Answer: answerOf(rec)}
 		if rec.Type == audit.TypeAction && rec.ActionID != "" {
 			info, ok := undoSeen[rec.ActionID]
 			if !ok {

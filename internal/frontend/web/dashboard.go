@@ -187,6 +187,9 @@ func BuildDashboard(ctx context.Context, st store.AuditStore, now time.Time, day
 				continue
 			}
 			decided[ar.ApprovalID] = true
+			if ar.Answer.Who == gate.WithdrawnActor {
+				continue // nobody answered: neither an approval nor a refusal
+			}
 			t := tool(rec.Tool)
 			if ar.Answer.Who == gate.TimeoutActor {
 				t.TimedOut++

@@ -75,7 +75,7 @@ func newEnvTB(t testing.TB) *env {
 // submit submits an action needing a person and returns its approval.
 func (e *env) submit(tool string, args map[string]any) *store.Approval {
 	e.t.Helper()
-	a := &action.Action{Tool: tool, Agent: "agent-x", Session: "s-1", Args: args}
+	a := &action.Action{Tool: tool, Agent: "agent-x", Session: "s-1", Cwd: "/home/agent/proj", Args: args}
 	sub, err := e.k.Submit(context.Background(), a)
 	if err != nil {
 		e.t.Fatal(err)

@@ -316,8 +316,13 @@ func (c *Console) linkAnswer(w http.ResponseWriter, r *http.Request) {
 }
 
 func answeredText(apr *store.Approval) string {
-	if apr.Answer == nil {
+	switch {
+	case apr.Answer == nil:
 		return "Its status is " + string(apr.Status) + "."
+	case apr.Status == store.StatusWithdrawn:
+		return "It was withdrawn: nobody waits for the answer any more (" + apr.Answer.Reason + ")."
+	case apr.Answer.Who == gate.TimeoutActor:
+		return fmt.Sprintf("Nobody answered it in time; the default (%s) applied.", apr.Answer.Decision)
 	}
 	return fmt.Sprintf("It was %s by %s via %s.", apr.Status, apr.Answer.Who, apr.Answer.Channel)
 }

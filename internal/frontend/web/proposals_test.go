@@ -53,7 +53,7 @@ func TestConsoleProposals(t *testing.T) {
 	if err != nil || len(rules) != 1 || rules[0].CreatedBy != "ann" || rules[0].Origin != "learned" {
 		t.Fatalf("rules: %v %+v", err, rules)
 	}
-	a := &action.Action{Tool: "Bash", Agent: "agent-x", Session: "s-2", Args: map[string]any{"command": "mytool sync --all"}}
+	a := &action.Action{Tool: "Bash", Agent: "agent-x", Session: "s-2", Cwd: "/home/agent/proj", Args: map[string]any{"command": "mytool sync --all"}}
 	if v := e.k.Evaluate(ctx, a); v.Level != action.Auto {
 		t.Fatalf("after accepting: %s", v.Summary())
 	}

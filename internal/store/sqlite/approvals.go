@@ -14,7 +14,8 @@ import (
 // validStatus reports whether s is one of the known approval statuses.
 func validStatus(s store.ApprovalStatus) bool {
 	switch s {
-	case store.StatusPending, store.StatusApproved, store.StatusDenied, store.StatusExpired, store.StatusAborted:
+	case store.StatusPending, store.StatusApproved, store.StatusDenied, store.StatusExpired, store.StatusAborted,
+		store.StatusWithdrawn:
 		return true
 	}
 	return false

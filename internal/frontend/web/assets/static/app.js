@@ -66,6 +66,23 @@ function fmtTime(t) {
 
 function levelBadge(level) { return h("span", { class: `lvl lvl-${level}`, text: level }); }
 
+// answerBadge shows an answer record's outcome and who gave it.
+function answerBadge(a) {
+  return h("span", { class: `ans ans-${a.outcome}${a.late ? " late" : ""}`, title: a.late ? "late: recorded only" : "" },
+    h("b", { text: a.outcome }), " · ", a.who);
+}
+
+// phone: a narrow screen, where keyboard hints are left out.
+const phone = window.matchMedia("(max-width: 600px)");
+
+// askerText says who holds a request's call, when the caller said.
+function askerText(k) {
+  if (!k) return "";
+  let s = { hook: "held by the agent's hook", mcp: "held by an MCP client" }[k.kind] || `held by a ${k.kind} caller`;
+  if (k.pid) s += ` (process ${k.pid})`;
+  return s;
+}
+
 // mainArg is the argument a person most needs to see.
 function mainArg(a) {
   const args = (a && a.args) || {};
@@ -167,8 +184,13 @@ function queueItem(it) {
     onclick: () => { selected = a.id; markSelected(); } });
   el.append(h("header", {},
     h("span", { class: "tool", text: a.tool }), levelBadge(a.level),
-    h("span", { class: "meta", text: [a.agent && `agent ${a.agent}`, a.session && `session ${a.session}`, a.kind].filter(Boolean).join(" · ") }),
+    h("span", { class: "meta", text: [a.agent && `agent ${a.agent}`, a.session && `session ${a.session}`, a.kind, askerText(a.asker)].filter(Boolean).join(" · ") }),
     h("span", { class: "clock", dataset: { created: a.created_at, deadline: a.deadline } })));
+  // Where it runs comes first: "rm -rf ./tmp_*" means nothing without it.
+  const cwd = a.action && a.action.cwd;
+  el.append(h("div", { class: "where" + (cwd ? "" : " unknown") },
+    h("span", { class: "label", text: "runs in" }),
+    cwd ? h("code", { class: "cwd", text: cwd, title: cwd }) : h("span", { class: "cwd", text: "the agent did not say where" })));
   el.append(h("div", { class: "main", text: mainArg(a.action) }));
   if (a.action && a.action.intent) el.append(h("p", { class: "meta", text: `intent: ${a.action.intent}` }));
   const rs = (v.reasons || []).filter((r) => r.level !== "auto");
@@ -189,7 +211,8 @@ function queueItem(it) {
   el.append(details);
 
   // The answer form.
-  const reason = h("textarea", { rows: "2", class: "reason", placeholder: "Reason, or an instruction for the agent (\u201cuse ./build instead\u201d). Enter denies.", "aria-label": "reason" });
+  const reason = h("textarea", { rows: "2", class: "reason", "aria-label": "reason",
+    placeholder: "Reason, or an instruction for the agent (\u201cuse ./build instead\u201d)" + (phone.matches ? "" : ". Enter denies.") });
   reason.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); answer(a.id, "deny"); }
     if (e.key === "Escape") reason.blur();
@@ -204,9 +227,9 @@ function queueItem(it) {
       { once: "just this once", session: "for this session", rule: "as a rule" }[r])));
   el.append(h("div", { class: "answer" }, reason, rem, ruleBox,
     h("div", { class: "buttons" },
-      h("button", { class: "approve", onclick: (e) => { e.stopPropagation(); answer(a.id, "approve"); }, text: "Approve (a)" }),
-      h("button", { class: "deny", onclick: (e) => { e.stopPropagation(); answer(a.id, "deny"); }, text: "Deny (d)" }),
-      h("button", { class: "abort", onclick: (e) => { e.stopPropagation(); answer(a.id, "abort"); }, text: "Abort task (x)" }))));
+      h("button", { class: "approve", onclick: (e) => { e.stopPropagation(); answer(a.id, "approve"); } }, "Approve", h("span", { class: "key", text: " (a)" })),
+      h("button", { class: "deny", onclick: (e) => { e.stopPropagation(); answer(a.id, "deny"); } }, "Deny", h("span", { class: "key", text: " (d)" })),
+      h("button", { class: "abort", onclick: (e) => { e.stopPropagation(); answer(a.id, "abort"); } }, "Abort task", h("span", { class: "key", text: " (x)" })))));
   it.reason = reason;
   it.ruleBox = ruleBox;
   return el;
@@ -592,7 +615,7 @@ function auditRow(rec) {
   const line = h("div", { class: "line", onclick: () => { full.hidden = !full.hidden; } },
     h("span", { class: "seq", text: `#${rec.seq}` }),
     h("span", { class: "type", text: rec.type }),
-    rec.level ? levelBadge(rec.level) : null,
+    rec.answer ? answerBadge(rec.answer) : rec.level ? levelBadge(rec.level) : null,
     h("span", { class: "time", text: fmtTime(rec.time) }),
     h("span", { class: "meta", text: [rec.agent, rec.tool].filter(Boolean).join(" · ") }),
     h("span", { class: "sum", text: rec.summary }));
@@ -637,6 +660,9 @@ function onAudit(records) {
   const empty = list.querySelector(".empty");
   if (empty) empty.remove();
   for (const rec of records) {
+    // A record the page already shows (it was read with the page) is not
+    // added twice.
+    if (list.querySelector(`li[data-seq="${Number(rec.seq)}"]`)) continue;
     const li = auditRow(rec);
     li.classList.add("fresh");
     list.prepend(li);
