@@ -182,7 +182,9 @@ func TestRefusalsNeverLearned(t *testing.T) {
 		r := overseertest.Run(t, home, "", "rules", "test", "--rule", string(rule), "--json")
 		t.Fatalf("a proposal despite the refusals: %+v\n%s", p, r.Stdout)
 	}
-	if o := submitNpm(t, d, "npm install evil-thing"); o.Decision != "pending" {
+	// Put to a person again, or refused at once with the person's words
+	// (the same call in the same session): never let through.
+	if o := submitNpm(t, d, "npm install evil-thing"); o.Decision != "pending" && o.Decision != "deny" {
 		t.Fatalf("a refused call: %+v", o)
 	}
 }
