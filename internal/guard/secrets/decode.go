@@ -1,0 +1,386 @@
+package secrets
+
+import (
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// maxDepth is how many decoders may be stacked (base64 inside URL encoding
+// inside base64 …).
+const maxDepth = 4
+
+// minEncoded is the shortest encoded run that is decoded.
+const minEncoded = 16
+
+// scanDecoded scans t and every text the decoders reveal in it.
+func (a *Analyzer) scanDecoded(rs *ruleSet, t string, c *collector) {
+	type item struct {
+		text, where string
+		depth       int
+	}
+	work := []item{{t, "", 0}}
+	seen := map[string]bool{}
+	budget := 2*len(t) + 64<<10 // decoded bytes scanned at most
+	push := func(text, where string, depth int) {
+		if len(text) == 0 || len(text) > budget || seen[text] {
+			return
+		}
+		budget -= len(text)
+		seen[text] = true
+		work = append(work, item{text, where, depth})
+	}
+	for len(work) > 0 {
+		it := work[len(work)-1]
+		work = work[:len(work)-1]
+		sv := surveyText(it.text)
+		a.scanText(rs, it.text, &sv, it.where, c)
+		if it.depth >= maxDepth {
+			continue
+		}
+		d := it.depth + 1
+		if sv.percent {
+			if u, ok := URLDecode(it.text); ok {
+				push(u, joinWhere(it.where, "url"), d)
+			}
+		}
+		if sv.escape {
+			if u, ok := Unescape(it.text); ok {
+				push(u, joinWhere(it.where, "escapes"), d)
+			}
+		}
+		if sv.nonASCII {
+			if u, ok := Fold(it.text); ok {
+				push(u, joinWhere(it.where, "look-alikes"), d)
+			}
+		}
+		for _, r := range sv.runs {
+			for _, dec := range decodeRun(it.text[r.start:r.end]) {
+				push(dec.text, joinWhere(it.where, dec.kind), d)
+			}
+		}
+	}
+}
+
+type decoded struct{ text, kind string }
+
+// decodeRun tries base64, base32 and hex on the encoded segments of a run
+// of token characters and returns the decodings that are text.
+func decodeRun(r string) []decoded {
+	var out []decoded
+	// Encoded segments: a run may hold several, separated by . or ~ (a
+	// JWT) or = (key=value, or padding).
+	for _, seg := range splitAny(r, ".~=") {
+		if len(seg) < minEncoded {
+			continue
+		}
+		if s, ok := DecodeBase64(seg); ok {
+			out = append(out, decoded{s, "base64"})
+			continue
+		}
+		if s, ok := DecodeHex(seg); ok {
+			out = append(out, decoded{s, "hex"})
+			continue
+		}
+		if s, ok := DecodeBase32(seg); ok {
+			out = append(out, decoded{s, "base32"})
+		}
+	}
+	return out
+}
+
+func splitAny(s, seps string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(seps, r) })
+}
+
+// probe is how much of an encoded run is decoded first to see whether it
+// is text: a binary start (an image, a hash) stops there.
+const probe = 48
+
+// DecodeBase64 decodes s as base64 in either alphabet, with or without
+// padding, and reports whether the result is text. Characters that cannot
+// be decoded (a trailing partial quantum) are dropped.
+func DecodeBase64(s string) (string, bool) {
+	s = strings.TrimRight(s, "=")
+	if len(s) < minEncoded {
+		return "", false
+	}
+	enc := base64.RawStdEncoding
+	if strings.ContainsAny(s, "-_") {
+		if strings.ContainsAny(s, "+/") {
+			return "", false
+		}
+		enc = base64.RawURLEncoding
+	}
+	if len(s)%4 == 1 {
+		s = s[:len(s)-1]
+	}
+	// Probe a prefix first: most long runs are binary data or plain words.
+	if len(s) > probe+8 {
+		b, err := enc.DecodeString(s[:probe])
+		if err != nil || !isText(b) {
+			return "", false
+		}
+	}
+	b, err := enc.DecodeString(s)
+	if err != nil || !isText(b) {
+		return "", false
+	}
+	return string(b), true
+}
+
+// DecodeHex decodes s as hex (an odd last digit is dropped) and reports
+// whether the result is text.
+func DecodeHex(s string) (string, bool) {
+	if len(s) < minEncoded {
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isHex(s[i]) {
+			return "", false
+		}
+	}
+	s = s[:len(s)&^1]
+	if len(s) > probe+8 {
+		b, err := hex.DecodeString(s[:probe])
+		if err != nil || !isText(b) {
+			return "", false
+		}
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil || !isText(b) {
+		return "", false
+	}
+	return string(b), true
+}
+
+var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// DecodeBase32 decodes s as base32 (either case, no padding needed) and
+// reports whether the result is text.
+func DecodeBase32(s string) (string, bool) {
+	s = strings.ToUpper(strings.TrimRight(s, "="))
+	if len(s) < minEncoded {
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= '2' && c <= '7') {
+			return "", false
+		}
+	}
+	// Drop a trailing partial quantum that cannot decode.
+	for len(s) > 0 && (len(s)%8 == 1 || len(s)%8 == 3 || len(s)%8 == 6) {
+		s = s[:len(s)-1]
+	}
+	b, err := b32.DecodeString(s)
+	if err != nil || !isText(b) {
+		return "", false
+	}
+	return string(b), true
+}
+
+// isText reports whether b reads as text: valid UTF-8, at least 6 bytes,
+// and at least 90% printable characters or white space.
+func isText(b []byte) bool {
+	if len(b) < 6 || !utf8.Valid(b) {
+		return false
+	}
+	bad := 0
+	for _, c := range b {
+		if c < 0x20 && c != '\n' && c != '\r' && c != '\t' || c == 0x7f {
+			bad++
+		}
+	}
+	return bad*10 <= len(b)
+}
+
+// URLDecode undoes percent-encoding (and + for a space in a query value
+// is left alone: base64 uses it). It reports whether anything changed.
+func URLDecode(s string) (string, bool) {
+	if !strings.Contains(s, "%") {
+		return s, false
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	changed := false
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			changed = true
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String(), changed
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}
+
+// Unescape undoes the escapes of string literals and markup: \uXXXX,
+// \u{X…}, \UXXXXXXXX, \xXX, \NNN (octal), \n \t \r, and HTML character
+// references (&#NNN; &#xHH; &amp; &lt; &gt; &quot; &apos;). It reports
+// whether anything changed.
+func Unescape(s string) (string, bool) {
+	var b strings.Builder
+	b.Grow(len(s))
+	changed := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' && i+1 < len(s) {
+			if r, n, ok := backslashEscape(s[i+1:]); ok {
+				b.WriteRune(r)
+				i += n
+				changed = true
+				continue
+			}
+		}
+		if c == '&' && i+2 < len(s) {
+			if r, n, ok := htmlEscape(s[i+1:]); ok {
+				b.WriteRune(r)
+				i += n
+				changed = true
+				continue
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String(), changed
+}
+
+// backslashEscape decodes the escape after a backslash: the rune and how
+// many bytes it took.
+func backslashEscape(s string) (rune, int, bool) {
+	switch s[0] {
+	case 'u':
+		if len(s) > 2 && s[1] == '{' {
+			end := strings.IndexByte(s, '}')
+			if end > 2 && end <= 9 {
+				if v, err := strconv.ParseUint(s[2:end], 16, 32); err == nil && v <= utf8.MaxRune {
+					return rune(v), end + 1, true
+				}
+			}
+			return 0, 0, false
+		}
+		return hexRune(s, 1, 4)
+	case 'U':
+		return hexRune(s, 1, 8)
+	case 'x':
+		return hexRune(s, 1, 2)
+	case 'n':
+		return '\n', 1, true
+	case 't':
+		return '\t', 1, true
+	case 'r':
+		return '\r', 1, true
+	case '/', '"', '\'', '\\':
+		return rune(s[0]), 1, true
+	}
+	if s[0] >= '0' && s[0] <= '3' && len(s) >= 3 && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7' {
+		return rune((s[0]-'0')<<6 | (s[1]-'0')<<3 | (s[2] - '0')), 3, true
+	}
+	return 0, 0, false
+}
+
+func hexRune(s string, from, n int) (rune, int, bool) {
+	if len(s) < from+n {
+		return 0, 0, false
+	}
+	v, err := strconv.ParseUint(s[from:from+n], 16, 32)
+	if err != nil || v > utf8.MaxRune {
+		return 0, 0, false
+	}
+	return rune(v), from + n, true
+}
+
+var htmlNamed = map[string]rune{"amp": '&', "lt": '<', "gt": '>', "quot": '"', "apos": '\'', "sol": '/', "colon": ':', "equals": '='}
+
+// htmlEscape decodes a character reference after "&".
+func htmlEscape(s string) (rune, int, bool) {
+	end := strings.IndexByte(s[:min(len(s), 12)], ';')
+	if end < 1 {
+		return 0, 0, false
+	}
+	ref := s[:end]
+	if ref[0] == '#' {
+		base := 10
+		num := ref[1:]
+		if len(num) > 0 && (num[0] == 'x' || num[0] == 'X') {
+			base, num = 16, num[1:]
+		}
+		v, err := strconv.ParseUint(num, base, 32)
+		if err != nil || v > utf8.MaxRune {
+			return 0, 0, false
+		}
+		return rune(v), end + 1, true
+	}
+	if r, ok := htmlNamed[strings.ToLower(ref)]; ok {
+		return r, end + 1, true
+	}
+	return 0, 0, false
+}
+
+// Fold removes invisible characters (zero-width spaces and joiners, the
+// soft hyphen, bidirectional marks, the byte order mark) and maps
+// look-alike characters to ASCII: compatibility forms (full-width letters,
+// mathematical alphanumerics) by NFKC, and Cyrillic and Greek letters that
+// look like Latin ones by a table. It reports whether anything changed.
+func Fold(s string) (string, bool) {
+	n := norm.NFKC.String(s)
+	var b strings.Builder
+	b.Grow(len(n))
+	for _, r := range n {
+		if invisible(r) {
+			continue
+		}
+		if m, ok := confusables[r]; ok {
+			r = m
+		}
+		b.WriteRune(r)
+	}
+	out := b.String()
+	return out, out != s
+}
+
+func invisible(r rune) bool {
+	switch {
+	case r >= 0x200B && r <= 0x200F, r >= 0x202A && r <= 0x202E, r >= 0x2060 && r <= 0x2064,
+		r >= 0x2066 && r <= 0x2069, r == 0xFEFF, r == 0x00AD, r == 0x180E, r == 0x034F,
+		r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0000 && r <= 0xE007F:
+		return true
+	}
+	return false
+}
+
+// confusables maps Cyrillic, Greek and other letters that render like
+// ASCII letters or digits to them.
+var confusables = map[rune]rune{
+	// Cyrillic capitals
+	'А': 'A', 'В': 'B', 'Е': 'E', 'К': 'K', 'М': 'M', 'Н': 'H', 'О': 'O', 'Р': 'P', 'С': 'C', 'Т': 'T',
+	'Х': 'X', 'У': 'Y', 'Ѕ': 'S', 'І': 'I', 'Ј': 'J', 'Ԛ': 'Q', 'Ԝ': 'W', 'Ү': 'Y', 'Һ': 'h', 'Ӏ': 'I',
+	// Cyrillic small
+	'а': 'a', 'в': 'b', 'е': 'e', 'к': 'k', 'м': 'm', 'н': 'h', 'о': 'o', 'р': 'p', 'с': 'c', 'т': 't',
+	'у': 'y', 'х': 'x', 'ѕ': 's', 'і': 'i', 'ј': 'j', 'һ': 'h', 'ԛ': 'q', 'ԝ': 'w', 'ү': 'y', 'ɡ': 'g',
+	// Greek capitals
+	'Α': 'A', 'Β': 'B', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Ι': 'I', 'Κ': 'K', 'Μ': 'M', 'Ν': 'N', 'Ο': 'O',
+	'Ρ': 'P', 'Τ': 'T', 'Υ': 'Y', 'Χ': 'X',
+	// Greek small
+	'α': 'a', 'ο': 'o', 'ν': 'v', 'ι': 'i', 'κ': 'k', 'ρ': 'p', 'τ': 't', 'υ': 'u', 'χ': 'x',
+	// Others
+	'ı': 'i', 'ℓ': 'l', '∕': '/', '⁄': '/', '‐': '-', '‑': '-', '‒': '-', '–': '-', '—': '-', '−': '-',
+}
