@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/egress"
 	"github.com/overseer-dev/overseer/internal/guard/mcpguard"
 	"github.com/overseer-dev/overseer/internal/guard/netguard"
 	"github.com/overseer-dev/overseer/internal/guard/paths"
@@ -22,12 +23,13 @@ type GuardEnv struct {
 }
 
 // knownGuards are the sections a policy's `guards:` may configure.
-var knownGuards = map[string]bool{"shell": true, "paths": true, "net": true, "sql": true, "mcp": true, "results": true}
+var knownGuards = map[string]bool{"shell": true, "paths": true, "net": true, "sql": true, "mcp": true, "results": true, egress.Name: true}
 
 // DefaultGuards builds the standard hard guards — shell, paths, network,
-// SQL, MCP tool annotations — configured from the policy's guards section, in the order the
-// engine runs them (the shell guard first: it derives the path facts the
-// paths guard then resolves).
+// SQL, MCP tool annotations, egress — configured from the policy's guards
+// section, in the order the engine runs them (the shell guard first: it
+// derives the path facts the paths guard then resolves; egress last: it
+// reads the commands and resolved paths the others derived).
 func DefaultGuards(p *policy.Policy, env GuardEnv) ([]guard.Guard, error) {
 	for _, name := range p.GuardNames() {
 		if !knownGuards[name] {
@@ -82,5 +84,26 @@ func DefaultGuards(p *policy.Policy, env GuardEnv) ([]guard.Guard, error) {
 	if env.Home != "" {
 		vars["OVERSEER_HOME"] = env.Home
 	}
-	return []guard.Guard{sh.WithSelfAPI(self).WithVars(vars), pg, netguard.New(netPol).WithSelfAPI(self), sqlguard.New(sqlPol), mg}, nil
+	eg, err := EgressGuard(p, env, pg)
+	if err != nil {
+		return nil, err
+	}
+	return []guard.Guard{sh.WithSelfAPI(self).WithVars(vars), pg, netguard.New(netPol).WithSelfAPI(self), sqlguard.New(sqlPol), mg, eg}, nil
+}
+
+// EgressGuard builds the egress guard from the policy's guards.egress
+// section; pg says which paths are secrets (for the session memory).
+func EgressGuard(p *policy.Policy, env GuardEnv, pg *paths.Guard) (*egress.Guard, error) {
+	var pol egress.Policy
+	if _, err := p.DecodeGuard(egress.Name, &pol); err != nil {
+		return nil, err
+	}
+	if err := pol.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: guards.egress: %w", p.Name, err)
+	}
+	e := egress.Env{Home: env.Home, SecretPath: pg.Secret}
+	if env.Store != nil {
+		e.Store = env.Store
+	}
+	return egress.New(pol, e), nil
 }

@@ -85,6 +85,8 @@ type Kernel struct {
 	Results *resultscan.Scanner
 	// Pins are the MCP gateway's pinned tool definitions.
 	Pins *mcppin.Registry
+	// observers are the guards that remember what recorded actions did.
+	observers []guard.Observer
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -177,6 +179,11 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 		k.Close()
 		return nil, fmt.Errorf("%s: %w", pol.Name, err)
 	}
+	for _, g := range guards {
+		if o, ok := g.(guard.Observer); ok {
+			k.observers = append(k.observers, o)
+		}
+	}
 	k.Bus = perception.New(st, cfg.Clock)
 	k.Pins = mcppin.New(st, cfg.Clock.Now)
 	protected := []string{cfg.Home}
@@ -267,6 +274,9 @@ func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, err
 	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, &sa, sa), entry(audit.TypeVerdict, &sa, sv)); err != nil {
 		return nil, fmt.Errorf("recording the action and its verdict: %w", err)
 	}
+	if err := k.observe(ctx, a, v.Level, false); err != nil {
+		return nil, err
+	}
 	key := firewall.SessionKey(a)
 	k.Bus.RecordAction(key, a.Tool, v.ArgsHash)
 	if a.Confidence != nil {
@@ -290,6 +300,18 @@ func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, err
 func (k *Kernel) stored(a *action.Action, v *action.Verdict) (action.Action, action.Verdict) {
 	max := k.Engine.Policy().Settings.Limits.StoredBytes
 	return a.Bounded(max), v.Bounded(max)
+}
+
+// observe lets the observing guards remember a recorded action (answered:
+// a person approved it). A failure stops the action: what is not
+// remembered could not be judged later.
+func (k *Kernel) observe(ctx context.Context, a *action.Action, level action.Level, answered bool) error {
+	for _, o := range k.observers {
+		if err := o.Observe(ctx, a, level, answered); err != nil {
+			return fmt.Errorf("recording what the action does (%T): %w", o, err)
+		}
+	}
+	return nil
 }
 
 func entry(typ string, a *action.Action, data any) audit.Entry {
@@ -330,6 +352,9 @@ func (k *Kernel) onAnswer(ctx context.Context, apr *store.Approval, ans store.An
 	approved := ans.Decision == "approve"
 	if approved {
 		k.Bus.ClearStagnation(firewall.SessionKey(a))
+		if err := k.observe(ctx, a, apr.Level, true); err != nil {
+			return err
+		}
 	}
 	elapsed := ans.At.Sub(apr.CreatedAt)
 	stats, err := k.Bus.RecordAnswer(ctx, apr.Tool, approved, elapsed)

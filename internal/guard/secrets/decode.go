@@ -75,27 +75,111 @@ func decodeRun(r string) []decoded {
 	var out []decoded
 	// Encoded segments: a run may hold several, separated by . or ~ (a
 	// JWT) or = (key=value, or padding).
-	for _, seg := range splitAny(r, ".~=") {
-		if len(seg) < minEncoded {
-			continue
+	for start := 0; start < len(r); {
+		end := start
+		for end < len(r) && r[end] != '.' && r[end] != '~' && r[end] != '=' {
+			end++
 		}
-		if s, ok := DecodeBase64(seg); ok {
-			out = append(out, decoded{s, "base64"})
-			continue
+		if seg := r[start:end]; len(seg) >= minEncoded {
+			if d, ok := decodeSegment(seg); ok {
+				out = append(out, d)
+			}
 		}
-		if s, ok := DecodeHex(seg); ok {
-			out = append(out, decoded{s, "hex"})
-			continue
-		}
-		if s, ok := DecodeBase32(seg); ok {
-			out = append(out, decoded{s, "base32"})
-		}
+		start = end + 1
 	}
 	return out
 }
 
-func splitAny(s, seps string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(seps, r) })
+// decodeSegment decodes one segment as the first encoding whose alphabet
+// it fits and whose decoding is text.
+func decodeSegment(seg string) (decoded, bool) {
+	cls := byte(classHex | classB32)
+	for i := 0; i < len(seg) && cls != 0; i++ {
+		cls &= charClass[seg[i]]
+	}
+	hexOnly, b32Only := cls&classHex != 0, cls&classB32 != 0
+	if hexOnly {
+		if s, ok := DecodeHex(seg); ok {
+			return decoded{s, "hex"}, true
+		}
+	}
+	if s, ok := DecodeBase64(seg); ok {
+		return decoded{s, "base64"}, true
+	}
+	if b32Only {
+		if s, ok := DecodeBase32(seg); ok {
+			return decoded{s, "base32"}, true
+		}
+	}
+	return decoded{}, false
+}
+
+const (
+	classHex = 1 << iota
+	classB32
+)
+
+// charClass marks hex digits and base32 characters (either case).
+var charClass [256]byte
+
+func init() {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		if isHex(b) {
+			charClass[c] |= classHex
+		}
+		if b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '2' && b <= '7' {
+			charClass[c] |= classB32
+		}
+	}
+}
+
+// b64Value is the value of a base64 character in either alphabet, or
+// 0xff.
+var b64Value [256]byte
+
+func init() {
+	for i := range b64Value {
+		b64Value[i] = 0xff
+	}
+	const std = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	for i := 0; i < len(std); i++ {
+		b64Value[std[i]] = byte(i)
+	}
+	b64Value['-'], b64Value['_'] = 62, 63
+}
+
+// probeBase64 decodes the start of s (either alphabet, no padding) into a
+// stack buffer and reports whether it reads as text: most long runs are
+// binary data or words, and stop here without an allocation.
+func probeBase64(s string) bool {
+	var buf [48]byte
+	n := 0
+	var acc uint32
+	bitsN := 0
+	for i := 0; i < len(s) && n < len(buf); i++ {
+		v := b64Value[s[i]]
+		if v == 0xff {
+			return false
+		}
+		acc = acc<<6 | uint32(v)
+		bitsN += 6
+		if bitsN >= 8 {
+			bitsN -= 8
+			buf[n] = byte(acc >> bitsN)
+			n++
+		}
+	}
+	return isTextPrefix(buf[:n])
+}
+
+// isTextPrefix is isText for the start of a longer text: a multi-byte
+// character may be cut at its end.
+func isTextPrefix(b []byte) bool {
+	for k := 0; k < 3 && len(b) > 0 && !utf8.Valid(b); k++ {
+		b = b[:len(b)-1]
+	}
+	return isText(b)
 }
 
 // probe is how much of an encoded run is decoded first to see whether it
@@ -120,12 +204,8 @@ func DecodeBase64(s string) (string, bool) {
 	if len(s)%4 == 1 {
 		s = s[:len(s)-1]
 	}
-	// Probe a prefix first: most long runs are binary data or plain words.
-	if len(s) > probe+8 {
-		b, err := enc.DecodeString(s[:probe])
-		if err != nil || !isText(b) {
-			return "", false
-		}
+	if !probeBase64(s) {
+		return "", false
 	}
 	b, err := enc.DecodeString(s)
 	if err != nil || !isText(b) {
@@ -146,11 +226,15 @@ func DecodeHex(s string) (string, bool) {
 		}
 	}
 	s = s[:len(s)&^1]
-	if len(s) > probe+8 {
-		b, err := hex.DecodeString(s[:probe])
-		if err != nil || !isText(b) {
-			return "", false
-		}
+	// Probe the start into a stack buffer.
+	var buf [32]byte
+	n := 0
+	for i := 0; i+1 < len(s) && n < len(buf); i += 2 {
+		buf[n] = unhex(s[i])<<4 | unhex(s[i+1])
+		n++
+	}
+	if !isTextPrefix(buf[:n]) {
+		return "", false
 	}
 	b, err := hex.DecodeString(s)
 	if err != nil || !isText(b) {

@@ -226,30 +226,49 @@ func (f *Fingerprints) scan(t, where string, c *collector) {
 		c.add(Finding{Rule: "known-value", Description: "the value of " + src.Source,
 			Masked: Mask(t[at:end]), Length: src.Length, Source: src.Source}, where)
 	}
-	if len(f.windows) > 0 {
-		for i := 0; i+window <= len(t); i += stride {
-			h := f.h16(t, i)
-			top := h >> 48
-			if f.bloom[top>>6]&(1<<(top&63)) == 0 {
-				continue
-			}
-			if idx, ok := f.windows[h]; ok {
-				report(idx, i)
-			}
+	// Values are found in runs of printable, non-space characters (a
+	// value holds no space or quote); prose words are too short to hold one.
+	n := len(t)
+	for i := 0; i < n; {
+		for i < n && wholeSep[t[i]] && t[i] != '/' && t[i] != ':' && t[i] != '=' && t[i] != '&' && t[i] != '?' {
+			i++
 		}
-	}
-	if len(f.whole) > 0 {
-		start := 0
-		for i := 0; i <= len(t); i++ {
-			if i < len(t) && !wholeSep[t[i]] {
-				continue
-			}
-			if n := i - start; n >= MinWhole && n <= MaxWhole {
-				if idx, ok := f.whole[f.hashAny(t[start:i])]; ok {
-					report(idx, start)
+		start := i
+		for i < n && (!wholeSep[t[i]] || t[i] == '/' || t[i] == ':' || t[i] == '=' || t[i] == '&' || t[i] == '?') {
+			i++
+		}
+		if i-start < MinWhole {
+			continue
+		}
+		seg := t[start:i]
+		if len(f.windows) > 0 && len(seg) >= window {
+			// Stride offsets of the text, not of the segment: any
+			// occurrence of a value of MinWindowed bytes holds one.
+			for j := (stride - start%stride) % stride; j+window <= len(seg); j += stride {
+				h := f.h16(seg, j)
+				top := h >> 48
+				if f.bloom[top>>6]&(1<<(top&63)) == 0 {
+					continue
+				}
+				if idx, ok := f.windows[h]; ok {
+					report(idx, start+j)
 				}
 			}
-			start = i + 1
+		}
+		if len(f.whole) > 0 {
+			// Whole tokens between separators.
+			ts := 0
+			for k := 0; k <= len(seg); k++ {
+				if k < len(seg) && !wholeSep[seg[k]] {
+					continue
+				}
+				if m := k - ts; m >= MinWhole && m <= MaxWhole {
+					if idx, ok := f.whole[f.hashAny(seg[ts:k])]; ok {
+						report(idx, start+ts)
+					}
+				}
+				ts = k + 1
+			}
 		}
 	}
 }

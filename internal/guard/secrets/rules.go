@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"regexp/syntax"
+	"sort"
 	"strings"
 	"sync"
 
@@ -117,6 +119,13 @@ type rule struct {
 	allow     []*allowlist
 	multiline bool // the match may span lines (private key blocks)
 	generic   bool // a keyword near a high-entropy value, no known format
+	// context rules match keyword, an assignment operator, then the value
+	// (key = "…", "token": "…"): a keyword not followed by an operator
+	// within a few bytes cannot start a match.
+	context bool
+	// maxLen is the longest match in bytes (approximately: runes), or -1
+	// when unbounded; the window tried around a keyword is that wide.
+	maxLen int
 }
 
 // ruleSet is the parsed rule set with its keyword index.
@@ -169,9 +178,20 @@ func parseRules(src string) (*ruleSet, error) {
 		if tr.Regex == "" || tr.Path != "" || tr.SkipReport {
 			continue // a rule on file names, or an auxiliary one
 		}
-		r := &rule{id: tr.ID, desc: tr.Description, re: lazyRe{src: tr.Regex}, group: tr.SecretGroup,
+		src := tr.Regex
+		if strings.Contains(src, contextOperator) {
+			// The optional name before a context rule's keyword only widens
+			// the reported match, and as 50 copies of a class it makes Go's
+			// regexp engine slow: drop it (the secret group is unchanged).
+			src = strings.ReplaceAll(src, contextPrefix, "")
+		}
+		r := &rule{id: tr.ID, desc: tr.Description, re: lazyRe{src: src}, group: tr.SecretGroup,
 			entropy: tr.Entropy, generic: genericRules[tr.ID],
-			multiline: strings.Contains(tr.Regex, `[\s\S`) || strings.Contains(tr.Regex, `(?s)`)}
+			multiline: strings.Contains(tr.Regex, `[\s\S`) || strings.Contains(tr.Regex, `(?s)`),
+			context:   strings.Contains(tr.Regex, contextOperator), maxLen: -1}
+		if re, err := syntax.Parse(tr.Regex, syntax.Perl); err == nil {
+			r.maxLen = maxLen(re)
+		}
 		for _, a := range tr.Allowlists {
 			if a := compileAllow(a); a != nil {
 				r.allow = append(r.allow, a)
@@ -194,6 +214,58 @@ func parseRules(src string) (*ruleSet, error) {
 	}
 	rs.kw = newKeywordIndex(kws)
 	return rs, nil
+}
+
+// contextOperator is the assignment-operator group of gitleaks' rules of
+// the form keyword, operator, value.
+const contextOperator = `(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)`
+
+// contextPrefix is the optional name before a context rule's keyword.
+const contextPrefix = `[\w.-]{0,50}?`
+
+// maxLen is the longest text re can match, in runes, or -1 when there is
+// no bound.
+func maxLen(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return len(re.Rune)
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 1
+	case syntax.OpCapture, syntax.OpQuest:
+		return maxLen(re.Sub[0])
+	case syntax.OpStar, syntax.OpPlus:
+		return -1
+	case syntax.OpRepeat:
+		if re.Max < 0 {
+			return -1
+		}
+		n := maxLen(re.Sub[0])
+		if n < 0 {
+			return -1
+		}
+		return n * re.Max
+	case syntax.OpConcat:
+		t := 0
+		for _, s := range re.Sub {
+			n := maxLen(s)
+			if n < 0 {
+				return -1
+			}
+			t += n
+		}
+		return t
+	case syntax.OpAlternate:
+		m := 0
+		for _, s := range re.Sub {
+			n := maxLen(s)
+			if n < 0 {
+				return -1
+			}
+			m = max(m, n)
+		}
+		return m
+	}
+	return 0 // empty matches and assertions
 }
 
 func compileAllow(t tomlAllow) *allowlist {
@@ -220,7 +292,8 @@ func compileAllow(t tomlAllow) *allowlist {
 // only a hit compares the keywords that start with those two bytes.
 type keywordIndex struct {
 	bigram  [65536 / 64]uint64
-	buckets map[uint16][]kwEntry
+	bucket  []uint16 // bigram → index+1 into buckets (65536 entries)
+	buckets [][]kwEntry
 	maxLen  int
 }
 
@@ -230,11 +303,21 @@ type kwEntry struct {
 }
 
 func newKeywordIndex(kws map[string][]int) keywordIndex {
-	ix := keywordIndex{buckets: map[uint16][]kwEntry{}}
-	for k, rules := range kws {
+	ix := keywordIndex{bucket: make([]uint16, 65536)}
+	keys := make([]string, 0, len(kws))
+	for k := range kws {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
 		b := uint16(k[0])<<8 | uint16(k[1])
 		ix.bigram[b>>6] |= 1 << (b & 63)
-		ix.buckets[b] = append(ix.buckets[b], kwEntry{kw: k, rules: rules})
+		if ix.bucket[b] == 0 {
+			ix.buckets = append(ix.buckets, nil)
+			ix.bucket[b] = uint16(len(ix.buckets))
+		}
+		i := ix.bucket[b] - 1
+		ix.buckets[i] = append(ix.buckets[i], kwEntry{kw: k, rules: kws[k]})
 		ix.maxLen = max(ix.maxLen, len(k))
 	}
 	return ix
@@ -275,7 +358,7 @@ func (ix *keywordIndex) each(s string, from, to int, fn func(pos int, e *kwEntry
 		if ix.bigram[b>>6]&(1<<(b&63)) == 0 {
 			continue
 		}
-		es := ix.buckets[b]
+		es := ix.buckets[ix.bucket[b]-1]
 		for k := range es {
 			if hasPrefixFold(s, i, es[k].kw) {
 				fn(i, &es[k])

@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"strings"
+	"unicode/utf8"
 )
 
 // minRun is the shortest run of token characters that can hold a secret
@@ -43,44 +44,63 @@ type survey struct {
 
 func surveyText(t string) survey {
 	var sv survey
-	start := -1
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		if tokenChar[c] {
-			if start < 0 {
-				start = i
-			}
-			continue
+	n := len(t)
+	i := 0
+	for i < n {
+		// A run of token characters.
+		start := i
+		for i < n && tokenChar[t[i]] {
+			i++
 		}
-		if start >= 0 {
-			if i-start >= minRun {
-				sv.runs = append(sv.runs, run{start, i})
-			}
-			start = -1
+		if i-start >= minRun {
+			sv.runs = append(sv.runs, run{start, i})
 		}
-		switch {
-		case c == '%':
-			if i+2 < len(t) && isHex(t[i+1]) && isHex(t[i+2]) {
-				sv.percent = true
+		// Other characters, noting those a decoder needs.
+		for i < n && !tokenChar[t[i]] {
+			switch c := t[i]; {
+			case c == '%':
+				if i+2 < n && isHex(t[i+1]) && isHex(t[i+2]) {
+					sv.percent = true
+				}
+			case c == '\\':
+				// \u \U \x \/ and octal hide characters; \n \" \\ do not.
+				if i+1 < n && strings.IndexByte("uUx/0123", t[i+1]) >= 0 {
+					sv.escape = true
+				}
+			case c == '&':
+				if i+2 < n && (t[i+1] == '#' || isAlnum(t[i+1]) && strings.IndexByte(t[i+1:min(n, i+9)], ';') > 0) {
+					sv.escape = true
+				}
+			case c >= 0x80 && !sv.nonASCII:
+				r, _ := utf8.DecodeRuneInString(t[i:])
+				sv.nonASCII = foldable(r)
 			}
-		case c == '\\' || c == '&':
-			sv.escape = true
-		case c >= 0x80:
-			sv.nonASCII = true
+			i++
 		}
-	}
-	if start >= 0 && len(t)-start >= minRun {
-		sv.runs = append(sv.runs, run{start, len(t)})
 	}
 	return sv
+}
+
+// foldable reports characters that Fold changes: invisible ones, known
+// look-alikes, and compatibility forms (full-width, mathematical letters).
+func foldable(r rune) bool {
+	if invisible(r) {
+		return true
+	}
+	if _, ok := confusables[r]; ok {
+		return true
+	}
+	return r >= 0xFF01 && r <= 0xFF5E || r >= 0x1D400 && r <= 0x1D7FF || r >= 0x2460 && r <= 0x24FF ||
+		r >= 0x2070 && r <= 0x209F || r >= 0xFB00 && r <= 0xFB06
 }
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
-// regions are the stretches of text around long runs where keyword rules
-// are tried: a keyword may stand up to 256 bytes before its value.
+// regions are the stretches of text where keyword rules are tried: each
+// long run, and the 64 bytes before it, where a context rule's keyword
+// and operator stand before their value ("api_key": "…").
 func regions(t string, runs []run) []run {
 	var out []run
 	add := func(s, e int) {
@@ -93,11 +113,11 @@ func regions(t string, runs []run) []run {
 	}
 	for _, r := range runs {
 		if r.end-r.start > hugeRun {
-			add(r.start-256, r.start+1024)
-			add(r.end-1024, r.end+64)
+			add(r.start-64, r.start+1024)
+			add(r.end-1024, r.end)
 			continue
 		}
-		add(r.start-256, r.end+64)
+		add(r.start-64, r.end)
 	}
 	return out
 }
@@ -113,8 +133,8 @@ func (a *Analyzer) scanText(rs *ruleSet, t string, sv *survey, where string, c *
 	if strings.Contains(t, "PRIVATE KEY") {
 		scanKeyHeaders(t, where, c)
 	}
-	if a.known != nil {
-		a.known.scan(t, where, c)
+	for _, k := range a.known {
+		k.scan(t, where, c)
 	}
 }
 
@@ -127,7 +147,7 @@ func (a *Analyzer) scanRules(rs *ruleSet, t string, sv *survey, where string, c 
 				if done[idx] > pos {
 					continue
 				}
-				done[idx] = a.tryRule(rs, idx, t, pos, where, c)
+				done[idx] = a.tryRule(rs, idx, t, pos, len(e.kw), where, c)
 			}
 		})
 		for _, idx := range rs.always {
@@ -139,23 +159,98 @@ func (a *Analyzer) scanRules(rs *ruleSet, t string, sv *survey, where string, c 
 }
 
 // tryRule runs rule idx on the window around a keyword at pos and returns
-// the window's end.
-func (a *Analyzer) tryRule(rs *ruleSet, idx int, t string, pos int, where string, c *collector) int {
+// the window's end (or pos+1 when a cheap check rules the match out).
+func (a *Analyzer) tryRule(rs *ruleSet, idx int, t string, pos, kwLen int, where string, c *collector) int {
 	r := rs.rules[idx]
 	var ws, we int
-	if r.multiline {
+	switch {
+	case r.context:
+		// keyword, up to ~20 name characters, an operator, quotes, then
+		// the value: the window ends with the value's run, which must be
+		// long enough to be a secret.
+		op := operatorAt(t, pos+kwLen)
+		if op < 0 {
+			return pos + 1
+		}
+		v := op
+		for v < len(t) && v < op+8 && strings.IndexByte(" \t\r\n'\"`=:>|?,", t[v]) >= 0 {
+			v++
+		}
+		ve := v
+		for ve < len(t) && ve < v+512 && tokenChar[t[ve]] {
+			ve++
+		}
+		if ve-v < 8 {
+			return pos + 1
+		}
+		if r.id == "generic-api-key" {
+			a.generic(rs, r, t, pos, kwLen, op, where, c)
+			return ve
+		}
+		ws, we = max(pos-8, 0), min(ve+4, len(t))
+	case r.multiline:
 		ws, we = max(pos-16, 0), min(pos+16384, len(t))
-	} else {
-		ws = max(pos-256, 0)
+	default:
+		run := runAround(t, pos)
+		if kwLen <= 4 && run < minRun {
+			return pos + 1 // a short prefix ("ey", "akia") inside an ordinary word
+		}
+		switch {
+		case r.maxLen >= 0:
+			// The keyword is inside the match: the match lies within
+			// maxLen of it on either side (runes counted as bytes).
+			ws, we = max(pos-r.maxLen-8, 0), min(pos+r.maxLen+8, len(t))
+		case run >= minRun:
+			// An unbounded token (a JWT): its run, and a little around it.
+			rs, re := runBounds(t, pos)
+			ws, we = max(rs-16, 0), min(re+16, len(t))
+		default:
+			ws, we = max(pos-256, 0), min(pos+1024, len(t))
+		}
+	}
+	if !r.multiline {
 		if nl := strings.LastIndexByte(t[ws:pos], '\n'); nl >= 0 {
 			ws += nl + 1
 		}
-		we = min(pos+1024, len(t))
-		if nl := strings.IndexByte(t[pos:we], '\n'); nl >= 0 {
+		if nl := strings.IndexByte(t[pos:we], '\n'); nl >= 0 && r.maxLen >= 0 && !r.context {
 			we = pos + nl
 		}
 	}
 	return a.tryRuleWindow(rs, idx, t, ws, we, where, c)
+}
+
+// operatorAt returns the index just past an assignment operator (= : > ,
+// | ?) that follows i within the few name characters, spaces and quotes
+// gitleaks' context rules allow between a keyword and its operator, or -1.
+func operatorAt(t string, i int) int {
+	for j := i; j < len(t) && j < i+28; j++ {
+		switch c := t[j]; {
+		case c == '=' || c == ':' || c == '>' || c == ',' || c == '|' || c == '?':
+			return j + 1
+		case tokenChar[c] || c == ' ' || c == '\t' || c == '\'' || c == '"' || c == '\r' || c == '\n':
+		default:
+			return -1
+		}
+	}
+	return -1
+}
+
+// runBounds returns the run of token characters around i.
+func runBounds(t string, i int) (int, int) {
+	s, e := i, i
+	for s > 0 && tokenChar[t[s-1]] {
+		s--
+	}
+	for e < len(t) && tokenChar[t[e]] {
+		e++
+	}
+	return s, e
+}
+
+// runAround is the length of the run of token characters around i.
+func runAround(t string, i int) int {
+	s, e := runBounds(t, i)
+	return e - s
 }
 
 func (a *Analyzer) tryRuleWindow(rs *ruleSet, idx int, t string, ws, we int, where string, c *collector) int {
@@ -199,6 +294,94 @@ func (a *Analyzer) tryRuleWindow(rs *ruleSet, idx int, t string, ws, we int, whe
 	return we
 }
 
+// generic is gitleaks' generic-api-key rule in Go (its regular
+// expression, 150 copies of a class, is too slow for Go's engine): a
+// keyword, up to 20 name characters and 3 quotes or spaces, an operator,
+// up to 5 quotes, spaces or =, then a value of 10 to 150 characters of
+// [\w.=-] (or base64) that ends at a quote, a space, ; or the end, with
+// an entropy above the rule's. The rule's allowlists and stop words apply.
+func (a *Analyzer) generic(rs *ruleSet, r *rule, t string, pos, kwLen, op int, where string, c *collector) {
+	kw := t[pos : pos+kwLen]
+	if strings.EqualFold(kw, "api") && kw != "api" && kw != "Api" && kw != "API" {
+		return // (?-i:[Aa]pi|API)
+	}
+	// Between the keyword and the operator: [ \t\w.-]{0,20} then [\s'"]{0,3}.
+	j := pos + kwLen
+	k := j
+	for k < len(t) && k-j < 20 && (isWordByte(t[k]) || t[k] == '.' || t[k] == '-' || t[k] == ' ' || t[k] == '\t') {
+		k++
+	}
+	q := k
+	for q < len(t) && q-k < 3 && (t[q] == ' ' || t[q] == '\t' || t[q] == '\n' || t[q] == '\r' || t[q] == '\'' || t[q] == '"') {
+		q++
+	}
+	op = -1
+	for _, o := range genericOperators {
+		if strings.HasPrefix(t[q:], o) {
+			op = q + len(o)
+			break
+		}
+	}
+	if op < 0 {
+		return
+	}
+	v := op
+	for v < len(t) && v-op < 5 && strings.IndexByte("`'\" \t\r\n=", t[v]) >= 0 {
+		v++
+	}
+	ve := v
+	for ve < len(t) && ve-v < 151 && (isWordByte(t[ve]) || t[ve] == '.' || t[ve] == '=' || t[ve] == '-') {
+		ve++
+	}
+	if ve-v < 10 || ve-v > 150 || !genericEnd(t, ve) {
+		// The base64 form: [a-z0-9][a-z0-9+/]{11,}={0,3}.
+		ve = v
+		for ve < len(t) && (isAlnum(t[ve]) || ve > v && (t[ve] == '+' || t[ve] == '/')) {
+			ve++
+		}
+		for e := 0; e < 3 && ve < len(t) && t[ve] == '='; e++ {
+			ve++
+		}
+		if ve-v < 12 || !genericEnd(t, ve) {
+			return
+		}
+	}
+	secret := t[v:ve]
+	if entropy(secret) <= r.entropy {
+		return
+	}
+	ms := pos
+	for ms > 0 && pos-ms < 50 && (isWordByte(t[ms-1]) || t[ms-1] == '.' || t[ms-1] == '-') {
+		ms--
+	}
+	match := t[ms:ve]
+	line := lineAround(t, ms, ve)
+	if allowedBy(rs.global, secret, match, line) || allowedBy(r.allow, secret, match, line) || exampleValue(secret) {
+		return
+	}
+	c.add(Finding{Rule: r.id, Description: r.desc, Masked: Mask(secret), Length: len(secret), Generic: true}, where)
+}
+
+// genericOperators are the rule's operators, longest first.
+var genericOperators = []string{":::=", "::=", ":=", "=>", "?=", "||", "=", ">", ":", ","}
+
+func isWordByte(c byte) bool { return isAlnum(c) || c == '_' }
+
+// genericEnd reports whether a generic value may end at i: a quote, a
+// space, ;, an escaped line break, or the end of the text.
+func genericEnd(t string, i int) bool {
+	if i >= len(t) {
+		return true
+	}
+	switch t[i] {
+	case '`', '\'', '"', ' ', '\t', '\r', '\n', '\f', '\v', ';':
+		return true
+	case '\\':
+		return i+1 < len(t) && (t[i+1] == 'n' || t[i+1] == 'r')
+	}
+	return false
+}
+
 func allowedBy(as []*allowlist, secret, match, line string) bool {
 	for _, a := range as {
 		if a.allowed(secret, match, line) {
@@ -211,9 +394,22 @@ func allowedBy(as []*allowlist, secret, match, line string) bool {
 // exampleValue reports values that documentation uses as examples: AWS's
 // published example keys and obvious placeholders.
 func exampleValue(s string) bool {
+	for _, e := range documented {
+		if strings.Contains(s, e) {
+			return true
+		}
+	}
 	u := strings.ToUpper(s)
 	return strings.Contains(u, "EXAMPLE") || strings.Contains(u, "XXXXXXXX") || strings.Contains(u, "PLACEHOLDER") ||
 		strings.Contains(u, "REDACTED") || strings.Contains(u, "YOUR_") || strings.Contains(u, "<YOUR")
+}
+
+// documented are credentials published in vendors' documentation as
+// examples (any value containing one is an example).
+var documented = []string{
+	"sk_test_4eC39HqLyjWDarjtT1zdp7dc", "pk_test_TYooMQauvdEDq54NiTphI7jx", // Stripe
+	"SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", // jwt.io's HS256 example
+	"xoxb-not-a-real-token", "ghp_xxxxxxxxxxxx",
 }
 
 func lineAround(w string, s, e int) string {

@@ -127,7 +127,7 @@ const DefaultMaxBytes = 4 << 20
 
 // Analyzer scans texts. It is safe for concurrent use.
 type Analyzer struct {
-	known    *Fingerprints
+	known    []*Fingerprints
 	maxBytes int
 }
 
@@ -136,7 +136,24 @@ func New(opts Options) *Analyzer {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
-	return &Analyzer{known: opts.Known, maxBytes: opts.MaxBytes}
+	a := &Analyzer{maxBytes: opts.MaxBytes}
+	if opts.Known != nil {
+		a.known = []*Fingerprints{opts.Known}
+	}
+	return a
+}
+
+// With returns an analyser that also finds the values of fps (nil sets
+// are skipped). a is not changed.
+func (a *Analyzer) With(fps ...*Fingerprints) *Analyzer {
+	c := *a
+	c.known = append([]*Fingerprints(nil), a.known...)
+	for _, f := range fps {
+		if f != nil {
+			c.known = append(c.known, f)
+		}
+	}
+	return &c
 }
 
 var defaultAnalyzer = New(Options{})
@@ -190,43 +207,76 @@ func (a *Analyzer) ScanParts(parts []Part) []Finding {
 }
 
 // joinParts concatenates consecutive short parts, 2 to 6 at a time, one
-// combination a line.
+// combination a line: in the order given, and within each kind of part
+// (the first word of its name: every "header", every "query" value), so
+// that the pieces of a value split across headers are adjacent even when
+// other arguments stand between them.
 func joinParts(parts []Part) string {
-	var short []string
+	var all []string
+	byKind := map[string][]string{}
+	var kinds []string
 	for _, p := range parts {
-		if t := strings.TrimSpace(p.Text); len(t) > 0 && len(t) <= 64 {
-			short = append(short, t)
+		t := strings.TrimSpace(p.Text)
+		if len(t) == 0 || len(t) > 64 {
+			continue
 		}
-		if len(short) == 64 {
-			break
+		if len(all) < 64 {
+			all = append(all, t)
 		}
-	}
-	if len(short) < 2 {
-		return ""
+		k, _, _ := strings.Cut(p.Name, " ")
+		if _, ok := byKind[k]; !ok {
+			kinds = append(kinds, k)
+		}
+		if len(byKind[k]) < 64 {
+			byKind[k] = append(byKind[k], t)
+		}
 	}
 	var b strings.Builder
-	for i := range short {
-		for j := i + 2; j <= min(i+6, len(short)); j++ {
-			for _, s := range short[i:j] {
-				b.WriteString(s)
+	combos := func(short []string) {
+		for i := range short {
+			for j := i + 2; j <= min(i+6, len(short)); j++ {
+				for _, s := range short[i:j] {
+					b.WriteString(s)
+				}
+				b.WriteByte('\n')
 			}
-			b.WriteByte('\n')
+		}
+	}
+	combos(all)
+	for _, k := range kinds {
+		if len(byKind[k]) > 1 && len(byKind[k]) < len(all) {
+			combos(byKind[k])
 		}
 	}
 	return b.String()
 }
 
-// JoinLabels returns the labels of a host name below its last two, joined
-// without dots ("AKIAIOSF.ODNN7EXA.MPLE.evil.com" → "AKIAIOSFODNN7EXAMPLE"),
-// or "" when there are fewer than two such labels: data sent out as DNS
-// names is split into labels of at most 63 bytes.
+// JoinLabels returns the labels of a host name below its last two joined
+// without dots, every run of two to six consecutive labels on a line of its
+// own ("AKIAIOSF.ODNN7EXA.MPLE.evil.com" → "AKIAIOSFODNN7EXA",
+// "AKIAIOSFODNN7EXAMPLE", "ODNN7EXAMPLE"), or "" when there are fewer than
+// two such labels: data sent out as DNS names is split into labels of at
+// most 63 bytes.
 func JoinLabels(host string) string {
 	host = strings.TrimSuffix(host, ".")
 	labels := strings.Split(host, ".")
 	if len(labels) < 4 {
 		return ""
 	}
-	return strings.Join(labels[:len(labels)-2], "")
+	labels = labels[:len(labels)-2]
+	if len(labels) > 32 {
+		labels = labels[:32]
+	}
+	var b strings.Builder
+	for i := range labels {
+		for j := i + 2; j <= min(i+6, len(labels)); j++ {
+			for _, l := range labels[i:j] {
+				b.WriteString(l)
+			}
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }
 
 // collector gathers findings without repeats.
