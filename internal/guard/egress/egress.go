@@ -172,6 +172,9 @@ type Guard struct {
 	base    *secrets.Fingerprints // the environment's values
 	files   *fileValues
 	an      *secrets.Analyzer
+
+	setsMu sync.Mutex
+	sets   map[string]setCache // by directory: its secret files' values
 }
 
 var _ guard.Guard = (*Guard)(nil)
@@ -270,18 +273,14 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 // environment's, the home's credential files', the working directory's
 // secret files' and those the session read.
 func (g *Guard) analyzer(cwd string, mem Memory) *secrets.Analyzer {
-	sets := []*secrets.Fingerprints{}
-	var vals []secrets.ValueFP
+	var sets []*secrets.Fingerprints
 	if g.env.UserHome != "" {
-		for _, f := range homeSecretFiles {
-			vals = append(vals, g.files.of(filepath.Join(g.env.UserHome, f), "~/"+f)...)
-		}
+		sets = append(sets, g.fileSet(g.env.UserHome, homeSecretFiles, true))
 	}
 	if cwd != "" && filepath.IsAbs(cwd) {
-		for _, f := range projectSecretFiles {
-			vals = append(vals, g.files.of(filepath.Join(cwd, f), filepath.Join(cwd, f))...)
-		}
+		sets = append(sets, g.fileSet(cwd, projectSecretFiles, false))
 	}
+	var vals []secrets.ValueFP
 	for _, r := range mem.Reads {
 		vals = append(vals, r.Values...)
 	}
@@ -293,6 +292,53 @@ func (g *Guard) analyzer(cwd string, mem Memory) *secrets.Analyzer {
 		sets = append(sets, s)
 	}
 	return g.an.With(sets...)
+}
+
+// fileSet returns the fingerprints of the values of dir's files names,
+// rebuilt only when one of the files changed (size or time) since the
+// last call for dir.
+func (g *Guard) fileSet(dir string, names []string, tilde bool) *secrets.Fingerprints {
+	var sig strings.Builder
+	type file struct{ path, source string }
+	var present []file
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		st, err := os.Stat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		fmt.Fprintf(&sig, "%s\x00%d\x00%d\x00", n, st.Size(), st.ModTime().UnixNano())
+		src := p
+		if tilde {
+			src = "~/" + n
+		}
+		present = append(present, file{p, src})
+	}
+	key := sig.String()
+	g.setsMu.Lock()
+	c, ok := g.sets[dir]
+	g.setsMu.Unlock()
+	if ok && c.sig == key {
+		return c.set
+	}
+	set := g.files.fp.Clone()
+	for _, f := range present {
+		for _, v := range g.files.of(f.path, f.source) {
+			set.AddFP(v)
+		}
+	}
+	g.setsMu.Lock()
+	if g.sets == nil || len(g.sets) >= 64 {
+		g.sets = map[string]setCache{}
+	}
+	g.sets[dir] = setCache{sig: key, set: set}
+	g.setsMu.Unlock()
+	return set
+}
+
+type setCache struct {
+	sig string
+	set *secrets.Fingerprints
 }
 
 // secretFinding reports the secrets a request carries.

@@ -1,6 +1,9 @@
 package secrets
 
 import (
+	"runtime"
+	"sync"
+
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
@@ -18,8 +21,55 @@ const maxDepth = 4
 // minEncoded is the shortest encoded run that is decoded.
 const minEncoded = 16
 
-// scanDecoded scans t and every text the decoders reveal in it.
+// parallelMin is the size from which a text is scanned in two halves at
+// once (on a machine with more than one CPU).
+const parallelMin = 256 << 10
+
+// overlap is how far the first half reaches into the second: a secret
+// (or a keyword before its value) near the cut is whole in the first.
+const overlap = 16 << 10
+
+// scanDecoded scans t and every text the decoders reveal in it; a large
+// text is cut in two at a byte that no token spans, and the halves
+// (overlapping by 16 KB) are scanned concurrently.
 func (a *Analyzer) scanDecoded(rs *ruleSet, t string, c *collector) {
+	if len(t) >= parallelMin && runtime.GOMAXPROCS(0) > 1 {
+		cut := boundary(t, len(t)/2)
+		end := -1
+		if cut > 0 {
+			end = boundary(t, cut+overlap)
+		}
+		if end > 0 {
+			ca, cb := c.sub(), c.sub()
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.scanSerial(rs, t[cut:], cb)
+			}()
+			a.scanSerial(rs, t[:end], ca)
+			wg.Wait()
+			c.merge(ca)
+			c.merge(cb)
+			return
+		}
+	}
+	a.scanSerial(rs, t, c)
+}
+
+// boundary returns the first index at or after i (within 64 KB) of a byte
+// that is not part of a token, or -1.
+func boundary(t string, i int) int {
+	for j := i; j < len(t) && j < i+64<<10; j++ {
+		if !tokenChar[t[j]] {
+			return j
+		}
+	}
+	return -1
+}
+
+// scanSerial scans t and every text the decoders reveal in it.
+func (a *Analyzer) scanSerial(rs *ruleSet, t string, c *collector) {
 	type item struct {
 		text, where string
 		depth       int
@@ -80,7 +130,7 @@ func decodeRun(r string) []decoded {
 		for end < len(r) && r[end] != '.' && r[end] != '~' && r[end] != '=' {
 			end++
 		}
-		if seg := r[start:end]; len(seg) >= minEncoded {
+		if seg := r[start:end]; len(seg) >= minEncoded && !isUUID(seg) {
 			if d, ok := decodeSegment(seg); ok {
 				out = append(out, d)
 			}
@@ -88,6 +138,20 @@ func decodeRun(r string) []decoded {
 		start = end + 1
 	}
 	return out
+}
+
+// isUUID reports a UUID (8-4-4-4-12 hex digits): an identifier, not an
+// encoding.
+func isUUID(s string) bool {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		if i != 8 && i != 13 && i != 18 && i != 23 && charClass[s[i]]&classHex == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeSegment decodes one segment as the first encoding whose alphabet
@@ -149,15 +213,46 @@ func init() {
 	b64Value['-'], b64Value['_'] = 62, 63
 }
 
-// probeBase64 decodes the start of s (either alphabet, no padding) into a
-// stack buffer and reports whether it reads as text: most long runs are
-// binary data or words, and stop here without an allocation.
+// textProbe checks, byte by byte, that the start of a decoding reads as
+// text: UTF-8 sequences well formed, at most one control character. Random
+// bytes fail within a few bytes, before anything is allocated.
+type textProbe struct {
+	need, bad, n int
+	failed       bool
+}
+
+// add takes the next byte; it reports whether the probe has seen enough.
+func (p *textProbe) add(b byte) bool {
+	p.n++
+	switch {
+	case p.need > 0:
+		if b&0xC0 != 0x80 {
+			p.failed = true
+		}
+		p.need--
+	case b < 0x20 && b != '\n' && b != '\r' && b != '\t' || b == 0x7f:
+		p.bad++
+		p.failed = p.bad > 1
+	case b < 0x80:
+	case b >= 0xC2 && b <= 0xDF:
+		p.need = 1
+	case b >= 0xE0 && b <= 0xEF:
+		p.need = 2
+	case b >= 0xF0 && b <= 0xF4:
+		p.need = 3
+	default:
+		p.failed = true
+	}
+	return p.failed || p.n >= 24
+}
+
+// probeBase64 decodes the start of s (either alphabet, no padding) and
+// reports whether it reads as text.
 func probeBase64(s string) bool {
-	var buf [48]byte
-	n := 0
+	var p textProbe
 	var acc uint32
 	bitsN := 0
-	for i := 0; i < len(s) && n < len(buf); i++ {
+	for i := 0; i < len(s); i++ {
 		v := b64Value[s[i]]
 		if v == 0xff {
 			return false
@@ -166,11 +261,12 @@ func probeBase64(s string) bool {
 		bitsN += 6
 		if bitsN >= 8 {
 			bitsN -= 8
-			buf[n] = byte(acc >> bitsN)
-			n++
+			if p.add(byte(acc >> bitsN)) {
+				break
+			}
 		}
 	}
-	return isTextPrefix(buf[:n])
+	return !p.failed && p.n >= 6
 }
 
 // isTextPrefix is isText for the start of a longer text: a multi-byte
@@ -181,10 +277,6 @@ func isTextPrefix(b []byte) bool {
 	}
 	return isText(b)
 }
-
-// probe is how much of an encoded run is decoded first to see whether it
-// is text: a binary start (an image, a hash) stops there.
-const probe = 48
 
 // DecodeBase64 decodes s as base64 in either alphabet, with or without
 // padding, and reports whether the result is text. Characters that cannot
@@ -226,14 +318,13 @@ func DecodeHex(s string) (string, bool) {
 		}
 	}
 	s = s[:len(s)&^1]
-	// Probe the start into a stack buffer.
-	var buf [32]byte
-	n := 0
-	for i := 0; i+1 < len(s) && n < len(buf); i += 2 {
-		buf[n] = unhex(s[i])<<4 | unhex(s[i+1])
-		n++
+	var p textProbe
+	for i := 0; i+1 < len(s); i += 2 {
+		if p.add(unhex(s[i])<<4 | unhex(s[i+1])) {
+			break
+		}
 	}
-	if !isTextPrefix(buf[:n]) {
+	if p.failed {
 		return "", false
 	}
 	b, err := hex.DecodeString(s)

@@ -63,6 +63,7 @@ type Fingerprints struct {
 	windows map[uint64]int32
 	whole   map[uint64]int32
 	bloom   []uint64 // 1<<16 bits over the windows' hashes
+	lens    [MaxWhole + 1]bool // the lengths of the whole values
 	srcs    []ValueFP
 }
 
@@ -167,6 +168,9 @@ func (f *Fingerprints) AddFP(fp ValueFP) {
 	f.srcs = append(f.srcs, ValueFP{Source: fp.Source, Length: fp.Length})
 	if fp.Whole != 0 {
 		f.whole[fp.Whole] = idx
+		if fp.Length <= MaxWhole {
+			f.lens[fp.Length] = true
+		}
 	}
 	if b, err := base64.RawStdEncoding.DecodeString(fp.Windows); err == nil {
 		for i := 0; i+8 <= len(b); i += 8 {
@@ -201,15 +205,21 @@ func (f *Fingerprints) Clone() *Fingerprints {
 	for k, v := range f.whole {
 		c.whole[k] = v
 	}
+	c.lens = f.lens
 	return c
 }
 
-// wholeSep are the bytes that end a token for whole-value matching.
-var wholeSep [256]bool
+// wholeSep are the bytes that end a token for whole-value matching;
+// segSep those that end a segment where values are looked for (a value
+// holds no space, quote or bracket).
+var wholeSep, segSep [256]bool
 
 func init() {
 	for _, c := range " \t\r\n\"'`&?=:,;()[]{}<>|\\/" {
 		wholeSep[c] = true
+	}
+	for _, c := range " \t\r\n\"'`,;()[]{}<>|\\" {
+		segSep[c] = true
 	}
 }
 
@@ -230,11 +240,11 @@ func (f *Fingerprints) scan(t, where string, c *collector) {
 	// value holds no space or quote); prose words are too short to hold one.
 	n := len(t)
 	for i := 0; i < n; {
-		for i < n && wholeSep[t[i]] && t[i] != '/' && t[i] != ':' && t[i] != '=' && t[i] != '&' && t[i] != '?' {
+		for i < n && segSep[t[i]] {
 			i++
 		}
 		start := i
-		for i < n && (!wholeSep[t[i]] || t[i] == '/' || t[i] == ':' || t[i] == '=' || t[i] == '&' || t[i] == '?') {
+		for i < n && !segSep[t[i]] {
 			i++
 		}
 		if i-start < MinWhole {
@@ -262,7 +272,7 @@ func (f *Fingerprints) scan(t, where string, c *collector) {
 				if k < len(seg) && !wholeSep[seg[k]] {
 					continue
 				}
-				if m := k - ts; m >= MinWhole && m <= MaxWhole {
+				if m := k - ts; m >= MinWhole && m <= MaxWhole && f.lens[m] {
 					if idx, ok := f.whole[f.hashAny(seg[ts:k])]; ok {
 						report(idx, start+ts)
 					}

@@ -56,29 +56,55 @@ func surveyText(t string) survey {
 			sv.runs = append(sv.runs, run{start, i})
 		}
 		// Other characters, noting those a decoder needs.
-		for i < n && !tokenChar[t[i]] {
-			switch c := t[i]; {
-			case c == '%':
-				if i+2 < n && isHex(t[i+1]) && isHex(t[i+2]) {
-					sv.percent = true
+		for i < n {
+			c := t[i]
+			k := byteKind[c]
+			if k == kindToken {
+				break
+			}
+			if k == kindSpecial {
+				switch {
+				case c == '%':
+					if i+2 < n && isHex(t[i+1]) && isHex(t[i+2]) {
+						sv.percent = true
+					}
+				case c == '\\':
+					// \u \U \x \/ and octal hide characters; \n \" \\ do not.
+					if i+1 < n && strings.IndexByte("uUx/0123", t[i+1]) >= 0 {
+						sv.escape = true
+					}
+				case c == '&':
+					if i+2 < n && (t[i+1] == '#' || isAlnum(t[i+1]) && strings.IndexByte(t[i+1:min(n, i+9)], ';') > 0) {
+						sv.escape = true
+					}
+				case !sv.nonASCII:
+					r, _ := utf8.DecodeRuneInString(t[i:])
+					sv.nonASCII = foldable(r)
 				}
-			case c == '\\':
-				// \u \U \x \/ and octal hide characters; \n \" \\ do not.
-				if i+1 < n && strings.IndexByte("uUx/0123", t[i+1]) >= 0 {
-					sv.escape = true
-				}
-			case c == '&':
-				if i+2 < n && (t[i+1] == '#' || isAlnum(t[i+1]) && strings.IndexByte(t[i+1:min(n, i+9)], ';') > 0) {
-					sv.escape = true
-				}
-			case c >= 0x80 && !sv.nonASCII:
-				r, _ := utf8.DecodeRuneInString(t[i:])
-				sv.nonASCII = foldable(r)
 			}
 			i++
 		}
 	}
 	return sv
+}
+
+const (
+	kindPlain   = 0
+	kindToken   = 1
+	kindSpecial = 2 // % \ & and non-ASCII bytes: a decoder may apply
+)
+
+var byteKind [256]byte
+
+func init() {
+	for c := 0; c < 256; c++ {
+		switch {
+		case tokenChar[c]:
+			byteKind[c] = kindToken
+		case c == '%' || c == '\\' || c == '&' || c >= 0x80:
+			byteKind[c] = kindSpecial
+		}
+	}
 }
 
 // foldable reports characters that Fold changes: invisible ones, known
@@ -112,14 +138,31 @@ func regions(t string, runs []run) []run {
 		out = append(out, run{s, e})
 	}
 	for _, r := range runs {
-		if r.end-r.start > hugeRun {
+		switch {
+		case r.end-r.start > hugeRun:
 			add(r.start-64, r.start+1024)
 			add(r.end-1024, r.end)
-			continue
+		case hashLike(t[r.start:r.end]):
+			// A hash or an id: no credential format is lower-case hex, but
+			// a context rule's keyword may stand before it.
+			add(r.start-64, r.start)
+		default:
+			add(r.start-64, r.end)
 		}
-		add(r.start-64, r.end)
 	}
 	return out
+}
+
+// hashLike reports a run of lower-case hex digits and dashes (a commit id,
+// a digest, a UUID).
+func hashLike(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // scanText runs every detector on one (decoded) text.
@@ -412,11 +455,14 @@ var documented = []string{
 	"xoxb-not-a-real-token", "ghp_xxxxxxxxxxxx",
 }
 
+// lineAround is the line holding w[s:e], at most 512 bytes either side.
 func lineAround(w string, s, e int) string {
-	ls := strings.LastIndexByte(w[:s], '\n') + 1
-	le := strings.IndexByte(w[e:], '\n')
+	lo := max(0, s-512)
+	ls := lo + strings.LastIndexByte(w[lo:s], '\n') + 1
+	hi := min(len(w), e+512)
+	le := strings.IndexByte(w[e:hi], '\n')
 	if le < 0 {
-		return w[ls:]
+		return w[ls:hi]
 	}
 	return w[ls : e+le]
 }

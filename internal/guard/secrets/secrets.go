@@ -306,6 +306,25 @@ func (c *collector) add(f Finding, where string) {
 	c.out = append(c.out, f)
 }
 
+// sub returns an empty collector with c's part, for a concurrent scan.
+func (c *collector) sub() *collector {
+	return &collector{seen: map[string]bool{}, part: c.part, joined: c.joined}
+}
+
+// merge adds the findings of a sub-collector, without repeats.
+func (c *collector) merge(s *collector) {
+	for _, f := range s.out {
+		key := f.Rule + "\x00" + f.Masked
+		if f.Rule == "private-key" {
+			key = f.Rule
+		}
+		if !c.seen[key] {
+			c.seen[key] = true
+			c.out = append(c.out, f)
+		}
+	}
+}
+
 func joinWhere(outer, inner string) string {
 	switch {
 	case outer == "":
