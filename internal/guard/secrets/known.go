@@ -62,7 +62,7 @@ type Fingerprints struct {
 	mu      sync.RWMutex
 	windows map[uint64]int32
 	whole   map[uint64]int32
-	bloom   []uint64 // 1<<16 bits over the windows' hashes
+	bloom   []uint64           // 1<<16 bits over the windows' hashes
 	lens    [MaxWhole + 1]bool // the lengths of the whole values
 	srcs    []ValueFP
 }
