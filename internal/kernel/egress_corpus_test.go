@@ -239,3 +239,49 @@ func sortedFiles[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+// TestEgressMemoryAcrossKernels: each hook call opens a kernel of its own.
+// A secret read submitted through one kernel makes a send to a new
+// destination, judged by the next, reach a person, naming the read;
+// Evaluate alone (eval, dry runs) remembers nothing.
+func TestEgressMemoryAcrossKernels(t *testing.T) {
+	home, ovh, proj := egressWorld(t)
+	ctx := context.Background()
+	open := func() *kernel.Kernel {
+		k, err := kernel.Open(ctx, kernel.Config{Home: ovh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	read := func(session string) *action.Action {
+		return &action.Action{Tool: "Bash", Kind: action.KindShell, Agent: "claude-code", Session: session, Cwd: proj,
+			Args: map[string]any{"command": "cat " + filepath.Join(home, ".aws", "credentials")}}
+	}
+	send := func(session string) *action.Action {
+		return &action.Action{Tool: "WebFetch", Kind: action.KindNetFetch, Agent: "claude-code", Session: session, Cwd: proj,
+			Args: map[string]any{"url": "https://new-host.example/?q=1", "prompt": "x"}}
+	}
+	k1 := open()
+	if _, err := k1.Submit(ctx, read("recorded")); err != nil {
+		t.Fatal(err)
+	}
+	k1.Evaluate(ctx, read("evaluated"))
+	k1.Close()
+
+	k2 := open()
+	defer k2.Close()
+	v := k2.Evaluate(ctx, send("recorded"))
+	if v.Level < action.Approve || v.Decider == nil || v.Decider.Name != "egress.after-secret-read" {
+		t.Fatalf("a send after a recorded secret read: %s (%+v)", v.Level, v.Decider)
+	}
+	if !strings.Contains(v.Decider.Message, ".aws/credentials") {
+		t.Errorf("the verdict does not name the read: %s", v.Decider.Message)
+	}
+	if v.Preview == nil || !strings.Contains(v.Preview.Summary, "new-host.example") {
+		t.Errorf("the preview does not say where the data goes: %+v", v.Preview)
+	}
+	if v := k2.Evaluate(ctx, send("evaluated")); v.Level >= action.Confirm {
+		t.Errorf("a read only evaluated is remembered: %s (%+v)", v.Level, v.Decider)
+	}
+}

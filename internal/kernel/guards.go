@@ -1,8 +1,10 @@
 package kernel
 
 import (
+	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/guard/egress"
@@ -89,6 +91,16 @@ func DefaultGuards(p *policy.Policy, env GuardEnv) ([]guard.Guard, error) {
 		return nil, err
 	}
 	return []guard.Guard{sh.WithSelfAPI(self).WithVars(vars), pg, netguard.New(netPol).WithSelfAPI(self), sqlguard.New(sqlPol), mg, eg}, nil
+}
+
+// EgressMemoryAge is how long the egress guard remembers an idle
+// session's secret reads and destinations.
+const EgressMemoryAge = 7 * 24 * time.Hour
+
+// PruneEgressMemory forgets the egress memory of sessions idle for longer
+// than EgressMemoryAge and returns how many it forgot.
+func (k *Kernel) PruneEgressMemory(ctx context.Context) (int, error) {
+	return egress.Prune(ctx, k.raw, k.Clock.Now().Add(-EgressMemoryAge))
 }
 
 // EgressGuard builds the egress guard from the policy's guards.egress

@@ -70,12 +70,14 @@ func envValues(environ []string) map[string][]string {
 			continue
 		}
 		up := strings.ToUpper(name)
-		if up == "PWD" || up == "OLDPWD" || strings.HasSuffix(up, "_PATH") || strings.HasSuffix(up, "_FILE") {
-			continue
+		if up == "PWD" || up == "OLDPWD" || strings.HasSuffix(up, "_PATH") || strings.HasSuffix(up, "_FILE") ||
+			strings.Contains(up, "SESSION_BUS") || strings.Contains(up, "SESSION_MANAGER") || strings.HasPrefix(up, "XDG_SESSION") ||
+			strings.HasSuffix(up, "_SOCK") || strings.HasSuffix(up, "SESSION_ID") || strings.HasSuffix(up, "_TYPE") {
+			continue // paths, sockets, desktop sessions: not secrets
 		}
 		val = strings.TrimSpace(val)
 		if len(val) < secrets.MinWhole || strings.HasPrefix(val, "/") || strings.HasPrefix(val, "~/") ||
-			val == "true" || val == "false" || strings.Trim(val, "0123456789") == "" {
+			strings.HasPrefix(val, "unix:") || !secrets.ValueLike(val) {
 			continue
 		}
 		vals := []string{val}

@@ -157,20 +157,21 @@ func isUUID(s string) bool {
 // decodeSegment decodes one segment as the first encoding whose alphabet
 // it fits and whose decoding is text.
 func decodeSegment(seg string) (decoded, bool) {
-	cls := byte(classHex | classB32)
-	for i := 0; i < len(seg) && cls != 0; i++ {
+	cls := byte(classHex | classB32 | classURL | classStd)
+	for i := 0; i < len(seg); i++ {
 		cls &= charClass[seg[i]]
 	}
-	hexOnly, b32Only := cls&classHex != 0, cls&classB32 != 0
-	if hexOnly {
+	if cls&classHex != 0 {
 		if s, ok := DecodeHex(seg); ok {
 			return decoded{s, "hex"}, true
 		}
 	}
-	if s, ok := DecodeBase64(seg); ok {
-		return decoded{s, "base64"}, true
+	if cls&(classURL|classStd) != 0 && probeBase64(seg) {
+		if s, ok := DecodeBase64(seg); ok {
+			return decoded{s, "base64"}, true
+		}
 	}
-	if b32Only {
+	if cls&classB32 != 0 {
 		if s, ok := DecodeBase32(seg); ok {
 			return decoded{s, "base32"}, true
 		}
@@ -181,9 +182,12 @@ func decodeSegment(seg string) (decoded, bool) {
 const (
 	classHex = 1 << iota
 	classB32
+	classURL // the base64 URL alphabet
+	classStd // the standard base64 alphabet
 )
 
-// charClass marks hex digits and base32 characters (either case).
+// charClass marks hex digits, base32 characters (either case) and the
+// two base64 alphabets.
 var charClass [256]byte
 
 func init() {
@@ -192,8 +196,15 @@ func init() {
 		if isHex(b) {
 			charClass[c] |= classHex
 		}
+		alnum := b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9'
 		if b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '2' && b <= '7' {
 			charClass[c] |= classB32
+		}
+		if alnum || b == '-' || b == '_' {
+			charClass[c] |= classURL
+		}
+		if alnum || b == '+' || b == '/' {
+			charClass[c] |= classStd
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // Known values are held as fingerprints, never in clear.
@@ -15,11 +16,11 @@ import (
 // Each value yields keyed 64-bit hashes:
 //
 //   - one of every 16-byte window of the value (a value of n bytes has
-//     n-15 of them). A text is hashed at every fourth offset, so any
-//     occurrence of a value of at least 19 bytes — whole, embedded in a
-//     longer string, or a piece of at least 19 bytes of it — contains a
-//     hashed window; a hit is a known value. Hashing every fourth offset
-//     keeps a 1 MB body at a quarter of a million hashes;
+//     n-15 of them). A text is hashed at every eighth offset, so any
+//     occurrence of a value of at least 23 bytes — whole, embedded in a
+//     longer string, or a piece of at least 23 bytes of it — contains a
+//     hashed window; a hit is a known value. Hashing every eighth offset
+//     keeps a 1 MB body at an eighth of a million hashes;
 //   - one of the whole value, for values of 8 to 64 bytes, matched against
 //     the text's tokens (runs between separators such as spaces, quotes,
 //     = & : , ; / and brackets): short values are found when they stand
@@ -33,7 +34,7 @@ import (
 
 const (
 	window = 16 // bytes hashed per window
-	stride = 4  // offsets of a text hashed: 0, 4, 8, …
+	stride = 8  // offsets of a text hashed: 0, 8, 16, …
 	// MinWindowed is the shortest value found anywhere in a text.
 	MinWindowed = window + stride - 1
 	// MinWhole and MaxWhole bound the values also matched as whole tokens.
@@ -99,10 +100,10 @@ func mix(a, b uint64) uint64 {
 	return hi ^ lo
 }
 
+// le64 reads the 8 bytes of s at i as a little-endian word.
 func le64(s string, i int) uint64 {
 	_ = s[i+7]
-	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
 }
 
 // h16 hashes the 16 bytes of s at i.
@@ -357,9 +358,11 @@ func ValuesOf(content string) []string {
 	return out
 }
 
-// valueLike reports whether v looks like a secret value rather than a
-// word, a number or a path: it has letters and digits or symbols, and no
-// spaces.
+// ValueLike reports whether v looks like a secret value rather than a
+// word, a number or a path: it has two kinds of characters (lower case,
+// upper case, digits, symbols), some entropy, and no spaces.
+func ValueLike(v string) bool { return valueLike(v) }
+
 func valueLike(v string) bool {
 	if strings.ContainsAny(v, " \t") {
 		return false
