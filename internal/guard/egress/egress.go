@@ -258,6 +258,14 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		if len(r.Parts) > 0 {
 			found = append(found, an.ScanParts(r.Parts)...)
 		}
+		n := 0
+		for _, p := range r.Parts {
+			n += len(p.Text)
+		}
+		if n > secrets.DefaultMaxBytes {
+			fs = append(fs, guard.Finding{Check: "egress.unscanned", Level: action.Confirm, Hard: true,
+				Message: fmt.Sprintf("%s sends %d bytes to %s; only the first %d were scanned for secrets", r.By, n, r.Dest, secrets.DefaultMaxBytes)})
+		}
 	}
 	to := strings.Join(dests, ", ")
 	if len(found) > 0 {

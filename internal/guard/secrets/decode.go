@@ -41,6 +41,7 @@ func (a *Analyzer) scanDecoded(rs *ruleSet, t string, c *collector) {
 		}
 		if end > 0 {
 			ca, cb := c.sub(), c.sub()
+			cb.base = c.base + cut
 			var wg sync.WaitGroup
 			wg.Add(1)
 			go func() {
@@ -89,7 +90,10 @@ func (a *Analyzer) scanSerial(rs *ruleSet, t string, c *collector) {
 		it := work[len(work)-1]
 		work = work[:len(work)-1]
 		sv := surveyText(it.text)
+		orig, text := c.original, c.text
+		c.original, c.text = orig && it.depth == 0, it.text
 		a.scanText(rs, it.text, &sv, it.where, c)
+		c.original, c.text = orig, text
 		if it.depth >= maxDepth {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/bits"
 	"strings"
 	"sync"
@@ -231,11 +232,22 @@ func (f *Fingerprints) scan(t, where string, c *collector) {
 	if len(f.srcs) == 0 {
 		return
 	}
-	report := func(idx int32, at int) {
+	// report adds a known value found in token (the whole token holding
+	// the match: what Redact replaces).
+	reported := map[int32]bool{}
+	report := func(idx int32, at int, token string) {
+		if reported[idx] {
+			return
+		}
+		reported[idx] = true
 		src := f.srcs[idx]
 		end := min(len(t), at+src.Length)
-		c.add(Finding{Rule: "known-value", Description: "the value of " + src.Source,
-			Masked: Mask(t[at:end]), Length: src.Length, Source: src.Source}, where)
+		masked := Mask(t[at:end])
+		if head, _, ok := strings.Cut(masked, "…("); ok {
+			masked = fmt.Sprintf("%s…(%d chars)", head, src.Length)
+		}
+		c.addAt(Finding{Rule: "known-value", Description: "the value of " + src.Source,
+			Masked: masked, Length: src.Length, Source: src.Source}, where, token)
 	}
 	// Values are found in runs of printable, non-space characters (a
 	// value holds no space or quote); prose words are too short to hold one.
@@ -262,7 +274,7 @@ func (f *Fingerprints) scan(t, where string, c *collector) {
 					continue
 				}
 				if idx, ok := f.windows[h]; ok {
-					report(idx, start+j)
+					report(idx, start+j, seg)
 				}
 			}
 		}
@@ -275,7 +287,7 @@ func (f *Fingerprints) scan(t, where string, c *collector) {
 				}
 				if m := k - ts; m >= MinWhole && m <= MaxWhole && f.lens[m] {
 					if idx, ok := f.whole[f.hashAny(seg[ts:k])]; ok {
-						report(idx, start+ts)
+						report(idx, start+ts, seg[ts:k])
 					}
 				}
 				ts = k + 1

@@ -332,7 +332,7 @@ func (a *Analyzer) tryRuleWindow(rs *ruleSet, idx int, t string, ws, we int, whe
 		if allowedBy(rs.global, secret, match, line) || allowedBy(r.allow, secret, match, line) || exampleValue(secret) {
 			continue
 		}
-		c.add(Finding{Rule: r.id, Description: r.desc, Masked: Mask(secret), Length: len(secret), Generic: r.generic}, where)
+		c.addAt(Finding{Rule: r.id, Description: r.desc, Masked: Mask(secret), Length: len(secret), Generic: r.generic}, where, secret)
 	}
 	return we
 }
@@ -402,7 +402,7 @@ func (a *Analyzer) generic(rs *ruleSet, r *rule, t string, pos, kwLen, op int, w
 	if allowedBy(rs.global, secret, match, line) || allowedBy(r.allow, secret, match, line) || exampleValue(secret) {
 		return
 	}
-	c.add(Finding{Rule: r.id, Description: r.desc, Masked: Mask(secret), Length: len(secret), Generic: true}, where)
+	c.addAt(Finding{Rule: r.id, Description: r.desc, Masked: Mask(secret), Length: len(secret), Generic: true}, where, secret)
 }
 
 // genericOperators are the rule's operators, longest first.
@@ -527,8 +527,8 @@ func scanConnStrings(t, where string, c *collector) {
 		if len(pw) < 4 || placeholderPasswords[strings.ToLower(pw)] || isPlaceholder(pw) || exampleValue(pw) {
 			continue
 		}
-		c.add(Finding{Rule: "connection-string-password", Description: "a " + scheme + " URL that carries a password",
-			Masked: Mask(pw), Length: len(pw)}, where)
+		c.addAt(Finding{Rule: "connection-string-password", Description: "a " + scheme + " URL that carries a password",
+			Masked: Mask(pw), Length: len(pw)}, where, pw)
 	}
 }
 
@@ -593,7 +593,8 @@ func scanKeyHeaders(t, where string, c *collector) {
 			continue
 		}
 		head := t[max(0, i-64)+b : off]
-		c.add(Finding{Rule: "private-key", Description: "a private key block (" + strings.TrimSpace(head) + ")",
-			Masked: Mask(t[body:min(len(t), body+n)]), Length: n}, where)
+		material := strings.TrimSpace(t[body:min(j, len(t))])
+		c.addAt(Finding{Rule: "private-key", Description: "a private key block (" + strings.TrimSpace(head) + ")",
+			Masked: Mask(material), Length: n}, where, material)
 	}
 }

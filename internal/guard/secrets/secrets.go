@@ -25,8 +25,10 @@ package secrets
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Finding is one secret found in a text.
@@ -55,6 +57,11 @@ type Finding struct {
 	// Source says where a known value was seen ("environment variable
 	// GITHUB_TOKEN", "~/.aws/credentials").
 	Source string `json:"source,omitempty"`
+	// Start and End are the secret's byte offsets in the part's text when
+	// it is there as written (Where is empty); End is 0 otherwise. Redact
+	// uses them.
+	Start int `json:"start,omitempty"`
+	End   int `json:"end,omitempty"`
 }
 
 // String renders the finding for a person: rule, masked value, where.
@@ -117,8 +124,8 @@ type Options struct {
 	// Known are the fingerprints of the person's own secret values; nil
 	// finds known formats and generic secrets only.
 	Known *Fingerprints
-	// MaxBytes caps how much of one text is scanned (the rest is skipped,
-	// and Result.Truncated says so). Zero means DefaultMaxBytes.
+	// MaxBytes caps how much of the parts of one scan is read (what lies
+	// beyond is not scanned). Zero means DefaultMaxBytes.
 	MaxBytes int
 }
 
@@ -193,6 +200,7 @@ func (a *Analyzer) ScanParts(parts []Part) []Finding {
 		}
 		budget -= len(t)
 		c.part = p.Name
+		c.original = true
 		a.scanDecoded(rs, t, c)
 		if budget <= 0 {
 			break
@@ -201,6 +209,7 @@ func (a *Analyzer) ScanParts(parts []Part) []Finding {
 	if j := joinParts(parts); j != "" {
 		c.part = "fields joined"
 		c.joined = true
+		c.original = false
 		a.scanDecoded(rs, j, c)
 	}
 	return c.out
@@ -251,6 +260,55 @@ func joinParts(parts []Part) string {
 	return b.String()
 }
 
+// Redact returns text with the secrets Scan finds in it as written
+// replaced by their masked form ("ghp_…(40 chars)"), every occurrence, and
+// the findings. Secrets found only in a decoding (base64 …) cannot be
+// replaced in place: they are among the findings, with Where set, for the
+// caller to act on.
+func Redact(text string) (string, []Finding) { return defaultAnalyzer.Redact(text) }
+
+// Redact is the package's Redact with a's known values.
+func (a *Analyzer) Redact(text string) (string, []Finding) {
+	fs := a.Scan(text)
+	type span struct{ s, e int }
+	var spans []span
+	seen := map[string]bool{}
+	for _, f := range fs {
+		if f.End <= f.Start || f.End > len(text) {
+			continue
+		}
+		v := text[f.Start:f.End]
+		if seen[v] {
+			continue
+		}
+		seen[v] = true
+		for off := 0; ; {
+			i := strings.Index(text[off:], v)
+			if i < 0 {
+				break
+			}
+			spans = append(spans, span{off + i, off + i + len(v)})
+			off += i + len(v)
+		}
+	}
+	if len(spans) == 0 {
+		return text, fs
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].s < spans[j].s })
+	var b strings.Builder
+	last := 0
+	for _, sp := range spans {
+		if sp.s < last {
+			continue // inside a span already replaced
+		}
+		b.WriteString(text[last:sp.s])
+		b.WriteString(Mask(text[sp.s:sp.e]))
+		last = sp.e
+	}
+	b.WriteString(text[last:])
+	return b.String(), fs
+}
+
 // JoinLabels returns the labels of a host name below its last two joined
 // without dots, every run of two to six consecutive labels on a line of its
 // own ("AKIAIOSF.ODNN7EXA.MPLE.evil.com" → "AKIAIOSFODNN7EXA",
@@ -285,15 +343,28 @@ type collector struct {
 	seen   map[string]bool
 	part   string
 	joined bool
+	// text is the text being scanned; original says it is the part as
+	// written (not a decoding), base its offset in the part.
+	text     string
+	original bool
+	base     int
 }
 
 func newCollector() *collector { return &collector{seen: map[string]bool{}} }
 
-func (c *collector) add(f Finding, where string) {
-	key := f.Rule + "\x00" + f.Masked
-	if f.Rule == "private-key" {
-		key = f.Rule // gitleaks' rule and the header check find the same block
+// addAt adds f for secret, a substring of the text being scanned.
+func (c *collector) addAt(f Finding, where, secret string) {
+	if c.original && where == "" && len(secret) > 0 && len(c.text) > 0 {
+		off := int(uintptr(unsafe.Pointer(unsafe.StringData(secret))) - uintptr(unsafe.Pointer(unsafe.StringData(c.text))))
+		if off >= 0 && off+len(secret) <= len(c.text) {
+			f.Start, f.End = c.base+off, c.base+off+len(secret)
+		}
 	}
+	c.add(f, where)
+}
+
+func (c *collector) add(f Finding, where string) {
+	key := findingKey(f)
 	if c.seen[key] {
 		return
 	}
@@ -306,19 +377,26 @@ func (c *collector) add(f Finding, where string) {
 	c.out = append(c.out, f)
 }
 
+// findingKey identifies a finding for dropping repeats.
+func findingKey(f Finding) string {
+	switch f.Rule {
+	case "private-key":
+		return f.Rule // gitleaks' rule and the header check find the same block
+	case "known-value":
+		return f.Rule + "\x00" + f.Source + "\x00" + fmt.Sprint(f.Length)
+	}
+	return f.Rule + "\x00" + f.Masked
+}
+
 // sub returns an empty collector with c's part, for a concurrent scan.
 func (c *collector) sub() *collector {
-	return &collector{seen: map[string]bool{}, part: c.part, joined: c.joined}
+	return &collector{seen: map[string]bool{}, part: c.part, joined: c.joined, original: c.original}
 }
 
 // merge adds the findings of a sub-collector, without repeats.
 func (c *collector) merge(s *collector) {
 	for _, f := range s.out {
-		key := f.Rule + "\x00" + f.Masked
-		if f.Rule == "private-key" {
-			key = f.Rule
-		}
-		if !c.seen[key] {
+		if key := findingKey(f); !c.seen[key] {
 			c.seen[key] = true
 			c.out = append(c.out, f)
 		}
