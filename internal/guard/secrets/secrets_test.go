@@ -102,7 +102,7 @@ func TestKnownValues(t *testing.T) {
 	if fs := New(Options{Known: fp2}).Scan(v); len(fs) != 0 {
 		t.Errorf("fingerprints of another key match: %+v", fs)
 	}
-	if ValuesOf("[default]\naws_secret_access_key = "+v+"\nregion = us-east-1\n")[0] != v {
+	if ValuesOf("[default]\naws_secret_access_key = " + v + "\nregion = us-east-1\n")[0] != v {
 		t.Errorf("ValuesOf: %q", ValuesOf("aws_secret_access_key = "+v))
 	}
 }
