@@ -68,10 +68,11 @@ func load(ctx context.Context, st store.StateStore, key string) (Memory, error) 
 func update(ctx context.Context, st store.StateStore, key string, now time.Time, fn func(*Memory) bool) error {
 	return st.UpdateState(ctx, Namespace, key, func(old []byte) ([]byte, error) {
 		var m Memory
-		if old != nil {
-			if err := json.Unmarshal(old, &m); err != nil {
-				return nil, err
-			}
+		if old != nil && json.Unmarshal(old, &m) != nil {
+			// An unreadable record (written by another version) is
+			// replaced rather than left to fail every later action of the
+			// session; Check, reading it, fails closed meanwhile.
+			m = Memory{}
 		}
 		if !fn(&m) {
 			return old, nil
