@@ -285,3 +285,27 @@ func TestEgressMemoryAcrossKernels(t *testing.T) {
 		t.Errorf("a read only evaluated is remembered: %s (%+v)", v.Level, v.Decider)
 	}
 }
+
+// TestResultsFindSecrets: the result scanner uses the shared secret
+// analyser — known formats, and the values of the home's credential files.
+func TestResultsFindSecrets(t *testing.T) {
+	_, ovh, _ := egressWorld(t)
+	k, err := kernel.Open(context.Background(), kernel.Config{Home: ovh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	const tok = "ghp_C3N8FeKjFTrKCb0Tz8BbwTKx8EqwtHmcOJEZ"
+	text := "config:\n token: " + tok + "\n aws: " + worldAWSSecret + "\n again " + tok + "\n"
+	rep := k.Results.Scan(text)
+	kinds := map[string]int{}
+	for _, s := range rep.Secrets {
+		kinds[s.Kind]++
+		if strings.Contains(s.Masked, tok[4:12]) {
+			t.Errorf("masked form shows the secret: %+v", s)
+		}
+	}
+	if kinds["github-pat"] != 2 || kinds["known-value"] != 1 {
+		t.Fatalf("secrets in a tool result: %+v", rep.Secrets)
+	}
+}

@@ -53,9 +53,9 @@ type Config struct {
 	NoSeal bool
 	// Seal tunes the epochs of the audit log's seal (zero: the defaults).
 	Seal audit.SealerOptions
-	// Secrets finds secrets in tool results. Nil: results are scanned for
-	// prompt injection only (until the shared secret analyser is wired
-	// here).
+	// Secrets finds secrets in tool results. Nil means the shared secret
+	// analyser (package guard/secrets) with the known values of the egress
+	// guard (the environment's and the home's credential files').
 	Secrets resultscan.SecretScanner
 }
 
@@ -173,6 +173,9 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	if err != nil {
 		k.Close()
 		return nil, fmt.Errorf("building guards: %w", err)
+	}
+	if cfg.Secrets == nil {
+		cfg.Secrets = secretFinder{egressOf(guards)}
 	}
 	k.Results, err = resultscan.FromPolicy(pol, cfg.Secrets)
 	if err != nil {

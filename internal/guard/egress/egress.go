@@ -277,6 +277,17 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	return fs, nil
 }
 
+// Analyzer returns the secret analyser with the known values the guard
+// has without an action: the environment's and the home's credential
+// files'. For scanning what comes back to the agent (tool results). If
+// the guard cannot start (its key), the analyser finds formats only.
+func (g *Guard) Analyzer() *secrets.Analyzer {
+	if err := g.init(); err != nil {
+		return secrets.New(secrets.Options{})
+	}
+	return g.analyzer("", Memory{})
+}
+
 // analyzer is the analyser with every known value that applies to a: the
 // environment's, the home's credential files', the working directory's
 // secret files' and those the session read.

@@ -212,7 +212,27 @@ func (a *Analyzer) ScanParts(parts []Part) []Finding {
 		c.original = false
 		a.scanDecoded(rs, j, c)
 	}
-	return c.out
+	return preferSpecific(c.out)
+}
+
+// preferSpecific drops a generic finding of a value that a rule of a
+// known format also found ("token: ghp_…" is a GitHub token, not just a
+// high-entropy value after a keyword).
+func preferSpecific(fs []Finding) []Finding {
+	known := map[string]bool{}
+	for _, f := range fs {
+		if !f.Generic {
+			known[f.Masked] = true
+		}
+	}
+	out := fs[:0]
+	for _, f := range fs {
+		if f.Generic && known[f.Masked] {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // joinParts concatenates consecutive short parts, 2 to 6 at a time, one
