@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/firewall"
+	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/egress"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/policy"
 )
@@ -186,6 +189,71 @@ func BenchmarkEvaluate100Rules(b *testing.B) {
 		}
 		b.ReportMetric(float64(len(guards)), "guards")
 	})
+	// The same without the egress guard, measured in the same run: the
+	// guard (and its secret analyser) may cost at most half again.
+	b.Run("default-guards-no-egress", func(b *testing.B) {
+		guards, err := kernel.DefaultGuards(p, kernel.GuardEnv{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		eng, err := firewall.New(ctx, firewall.Config{Policy: p, Guards: withoutGuard(guards, egress.Name)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchEvaluate(b, eng, tmpl)
+	})
+}
+
+// withoutGuard returns guards less the one named name.
+func withoutGuard(guards []guard.Guard, name string) []guard.Guard {
+	var out []guard.Guard
+	for _, g := range guards {
+		if g.Name() != name {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// egressAction is a request the egress guard scans: a curl POST of a
+// 1 KB JSON body to a host (no secret in it).
+func egressAction() action.Action {
+	body := `{"items":[` + strings.Repeat(`{"id":"3f2b8c4e-9a1d-4e7b-8c2f-1a2b3c4d5e6f","name":"widget","qty":3,"note":"retry with backoff"},`, 10) + `{}]}`
+	return action.Action{Tool: "Bash", Kind: action.KindShell, Cwd: "/tmp/proj",
+		Args: map[string]any{"command": "curl -s -X POST -H 'Content-Type: application/json' -d '" + body + "' https://api.example.com/v1/orders"}}
+}
+
+// BenchmarkEvaluateEgress measures Evaluate on an action that sends data
+// (egressAction) with the default guards, with and without the egress
+// guard, in one run.
+func BenchmarkEvaluateEgress(b *testing.B) {
+	_, p := loadPolicy(b)
+	ctx := context.Background()
+	tmpl := egressAction()
+	for _, c := range []struct {
+		name string
+		drop string
+	}{{"with-egress", ""}, {"without-egress", egress.Name}} {
+		b.Run(c.name, func(b *testing.B) {
+			guards, err := kernel.DefaultGuards(p, kernel.GuardEnv{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if c.drop != "" {
+				guards = withoutGuard(guards, c.drop)
+			}
+			eng, err := firewall.New(ctx, firewall.Config{Policy: p, Guards: guards})
+			if err != nil {
+				b.Fatal(err)
+			}
+			v := benchEvaluate(b, eng, tmpl)
+			for _, r := range v.Reasons {
+				if strings.HasPrefix(r.Name, "egress.") {
+					b.Fatalf("the benchmark's request is judged %s by %s: %s", r.Level, r.Name, r.Message)
+				}
+			}
+		})
+	}
 }
 
 // benchEvaluate evaluates a fresh copy of tmpl b.N times (Evaluate fills

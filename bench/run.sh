@@ -4,6 +4,8 @@
 #   Evaluate, 100-rule policy   median < 20 µs, and at most half of OPA's
 #   durable audit appends       >= 20,000 per second
 #   POST /api/v1/actions        >= 5,000 requests per second (an auto action)
+#   secret analyser             1 MB body median < 5 ms, 1 KB request < 50 µs
+#   Evaluate with the egress guard  <= 1.5x its median without it
 #   the audit log's seal         costs at most 15% of either of the last two
 #                                (each is measured unsealed and sealed)
 #
@@ -37,10 +39,12 @@ FAILED=0
 fail() { echo "bench: $*" >&2; FAILED=1; }
 
 # metric FILE BENCH UNIT prints the median over the runs (-count) of the
-# value reported as UNIT by the benchmark whose name starts with BENCH.
+# value reported as UNIT by the benchmark named BENCH (with or without the
+# -GOMAXPROCS suffix).
 metric() {
   awk -v name="$2" -v unit="$3" '
-    index($1, name) == 1 { for (i = 2; i < NF; i++) if ($(i + 1) == unit) print $i }' "$1" |
+    index($1, name) == 1 && substr($1, length(name) + 1) ~ /^(-[0-9]+)?$/ {
+      for (i = 2; i < NF; i++) if ($(i + 1) == unit) print $i }' "$1" |
     sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
 }
 
@@ -68,6 +72,17 @@ echo
 echo "== durable audit appends"
 if go test -count="$COUNT" -run '^$' -bench '^BenchmarkAuditAppend$' -benchtime "$BENCHTIME" ./bench/ | tee "$WORK/audit.txt"; then :; else
   fail "the audit benchmark failed"
+fi
+echo
+
+echo "== secret analyser (internal/guard/secrets)"
+if go test -count="$COUNT" -run '^$' -bench '^BenchmarkScan1(MB|KB)$' -benchtime "$BENCHTIME" ./internal/guard/secrets/ | tee "$WORK/secrets.txt"; then :; else
+  fail "the secret analyser benchmark failed"
+fi
+echo
+echo "== Evaluate of a sending action, with and without the egress guard"
+if go test -count="$COUNT" -run '^$' -bench '^BenchmarkEvaluateEgress$' -benchtime "$BENCHTIME" ./bench/ | tee "$WORK/egress.txt"; then :; else
+  fail "the egress Evaluate benchmark failed"
 fi
 echo
 
@@ -152,6 +167,13 @@ ov99="$(metric "$WORK/eval.txt" BenchmarkEvaluate100Rules/policy-only p99-ns)"
 og50="$(metric "$WORK/eval.txt" BenchmarkEvaluate100Rules/default-guards p50-ns)"
 og99="$(metric "$WORK/eval.txt" BenchmarkEvaluate100Rules/default-guards p99-ns)"
 ngu="$(metric "$WORK/eval.txt" BenchmarkEvaluate100Rules/default-guards guards)"
+ne50="$(metric "$WORK/eval.txt" BenchmarkEvaluate100Rules/default-guards-no-egress p50-ns)"
+s1m="$(metric "$WORK/secrets.txt" BenchmarkScan1MB p50-ns)"
+s1mc="$(metric "$WORK/secrets.txt" BenchmarkScan1MB p50-cpu-ns)"
+s1k="$(metric "$WORK/secrets.txt" BenchmarkScan1KB p50-ns)"
+s1kc="$(metric "$WORK/secrets.txt" BenchmarkScan1KB p50-cpu-ns)"
+ew50="$(metric "$WORK/egress.txt" BenchmarkEvaluateEgress/with-egress p50-ns)"
+eo50="$(metric "$WORK/egress.txt" BenchmarkEvaluateEgress/without-egress p50-ns)"
 op50="$(metric "$WORK/opa.txt" BenchmarkOPA100Rules/input p50-ns)"
 op99="$(metric "$WORK/opa.txt" BenchmarkOPA100Rules/input p99-ns)"
 pp50="$(metric "$WORK/opa.txt" BenchmarkOPA100Rules/parsed-input p50-ns)"
@@ -195,6 +217,12 @@ g3="$(goal "$apps" ">=" 20000)"
 apigoal="$rps"
 if [ -n "$aerr" ] && [ "$aerr" != "0" ]; then apigoal="n/a"; fi
 g4="$(goal "$apigoal" ">=" 5000)"
+re1="$(ratio "$og50" "$ne50")"
+re2="$(ratio "$ew50" "$eo50")"
+g5="$(goal "$s1m" "<" 5000000)"
+g6="$(goal "$s1k" "<" 50000)"
+g7="$(goal "$re1" "<=" 1.5)"
+g8="$(goal "$re2" "<=" 1.5)"
 sa="$(ratio "$apps" "$apps0")"
 sr="$(ratio "$rps" "$rps0")"
 if [ -n "$aerr0" ] && [ "$aerr0" != "0" ]; then sr="n/a"; fi
@@ -215,11 +243,19 @@ printf '%-44s %14s %14s %8s\n' "POST /api/v1/actions, auto: requests/s" "$(num "
 printf '%-44s %14s %14s\n' "  errors" "${aerr0:-n/a}" "${aerr:-n/a}"
 printf '%-44s %14s %14s\n' "  latency" "$( [ -n "$a50" ] && echo "$(num "$a50") µs" || echo n/a)" "$( [ -n "$a99" ] && echo "$(num "$a99") µs" || echo n/a)"
 printf '%-44s %14s\n' "  the same, dry run (not recorded)" "$(num "$dry")"
+printf '%-44s %14s %14s\n' "secret analyser, 1 MB body (wall, cpu)" "$(us "$s1m")" "$(us "$s1mc")"
+printf '%-44s %14s %14s\n' "secret analyser, 1 KB request (wall, cpu)" "$(us "$s1k")" "$(us "$s1kc")"
+printf '%-44s %14s %14s\n' "Evaluate, 100 rules, guards without egress" "$(us "$ne50")" "ratio $re1"
+printf '%-44s %14s %14s\n' "Evaluate, curl POST 1 KB: with / without egress" "$(us "$ew50")" "$(us "$eo50")"
 echo "-------------------- goals ----------------------"
 printf '%-44s %s\n' "Evaluate p50 < 20 µs" "$g1"
 printf '%-44s %s\n' "Overseer/OPA (p50) <= 0.5" "$g2"
 printf '%-44s %s\n' "audit appends >= 20,000/s" "$g3"
 printf '%-44s %s\n' "API >= 5,000 requests/s, no errors" "$g4"
+printf '%-44s %s\n' "secret analyser 1 MB p50 < 5 ms ($(us "$s1m"))" "$g5"
+printf '%-44s %s\n' "secret analyser 1 KB p50 < 50 µs ($(us "$s1k"))" "$g6"
+printf '%-44s %s\n' "Evaluate with egress <= 1.5x without ($re1)" "$g7"
+printf '%-44s %s\n' "curl POST: with egress <= 1.5x without ($re2)" "$g8"
 printf '%-44s %s\n' "sealing costs <= 15% of audit appends/s" "$g5"
 printf '%-44s %s\n' "sealing costs <= 15% of API requests/s" "$g6"
 

@@ -31,3 +31,13 @@ type Guard interface {
 	Name() string
 	Check(ctx context.Context, a *action.Action) ([]Finding, error)
 }
+
+// Observer is a guard that remembers what recorded actions did, across
+// processes (in the store): the egress guard remembers which secrets a
+// session read and where it sent data. The kernel calls Observe after it
+// records an action and its verdict (answered false: level is the
+// verdict's), and again when a person approves it (answered true). Evaluate
+// alone (eval, dry runs) observes nothing.
+type Observer interface {
+	Observe(ctx context.Context, a *action.Action, level action.Level, answered bool) error
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/clock"
@@ -11,6 +12,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/perception"
 
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/egress"
 	"github.com/overseer-dev/overseer/internal/guard/mcpguard"
 	"github.com/overseer-dev/overseer/internal/guard/netguard"
 	"github.com/overseer-dev/overseer/internal/guard/paths"
@@ -36,12 +38,13 @@ func (c createdTracker) CreatedBy(ctx context.Context, a *action.Action, ps []st
 }
 
 // knownGuards are the sections a policy's `guards:` may configure.
-var knownGuards = map[string]bool{"shell": true, "paths": true, "net": true, "sql": true, "mcp": true, "results": true}
+var knownGuards = map[string]bool{"shell": true, "paths": true, "net": true, "sql": true, "mcp": true, "results": true, egress.Name: true}
 
 // DefaultGuards builds the standard hard guards — shell, paths, network,
-// SQL, MCP tool annotations — configured from the policy's guards section, in the order the
-// engine runs them (the shell guard first: it derives the path facts the
-// paths guard then resolves).
+// SQL, MCP tool annotations, egress — configured from the policy's guards
+// section, in the order the engine runs them (the shell guard first: it
+// derives the path facts the paths guard then resolves; egress last: it
+// reads the commands and resolved paths the others derived).
 func DefaultGuards(p *policy.Policy, env GuardEnv) ([]guard.Guard, error) {
 	for _, name := range p.GuardNames() {
 		if !knownGuards[name] {
@@ -98,5 +101,36 @@ func DefaultGuards(p *policy.Policy, env GuardEnv) ([]guard.Guard, error) {
 	if env.Home != "" {
 		vars["OVERSEER_HOME"] = env.Home
 	}
-	return []guard.Guard{sh.WithSelfAPI(self).WithVars(vars), pg, netguard.New(netPol).WithSelfAPI(self), sqlguard.New(sqlPol), mg}, nil
+	eg, err := EgressGuard(p, env, pg)
+	if err != nil {
+		return nil, err
+	}
+	return []guard.Guard{sh.WithSelfAPI(self).WithVars(vars), pg, netguard.New(netPol).WithSelfAPI(self), sqlguard.New(sqlPol), mg, eg}, nil
+}
+
+// EgressMemoryAge is how long the egress guard remembers an idle
+// session's secret reads and destinations.
+const EgressMemoryAge = 7 * 24 * time.Hour
+
+// PruneEgressMemory forgets the egress memory of sessions idle for longer
+// than EgressMemoryAge and returns how many it forgot.
+func (k *Kernel) PruneEgressMemory(ctx context.Context) (int, error) {
+	return egress.Prune(ctx, k.raw, k.Clock.Now().Add(-EgressMemoryAge))
+}
+
+// EgressGuard builds the egress guard from the policy's guards.egress
+// section; pg says which paths are secrets (for the session memory).
+func EgressGuard(p *policy.Policy, env GuardEnv, pg *paths.Guard) (*egress.Guard, error) {
+	var pol egress.Policy
+	if _, err := p.DecodeGuard(egress.Name, &pol); err != nil {
+		return nil, err
+	}
+	if err := pol.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: guards.egress: %w", p.Name, err)
+	}
+	e := egress.Env{Home: env.Home, SecretPath: pg.Secret}
+	if env.Store != nil {
+		e.Store = env.Store
+	}
+	return egress.New(pol, e), nil
 }

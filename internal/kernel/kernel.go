@@ -54,9 +54,9 @@ type Config struct {
 	NoSeal bool
 	// Seal tunes the epochs of the audit log's seal (zero: the defaults).
 	Seal audit.SealerOptions
-	// Secrets finds secrets in tool results. Nil: results are scanned for
-	// prompt injection only (until the shared secret analyser is wired
-	// here).
+	// Secrets finds secrets in tool results. Nil means the shared secret
+	// analyser (package guard/secrets) with the known values of the egress
+	// guard (the environment's and the home's credential files').
 	Secrets resultscan.SecretScanner
 }
 
@@ -86,6 +86,8 @@ type Kernel struct {
 	Results *resultscan.Scanner
 	// Pins are the MCP gateway's pinned tool definitions.
 	Pins *mcppin.Registry
+	// observers are the guards that remember what recorded actions did.
+	observers []guard.Observer
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -173,10 +175,18 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 		k.Close()
 		return nil, fmt.Errorf("building guards: %w", err)
 	}
+	if cfg.Secrets == nil {
+		cfg.Secrets = secretFinder{egressOf(guards)}
+	}
 	k.Results, err = resultscan.FromPolicy(pol, cfg.Secrets)
 	if err != nil {
 		k.Close()
 		return nil, fmt.Errorf("%s: %w", pol.Name, err)
+	}
+	for _, g := range guards {
+		if o, ok := g.(guard.Observer); ok {
+			k.observers = append(k.observers, o)
+		}
 	}
 	k.Bus = perception.New(st, cfg.Clock)
 	k.Pins = mcppin.New(st, cfg.Clock.Now)
@@ -279,6 +289,9 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, &sa, sa), entry(audit.TypeVerdict, &sa, sv)); err != nil {
 		return nil, fmt.Errorf("recording the action and its verdict: %w", err)
 	}
+	if err := k.observe(ctx, a, v.Level, false); err != nil {
+		return nil, err
+	}
 	key := firewall.SessionKey(a)
 	effect, writes := k.Engine.Effects(a, &v)
 	k.Bus.RecordSample(key, perception.ActionSample{Tool: a.Tool, ArgsHash: v.ArgsHash, Effect: effect, Writes: writes})
@@ -314,6 +327,18 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 func (k *Kernel) stored(a *action.Action, v *action.Verdict) (action.Action, action.Verdict) {
 	max := k.Engine.Policy().Settings.Limits.StoredBytes
 	return a.Bounded(max), v.Bounded(max)
+}
+
+// observe lets the observing guards remember a recorded action (answered:
+// a person approved it). A failure stops the action: what is not
+// remembered could not be judged later.
+func (k *Kernel) observe(ctx context.Context, a *action.Action, level action.Level, answered bool) error {
+	for _, o := range k.observers {
+		if err := o.Observe(ctx, a, level, answered); err != nil {
+			return fmt.Errorf("recording what the action does (%T): %w", o, err)
+		}
+	}
+	return nil
 }
 
 func entry(typ string, a *action.Action, data any) audit.Entry {
@@ -359,6 +384,9 @@ func (k *Kernel) onAnswer(ctx context.Context, apr *store.Approval, ans store.An
 			// The person looked at a call a loop limit put to them:
 			// counting starts again.
 			k.Bus.ForgetTool(key, apr.Tool)
+		}
+		if err := k.observe(ctx, a, apr.Level, true); err != nil {
+			return err
 		}
 	} else if ans.Decision == gate.DecisionDeny || ans.Decision == gate.DecisionAbort {
 		// The same call is not asked about again in this session.

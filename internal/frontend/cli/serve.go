@@ -258,7 +258,8 @@ const (
 	undoMaxBytes = 1 << 30
 )
 
-// pruneUndo bounds the undo store by age and size.
+// pruneUndo bounds the undo store by age and size, and forgets the egress
+// memory of idle sessions.
 func (a *app) pruneUndo(ctx context.Context, k *kernel.Kernel) {
 	u, err := k.Undo()
 	if err == nil {
@@ -266,5 +267,8 @@ func (a *app) pruneUndo(ctx context.Context, k *kernel.Kernel) {
 	}
 	if err != nil && ctx.Err() == nil {
 		fmt.Fprintln(a.stderr, "overseer: pruning the undo store:", err)
+	}
+	if _, err := k.PruneEgressMemory(ctx); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(a.stderr, "overseer: pruning the egress guard's session memory:", err)
 	}
 }

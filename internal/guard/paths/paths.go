@@ -447,6 +447,16 @@ func rawArgsFor(a *action.Action, fact string) []string {
 	return out
 }
 
+// Secret reports whether a resolved path is one of the guard's secrets,
+// and the pattern that makes it one. Other guards (egress) use it to know
+// which reads were reads of secrets.
+func (g *Guard) Secret(path string) (string, bool) {
+	if g == nil || g.secrets == nil {
+		return "", false
+	}
+	return g.secrets.match(path)
+}
+
 func (g *Guard) secret(resolved, literal string) (string, bool) {
 	if by, ok := g.secrets.match(resolved); ok {
 		return by, true

@@ -40,9 +40,9 @@ type Secret struct {
 // SecretScanner finds secrets in a text. Implementations must be safe
 // for concurrent use and return offsets within text.
 //
-// NOTE: the shared secret analyser (package guard/secrets) is being built
-// separately; until it is wired here (kernel.Open passes it as
-// Config.Secrets), results are scanned for prompt injection only.
+// kernel.Open passes the shared secret analyser (package guard/secrets,
+// with the egress guard's known values) unless its Config.Secrets says
+// otherwise.
 type SecretScanner interface {
 	FindSecrets(text string) []Secret
 }

@@ -1,0 +1,529 @@
+// Package egress is the egress guard: it judges what an agent's outgoing
+// requests carry and where they go, whichever tool makes them — a web
+// fetch (URL, headers, body), an MCP tool call (its arguments), or a shell
+// command that sends data (curl, wget, nc, scp, rsync, git push, cloud
+// CLIs copying out, DNS lookups).
+//
+//   - A request that carries a secret (secrets.Analyzer: known credential
+//     formats, generic secrets next to a keyword, and the values of the
+//     person's own secret files and environment, after decoding) is at
+//     least approve, with a preview naming the secret (masked), where it
+//     was found and where it goes. A generic secret alone is confirm.
+//   - A destination on the policy's deny list is block.
+//   - A session that read a secret earlier (any reader: the effect model's
+//     read or unknown path facts on a secret path) and now sends data to a
+//     destination that is neither known (the allow list, package
+//     registries and code hosts by default) nor used before in the session
+//     is at least approve, naming the earlier read.
+//
+// The session memory lives in the store (Namespace), written by Observe
+// when the kernel records an action or a person's approval, so it holds
+// across hook processes.
+package egress
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/secrets"
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// Name is the guard's name and its section in a policy's guards.
+const Name = "egress"
+
+// Policy is the guards.egress section of a policy.
+type Policy struct {
+	// Allow lists known destinations: host names, or "*.example.com" for
+	// the sub-domains of one. Sending to them does not count as a new
+	// destination after a secret read. A secret in a request is put to a
+	// person wherever it goes.
+	Allow []string `yaml:"allow,omitempty" json:"allow,omitempty"`
+	// Deny lists destinations nothing may be sent to (block).
+	Deny []string `yaml:"deny,omitempty" json:"deny,omitempty"`
+	// NoDefaults drops the built-in known destinations (DefaultAllow).
+	NoDefaults bool `yaml:"no_defaults,omitempty" json:"no_defaults,omitempty"`
+	// OnSecret is the level of a request that carries a secret: approve
+	// (the default) or block.
+	OnSecret action.Level `yaml:"on_secret,omitempty" json:"on_secret,omitempty"`
+}
+
+// DefaultAllow are the destinations known by default: the package
+// registries and the main code hosts.
+var DefaultAllow = []string{
+	// code hosts
+	"github.com", "*.github.com", "*.githubusercontent.com", "gitlab.com", "*.gitlab.com", "bitbucket.org",
+	"*.bitbucket.org", "codeberg.org", "git.sr.ht", "*.googlesource.com",
+	// package registries
+	"registry.npmjs.org", "*.npmjs.org", "npmjs.com", "www.npmjs.com", "registry.yarnpkg.com", "pypi.org",
+	"*.pypi.org", "files.pythonhosted.org", "proxy.golang.org", "sum.golang.org", "pkg.go.dev", "go.dev",
+	"golang.org", "crates.io", "*.crates.io", "rubygems.org", "*.rubygems.org", "repo.maven.apache.org",
+	"repo1.maven.org", "*.maven.org", "plugins.gradle.org", "nuget.org", "*.nuget.org", "packagist.org",
+	"*.packagist.org", "hex.pm", "*.hex.pm", "pub.dev", "cdn.cocoapods.org", "deb.debian.org",
+	"security.debian.org", "archive.ubuntu.com", "security.ubuntu.com", "dl-cdn.alpinelinux.org",
+	"registry-1.docker.io", "*.docker.io", "ghcr.io", "quay.io", "gcr.io", "*.pkg.dev", "registry.terraform.io",
+	"cran.r-project.org", "conda.anaconda.org", "repo.anaconda.com",
+}
+
+// Validate reports the first entry of p that cannot be used.
+func (p Policy) Validate() error {
+	_, err := p.compile()
+	return err
+}
+
+type compiled struct {
+	allow, deny hostSet
+	onSecret    action.Level
+}
+
+type hostSet struct {
+	names    map[string]bool
+	suffixes []string
+}
+
+func (h hostSet) has(dest string) bool {
+	if h.names[dest] {
+		return true
+	}
+	for _, s := range h.suffixes {
+		if strings.HasSuffix(dest, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func makeHostSet(entries []string) (hostSet, error) {
+	h := hostSet{names: map[string]bool{}}
+	for _, e := range entries {
+		e = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(e), "."))
+		switch {
+		case e == "" || e == "*" || e == "*.":
+			return h, fmt.Errorf("egress: %q is not a destination (a host name or *.domain)", e)
+		case strings.HasPrefix(e, "*."):
+			h.suffixes = append(h.suffixes, e[1:])
+		case strings.ContainsAny(e, "/ *@"):
+			return h, fmt.Errorf("egress: %q is not a destination (a host name or *.domain)", e)
+		default:
+			h.names[e] = true
+		}
+	}
+	return h, nil
+}
+
+func (p Policy) compile() (*compiled, error) {
+	allow := p.Allow
+	if !p.NoDefaults {
+		allow = append(append([]string(nil), DefaultAllow...), p.Allow...)
+	}
+	c := &compiled{onSecret: action.Approve}
+	var err error
+	if c.allow, err = makeHostSet(allow); err != nil {
+		return nil, fmt.Errorf("allow: %w", err)
+	}
+	if c.deny, err = makeHostSet(p.Deny); err != nil {
+		return nil, fmt.Errorf("deny: %w", err)
+	}
+	switch p.OnSecret {
+	case action.Unset, action.Approve:
+	case action.Block:
+		c.onSecret = action.Block
+	default:
+		return nil, fmt.Errorf("egress: on_secret is %s; it may be approve or block", p.OnSecret)
+	}
+	return c, nil
+}
+
+// Env is what the guard needs besides its policy.
+type Env struct {
+	// Home is Overseer's home, where the fingerprint key lives ("" keeps a
+	// key for this process only).
+	Home string
+	// Store keeps the session memory; nil disables the flow check.
+	Store store.StateStore
+	// SecretPath says whether a path is a secret (the paths guard's list).
+	SecretPath func(path string) (pattern string, ok bool)
+	// Environ is the environment whose secret values are fingerprinted;
+	// nil means this process's.
+	Environ []string
+	// UserHome is the person's home directory; "" means this process's.
+	UserHome string
+	// Clock defaults to the real one.
+	Clock clock.Clock
+}
+
+// Guard is the egress guard. It is safe for concurrent use.
+type Guard struct {
+	pol    *compiled
+	polErr error
+	env    Env
+
+	once    sync.Once
+	initErr error
+	base    *secrets.Fingerprints // the environment's values
+	files   *fileValues
+	an      *secrets.Analyzer
+
+	setsMu sync.Mutex
+	sets   map[string]setCache // by directory: its secret files' values
+}
+
+var _ guard.Guard = (*Guard)(nil)
+
+// New returns the guard. A policy that does not compile makes every check
+// of a sending action fail (the engine then never lets it run unasked).
+func New(pol Policy, env Env) *Guard {
+	c, err := pol.compile()
+	if env.Clock == nil {
+		env.Clock = clock.Real{}
+	}
+	if env.UserHome == "" {
+		env.UserHome, _ = os.UserHomeDir()
+	}
+	return &Guard{pol: c, polErr: err, env: env}
+}
+
+// Name returns "egress".
+func (g *Guard) Name() string { return Name }
+
+// init reads the key and fingerprints the environment, once, on the first
+// action that sends anything.
+func (g *Guard) init() error {
+	g.once.Do(func() {
+		key, err := loadKey(g.env.Home)
+		if err != nil {
+			g.initErr = err
+			return
+		}
+		g.base, _ = secrets.NewFingerprints(key)
+		empty, _ := secrets.NewFingerprints(key)
+		g.files = &fileValues{fp: empty}
+		environ := g.env.Environ
+		if environ == nil {
+			environ = os.Environ()
+		}
+		for name, vals := range envValues(environ) {
+			for _, v := range vals {
+				g.base.Add("the environment variable "+name, v)
+			}
+		}
+		g.an = secrets.New(secrets.Options{Known: g.base})
+	})
+	return g.initErr
+}
+
+// Check judges the outgoing requests of a.
+func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, error) {
+	reqs := requests(a)
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	if g.polErr != nil {
+		return nil, g.polErr
+	}
+	if err := g.init(); err != nil {
+		return nil, err
+	}
+	var fs []guard.Finding
+	dests := make([]string, 0, len(reqs))
+	for _, r := range reqs {
+		dests = appendNew(dests, r.Dest)
+	}
+	for _, d := range dests {
+		if g.pol.deny.has(d) {
+			fs = append(fs, guard.Finding{Check: "egress.denied", Level: action.Block, Hard: true,
+				Message: fmt.Sprintf("%s sends to %s, which the policy's egress deny list forbids", reqs[0].By, d)})
+		}
+	}
+	var mem Memory
+	if g.env.Store != nil && a.Session != "" {
+		m, err := load(ctx, g.env.Store, sessionKey(a.Agent, a.Session))
+		if err != nil {
+			return fs, fmt.Errorf("egress: reading the session's memory: %w", err)
+		}
+		mem = m
+	}
+	an := g.analyzer(a.Cwd, mem)
+	var found []secrets.Finding
+	for _, r := range reqs {
+		if len(r.Parts) > 0 {
+			found = append(found, an.ScanParts(r.Parts)...)
+		}
+		n := 0
+		for _, p := range r.Parts {
+			n += len(p.Text)
+		}
+		if n > secrets.DefaultMaxBytes {
+			fs = append(fs, guard.Finding{Check: "egress.unscanned", Level: action.Confirm, Hard: true,
+				Message: fmt.Sprintf("%s sends %d bytes to %s; only the first %d were scanned for secrets", r.By, n, r.Dest, secrets.DefaultMaxBytes)})
+		}
+	}
+	to := strings.Join(dests, ", ")
+	if len(found) > 0 {
+		fs = append(fs, g.secretFinding(reqs[0].By, to, found))
+	}
+	if f, ok := g.flowFinding(reqs[0].By, dests, mem); ok {
+		fs = append(fs, f)
+	}
+	return fs, nil
+}
+
+// Analyzer returns the secret analyser with the known values the guard
+// has without an action: the environment's and the home's credential
+// files'. For scanning what comes back to the agent (tool results). If
+// the guard cannot start (its key), the analyser finds formats only.
+func (g *Guard) Analyzer() *secrets.Analyzer {
+	if err := g.init(); err != nil {
+		return secrets.New(secrets.Options{})
+	}
+	return g.analyzer("", Memory{})
+}
+
+// analyzer is the analyser with every known value that applies to a: the
+// environment's, the home's credential files', the working directory's
+// secret files' and those the session read.
+func (g *Guard) analyzer(cwd string, mem Memory) *secrets.Analyzer {
+	var sets []*secrets.Fingerprints
+	if g.env.UserHome != "" {
+		sets = append(sets, g.fileSet(g.env.UserHome, homeSecretFiles, true))
+	}
+	if cwd != "" && filepath.IsAbs(cwd) {
+		sets = append(sets, g.fileSet(cwd, projectSecretFiles, false))
+	}
+	var vals []secrets.ValueFP
+	for _, r := range mem.Reads {
+		vals = append(vals, r.Values...)
+	}
+	if len(vals) > 0 {
+		s := g.files.fp.Clone()
+		for _, v := range vals {
+			s.AddFP(v)
+		}
+		sets = append(sets, s)
+	}
+	return g.an.With(sets...)
+}
+
+// fileSet returns the fingerprints of the values of dir's files names,
+// rebuilt only when one of the files changed (size or time) since the
+// last call for dir.
+func (g *Guard) fileSet(dir string, names []string, tilde bool) *secrets.Fingerprints {
+	var sig strings.Builder
+	type file struct{ path, source string }
+	var present []file
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		st, err := os.Stat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		fmt.Fprintf(&sig, "%s\x00%d\x00%d\x00", n, st.Size(), st.ModTime().UnixNano())
+		src := p
+		if tilde {
+			src = "~/" + n
+		}
+		present = append(present, file{p, src})
+	}
+	key := sig.String()
+	g.setsMu.Lock()
+	c, ok := g.sets[dir]
+	g.setsMu.Unlock()
+	if ok && c.sig == key {
+		return c.set
+	}
+	set := g.files.fp.Clone()
+	for _, f := range present {
+		for _, v := range g.files.of(f.path, f.source) {
+			set.AddFP(v)
+		}
+	}
+	g.setsMu.Lock()
+	if g.sets == nil || len(g.sets) >= 64 {
+		g.sets = map[string]setCache{}
+	}
+	g.sets[dir] = setCache{sig: key, set: set}
+	g.setsMu.Unlock()
+	return set
+}
+
+type setCache struct {
+	sig string
+	set *secrets.Fingerprints
+}
+
+// secretFinding reports the secrets a request carries.
+func (g *Guard) secretFinding(by, to string, found []secrets.Finding) guard.Finding {
+	generic := true
+	for _, f := range found {
+		if !f.Generic {
+			generic = false
+		}
+	}
+	sort.SliceStable(found, func(i, j int) bool { return !found[i].Generic && found[j].Generic })
+	items := make([]string, 0, len(found))
+	for _, f := range found {
+		items = append(items, f.String())
+	}
+	first := found[0].String()
+	if generic {
+		return guard.Finding{Check: "egress.possible-secret", Level: action.Confirm, Hard: true,
+			Message: fmt.Sprintf("%s sends what looks like a secret to %s: %s", by, to, first),
+			Preview: &action.Preview{Summary: fmt.Sprintf("%s sends data to %s that looks like a secret (a high-entropy value next to a keyword)", by, to), Items: items}}
+	}
+	return guard.Finding{Check: "egress.secret", Level: g.pol.onSecret, Hard: true,
+		Message: fmt.Sprintf("%s sends a secret to %s: %s", by, to, first),
+		Preview: &action.Preview{Summary: fmt.Sprintf("%s sends %s to %s", by, plural(len(found), "secret"), to), Items: items}}
+}
+
+func plural(n int, w string) string {
+	if n == 1 {
+		return "a " + w
+	}
+	return fmt.Sprintf("%d %ss", n, w)
+}
+
+// flowFinding reports sending to new destinations after a secret read.
+func (g *Guard) flowFinding(by string, dests []string, mem Memory) (guard.Finding, bool) {
+	if len(mem.Reads) == 0 {
+		return guard.Finding{}, false
+	}
+	var fresh []string
+	for _, d := range dests {
+		if !g.pol.allow.has(d) && !mem.seen(d) {
+			fresh = append(fresh, d)
+		}
+	}
+	if len(fresh) == 0 {
+		return guard.Finding{}, false
+	}
+	last := mem.Reads[len(mem.Reads)-1]
+	read := fmt.Sprintf("%s (read by %s at %s)", last.Path, last.Tool, last.At.UTC().Format("15:04:05"))
+	items := make([]string, 0, len(mem.Reads))
+	for i := len(mem.Reads) - 1; i >= 0 && len(items) < 8; i-- {
+		r := mem.Reads[i]
+		items = append(items, fmt.Sprintf("read %s (secret: %s) by %s at %s", r.Path, r.Pattern, r.Tool, r.At.UTC().Format(time.RFC3339)))
+	}
+	more := ""
+	if len(mem.Reads) > 1 {
+		more = fmt.Sprintf(" and %d other secret read(s)", len(mem.Reads)-1)
+	}
+	to := strings.Join(fresh, ", ")
+	return guard.Finding{Check: "egress.after-secret-read", Level: action.Approve, Hard: true,
+		Message: fmt.Sprintf("this session read the secret %s%s, and %s now sends data to %s, a destination it has not used before",
+			read, more, by, to),
+		Preview: &action.Preview{Summary: fmt.Sprintf("%s sends data to %s, new to this session, after it read secrets", by, to), Items: items}}, true
+}
+
+// Observe remembers what a recorded action did, for the flow check: the
+// secrets it read (or may read: any level below block, since a person may
+// allow it), and the destinations it sent to once it runs (auto or notify,
+// or approved by a person: answered). The kernel calls it after recording
+// an action's verdict and after a person's approval.
+func (g *Guard) Observe(ctx context.Context, a *action.Action, level action.Level, answered bool) error {
+	if g.env.Store == nil || a.Session == "" || level == action.Block {
+		return nil
+	}
+	var reads []SecretRead
+	if !answered && g.env.SecretPath != nil {
+		for _, p := range a.Facts.Paths {
+			if p.Intent != action.PathRead && p.Intent != action.PathUnknown {
+				continue
+			}
+			pat, ok := g.env.SecretPath(p.Path)
+			if !ok {
+				continue
+			}
+			if err := g.init(); err != nil {
+				return err
+			}
+			reads = append(reads, SecretRead{Path: p.Path, Pattern: pat, Tool: a.Tool, ActionID: a.ID,
+				At: g.env.Clock.Now(), Values: g.valuesUnder(p.Path)})
+		}
+	}
+	var dests []string
+	if answered || level.RunsWithoutPerson() {
+		for _, r := range requests(a) {
+			dests = appendNew(dests, r.Dest)
+		}
+	}
+	if len(reads) == 0 && len(dests) == 0 {
+		return nil
+	}
+	return update(ctx, g.env.Store, sessionKey(a.Agent, a.Session), g.env.Clock.Now(), func(m *Memory) bool {
+		changed := false
+		for _, r := range reads {
+			dup := false
+			for i := range m.Reads {
+				if m.Reads[i].Path == r.Path {
+					m.Reads[i] = r
+					dup = true
+				}
+			}
+			if !dup {
+				m.Reads = append(m.Reads, r)
+			}
+			changed = true
+		}
+		for _, d := range dests {
+			if !m.seen(d) {
+				m.Dests = append(m.Dests, d)
+				changed = true
+			}
+		}
+		return changed
+	})
+}
+
+// valuesUnder fingerprints the values of a secret file, or of the files
+// of a secret directory (a recursive read: ~/.aws, ~/.ssh), a bounded few.
+func (g *Guard) valuesUnder(p string) []secrets.ValueFP {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil
+	}
+	source := p
+	if h := g.env.UserHome; h != "" && strings.HasPrefix(p, h+"/") {
+		source = "~/" + strings.TrimPrefix(p, h+"/")
+	}
+	if st.Mode().IsRegular() {
+		return g.files.of(p, source)
+	}
+	if !st.IsDir() {
+		return nil
+	}
+	var out []secrets.ValueFP
+	n := 0
+	_ = filepath.WalkDir(p, func(q string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			if strings.Count(strings.TrimPrefix(q, p), "/") >= 3 {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if n++; n > 32 || len(out) >= maxValuesRead {
+			return filepath.SkipAll
+		}
+		src := q
+		if h := g.env.UserHome; h != "" && strings.HasPrefix(q, h+"/") {
+			src = "~/" + strings.TrimPrefix(q, h+"/")
+		}
+		out = append(out, g.files.of(q, src)...)
+		return nil
+	})
+	if len(out) > maxValuesRead {
+		out = out[:maxValuesRead]
+	}
+	return out
+}

@@ -1,0 +1,116 @@
+package egress
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/guard/secrets"
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// Namespace is the store.StateStore namespace of the egress guard's
+// session memory: one key per agent session, holding what the session read
+// of secrets (as fingerprints) and where it has sent data. It lives in the
+// store, not in the process, because every hook call is a process of its
+// own.
+const Namespace = "egress"
+
+// Bounds on one session's memory.
+const (
+	maxReads      = 64
+	maxDests      = 512
+	maxValuesRead = 128 // values fingerprinted per secret read
+)
+
+// SecretRead is a read of a secret that a session made (or asked for).
+type SecretRead struct {
+	Path     string            `json:"path"`
+	Pattern  string            `json:"pattern"` // the secret pattern it matched
+	Tool     string            `json:"tool"`
+	ActionID string            `json:"action_id,omitempty"`
+	At       time.Time         `json:"at"`
+	Values   []secrets.ValueFP `json:"values,omitempty"` // keyed fingerprints, never the values
+}
+
+// Memory is one session's record.
+type Memory struct {
+	Reads []SecretRead `json:"reads,omitempty"`
+	Dests []string     `json:"dests,omitempty"`
+	At    time.Time    `json:"at"` // last change
+}
+
+func (m *Memory) seen(dest string) bool { return slices.Contains(m.Dests, dest) }
+
+// sessionKey is unambiguous for any agent and session.
+func sessionKey(agent, session string) string {
+	return strconv.Itoa(len(agent)) + ":" + agent + ":" + session
+}
+
+// load reads a session's memory (empty when there is none).
+func load(ctx context.Context, st store.StateStore, key string) (Memory, error) {
+	var m Memory
+	b, err := st.GetState(ctx, Namespace, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return m, nil
+	}
+	if err != nil {
+		return m, err
+	}
+	err = json.Unmarshal(b, &m)
+	return m, err
+}
+
+// update changes a session's memory atomically.
+func update(ctx context.Context, st store.StateStore, key string, now time.Time, fn func(*Memory) bool) error {
+	return st.UpdateState(ctx, Namespace, key, func(old []byte) ([]byte, error) {
+		var m Memory
+		if old != nil && json.Unmarshal(old, &m) != nil {
+			// An unreadable record (written by another version) is
+			// replaced rather than left to fail every later action of the
+			// session; Check, reading it, fails closed meanwhile.
+			m = Memory{}
+		}
+		if !fn(&m) {
+			return old, nil
+		}
+		if len(m.Reads) > maxReads {
+			m.Reads = m.Reads[len(m.Reads)-maxReads:]
+		}
+		if len(m.Dests) > maxDests {
+			m.Dests = m.Dests[len(m.Dests)-maxDests:]
+		}
+		m.At = now
+		return json.Marshal(m)
+	})
+}
+
+// Prune forgets the memories of sessions untouched since cutoff and
+// returns how many it forgot.
+func Prune(ctx context.Context, st store.StateStore, cutoff time.Time) (int, error) {
+	all, err := st.ListState(ctx, Namespace)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for k, v := range all {
+		var m Memory
+		if json.Unmarshal(v, &m) == nil && !m.At.Before(cutoff) {
+			continue
+		}
+		if err := st.UpdateState(ctx, Namespace, k, func(old []byte) ([]byte, error) {
+			var cur Memory
+			if old != nil && json.Unmarshal(old, &cur) == nil && !cur.At.Before(cutoff) {
+				return old, nil
+			}
+			return nil, nil
+		}); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

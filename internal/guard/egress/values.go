@@ -1,0 +1,162 @@
+package egress
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/guard/secrets"
+)
+
+// KeyFile is the name, in Overseer's home, of the key of the egress
+// guard's fingerprints. Agents cannot read Overseer's home (any effect on
+// it is block), so the fingerprints in the store cannot be tested against
+// guesses by them.
+const KeyFile = "egress.key"
+
+// loadKey reads the fingerprint key from home, creating it on first use.
+// Without a home the key is random for this process only.
+func loadKey(home string) ([]byte, error) {
+	if home == "" {
+		return secrets.NewKey(), nil
+	}
+	p := filepath.Join(home, KeyFile)
+	b, err := os.ReadFile(p)
+	if err == nil {
+		if len(b) != secrets.KeySize {
+			return nil, fmt.Errorf("egress: %s is not a %d-byte key", p, secrets.KeySize)
+		}
+		return b, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, err
+	}
+	k := secrets.NewKey()
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return loadKey(home) // another process made it first
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(k); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return k, f.Close()
+}
+
+// secretEnvName matches the names of environment variables that hold
+// secrets.
+var secretEnvName = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSW|PWD$|CREDENTIAL|AUTH|PRIVATE|COOKIE|SESSION|DSN$|DATABASE_URL|_URI$|WEBHOOK)`)
+
+// envValues returns the values of the secret-looking variables of environ
+// (NAME=value): the whole value, and the passwords inside it (a URL's).
+func envValues(environ []string) map[string][]string {
+	out := map[string][]string{}
+	for _, kv := range environ {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || !secretEnvName.MatchString(name) || strings.HasPrefix(name, "OVERSEER_") && name != "OVERSEER_ANSWER_TOKEN" {
+			continue
+		}
+		up := strings.ToUpper(name)
+		if up == "PWD" || up == "OLDPWD" || strings.HasSuffix(up, "_PATH") || strings.HasSuffix(up, "_FILE") ||
+			strings.Contains(up, "SESSION_BUS") || strings.Contains(up, "SESSION_MANAGER") || strings.HasPrefix(up, "XDG_SESSION") ||
+			strings.HasSuffix(up, "_SOCK") || strings.HasSuffix(up, "SESSION_ID") || strings.HasSuffix(up, "_TYPE") {
+			continue // paths, sockets, desktop sessions: not secrets
+		}
+		val = strings.TrimSpace(val)
+		if len(val) < secrets.MinWhole || strings.HasPrefix(val, "/") || strings.HasPrefix(val, "~/") ||
+			strings.HasPrefix(val, "unix:") || !secrets.ValueLike(val) {
+			continue
+		}
+		vals := []string{val}
+		for _, v := range secrets.ValuesOf(val) {
+			if v != val {
+				vals = append(vals, v)
+			}
+		}
+		out[name] = vals
+	}
+	return out
+}
+
+// homeSecretFiles are the credential files of the home directory whose
+// values an agent could have seen, fingerprinted whatever the session did.
+var homeSecretFiles = []string{
+	".aws/credentials", ".netrc", ".git-credentials", ".config/gh/hosts.yml", ".npmrc", ".pypirc",
+	".docker/config.json", ".vault-token", ".pgpass", ".cargo/credentials.toml", ".cargo/credentials",
+	".gem/credentials", ".terraform.d/credentials.tfrc.json", ".ssh/id_rsa", ".ssh/id_ed25519", ".ssh/id_ecdsa",
+	".config/hub", ".kaggle/kaggle.json",
+}
+
+// projectSecretFiles are the secret files of a working directory.
+var projectSecretFiles = []string{".env", ".env.local", ".env.production", ".env.development", "secrets.json", ".dev.vars"}
+
+// maxSecretFile is the largest secret file whose values are fingerprinted.
+const maxSecretFile = 256 << 10
+
+// fileValues caches the fingerprints of secret files by path, size and
+// modification time, so that a process judging many actions reads each
+// file once.
+type fileValues struct {
+	fp *secrets.Fingerprints // the key's empty set, to compute with
+	mu sync.Mutex
+	c  map[string]fileEntry
+}
+
+type fileEntry struct {
+	size  int64
+	mtime time.Time
+	vals  []secrets.ValueFP
+}
+
+// of returns the fingerprints of the values of the file at p (nil when it
+// cannot be read or is not a regular file).
+func (fv *fileValues) of(p, source string) []secrets.ValueFP {
+	st, err := os.Stat(p)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > maxSecretFile {
+		return nil
+	}
+	fv.mu.Lock()
+	e, ok := fv.c[p]
+	fv.mu.Unlock()
+	if ok && e.size == st.Size() && e.mtime.Equal(st.ModTime()) {
+		return e.vals
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile))
+	f.Close()
+	if err != nil || bytes.IndexByte(b, 0) >= 0 {
+		return nil // unreadable, or binary (a keystore)
+	}
+	var vals []secrets.ValueFP
+	for i, v := range secrets.ValuesOf(string(b)) {
+		if i == maxValuesRead {
+			break
+		}
+		if fp, ok := fv.fp.Fingerprint(source, v); ok {
+			vals = append(vals, fp)
+		}
+	}
+	fv.mu.Lock()
+	if fv.c == nil {
+		fv.c = map[string]fileEntry{}
+	}
+	fv.c[p] = fileEntry{size: st.Size(), mtime: st.ModTime(), vals: vals}
+	fv.mu.Unlock()
+	return vals
+}
