@@ -124,8 +124,13 @@ func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
+// lookback is how far before a value a context rule's keyword may start:
+// the keyword (up to 16 bytes), 20 name characters, 3 quotes or spaces,
+// an operator of up to 4 and 5 more quotes or spaces.
+const lookback = 48
+
 // regions are the stretches of text where keyword rules are tried: each
-// long run, and the 64 bytes before it, where a context rule's keyword
+// long run, and the 48 bytes before it, where a context rule's keyword
 // and operator stand before their value ("api_key": "…").
 func regions(t string, runs []run) []run {
 	var out []run
@@ -140,14 +145,14 @@ func regions(t string, runs []run) []run {
 	for _, r := range runs {
 		switch {
 		case r.end-r.start > hugeRun:
-			add(r.start-64, r.start+1024)
+			add(r.start-lookback, r.start+1024)
 			add(r.end-1024, r.end)
 		case hashLike(t[r.start:r.end]):
 			// A hash or an id: no credential format is lower-case hex, but
 			// a context rule's keyword may stand before it.
-			add(r.start-64, r.start)
+			add(r.start-lookback, r.start)
 		default:
-			add(r.start-64, r.end)
+			add(r.start-lookback, r.end)
 		}
 	}
 	return out
