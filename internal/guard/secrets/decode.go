@@ -114,6 +114,9 @@ func (a *Analyzer) scanSerial(rs *ruleSet, t string, c *collector) {
 			}
 		}
 		for _, r := range sv.runs {
+			if r.cls&runHash != 0 && r.cls&runHex == 0 {
+				continue // hex digits and dashes: a UUID or an id, not an encoding
+			}
 			for _, dec := range decodeRun(it.text[r.start:r.end]) {
 				push(dec.text, joinWhere(it.where, dec.kind), d)
 			}

@@ -31,7 +31,37 @@ func init() {
 }
 
 // run is a maximal run of token characters of at least minRun bytes.
-type run struct{ start, end int }
+type run struct {
+	start, end int
+	cls        byte // the run bits its every byte has (runHash, runHex)
+}
+
+// Run bits, over every byte of a run.
+const (
+	runToken = 1 << iota // always set for a token character
+	runHash              // lower-case hex digit or dash: a hash, a UUID
+	runHex               // hex digit
+)
+
+// runClass gives each byte its run bits (0: not a token character).
+var runClass [256]byte
+
+func init() {
+	for c := 0; c < 256; c++ {
+		if !tokenChar[c] {
+			continue
+		}
+		b := byte(c)
+		k := byte(runToken)
+		if b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b == '-' {
+			k |= runHash
+		}
+		if isHex(b) {
+			k |= runHex
+		}
+		runClass[c] = k
+	}
+}
 
 // survey is what one pass over a text learns: its long token runs and
 // whether any string-level decoder applies.
@@ -49,11 +79,17 @@ func surveyText(t string) survey {
 	for i < n {
 		// A run of token characters.
 		start := i
-		for i < n && tokenChar[t[i]] {
+		cls := byte(0xff)
+		for i < n {
+			k := runClass[t[i]]
+			if k == 0 {
+				break
+			}
+			cls &= k
 			i++
 		}
 		if i-start >= minRun {
-			sv.runs = append(sv.runs, run{start, i})
+			sv.runs = append(sv.runs, run{start, i, cls})
 		}
 		// Other characters, noting those a decoder needs.
 		for i < n {
@@ -124,8 +160,13 @@ func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
+// lookback is how far before a value a context rule's keyword may start:
+// the keyword (up to 16 bytes), 20 name characters, 3 quotes or spaces,
+// an operator of up to 4 and 5 more quotes or spaces.
+const lookback = 48
+
 // regions are the stretches of text where keyword rules are tried: each
-// long run, and the 64 bytes before it, where a context rule's keyword
+// long run, and the 48 bytes before it, where a context rule's keyword
 // and operator stand before their value ("api_key": "…").
 func regions(t string, runs []run) []run {
 	var out []run
@@ -135,35 +176,24 @@ func regions(t string, runs []run) []run {
 			out[n-1].end = max(out[n-1].end, e)
 			return
 		}
-		out = append(out, run{s, e})
+		out = append(out, run{start: s, end: e})
 	}
 	for _, r := range runs {
 		switch {
 		case r.end-r.start > hugeRun:
-			add(r.start-64, r.start+1024)
+			add(r.start-lookback, r.start+1024)
 			add(r.end-1024, r.end)
-		case hashLike(t[r.start:r.end]):
+		case r.cls&runHash != 0:
 			// A hash or an id: no credential format is lower-case hex, but
 			// a context rule's keyword may stand before it.
-			add(r.start-64, r.start)
+			add(r.start-lookback, r.start)
 		default:
-			add(r.start-64, r.end)
+			add(r.start-lookback, r.end)
 		}
 	}
 	return out
 }
 
-// hashLike reports a run of lower-case hex digits and dashes (a commit id,
-// a digest, a UUID).
-func hashLike(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
 
 // scanText runs every detector on one (decoded) text.
 func (a *Analyzer) scanText(rs *ruleSet, t string, sv *survey, where string, c *collector) {
