@@ -344,6 +344,8 @@ for await (const line of rl) {
     if (rest[0]) { await page.screenshot({ path: rest[0], fullPage: true }); say("SHOT " + rest[0]); }
     await page.click("#proposals .proposal button:has-text('Accept')");
     await page.waitForFunction(() => /learned-/.test(document.querySelector("#user-rules").textContent), null, { timeout: 20000 });
+    // The proposals list is drawn again after the rules: wait for it.
+    await page.waitForFunction(() => !document.querySelector("#proposals .proposal"), null, { timeout: 20000 }).catch(() => {});
     say("ACCEPTED " + JSON.stringify({ title, dry, empty: (await page.textContent("#proposals")).trim() }));
   } else if (cmd === "ALARM") {
     await page.goto(base + "/ui/#/queue");
