@@ -194,7 +194,6 @@ func regions(t string, runs []run) []run {
 	return out
 }
 
-
 // scanText runs every detector on one (decoded) text.
 func (a *Analyzer) scanText(rs *ruleSet, t string, sv *survey, where string, c *collector) {
 	if len(sv.runs) > 0 {
