@@ -93,15 +93,7 @@ func effectWorld(t *testing.T) (home, ovh, proj string) {
 		"proj/.git/HEAD":                    "ref: refs/heads/main\n",
 		"proj/.git/hooks/pre-commit.sample": "#!/bin/sh\n",
 	}
-	for name, content := range files {
-		p := filepath.Join(home, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTree(t, home, files)
 	t.Setenv("HOME", home)
 	t.Setenv("CODEX_HOME", "")
 	return home, ovh, proj
@@ -224,6 +216,21 @@ func TestEffectCorpora(t *testing.T) {
 		interrupted := q.n - q.ok
 		if float64(interrupted) > 0.03*float64(q.n) {
 			t.Errorf("quiet: %d of %d harmless cases interrupted a person (at most 3%% may)", interrupted, q.n)
+		}
+	}
+}
+
+// writeTree writes files (slash-separated names relative to root, with
+// their content) under root, making the directories they need.
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

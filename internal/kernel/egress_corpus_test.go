@@ -110,15 +110,7 @@ func egressWorld(t *testing.T) (home, ovh, proj string) {
 		"proj/.git/HEAD":   "ref: refs/heads/main\n",
 		"proj/.git/config": "[remote \"origin\"]\n\turl = git@github.com:acme/app.git\n",
 	}
-	for name, content := range files {
-		p := filepath.Join(home, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTree(t, home, files)
 	t.Setenv("HOME", home)
 	t.Setenv("CODEX_HOME", "")
 	t.Setenv("DEPLOY_TOKEN", worldDeploy)
