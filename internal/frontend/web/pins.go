@@ -23,16 +23,22 @@ func (c *Console) apiPins(w http.ResponseWriter, r *http.Request, _ *session) {
 func (c *Console) apiAcceptPin(w http.ResponseWriter, r *http.Request, s *session) {
 	var req struct {
 		Hash string `json:"hash"`
+		Kind string `json:"kind"`
 	}
 	if err := decodeStrict(w, r, &req); err != nil || req.Hash == "" {
 		writeErr(w, http.StatusBadRequest, "bad_request", "a JSON body with the pending definition's hash is required")
+		return
+	}
+	kind, err := mcppin.ParseKind(req.Kind)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
 	who := "web"
 	if s != nil && s.Who != "" {
 		who = s.Who
 	}
-	pin, err := c.k.AcceptMCPTool(r.Context(), r.PathValue("server"), r.PathValue("tool"), req.Hash, who, "web")
+	pin, err := c.k.AcceptMCP(r.Context(), r.PathValue("server"), kind, r.PathValue("tool"), req.Hash, who, "web")
 	switch {
 	case errors.Is(err, mcppin.ErrNothingToAccept):
 		writeErr(w, http.StatusNotFound, "not_found", err.Error())
