@@ -15,6 +15,7 @@
 package mcppin
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -335,7 +336,7 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 			out.Status, out.Why, out.New = OfferedFlagged, "its definition has "+rep.Summary(), true
 		case p.Hash != "" && cfg.Changed == Flag:
 			p.Pending = nil
-			diff := Diff(string(p.Definition), string(canon))
+			diff := Diff(Pretty(p.Definition), string(canon))
 			p.Hash, p.Definition, p.AcceptedBy, p.AcceptedAt, p.Flagged = h, canon, "changed (flag mode)", now, findings
 			out.Status, out.New = OfferedFlagged, true
 			out.Why = "its definition changed since it was accepted (offered: changed_definitions is flag)\n" + diff
@@ -346,7 +347,7 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 			}
 			pend := &Pending{Hash: h, Definition: canon, Reason: reason, Findings: findings, SeenAt: now}
 			if p.Hash != "" {
-				pend.Diff = Diff(string(p.Definition), string(canon))
+				pend.Diff = Diff(Pretty(p.Definition), string(canon))
 			}
 			p.Pending = pend
 			out.Why, out.New = whyWithheld(pend), true
@@ -450,6 +451,16 @@ func (r *Registry) AcceptKind(ctx context.Context, server string, kind Kind, too
 		return nil, err
 	}
 	return got, nil
+}
+
+// Pretty is a stored definition in its canonical, indented form (the
+// store keeps JSON compact): what Diff compares.
+func Pretty(def json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, def, "", "  "); err != nil {
+		return string(def)
+	}
+	return b.String()
 }
 
 // Diff is a line diff of two texts ("-" removed, "+" added, " " kept),

@@ -39,7 +39,9 @@ func TestRugPull(t *testing.T) {
 	}
 	o := r.Check(ctx, "s", v2, cfg)
 	if o.Status != mcppin.Withheld || !o.New || !strings.Contains(o.Why, "changed") || o.Pin.Pending == nil ||
-		!strings.Contains(o.Pin.Pending.Diff, "+ ") || !strings.Contains(o.Pin.Pending.Diff, "- ") {
+		!strings.Contains(o.Pin.Pending.Diff, "+ ") || !strings.Contains(o.Pin.Pending.Diff, "- ") ||
+		// A line diff of the indented forms: the unchanged lines are context.
+		!strings.Contains(o.Pin.Pending.Diff, "\n    \"inputSchema\": {") || strings.Contains(o.Pin.Pending.Diff, `{"description"`) {
 		t.Fatalf("changed: %+v %+v", o, o.Pin)
 	}
 	if o := r.Check(ctx, "s", v2, cfg); o.Status != mcppin.Withheld || o.New {

@@ -298,7 +298,7 @@ Accept one with "overseer mcp accept SERVER TOOL" or on the console.`,
 				if p.Pending.Diff != "" {
 					fmt.Fprintf(a.stdout, "%s\n", indent(p.Pending.Diff, "  "))
 				} else {
-					fmt.Fprintf(a.stdout, "%s\n", indent(string(p.Pending.Definition), "  "))
+					fmt.Fprintf(a.stdout, "%s\n", indent(mcppin.Pretty(p.Pending.Definition), "  "))
 				}
 			}
 			return nil

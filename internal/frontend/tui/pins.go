@@ -198,7 +198,7 @@ func (m Model) renderPins(add func(string), rule func(string)) {
 		}
 		diff := p.Pending.Diff
 		if diff == "" { // nothing accepted yet: the whole definition
-			diff = "+ " + strings.ReplaceAll(string(p.Pending.Definition), "\n", "\n+ ")
+			diff = "+ " + strings.ReplaceAll(mcppin.Pretty(p.Pending.Definition), "\n", "\n+ ")
 		}
 		lines := strings.Split(diff, "\n")
 		room := max(6, m.height-14-2*len(shown))
