@@ -205,4 +205,3 @@ func AuditReader(st store.Store) func(ctx context.Context, after int64) ([]store
 		return st.QueryAudit(ctx, store.AuditQuery{AfterSeq: after, Types: []string{audit.TypeAlert, audit.TypeVerdict}, Limit: alertPollLimit})
 	}
 }
-

@@ -108,7 +108,10 @@ func TestFollowAlerts(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = n.FollowAlerts(ctx, read, 2, func(*Message) string { return "http://console/ui/#/audit" }) }()
+	go func() {
+		defer close(done)
+		_ = n.FollowAlerts(ctx, read, 2, func(*Message) string { return "http://console/ui/#/audit" })
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		mu.Lock()
