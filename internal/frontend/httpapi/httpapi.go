@@ -323,14 +323,15 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
+	ctx := kernel.WithReportedValues(r.Context(), body.KnownValues)
 	if r.URL.Query().Get("dry_run") != "" {
-		v := s.k.Evaluate(r.Context(), &a)
+		v := s.k.Evaluate(ctx, &a)
 		o := OutcomeOf(a.ID, &v, nil)
 		o.ClientID = a.ClientID
 		writeJSON(w, http.StatusOK, o)
 		return
 	}
-	sub, err := s.k.SubmitBy(r.Context(), &a, asker)
+	sub, err := s.k.SubmitBy(ctx, &a, asker)
 	if err != nil {
 		// Fail closed: the action may not proceed.
 		writeJSON(w, http.StatusInternalServerError, Outcome{ActionID: a.ID, ClientID: a.ClientID, Decision: "deny", Level: action.Block,

@@ -253,6 +253,9 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		mem = m
 	}
 	an := g.analyzer(a.Cwd, mem)
+	if r := g.reported(ctx); r != nil {
+		an = an.With(r) // the agent's environment, as its hook reported it
+	}
 	var found []secrets.Finding
 	for i := range reqs {
 		r := &reqs[i]
