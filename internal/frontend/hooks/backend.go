@@ -62,10 +62,14 @@ type Daemon struct {
 	OpenKernel func(ctx context.Context) (*kernel.Kernel, error)
 	// Now defaults to time.Now.
 	Now func() time.Time
-	// Known are the fingerprints of this process's environment's secret
-	// values (the agent's: the daemon's own environment is another), sent
-	// with each call (kernel.EnvFingerprints).
-	Known []kernel.KnownValue
+	// Known returns the fingerprints of this process's environment's
+	// secret values (the agent's: the daemon's own environment is
+	// another), sent with each call (kernel.EnvFingerprints). Called once,
+	// on the first call judged; nil sends none.
+	Known func() []kernel.KnownValue
+
+	known     []kernel.KnownValue
+	knownDone bool
 }
 
 var _ Backend = (*Daemon)(nil)
@@ -97,7 +101,10 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 	// waits; a confirm may go to the agent's prompt. The wait is a
 	// long-poll of the outcome.
 	asker, key := selfAsker(opts.MaxWait)
-	o, err := d.C.SubmitKnown(ctx, a, asker, d.Known, 0)
+	if !d.knownDone && d.Known != nil {
+		d.known, d.knownDone = d.Known(), true
+	}
+	o, err := d.C.SubmitKnown(ctx, a, asker, d.known, 0)
 	// Over a submission quota nothing was recorded: try again when the
 	// daemon says, while there is time.
 	for ra := retryAfter(err); ra > 0 && now().Add(ra).Before(deadline); ra = retryAfter(err) {
@@ -106,7 +113,7 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 			return Decision{}, ctx.Err()
 		case <-time.After(ra):
 		}
-		o, err = d.C.SubmitKnown(ctx, a, asker, d.Known, 0)
+		o, err = d.C.SubmitKnown(ctx, a, asker, d.known, 0)
 	}
 	if err != nil {
 		if notConnected(err) {
@@ -378,7 +385,7 @@ func NewAuto(home string, open func(ctx context.Context) (*kernel.Kernel, error)
 	a := &Auto{Home: home, OpenKernel: open}
 	if c, err := DialDaemon(home); err == nil {
 		a.daemon = &Daemon{C: c, OpenKernel: a.kernel, Redial: func() (*client.Client, error) { return DialDaemon(home) },
-			Known: kernel.EnvFingerprints(home, os.Environ())}
+			Known: func() []kernel.KnownValue { return kernel.EnvFingerprints(home, os.Environ()) }}
 	}
 	return a
 }
