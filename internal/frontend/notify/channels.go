@@ -66,6 +66,8 @@ func newChannel(cc ChannelConfig, opts Options) (Channel, error) {
 		}
 		return &email{addr: cc.SMTP, host: host, from: cc.From, to: cc.To, user: cc.Username, pass: pw, mode: mode,
 			clock: opts.Clock}, nil
+	case TypeTelegram:
+		return newTelegram(cc, opts)
 	case TypeDesktop:
 		cmd := cc.Command
 		if cmd == "" {

@@ -28,6 +28,8 @@ const (
 	TypeDiscord = "discord"
 	TypeNtfy    = "ntfy"
 	TypeEmail   = "email"
+	// TypeTelegram is a Telegram bot: two-way (see telegram.go).
+	TypeTelegram = "telegram"
 )
 
 // Sentinel errors.
@@ -95,6 +97,24 @@ type ChannelConfig struct {
 	// desktop: the notification command (default notify-send).
 	Command string `yaml:"command"`
 
+	// Two-way channels (telegram; ntfy with reply_topic): who may answer.
+	// telegram: user ids. An answer from anyone else is refused and audited.
+	Allow []string `yaml:"allow"`
+	// ntfy: the topic the phone's action buttons publish answers to (on
+	// the same server); setting it makes the channel two-way. reply_token
+	// is the access token the buttons publish with (on a server with
+	// access control: one that may only write the reply topic).
+	ReplyTopic string `yaml:"reply_topic"`
+	ReplyToken string `yaml:"reply_token"`
+
+	// telegram: the bot's token (or a file holding it), the chat the
+	// requests go to and the Bot API's address (default
+	// https://api.telegram.org; plain http only on loopback).
+	BotToken     string `yaml:"bot_token"`
+	BotTokenFile string `yaml:"bot_token_file"`
+	ChatID       string `yaml:"chat_id"`
+	APIURL       string `yaml:"api_url"`
+
 	// Timeout bounds one delivery attempt (default 10s).
 	Timeout Duration `yaml:"timeout"`
 }
@@ -121,12 +141,13 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // fieldsOf lists the fields each type may set (besides type, name, timeout).
 var fieldsOf = map[string][]string{
-	TypeDesktop: {"command"},
-	TypeWebhook: {"url", "headers", "secret"},
-	TypeSlack:   {"url"},
-	TypeDiscord: {"url"},
-	TypeNtfy:    {"url", "topic", "token", "priority"},
-	TypeEmail:   {"smtp", "from", "to", "username", "password", "password_file", "tls"},
+	TypeDesktop:  {"command"},
+	TypeWebhook:  {"url", "headers", "secret"},
+	TypeSlack:    {"url"},
+	TypeDiscord:  {"url"},
+	TypeNtfy:     {"url", "topic", "token", "priority", "reply_topic", "reply_token"},
+	TypeEmail:    {"smtp", "from", "to", "username", "password", "password_file", "tls"},
+	TypeTelegram: {"bot_token", "bot_token_file", "chat_id", "api_url", "allow"},
 }
 
 // Load reads and validates the configuration file at path. A missing file
@@ -214,7 +235,7 @@ func (c *Config) Validate() error {
 		ch := &c.Channels[i]
 		where := fmt.Sprintf("channel %d (%s)", i+1, ch.Type)
 		if _, ok := fieldsOf[ch.Type]; !ok {
-			return bad("channel %d: type %q (want desktop, webhook, slack, discord, ntfy or email)", i+1, ch.Type)
+			return bad("channel %d: type %q (want desktop, webhook, slack, discord, ntfy, email or telegram)", i+1, ch.Type)
 		}
 		if ch.Name == "" {
 			ch.Name = ch.Type
@@ -242,6 +263,16 @@ func (c *Config) Validate() error {
 			}
 			if ch.Priority != "" && !validPriority(ch.Priority) {
 				return bad("%s: priority %q (want 1-5 or min, low, default, high, max, urgent)", where, ch.Priority)
+			}
+			if ch.ReplyTopic != "" && (ch.ReplyTopic == ch.Topic || strings.ContainsAny(ch.ReplyTopic, "/?#")) {
+				return bad("%s: reply_topic must differ from topic and may not contain / ? #", where)
+			}
+			if ch.ReplyToken != "" && ch.ReplyTopic == "" {
+				return bad("%s: reply_token needs reply_topic", where)
+			}
+		case TypeTelegram:
+			if err := validateTelegram(ch); err != nil {
+				return bad("%s: %v", where, err)
 			}
 		case TypeWebhook:
 			for k := range ch.Headers {
