@@ -1,0 +1,232 @@
+package channelse2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/frontend/notify/notifytest"
+	"github.com/overseer-dev/overseer/internal/overseertest"
+)
+
+// outcome is what a waiting agent learns.
+type outcome struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+	err      error
+}
+
+// hold submits a shell command the way an agent does and holds the call
+// while a person decides; the outcome arrives on the channel.
+func hold(d *overseertest.Daemon, cwd, command string) <-chan outcome {
+	out := make(chan outcome, 1)
+	go func() { // ends when the daemon answers (at most its wait)
+		body, _ := json.Marshal(map[string]any{"tool": "Bash", "agent": "claude-code", "session": "s-e2e",
+			"cwd": cwd, "args": map[string]any{"command": command}})
+		resp, err := http.Post(d.URL("/api/v1/actions?wait=60s"), "application/json", bytes.NewReader(body))
+		if err != nil {
+			out <- outcome{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		var o outcome
+		o.err = json.NewDecoder(resp.Body).Decode(&o)
+		out <- o
+	}()
+	return out
+}
+
+func released(t *testing.T, d *overseertest.Daemon, ch <-chan outcome) outcome {
+	t.Helper()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			t.Fatalf("the waiting call failed: %v", o.err)
+		}
+		return o
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the waiting call was not released:\n%s", d.Log())
+	}
+	return outcome{}
+}
+
+func buttons(t *testing.T, m *notifytest.TGMessage) (approve, deny string) {
+	t.Helper()
+	for _, row := range m.Buttons {
+		for _, b := range row {
+			switch b.Text {
+			case "Approve":
+				approve = b.Data
+			case "Deny":
+				deny = b.Data
+			}
+		}
+	}
+	if approve == "" || deny == "" {
+		t.Fatalf("buttons %+v", m.Buttons)
+	}
+	return approve, deny
+}
+
+// TestTelegramEndToEnd: the daemon, on loopback only, sends a held
+// `rm -rf ./tmp_*` to a Telegram chat (a scripted Bot API); a stranger's
+// press is refused; the allow-listed user's Approve releases the agent,
+// whose command then runs. With the Bot API killed mid-wait and brought
+// back, a Deny with a reason still reaches the agent. The daemon never
+// listens beyond loopback.
+func TestTelegramEndToEnd(t *testing.T) {
+	tg := notifytest.NewTelegram(t, "123456:E2E-token")
+	home := t.TempDir()
+	tokFile := filepath.Join(home, "telegram.token")
+	if err := os.WriteFile(tokFile, []byte("123456:E2E-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yaml := fmt.Sprintf("channels:\n  - type: telegram\n    bot_token_file: %s\n    chat_id: \"4242\"\n    api_url: %s\n    allow: [\"42\"]\n",
+		tokFile, tg.URL())
+	if err := os.WriteFile(filepath.Join(home, "notify.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := overseertest.StartDaemon(t, home)
+
+	work := t.TempDir()
+	for _, dir := range []string{"tmp_a", "tmp_b", "keep"} {
+		if err := os.MkdirAll(filepath.Join(work, dir, "x"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	call := hold(d, work, "rm -rf ./tmp_*")
+	m := tg.WaitMessage("rm -rf ./tmp_*", 30*time.Second)
+	t.Logf("the request reached the chat in %v", time.Since(start))
+	approve, _ := buttons(t, m)
+
+	cb := tg.Press(666, "mallory", m.ID, approve)
+	if a := tg.WaitCallbackAnswer(cb, 10*time.Second); !strings.Contains(a.Text, "may not answer") {
+		t.Fatalf("a stranger's press: %+v", a)
+	}
+	select {
+	case o := <-call:
+		t.Fatalf("released by a stranger: %+v", o)
+	case <-time.After(300 * time.Millisecond):
+	}
+	tg.Press(42, "ann", m.ID, approve)
+	if o := released(t, d, call); o.Decision != "allow" {
+		t.Fatalf("outcome %+v", o)
+	}
+	tg.WaitEdit(m.ID, "approved by telegram:42 @ann via telegram", 10*time.Second)
+	// The agent runs the approved command.
+	if out, err := exec.Command("sh", "-c", "cd "+work+" && rm -rf ./tmp_*").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "tmp_a")); !os.IsNotExist(err) {
+		t.Fatal("tmp_a survived")
+	}
+
+	t.Logf("approved and ran at %v", time.Since(start))
+	checkLoopbackOnly(t, d)
+
+	// The Bot API dies while a request waits, and comes back.
+	call = hold(d, t.TempDir(), "rm -rf ./tmp_*")
+	m = tg.WaitMessage("rm -rf ./tmp_*", 30*time.Second)
+	_, deny := buttons(t, m)
+	tg.Stop()
+	waitLog(t, d, "telegram: connection lost")
+	tg.Restart()
+	tg.Reply(42, "ann", m.ID, "deny: use git clean -fdx")
+	o := released(t, d, call)
+	if o.Decision != "deny" || !strings.Contains(o.Reason, "use git clean -fdx") {
+		t.Fatalf("outcome %+v", o)
+	}
+	waitLog(t, d, "telegram: connected again")
+	_ = deny
+	t.Logf("denied after the outage at %v", time.Since(start))
+
+	// The stranger's refusal is in the audit log, with channel and identity.
+	res := overseertest.Run(t, home, "", "--home", home, "audit", "export")
+	if !strings.Contains(res.Stdout, `"answer_refused"`) || !strings.Contains(res.Stdout, "telegram:666 @mallory") {
+		t.Fatalf("no audited refusal:\n%s", res.Stdout)
+	}
+}
+
+func waitLog(t *testing.T, d *overseertest.Daemon, s string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(d.Log(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon did not log %q:\n%s", s, d.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkLoopbackOnly reads the daemon's sockets from /proc and fails if it
+// listens anywhere but on loopback.
+func checkLoopbackOnly(t *testing.T, d *overseertest.Daemon) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(d.Home, "daemon.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal(b, &info); err != nil || info.PID == 0 {
+		t.Fatalf("daemon.json: %s", b)
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", info.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", info.PID, fd.Name()))
+		if err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	listening := 0
+	for _, table := range []string{"tcp", "tcp6"} {
+		f, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", info.PID, table))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fl := strings.Fields(sc.Text())
+			if len(fl) < 10 || fl[3] != "0A" || !inodes[fl[9]] { // 0A: LISTEN
+				continue
+			}
+			listening++
+			host, _, _ := strings.Cut(fl[1], ":")
+			if !loopbackHex(host) {
+				t.Errorf("the daemon listens on %s (%s)", fl[1], table)
+			}
+		}
+		f.Close()
+	}
+	if listening != 1 {
+		t.Errorf("the daemon has %d listening sockets, want 1 (its API on loopback)", listening)
+	}
+}
+
+// loopbackHex reports whether a /proc/net address (hex, host byte order
+// per 32-bit word) is 127.0.0.0/8 or ::1.
+func loopbackHex(h string) bool {
+	switch len(h) {
+	case 8:
+		v, err := strconv.ParseUint(h, 16, 32)
+		return err == nil && byte(v) == 127 // little-endian: the first octet is the low byte
+	case 32:
+		return h == "00000000000000000000000001000000"
+	}
+	return false
+}
