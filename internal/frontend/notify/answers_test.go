@@ -168,3 +168,19 @@ func TestTelegramConfig(t *testing.T) {
 		})
 	}
 }
+
+func FuzzParseNtfyAnswer(f *testing.F) {
+	f.Add("approve " + strings.Repeat("A", 32))
+	f.Add("deny " + strings.Repeat("-", 32))
+	f.Add("approve")
+	f.Add("maybe " + strings.Repeat("A", 32))
+	f.Fuzz(func(t *testing.T, s string) {
+		d, tok, ok := ParseNtfyAnswer(s)
+		if !ok {
+			return
+		}
+		if d != "approve" && d != "deny" || len(tok) != 32 || !strings.HasPrefix(strings.TrimSpace(s), d) {
+			t.Fatalf("%q: %q %q", s, d, tok)
+		}
+	})
+}

@@ -46,6 +46,9 @@ func newChannel(cc ChannelConfig, opts Options) (Channel, error) {
 	case TypeDiscord:
 		return &discord{url: cc.URL, http: opts.HTTP}, nil
 	case TypeNtfy:
+		if cc.ReplyTopic != "" {
+			return newNtfyTwoWay(cc, opts), nil
+		}
 		return &ntfy{url: strings.TrimRight(cc.URL, "/") + "/" + cc.Topic, token: cc.Token, priority: cc.Priority, http: opts.HTTP}, nil
 	case TypeEmail:
 		pw := cc.Password

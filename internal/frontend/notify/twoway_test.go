@@ -336,3 +336,67 @@ func TestTelegramReplyAnswers(t *testing.T) {
 		t.Fatalf("refusals %v", r)
 	}
 }
+
+// TestNtfyAnswers: the notification's http actions publish the answer to
+// the reply topic, which the channel reads as a JSON stream; a publish
+// without the reply topic's token is refused by the server, a forged or
+// replayed answer by Overseer (audited); after the server was down, a tap
+// still answers.
+func TestNtfyAnswers(t *testing.T) {
+	srv := notifytest.NewNtfy(t)
+	srv.Tokens = map[string][]string{"tk_daemon": {"alerts", "replies"}, "tk_phone": {"alerts", "replies"}}
+	tw := newTwoWay(t, "channels:\n  - type: ntfy\n    url: "+srv.URL()+"\n    topic: alerts\n    token: tk_daemon\n"+
+		"    reply_topic: replies\n    reply_token: tk_phone\n")
+	srv.WaitSubscribers(1, 10*time.Second)
+
+	apr := tw.submit("prod")
+	m := srv.WaitMessage("alerts", "target=prod", 10*time.Second)
+	if len(m.Actions) != 2 || m.Actions[0].Action != "http" || m.Actions[0].Headers["Authorization"] != "Bearer tk_phone" {
+		t.Fatalf("actions %+v", m.Actions)
+	}
+	if strings.Contains(m.Message, "/ui/a/") {
+		t.Fatalf("the message carries the daemon's links:\n%s", m.Message)
+	}
+	body := m.Actions[0].Body
+	if !strings.HasPrefix(body, "approve ") {
+		t.Fatalf("approve body %q", body)
+	}
+	// Without the token the server refuses; with it, a forged answer is refused by Overseer.
+	if st := srv.Publish("replies", "", body); st != 403 {
+		t.Fatalf("publish without a token: %d", st)
+	}
+	srv.Publish("replies", "tk_phone", "approve "+strings.Repeat("Z", 32))
+	waitUntil(t, func() bool { return len(tw.refusals()) == 1 })
+
+	srv.Tap(m, "Approve")
+	got := tw.waitStatus(store.StatusApproved, apr.ID)
+	if got.Answer.Channel != "ntfy" || got.Answer.Who != "ntfy:replies" {
+		t.Fatalf("answer %+v", got.Answer)
+	}
+	// A replay of the other action is refused.
+	srv.Tap(m, "Deny")
+	waitUntil(t, func() bool { return len(tw.refusals()) == 2 })
+	if got := tw.waitStatus(store.StatusApproved, apr.ID); len(got.Answers) != 1 {
+		t.Fatalf("answers %+v", got.Answers)
+	}
+
+	// The server goes away and comes back: the stream resumes.
+	apr2 := tw.submit("staging")
+	m2 := srv.WaitMessage("alerts", "target=staging", 10*time.Second)
+	subs := srv.Subscriptions()
+	srv.Stop()
+	waitUntil(t, func() bool { return strings.Contains(tw.statuses(), "ntfy:down") })
+	srv.Restart()
+	srv.Tap(m2, "Deny")
+	tw.waitStatus(store.StatusDenied, apr2.ID)
+	if srv.Subscriptions() <= subs || !strings.HasSuffix(tw.statuses(), "ntfy:up") {
+		t.Fatalf("subscriptions %d, statuses %s", srv.Subscriptions(), tw.statuses())
+	}
+	var whys []string
+	for _, r := range tw.refusals() {
+		whys = append(whys, r["channel"]+" "+r["who"]+" "+r["why"])
+	}
+	if strings.Join(whys, "|") != "ntfy ntfy:replies invalid|ntfy ntfy:replies used" {
+		t.Fatalf("refusals %v", whys)
+	}
+}
