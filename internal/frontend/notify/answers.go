@@ -92,6 +92,8 @@ func allowedOf(cc ChannelConfig) identityCheck {
 	switch {
 	case cc.Type == TypeTelegram:
 		return allowList("telegram:", cc.Allow)
+	case cc.Type == TypeSlackApp:
+		return allowList("slack:", cc.Allow)
 	case cc.Type == TypeNtfy && cc.ReplyTopic != "":
 		// ntfy says nothing of who published: whoever may write the
 		// reply topic is the identity (see docs/web.md).

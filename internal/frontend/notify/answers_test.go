@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -182,5 +183,26 @@ func FuzzParseNtfyAnswer(f *testing.F) {
 		if d != "approve" && d != "deny" || len(tok) != 32 || !strings.HasPrefix(strings.TrimSpace(s), d) {
 			t.Fatalf("%q: %q %q", s, d, tok)
 		}
+	})
+}
+
+func FuzzParseSlackEnvelope(f *testing.F) {
+	f.Add([]byte(`{"type":"hello","num_connections":1}`))
+	f.Add([]byte(`{"envelope_id":"e1","type":"interactive","payload":{"type":"block_actions","actions":[{"action_id":"overseer_approve","value":"x"}]}}`))
+	f.Add([]byte(`{"type":"disconnect","reason":"refresh_requested"}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := ParseSlackEnvelope(b)
+		if err != nil {
+			if e.Type != "" || e.EnvelopeID != "" {
+				t.Fatalf("error %v with %+v", err, e)
+			}
+			return
+		}
+		if e.Type == "" {
+			t.Fatal("no type")
+		}
+		var p slackInteraction
+		_ = json.Unmarshal(e.Payload, &p) // must not panic
 	})
 }

@@ -71,6 +71,8 @@ func newChannel(cc ChannelConfig, opts Options) (Channel, error) {
 			clock: opts.Clock}, nil
 	case TypeTelegram:
 		return newTelegram(cc, opts)
+	case TypeSlackApp:
+		return newSlackApp(cc, opts)
 	case TypeDesktop:
 		cmd := cc.Command
 		if cmd == "" {

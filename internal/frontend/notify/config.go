@@ -115,6 +115,13 @@ type ChannelConfig struct {
 	ChatID       string `yaml:"chat_id"`
 	APIURL       string `yaml:"api_url"`
 
+	// slack_app: the bot token (xoxb-, in bot_token) posts, the app-level
+	// token (xapp-) opens the Socket Mode connection; channel is the
+	// channel's id (C…); allow lists Slack user ids (U…).
+	AppToken     string `yaml:"app_token"`
+	AppTokenFile string `yaml:"app_token_file"`
+	Channel      string `yaml:"channel"`
+
 	// Timeout bounds one delivery attempt (default 10s).
 	Timeout Duration `yaml:"timeout"`
 }
@@ -148,6 +155,7 @@ var fieldsOf = map[string][]string{
 	TypeNtfy:     {"url", "topic", "token", "priority", "reply_topic", "reply_token"},
 	TypeEmail:    {"smtp", "from", "to", "username", "password", "password_file", "tls"},
 	TypeTelegram: {"bot_token", "bot_token_file", "chat_id", "api_url", "allow"},
+	TypeSlackApp: {"bot_token", "bot_token_file", "app_token", "app_token_file", "channel", "api_url", "allow"},
 }
 
 // Load reads and validates the configuration file at path. A missing file
@@ -235,7 +243,7 @@ func (c *Config) Validate() error {
 		ch := &c.Channels[i]
 		where := fmt.Sprintf("channel %d (%s)", i+1, ch.Type)
 		if _, ok := fieldsOf[ch.Type]; !ok {
-			return bad("channel %d: type %q (want desktop, webhook, slack, discord, ntfy, email or telegram)", i+1, ch.Type)
+			return bad("channel %d: type %q (want desktop, webhook, slack, slack_app, discord, ntfy, email or telegram)", i+1, ch.Type)
 		}
 		if ch.Name == "" {
 			ch.Name = ch.Type
@@ -272,6 +280,10 @@ func (c *Config) Validate() error {
 			}
 		case TypeTelegram:
 			if err := validateTelegram(ch); err != nil {
+				return bad("%s: %v", where, err)
+			}
+		case TypeSlackApp:
+			if err := validateSlackApp(ch); err != nil {
 				return bad("%s: %v", where, err)
 			}
 		case TypeWebhook:

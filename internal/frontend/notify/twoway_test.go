@@ -400,3 +400,59 @@ func TestNtfyAnswers(t *testing.T) {
 		t.Fatalf("refusals %v", whys)
 	}
 }
+
+// TestSlackAppAnswers: requests are posted with Block Kit buttons; the
+// presses arrive as Socket Mode envelopes, each acknowledged; a stranger's
+// press is refused; a reason written in the thread and the Deny button
+// deny the request and the message is updated; a replay is refused; a
+// press made while the connection was down is delivered again once it is
+// back, and answers.
+func TestSlackAppAnswers(t *testing.T) {
+	sl := notifytest.NewSlack(t, "xoxb-test", "xapp-test")
+	tw := newTwoWay(t, "channels:\n  - type: slack_app\n    bot_token: xoxb-test\n    app_token: xapp-test\n    channel: C0OVERSEER\n"+
+		"    api_url: "+sl.URL()+"\n    allow: [U0ANN]\n")
+	sl.WaitConnections(1, 10*time.Second)
+
+	apr := tw.submit("prod")
+	m := sl.WaitMessage("target=prod", 10*time.Second)
+	if strings.Contains(string(m.Blocks), "/ui/a/") {
+		t.Fatalf("the message carries the daemon's links: %s", m.Blocks)
+	}
+	env := sl.Click("U0EVE", "eve", m, "overseer_approve")
+	sl.WaitAck(env, 5*time.Second)
+	waitUntil(t, func() bool { return len(tw.refusals()) == 1 })
+
+	sl.WaitAck(sl.ThreadReply("U0ANN", m, "the tests are red"), 5*time.Second)
+	sl.WaitThread(m.TS, "Reason noted", 5*time.Second)
+	sl.WaitAck(sl.Click("U0ANN", "ann", m, "overseer_deny"), 5*time.Second)
+	got := tw.waitStatus(store.StatusDenied, apr.ID)
+	if got.Answer.Channel != "slack_app" || got.Answer.Who != "slack:U0ANN @ann" || got.Answer.Reason != "the tests are red" {
+		t.Fatalf("answer %+v", got.Answer)
+	}
+	sl.WaitUpdate(m.TS, "denied by slack:U0ANN @ann via slack_app: the tests are red", 5*time.Second)
+
+	// A replay (the old message's button) is refused.
+	sl.Click("U0ANN", "ann", m, "overseer_approve")
+	waitUntil(t, func() bool { return len(tw.refusals()) == 2 })
+
+	// The connection drops; a press made meanwhile is delivered again.
+	apr2 := tw.submit("staging")
+	m2 := sl.WaitMessage("target=staging", 10*time.Second)
+	conns := sl.Connections()
+	sl.Stop()
+	waitUntil(t, func() bool { return strings.Contains(tw.statuses(), "slack_app:down") })
+	env = sl.Click("U0ANN", "ann", m2, "overseer_approve")
+	sl.Restart()
+	sl.WaitAck(env, 10*time.Second)
+	tw.waitStatus(store.StatusApproved, apr2.ID)
+	if sl.Connections() <= conns || !strings.HasSuffix(tw.statuses(), "slack_app:up") {
+		t.Fatalf("connections %d, statuses %s", sl.Connections(), tw.statuses())
+	}
+	var whys []string
+	for _, r := range tw.refusals() {
+		whys = append(whys, r["who"]+" "+r["why"])
+	}
+	if strings.Join(whys, "|") != "slack:U0EVE @eve "+notify.ErrNotAllowed.Error()+"|slack:U0ANN @ann used" {
+		t.Fatalf("refusals %v", whys)
+	}
+}
