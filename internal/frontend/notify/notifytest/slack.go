@@ -62,18 +62,18 @@ type Slack struct {
 	BotToken, AppToken string
 	t                  testing.TB
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	srv      *http.Server
-	addr     string
-	conns    map[*websocket.Conn]bool
-	opened   int
-	nextTS   int64
-	nextEnv  int
-	msgs     []*SlackMessage
-	unacked  map[string][]byte // envelope id → frame
-	order    []string
-	acked    map[string]bool
+	mu      sync.Mutex
+	cond    *sync.Cond
+	srv     *http.Server
+	addr    string
+	conns   map[*websocket.Conn]bool
+	opened  int
+	nextTS  int64
+	nextEnv int
+	msgs    []*SlackMessage
+	unacked map[string][]byte // envelope id → frame
+	order   []string
+	acked   map[string]bool
 }
 
 // NewSlack starts a scripted Slack on a random loopback port.
@@ -270,7 +270,7 @@ func (s *Slack) socket(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	hello, _ := json.Marshal(map[string]any{"type": "hello", "num_connections": 1,
-		"debug_info": map[string]any{"host": "applink-test", "build_number": 1, "approximate_connection_time": 18060},
+		"debug_info":      map[string]any{"host": "applink-test", "build_number": 1, "approximate_connection_time": 18060},
 		"connection_info": map[string]any{"app_id": "A0TEST"}})
 	s.mu.Lock()
 	if s.srv == nil {
@@ -350,8 +350,8 @@ func (s *Slack) Click(user, username string, m SlackMessage, actionID string) st
 		"type": "block_actions", "user": map[string]any{"id": user, "username": username, "name": username, "team_id": "T0TEST"},
 		"api_app_id": "A0TEST", "token": "verification-token-unused", "trigger_id": "123.456.abc",
 		"container": map[string]any{"type": "message", "message_ts": m.TS, "channel_id": m.Channel, "is_ephemeral": false},
-		"team": map[string]any{"id": "T0TEST", "domain": "test"}, "channel": map[string]any{"id": m.Channel, "name": "overseer"},
-		"message": map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "blocks": m.Blocks},
+		"team":      map[string]any{"id": "T0TEST", "domain": "test"}, "channel": map[string]any{"id": m.Channel, "name": "overseer"},
+		"message":      map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "blocks": m.Blocks},
 		"response_url": "https://hooks.slack.invalid/actions/T0TEST/1/xyz",
 		"actions": []map[string]any{{"action_id": actionID, "block_id": "overseer_answer", "value": value, "type": "button",
 			"text": map[string]any{"type": "plain_text", "text": actionID}, "action_ts": fmt.Sprint(time.Now().Unix())}},
