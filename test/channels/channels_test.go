@@ -230,3 +230,80 @@ func loopbackHex(h string) bool {
 	}
 	return false
 }
+
+// TestSlackNtfyEndToEnd: one daemon with a Slack app, an ntfy topic and a
+// Telegram bot. A held command is denied with a reason written in the
+// Slack thread, and the reason reaches the agent (the Telegram message
+// then says it was answered elsewhere); the next is approved by an ntfy
+// action; a replayed Telegram press is refused; `overseer notify test`
+// sends to one channel and reports the answer.
+func TestSlackNtfyEndToEnd(t *testing.T) {
+	sl := notifytest.NewSlack(t, "xoxb-e2e", "xapp-e2e")
+	nt := notifytest.NewNtfy(t)
+	tg := notifytest.NewTelegram(t, "123456:E2E-token")
+	home := t.TempDir()
+	yaml := "channels:\n" +
+		"  - type: slack_app\n    name: slack\n    bot_token: xoxb-e2e\n    app_token: xapp-e2e\n    channel: C0OVERSEER\n    api_url: " + sl.URL() + "\n    allow: [U0ANN]\n" +
+		"  - type: ntfy\n    name: phone\n    url: " + nt.URL() + "\n    topic: overseer-alerts\n    reply_topic: overseer-replies\n" +
+		"  - type: telegram\n    bot_token: \"123456:E2E-token\"\n    chat_id: \"4242\"\n    api_url: " + tg.URL() + "\n    allow: [\"42\"]\n"
+	if err := os.WriteFile(filepath.Join(home, "notify.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := overseertest.StartDaemon(t, home)
+	sl.WaitConnections(1, 30*time.Second)
+	nt.WaitSubscribers(1, 30*time.Second)
+
+	work := t.TempDir()
+	call := hold(d, work, "rm -rf ./tmp_*")
+	sm := sl.WaitMessage("rm -rf ./tmp_*", 30*time.Second)
+	tm := tg.WaitMessage("rm -rf ./tmp_*", 30*time.Second)
+	nt.WaitMessage("overseer-alerts", "rm -rf ./tmp_*", 30*time.Second)
+	sl.ThreadReply("U0ANN", sm, "deny: the build cache is still needed")
+	o := released(t, d, call)
+	if o.Decision != "deny" || !strings.Contains(o.Reason, "the build cache is still needed") {
+		t.Fatalf("outcome %+v", o)
+	}
+	sl.WaitUpdate(sm.TS, "denied by slack:U0ANN via slack", 10*time.Second)
+	tg.WaitEdit(tm.ID, "denied by slack:U0ANN via slack", 10*time.Second)
+
+	// A press on the Telegram message of the answered request is refused.
+	approve, _ := buttons(t, tm)
+	cb := tg.Press(42, "ann", tm.ID, approve)
+	if a := tg.WaitCallbackAnswer(cb, 10*time.Second); !strings.Contains(a.Text, "Already answered: denied by slack:U0ANN") {
+		t.Fatalf("a late press: %+v", a)
+	}
+	cb = tg.Press(42, "ann", tm.ID, approve) // and again: the token is spent
+	if a := tg.WaitCallbackAnswer(cb, 10*time.Second); !strings.Contains(a.Text, "answered already") {
+		t.Fatalf("a replayed press: %+v", a)
+	}
+
+	// Approved from the phone's ntfy action.
+	call = hold(d, t.TempDir(), "rm -rf ./tmp_* ./out")
+	nm := nt.WaitMessage("overseer-alerts", "rm -rf ./tmp_* ./out", 30*time.Second)
+	nt.Tap(nm, "Approve")
+	if o := released(t, d, call); o.Decision != "allow" {
+		t.Fatalf("outcome %+v", o)
+	}
+
+	// overseer notify test: the test request goes to Telegram only.
+	res := make(chan overseertest.Result, 1)
+	go func() { res <- overseertest.Run(t, home, "", "--home", home, "notify", "test", "telegram", "--wait", "30s") }()
+	test := tg.WaitMessage("test of the notification channel telegram", 30*time.Second)
+	ta, _ := buttons(t, test)
+	tg.Press(42, "ann", test.ID, ta)
+	r := <-res
+	if r.Code != 0 || !strings.Contains(r.Stdout, "Answered: approved by telegram:42 @ann via telegram") {
+		t.Fatalf("notify test: %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for _, m := range sl.Messages() {
+		if strings.Contains(string(m.Blocks), "test of the notification") {
+			t.Fatal("the test went to Slack too")
+		}
+	}
+
+	audit := overseertest.Run(t, home, "", "--home", home, "audit", "export")
+	if !strings.Contains(audit.Stdout, `"answer_refused"`) || !strings.Contains(audit.Stdout, `"why":"used"`) {
+		t.Fatalf("the late press is not audited:\n%s", audit.Stdout)
+	}
+	checkLoopbackOnly(t, d)
+}

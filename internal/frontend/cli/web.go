@@ -75,6 +75,7 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 			return err
 		}
 		go n.Listen(ctx) // two-way channels read answers until ctx ends
+		mountNotifyTest(k, api, n)
 		events := k.Gate.Subscribe(ctx)
 		pending := func(ctx context.Context) ([]*store.Approval, error) {
 			list, err := k.Gate.Pending(ctx)

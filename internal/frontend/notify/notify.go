@@ -507,7 +507,7 @@ func (n *Notifier) Run(ctx context.Context, events <-chan gate.Event, pending fu
 
 	sent := map[string]bool{}
 	enqueue := func(apr *store.Approval) {
-		if apr == nil || sent[apr.ID] || apr.Status != store.StatusPending || !n.cfg.wantsLevel(apr.Level) {
+		if apr == nil || sent[apr.ID] || apr.Status != store.StatusPending || !n.cfg.wantsLevel(apr.Level) || apr.Tool == TestTool {
 			return
 		}
 		select {

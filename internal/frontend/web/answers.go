@@ -168,9 +168,8 @@ func (c *Console) AnswerFromChannel(ctx context.Context, a ChannelAnswer) (*stor
 		c.RefuseAnswer(ctx, a, err)
 		return apr, false, err
 	}
-	if apr.Status != store.StatusPending {
-		return apr, false, nil
-	}
+	// A token answers once; after the request was decided elsewhere its
+	// answer is still recorded (as late, changing nothing) by the gate.
 	nonce := a.Token[:AnswerTokenLen/2]
 	if err := c.useLink(ctx, LinkClaims{Approval: cl.Approval, Decision: a.Decision, Expires: cl.Expires, Nonce: nonce}); err != nil {
 		c.RefuseAnswer(ctx, a, err)

@@ -445,3 +445,14 @@ func (s *Slack) waitFor(d time.Duration, what string, ok func() bool) {
 		t.Stop()
 	}
 }
+
+// Messages returns the messages posted, in order.
+func (s *Slack) Messages() []SlackMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []SlackMessage
+	for _, m := range s.msgs {
+		out = append(out, *m)
+	}
+	return out
+}
