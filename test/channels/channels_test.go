@@ -287,7 +287,9 @@ func TestSlackNtfyEndToEnd(t *testing.T) {
 
 	// overseer notify test: the test request goes to Telegram only.
 	res := make(chan overseertest.Result, 1)
-	go func() { res <- overseertest.Run(t, home, "", "--home", home, "notify", "test", "telegram", "--wait", "30s") }()
+	go func() {
+		res <- overseertest.Run(t, home, "", "--home", home, "notify", "test", "telegram", "--wait", "30s")
+	}()
 	test := tg.WaitMessage("test of the notification channel telegram", 30*time.Second)
 	ta, _ := buttons(t, test)
 	tg.Press(42, "ann", test.ID, ta)
