@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/mail"
 	"strings"
 	"sync"
 	"time"
@@ -94,6 +95,14 @@ func allowedOf(cc ChannelConfig) identityCheck {
 		return allowList("telegram:", cc.Allow)
 	case cc.Type == TypeSlackApp:
 		return allowList("slack:", cc.Allow)
+	case cc.Type == TypeEmail && cc.IMAP != "":
+		var addrs []string
+		for _, a := range cc.Allow {
+			if p, err := mail.ParseAddress(a); err == nil {
+				addrs = append(addrs, p.Address)
+			}
+		}
+		return allowList("email:", addrs)
 	case cc.Type == TypeNtfy && cc.ReplyTopic != "":
 		// ntfy says nothing of who published: whoever may write the
 		// reply topic is the identity (see docs/web.md).

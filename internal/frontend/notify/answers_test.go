@@ -206,3 +206,53 @@ func FuzzParseSlackEnvelope(f *testing.F) {
 		_ = json.Unmarshal(e.Payload, &p) // must not panic
 	})
 }
+
+var emailCases = []struct {
+	name, raw         string
+	from, tok, d, why string
+	ok                bool
+}{
+	{"plain", "From: Ann <Ann@Example.com>\r\nSubject: Re: Overseer: Bash needs your approval [ov:" + strings.Repeat("A", 32) + "]\r\n\r\napprove\r\n",
+		"ann@example.com", strings.Repeat("A", 32), "approve", "", true},
+	{"quoted-printable deny with a reason", "From: ann@example.com\r\nSubject: Re: x [ov:" + strings.Repeat("b", 32) + "]\r\n" +
+		"Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\ndeny not =\r\ntoday\r\n> approve\r\n",
+		"ann@example.com", strings.Repeat("b", 32), "deny", "not today", true},
+	{"multipart", "From: ann@example.com\r\nSubject: =?utf-8?q?Re:_x_[ov:" + strings.Repeat("c", 32) + "]?=\r\nMIME-Version: 1.0\r\n" +
+		"Content-Type: multipart/alternative; boundary=XX\r\n\r\n--XX\r\nContent-Type: text/html\r\n\r\n<p>approve</p>\r\n" +
+		"--XX\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\nYXBwcm92ZQ==\r\n--XX--\r\n",
+		"ann@example.com", strings.Repeat("c", 32), "approve", "", true},
+	{"no token", "From: ann@example.com\r\nSubject: Re: x\r\n\r\napprove\r\n", "", "", "", "", false},
+	{"two tokens", "From: ann@example.com\r\nSubject: [ov:" + strings.Repeat("A", 32) + "] [ov:" + strings.Repeat("B", 32) + "]\r\n\r\napprove\r\n", "", "", "", "", false},
+	{"two senders", "From: a@example.com, b@example.com\r\nSubject: [ov:" + strings.Repeat("A", 32) + "]\r\n\r\napprove\r\n", "", "", "", "", false},
+	{"html only", "From: ann@example.com\r\nSubject: [ov:" + strings.Repeat("A", 32) + "]\r\nContent-Type: text/html\r\n\r\napprove\r\n", "", "", "", "", false},
+	{"no decision", "From: ann@example.com\r\nSubject: [ov:" + strings.Repeat("A", 32) + "]\r\n\r\nthanks!\r\n> approve\r\n", "", "", "", "", false},
+}
+
+func TestParseEmailReply(t *testing.T) {
+	for _, tc := range emailCases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := ParseEmailReply([]byte(tc.raw))
+			if (err == nil) != tc.ok {
+				t.Fatalf("err %v", err)
+			}
+			if tc.ok && (r.From != tc.from || r.Token != tc.tok || r.Decision != tc.d || r.Reason != tc.why) {
+				t.Fatalf("%+v", r)
+			}
+		})
+	}
+}
+
+func FuzzParseEmailReply(f *testing.F) {
+	for _, tc := range emailCases {
+		f.Add([]byte(tc.raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		r, err := ParseEmailReply(raw)
+		if err != nil {
+			return
+		}
+		if r.Decision != "approve" && r.Decision != "deny" || len(r.Token) != 32 || r.From == "" {
+			t.Fatalf("%+v", r)
+		}
+	})
+}

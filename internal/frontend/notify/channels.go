@@ -67,8 +67,12 @@ func newChannel(cc ChannelConfig, opts Options) (Channel, error) {
 		if err != nil {
 			return nil, fmt.Errorf("smtp: %w", err)
 		}
-		return &email{addr: cc.SMTP, host: host, from: cc.From, to: cc.To, user: cc.Username, pass: pw, mode: mode,
-			clock: opts.Clock}, nil
+		e := &email{addr: cc.SMTP, host: host, from: cc.From, to: cc.To, user: cc.Username, pass: pw, mode: mode,
+			clock: opts.Clock}
+		if cc.IMAP != "" {
+			return newEmailTwoWay(e, cc, opts)
+		}
+		return e, nil
 	case TypeTelegram:
 		return newTelegram(cc, opts)
 	case TypeSlackApp:

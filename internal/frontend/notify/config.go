@@ -122,6 +122,18 @@ type ChannelConfig struct {
 	AppTokenFile string `yaml:"app_token_file"`
 	Channel      string `yaml:"channel"`
 
+	// email: with imap (host:port) the channel is two-way: replies
+	// ("approve", "deny <reason>") are read from the mailbox (IDLE, or
+	// polling) with these credentials; imap_tls is "tls" (default, port
+	// 993), "starttls" or "none" (loopback only); allow lists the
+	// addresses that may answer.
+	IMAP             string `yaml:"imap"`
+	IMAPTLS          string `yaml:"imap_tls"`
+	IMAPUsername     string `yaml:"imap_username"`
+	IMAPPassword     string `yaml:"imap_password"`
+	IMAPPasswordFile string `yaml:"imap_password_file"`
+	Mailbox          string `yaml:"mailbox"`
+
 	// Timeout bounds one delivery attempt (default 10s).
 	Timeout Duration `yaml:"timeout"`
 }
@@ -148,12 +160,13 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // fieldsOf lists the fields each type may set (besides type, name, timeout).
 var fieldsOf = map[string][]string{
-	TypeDesktop:  {"command"},
-	TypeWebhook:  {"url", "headers", "secret"},
-	TypeSlack:    {"url"},
-	TypeDiscord:  {"url"},
-	TypeNtfy:     {"url", "topic", "token", "priority", "reply_topic", "reply_token"},
-	TypeEmail:    {"smtp", "from", "to", "username", "password", "password_file", "tls"},
+	TypeDesktop: {"command"},
+	TypeWebhook: {"url", "headers", "secret"},
+	TypeSlack:   {"url"},
+	TypeDiscord: {"url"},
+	TypeNtfy:    {"url", "topic", "token", "priority", "reply_topic", "reply_token"},
+	TypeEmail: {"smtp", "from", "to", "username", "password", "password_file", "tls",
+		"imap", "imap_tls", "imap_username", "imap_password", "imap_password_file", "mailbox", "allow"},
 	TypeTelegram: {"bot_token", "bot_token_file", "chat_id", "api_url", "allow"},
 	TypeSlackApp: {"bot_token", "bot_token_file", "app_token", "app_token_file", "channel", "api_url", "allow"},
 }
@@ -318,6 +331,9 @@ func (c *Config) Validate() error {
 			}
 			if ch.Password != "" && ch.PasswordFile != "" {
 				return bad("%s: set password or password_file, not both", where)
+			}
+			if err := validateEmailReplies(ch); err != nil {
+				return bad("%s: %v", where, err)
 			}
 		}
 	}

@@ -92,6 +92,8 @@ type Message struct {
 	// AnswerToken is the single-use token a two-way channel's answer
 	// carries (see answers.go); never put in one-way payloads.
 	AnswerToken string `json:"-"`
+	// Reply, when set, tells how to answer by replying (a two-way email).
+	Reply string `json:"-"`
 }
 
 // AlertMessage is the message of an alarm named name (the database's size,
@@ -197,6 +199,9 @@ func (m *Message) Text() string {
 	}
 	if !m.Deadline.IsZero() {
 		fmt.Fprintf(&b, "Times out at %s (then: %s).\n", m.Deadline.Format(time.RFC1123), m.DefaultDecision)
+	}
+	if m.Reply != "" {
+		b.WriteString("\n" + m.Reply + "\n")
 	}
 	if m.Links.Approve != "" {
 		fmt.Fprintf(&b, "\nApprove: %s\nDeny:    %s\n", m.Links.Approve, m.Links.Deny)

@@ -3,8 +3,10 @@ package notify_test
 import (
 	"context"
 	"encoding/json"
+	"net/mail"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -453,6 +455,69 @@ func TestSlackAppAnswers(t *testing.T) {
 		whys = append(whys, r["who"]+" "+r["why"])
 	}
 	if strings.Join(whys, "|") != "slack:U0EVE @eve "+notify.ErrNotAllowed.Error()+"|slack:U0ANN @ann used" {
+		t.Fatalf("refusals %v", whys)
+	}
+}
+
+// reply is an email replying to m from from with body.
+func reply(m *mail.Message, from, body string) []byte {
+	return []byte(strings.ReplaceAll("From: "+from+"\nTo: overseer@localhost\nSubject: Re: "+m.Header.Get("Subject")+
+		"\nIn-Reply-To: "+m.Header.Get("Message-ID")+"\nDate: "+time.Now().Format(time.RFC1123Z)+
+		"\nMessage-ID: <"+strconv.FormatInt(time.Now().UnixNano(), 36)+"@example.com>\nMIME-Version: 1.0\n"+
+		"Content-Type: text/plain; charset=utf-8\n\n"+body, "\n", "\r\n"))
+}
+
+// TestEmailAnswers: the notification goes out over SMTP with the token in
+// its subject; replies are read from a real Dovecot over IMAP (IDLE): a
+// stranger's "approve" is refused, the allowed sender's "deny <reason>"
+// (above a signature and the quoted original) denies with the reason, a
+// replayed reply is refused, and after Dovecot was restarted a reply
+// still answers.
+func TestEmailAnswers(t *testing.T) {
+	start := time.Now()
+	step := func(what string) { t.Logf("%v: %s", time.Since(start).Round(time.Millisecond), what) }
+	defer step("end")
+	dv := notifytest.StartDovecot(t)
+	step("dovecot up")
+	smtp := notifytest.NewSMTP(t)
+	tw := newTwoWay(t, "channels:\n  - type: email\n    smtp: "+smtp.Addr()+"\n    tls: none\n    from: Overseer <overseer@localhost>\n"+
+		"    to: [ann@example.com]\n    imap: "+dv.Addr+"\n    imap_tls: none\n    imap_username: "+dv.User+
+		"\n    imap_password: "+dv.Password+"\n    allow: [\"Ann <Ann@Example.com>\"]\n")
+	waitUntil(t, func() bool { return strings.Contains(tw.statuses(), "email:up") })
+	step("connected")
+	apr := tw.submit("prod")
+	m := smtp.WaitMessage("target=prod", 10*time.Second)
+	if !strings.Contains(m.Header.Get("Subject"), "[ov:") {
+		t.Fatalf("subject %q", m.Header.Get("Subject"))
+	}
+	dv.Deliver(reply(m, "Mallory <mallory@example.com>", "approve\n"))
+	waitUntil(t, func() bool { return len(tw.refusals()) == 1 })
+	step("stranger refused")
+	denial := reply(m, "Ann <ann@example.com>", "Deny: the release is frozen\n\n-- \nAnn\n\nOn Mon, Overseer wrote:\n> approve\n")
+	dv.Deliver(denial)
+	got := tw.waitStatus(store.StatusDenied, apr.ID)
+	if got.Answer.Channel != "email" || got.Answer.Who != "email:ann@example.com" || got.Answer.Reason != "the release is frozen" {
+		t.Fatalf("answer %+v", got.Answer)
+	}
+	step("denied")
+	dv.Deliver(denial) // a replay
+	waitUntil(t, func() bool { return len(tw.refusals()) == 2 })
+	step("replay refused")
+
+	// Dovecot goes away and comes back.
+	apr2 := tw.submit("staging")
+	m2 := smtp.WaitMessage("target=staging", 10*time.Second)
+	dv.Stop()
+	waitUntil(t, func() bool { return strings.Contains(tw.statuses(), "email:down") })
+	step("down")
+	dv.Deliver(reply(m2, "ann@example.com", "approve"))
+	dv.Restart()
+	tw.waitStatus(store.StatusApproved, apr2.ID)
+	var whys []string
+	for _, r := range tw.refusals() {
+		whys = append(whys, r["who"]+" "+r["why"])
+	}
+	if strings.Join(whys, "|") != "email:mallory@example.com "+notify.ErrNotAllowed.Error()+"|email:ann@example.com used" {
 		t.Fatalf("refusals %v", whys)
 	}
 }

@@ -341,7 +341,7 @@ func (tg *Telegram) push(update map[string]any) {
 	tg.cond.Broadcast()
 }
 
-func user(id int64, username string) map[string]any {
+func tgUser(id int64, username string) map[string]any {
 	u := map[string]any{"id": id, "is_bot": false, "first_name": "User" + strconv.FormatInt(id, 10), "language_code": "en"}
 	if username != "" {
 		u["username"] = username
@@ -360,7 +360,7 @@ func (tg *Telegram) Press(userID int64, username string, msg int64, data string)
 	}
 	tg.nextCB++
 	id := fmt.Sprintf("%d%06d", userID, tg.nextCB)
-	tg.push(map[string]any{"callback_query": map[string]any{"id": id, "from": user(userID, username),
+	tg.push(map[string]any{"callback_query": map[string]any{"id": id, "from": tgUser(userID, username),
 		"message": tg.message(m), "chat_instance": "-1234567890123456789", "data": data}})
 	return id
 }
@@ -376,7 +376,7 @@ func (tg *Telegram) Reply(userID int64, username string, msg int64, text string)
 	tg.nextMsg++
 	chat := tg.chat()
 	chat["id"] = m.Chat
-	tg.push(map[string]any{"message": map[string]any{"message_id": tg.nextMsg, "from": user(userID, username), "chat": chat,
+	tg.push(map[string]any{"message": map[string]any{"message_id": tg.nextMsg, "from": tgUser(userID, username), "chat": chat,
 		"date": time.Now().Unix(), "text": text, "reply_to_message": tg.message(m)}})
 }
 
@@ -473,4 +473,23 @@ func (tg *Telegram) waitFor(d time.Duration, what string, ok func() bool) {
 		tg.cond.Wait()
 		t.Stop()
 	}
+}
+
+// lockedBuf is a bytes buffer safe for a process's output.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
 }
