@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/mail"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -306,6 +307,44 @@ func TestSlackNtfyEndToEnd(t *testing.T) {
 	audit := overseertest.Run(t, home, "", "--home", home, "audit", "export")
 	if !strings.Contains(audit.Stdout, `"answer_refused"`) || !strings.Contains(audit.Stdout, `"why":"used"`) {
 		t.Fatalf("the late press is not audited:\n%s", audit.Stdout)
+	}
+	checkLoopbackOnly(t, d)
+}
+
+// TestEmailEndToEnd: the daemon mails a held command (SMTP) and reads the
+// reply from a real Dovecot over IMAP: "approve" from the allowed address
+// releases the agent; a forged-sender reply to the next one is refused.
+func TestEmailEndToEnd(t *testing.T) {
+	dv := notifytest.StartDovecot(t)
+	smtp := notifytest.NewSMTP(t)
+	home := t.TempDir()
+	yaml := "channels:\n  - type: email\n    smtp: " + smtp.Addr() + "\n    tls: none\n    from: Overseer <overseer@localhost>\n" +
+		"    to: [ann@example.com]\n    imap: " + dv.Addr + "\n    imap_tls: none\n    imap_username: " + dv.User +
+		"\n    imap_password: " + dv.Password + "\n    allow: [ann@example.com]\n"
+	if err := os.WriteFile(filepath.Join(home, "notify.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := overseertest.StartDaemon(t, home)
+	reply := func(m *mail.Message, from, body string) []byte {
+		return []byte(strings.ReplaceAll("From: "+from+"\nTo: overseer@localhost\nSubject: Re: "+m.Header.Get("Subject")+
+			"\nIn-Reply-To: "+m.Header.Get("Message-ID")+"\nMessage-ID: <"+fmt.Sprint(time.Now().UnixNano())+"@example.com>\n\n"+body,
+			"\n", "\r\n"))
+	}
+
+	call := hold(d, t.TempDir(), "rm -rf ./tmp_*")
+	m := smtp.WaitMessage("rm -rf ./tmp_*", 30*time.Second)
+	dv.Deliver(reply(m, "Ann <ann@example.com>", "approve\n\nSent from my phone\n"))
+	if o := released(t, d, call); o.Decision != "allow" {
+		t.Fatalf("outcome %+v", o)
+	}
+
+	call = hold(d, t.TempDir(), "rm -rf ./tmp_* ./dist")
+	m = smtp.WaitMessage("rm -rf ./tmp_* ./dist", 30*time.Second)
+	dv.Deliver(reply(m, "Mallory <mallory@example.com>", "approve"))
+	waitLog(t, d, "refused an answer from email:mallory@example.com")
+	dv.Deliver(reply(m, "ann@example.com", "deny: keep dist for the release"))
+	if o := released(t, d, call); o.Decision != "deny" || !strings.Contains(o.Reason, "keep dist for the release") {
+		t.Fatalf("outcome %+v", o)
 	}
 	checkLoopbackOnly(t, d)
 }
