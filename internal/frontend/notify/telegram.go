@@ -258,6 +258,12 @@ func (t *telegram) Send(ctx context.Context, m *Message) error {
 			{{Text: "Approve", Data: cbApprove + ":" + m.AnswerToken}, {Text: "Deny", Data: cbDeny + ":" + m.AnswerToken}},
 			{{Text: "Details", Data: cbDetails + ":" + m.AnswerToken}},
 		}}
+		if u, err := url.Parse(m.Links.Open); err == nil && u.Scheme == "https" && !isLoopback(u.Hostname()) {
+			// The console, where the phone reaches it (base_url): Telegram refuses loopback URLs.
+			mk := params["reply_markup"].(tgMarkup)
+			mk.Keyboard[1] = append(mk.Keyboard[1], tgButton{Text: "Open details", URL: m.Links.Open})
+			params["reply_markup"] = mk
+		}
 		params["text"] = text + "\nReply to this message to give a reason."
 	}
 	var sent tgMessage
