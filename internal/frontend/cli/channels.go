@@ -77,11 +77,7 @@ const MaxNotifyTestWait = 30 * time.Minute
 // the answer, if one comes in time, is returned. Nothing runs whatever
 // the answer; the request is withdrawn when nobody answered.
 func mountNotifyTest(k *kernel.Kernel, api *httpapi.Server, n *notify.Notifier) {
-	api.Router().HandleFunc("POST /api/v1/notify/test", httpapi.AccessToken, func(w http.ResponseWriter, r *http.Request) {
-		if !api.Authorized(r) {
-			httpapi.WriteError(w, http.StatusUnauthorized, "unauthorized", "the daemon's token is required")
-			return
-		}
+	api.Router().HandleFunc("POST /api/v1/notify/test", httpapi.AccessToken, api.RequireToken(func(w http.ResponseWriter, r *http.Request) {
 		name := r.URL.Query().Get("channel")
 		wait, err := time.ParseDuration(r.URL.Query().Get("wait"))
 		if err != nil || wait <= 0 || wait > MaxNotifyTestWait {
@@ -129,7 +125,7 @@ func mountNotifyTest(k *kernel.Kernel, api *httpapi.Server, n *notify.Notifier) 
 			}
 		}
 		httpapi.WriteJSON(w, http.StatusOK, res)
-	})
+	}))
 }
 
 func init() {
