@@ -286,7 +286,10 @@ func TestSlackNtfyEndToEnd(t *testing.T) {
 		t.Fatalf("outcome %+v", o)
 	}
 
-	// overseer notify test: the test request goes to Telegram only.
+	// overseer notify test: the route needs the daemon's token; the test request goes to Telegram only.
+	if code, body := d.Do(t, "POST", "/api/v1/notify/test?channel=telegram&wait=1s", nil, false); code != 401 {
+		t.Fatalf("notify test without the token: %d %s", code, body)
+	}
 	res := make(chan overseertest.Result, 1)
 	go func() {
 		res <- overseertest.Run(t, home, "", "--home", home, "notify", "test", "telegram", "--wait", "30s")
