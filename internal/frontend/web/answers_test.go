@@ -160,6 +160,24 @@ func TestAnswerTokenBoundToArguments(t *testing.T) {
 	if got := e.approval(other.ID); got.Status != store.StatusPending {
 		t.Fatalf("other approval %s", got.Status)
 	}
+	// A token made for other arguments than the approval's now (as if the
+	// action had changed under it) is refused as a mismatch, and audited.
+	changed := *other
+	changed.ArgsHash = "sha256:the-arguments-the-person-was-shown"
+	tok2, _, err := e.con.AnswerToken(ctx, &changed, "telegram")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.con.AnswerFromChannel(ctx, ChannelAnswer{Token: tok2, Decision: "approve", Channel: "telegram", Who: "x"}); !errors.Is(err, ErrLinkMismatch) {
+		t.Fatalf("changed arguments: %v", err)
+	}
+	if got := e.approval(other.ID); got.Status != store.StatusPending {
+		t.Fatalf("other approval %s", got.Status)
+	}
+	recs, err := e.k.Store.QueryAudit(ctx, store.AuditQuery{Types: []string{TypeAnswerRefused}})
+	if err != nil || len(recs) != 2 || !strings.Contains(string(recs[1].Data), `"why":"mismatch"`) {
+		t.Fatalf("audited refusals: %v %d", err, len(recs))
+	}
 	if !strings.Contains(refusalReason(ErrLinkMismatch), "mismatch") {
 		t.Fatal("refusal reason")
 	}
