@@ -147,7 +147,12 @@ func (h *channelHandler) Answer(ctx context.Context, r Reply) Outcome {
 		return Outcome{Err: ErrNotAllowed}
 	}
 	apr, applied, err := a.Answer(ctx, r)
-	if err != nil {
+	switch {
+	case err != nil && applied:
+		// The gate took the answer; what failed came after (learning from it).
+		h.n.opts.Logf("notify: %s: answered by %s, but: %v", h.name, r.Identity, err)
+		err = nil
+	case err != nil:
 		h.n.opts.Logf("notify: %s: refused an answer from %s: %v", h.name, r.Identity, err)
 	}
 	return Outcome{Approval: apr, Applied: applied, Err: err}
