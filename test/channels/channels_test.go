@@ -254,6 +254,28 @@ func TestSlackNtfyEndToEnd(t *testing.T) {
 	sl.WaitConnections(1, 30*time.Second)
 	nt.WaitSubscribers(1, 30*time.Second)
 
+	// The channels' health: all three connected.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		code, body := d.Do(t, "GET", "/api/v1/notify/channels", nil, true)
+		var health []struct{ Name, State string }
+		if err := json.Unmarshal(body, &health); code != 200 || err != nil || len(health) != 3 {
+			t.Fatalf("channels' health: %d %s", code, body)
+		}
+		up := 0
+		for _, h := range health {
+			if h.State == "connected" {
+				up++
+			}
+		}
+		if up == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("channels' health: %s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
 	work := t.TempDir()
 	call := hold(d, work, "rm -rf ./tmp_*")
 	sm := sl.WaitMessage("rm -rf ./tmp_*", 30*time.Second)

@@ -77,6 +77,10 @@ const MaxNotifyTestWait = 30 * time.Minute
 // the answer, if one comes in time, is returned. Nothing runs whatever
 // the answer; the request is withdrawn when nobody answered.
 func mountNotifyTest(k *kernel.Kernel, api *httpapi.Server, n *notify.Notifier) {
+	// GET /api/v1/notify/channels: the channels and their connections.
+	api.Router().HandleFunc("GET /api/v1/notify/channels", httpapi.AccessToken, api.RequireToken(func(w http.ResponseWriter, r *http.Request) {
+		httpapi.WriteJSON(w, http.StatusOK, n.Health())
+	}))
 	api.Router().HandleFunc("POST /api/v1/notify/test", httpapi.AccessToken, api.RequireToken(func(w http.ResponseWriter, r *http.Request) {
 		name := r.URL.Query().Get("channel")
 		wait, err := time.ParseDuration(r.URL.Query().Get("wait"))

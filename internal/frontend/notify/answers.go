@@ -131,8 +131,10 @@ type channelHandler struct {
 	name    string
 	allowed identityCheck
 
-	mu   sync.Mutex
-	down error
+	mu    sync.Mutex
+	down  error
+	since time.Time // of the current state
+	known bool      // a state was reported
 }
 
 func (h *channelHandler) Answer(ctx context.Context, r Reply) Outcome {
@@ -164,8 +166,11 @@ func (h *channelHandler) Allowed(identity string) bool {
 
 func (h *channelHandler) Status(err error) {
 	h.mu.Lock()
-	was := h.down
-	h.down = err
+	was, known := h.down, h.known
+	if !known || (was == nil) != (err == nil) {
+		h.since = h.n.opts.Clock.Now()
+	}
+	h.down, h.known = err, true
 	h.mu.Unlock()
 	switch {
 	case err != nil && was == nil:
@@ -191,7 +196,7 @@ func (n *Notifier) Listen(ctx context.Context) {
 		if !ok || !n.twoWay(nc) {
 			continue
 		}
-		h := &channelHandler{n: n, name: nc.name, allowed: nc.allowed}
+		h := n.handler(nc)
 		wg.Add(1)
 		go func() { // owned by Listen, which waits for it
 			defer wg.Done()
@@ -201,6 +206,56 @@ func (n *Notifier) Listen(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// handler returns the channel's handler (one per channel, kept for Health).
+func (n *Notifier) handler(nc namedChannel) *channelHandler {
+	n.hmu.Lock()
+	defer n.hmu.Unlock()
+	if n.handlers == nil {
+		n.handlers = map[string]*channelHandler{}
+	}
+	h := n.handlers[nc.name]
+	if h == nil {
+		h = &channelHandler{n: n, name: nc.name, allowed: nc.allowed}
+		n.handlers[nc.name] = h
+	}
+	return h
+}
+
+// ChannelHealth is the connection state of a two-way channel.
+type ChannelHealth struct {
+	ChannelInfo
+	// State is "connected", "reconnecting" (Error says why) or "starting".
+	State string    `json:"state"`
+	Error string    `json:"error,omitempty"`
+	Since time.Time `json:"since,omitzero"`
+}
+
+// Health reports the channels and, for the two-way ones, their connections.
+func (n *Notifier) Health() []ChannelHealth {
+	var out []ChannelHealth
+	for _, c := range n.Channels() {
+		ch := ChannelHealth{ChannelInfo: c}
+		if c.TwoWay {
+			ch.State = "starting"
+			n.hmu.Lock()
+			h := n.handlers[c.Name]
+			n.hmu.Unlock()
+			if h != nil {
+				h.mu.Lock()
+				if h.known {
+					ch.State, ch.Since = "connected", h.since
+					if h.down != nil {
+						ch.State, ch.Error = "reconnecting", h.down.Error()
+					}
+				}
+				h.mu.Unlock()
+			}
+		}
+		out = append(out, ch)
+	}
+	return out
 }
 
 // twoWay reports whether a channel takes answers.

@@ -263,6 +263,9 @@ type Notifier struct {
 	cfg   *Config
 	opts  Options
 	chans []namedChannel
+
+	hmu      sync.Mutex
+	handlers map[string]*channelHandler // of the listening channels, by name
 }
 
 type namedChannel struct {

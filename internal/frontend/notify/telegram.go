@@ -284,7 +284,27 @@ func (t *telegram) Send(ctx context.Context, m *Message) error {
 func (t *telegram) Listen(ctx context.Context, h Handler) error {
 	var offset int64
 	bo := t.backoff()
+	connected := false
 	for ctx.Err() == nil {
+		if !connected {
+			// getMe answers at once: the connection is known good before
+			// the first long poll returns.
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := t.call(cctx, "getMe", map[string]any{}, nil)
+			cancel()
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				h.Status(err)
+				if !bo.wait(ctx) {
+					return nil
+				}
+				continue
+			}
+			connected = true
+			h.Status(nil)
+		}
 		var ups []tgUpdate
 		secs := int(t.poll / time.Second)
 		pctx, cancel := context.WithTimeout(ctx, t.poll+15*time.Second)
@@ -295,6 +315,7 @@ func (t *telegram) Listen(ctx context.Context, h Handler) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			connected = false
 			h.Status(err)
 			if !bo.wait(ctx) {
 				return nil

@@ -278,6 +278,9 @@ func TestTelegramAnswers(t *testing.T) {
 	tg.Stop()
 	apr4 := tw.submit("qa") // sent after the API is back (retried)
 	waitUntil(t, func() bool { return strings.Contains(tw.statuses(), "telegram:down") })
+	if h := tw.n.Health(); len(h) != 1 || h[0].State != "reconnecting" || h[0].Error == "" || !h[0].TwoWay {
+		t.Fatalf("health while down %+v", h)
+	}
 	tg.Restart()
 	m4 := tg.WaitMessage("target=qa", 15*time.Second)
 	a4, _, _ := buttons(t, m4)
@@ -285,6 +288,9 @@ func TestTelegramAnswers(t *testing.T) {
 	tw.waitStatus(store.StatusApproved, apr4.ID)
 	if s := tw.statuses(); !strings.HasSuffix(s, "telegram:up") {
 		t.Fatalf("statuses %s", s)
+	}
+	if h := tw.n.Health(); h[0].State != "connected" || h[0].Error != "" {
+		t.Fatalf("health after reconnecting %+v", h)
 	}
 
 	// Every refusal is audited with channel and identity.
