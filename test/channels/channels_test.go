@@ -312,6 +312,9 @@ func TestSlackNtfyEndToEnd(t *testing.T) {
 	if code, body := d.Do(t, "POST", "/api/v1/notify/test?channel=telegram&wait=1s", nil, false); code != 401 {
 		t.Fatalf("notify test without the token: %d %s", code, body)
 	}
+	if code, body := d.Do(t, "GET", "/api/v1/notify/channels", nil, false); code != 401 {
+		t.Fatalf("channels' health without the token: %d %s", code, body)
+	}
 	res := make(chan overseertest.Result, 1)
 	go func() {
 		res <- overseertest.Run(t, home, "", "--home", home, "notify", "test", "telegram", "--wait", "30s")
