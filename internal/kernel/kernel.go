@@ -27,6 +27,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/firewall"
 	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/paths"
 	"github.com/overseer-dev/overseer/internal/guard/resultscan"
 	"github.com/overseer-dev/overseer/internal/mcppin"
 	"github.com/overseer-dev/overseer/internal/perception"
@@ -172,7 +173,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 		}
 	}
 	k.Audit = audit.NewSealed(st, cfg.Clock, sealer)
-	guards, err := cfg.Guards(pol, GuardEnv{Home: cfg.Home, PolicyFile: polFile, Store: st})
+	guards, err := cfg.Guards(pol, GuardEnv{Home: cfg.Home, PolicyFile: polFile, Store: st, Clock: cfg.Clock})
 	if err != nil {
 		k.Close()
 		return nil, fmt.Errorf("building guards: %w", err)
@@ -190,6 +191,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 			k.observers = append(k.observers, o)
 		}
 	}
+	k.observers = append(k.observers, readObserver{paths.NewStoreTracker(st, cfg.Clock)})
 	k.Bus = perception.New(st, cfg.Clock)
 	k.Pins = mcppin.New(st, cfg.Clock.Now)
 	protected := []string{cfg.Home}
