@@ -248,6 +248,8 @@ func dropDuplicateBlocks(text string) (string, int) {
 func (r *run) prompt(ctx context.Context, corrections []string) ([]plugin.Message, error) {
 	t := r.t
 	pol := r.l.k.Engine.Policy()
+	// Files changed behind the task's back are told this step only.
+	corrections = append(corrections, r.files.notices(ctx, r.l.k.Reads(), t.Session)...)
 	in := plugin.ContextInput{
 		Goal:           t.Goal,
 		Constraints:    firewall.Constraints(t.Steps, r.toolStats(ctx), pol.Settings.Adapt.EscalateAfter),
@@ -260,6 +262,7 @@ func (r *run) prompt(ctx context.Context, corrections []string) ([]plugin.Messag
 		Step:           t.Step + 1,
 		MaxSteps:       t.MaxSteps,
 		Elapsed:        t.Elapsed + time.Since(r.start),
+		Now:            r.l.k.Clock.Now(),
 		Summary:        t.Summary,
 		SummaryThrough: t.SummaryThrough,
 	}
@@ -373,6 +376,9 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 		tr, err = r.l.k.RunTool(ctx, tool, a, opts)
 	}
 	r.stopAnswering()
+	if tr != nil && tr.Ran {
+		r.files.watch(&tr.Action)
+	}
 	if err != nil && ctx.Err() != nil && (tr == nil || !tr.Ran) {
 		return ctx.Err() // interrupted: the task still waits on its request
 	}
