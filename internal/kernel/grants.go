@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
@@ -61,16 +62,25 @@ type grantRecord struct {
 // grantBook is the kernel's view of the grants in the audit log: it reads
 // the records appended since it last looked.
 type grantBook struct {
-	mu     sync.Mutex
-	seq    int64
-	grants map[string]*grant.Grant
-	order  []string // issue order
+	mu      sync.Mutex
+	seq     int64
+	grants  map[string]*grant.Grant
+	order   []string  // issue order
+	checked time.Time // when the log was last read (monotonic)
 }
+
+// grantRecheck is how long a caller that holds no grant is judged by the
+// book as last read: a grant issued to it by another process meanwhile is
+// missed for that long (which only puts its calls to a person). A caller
+// that holds a grant always has the log read again, so a revocation takes
+// effect on its next call.
+const grantRecheck = time.Second
 
 // refresh reads the grant records appended since the last look.
 func (b *grantBook) refresh(ctx context.Context, st store.AuditStore) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.checked = time.Now()
 	recs, err := st.QueryAudit(ctx, store.AuditQuery{AfterSeq: b.seq, Types: []string{TypeGrant}})
 	if err != nil {
 		return fmt.Errorf("reading grants: %w", err)
@@ -111,6 +121,25 @@ func (b *grantBook) refresh(ctx context.Context, st store.AuditStore) error {
 	return nil
 }
 
+// fresh reports whether the book was read within grantRecheck.
+func (b *grantBook) fresh() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.checked.IsZero() && time.Since(b.checked) < grantRecheck
+}
+
+// holds reports whether any grant of the book is a's caller's.
+func (b *grantBook) holds(a *action.Action) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, g := range b.grants {
+		if g.Subject.Matches(a) {
+			return true
+		}
+	}
+	return false
+}
+
 // snapshot returns the grants (shared, read-only) in issue order.
 func (b *grantBook) snapshot() []*grant.Grant {
 	b.mu.Lock()
@@ -135,8 +164,10 @@ type grantSource struct{ k *Kernel }
 // caller, newest first, with their use and their ancestors'.
 func (s grantSource) GrantsFor(ctx context.Context, a *action.Action) ([]grant.State, error) {
 	k := s.k
-	if err := k.grants.refresh(ctx, k.raw); err != nil {
-		return nil, err
+	if !k.grants.fresh() || k.grants.holds(a) {
+		if err := k.grants.refresh(ctx, k.raw); err != nil {
+			return nil, err
+		}
 	}
 	all := k.grants.snapshot()
 	var out []grant.State
@@ -248,6 +279,9 @@ func (k *Kernel) issueGrant(ctx context.Context, spec GrantSpec, who, channel st
 	if _, err := k.Audit.Append(ctx, audit.Entry{Type: TypeGrant, Agent: spec.Subject.Agent, Session: spec.Subject.Session,
 		Data: rec, Seal: true}); err != nil {
 		return nil, fmt.Errorf("recording the grant: %w", err)
+	}
+	if err := k.grants.refresh(ctx, k.raw); err != nil {
+		return nil, err
 	}
 	return g, nil
 }

@@ -114,3 +114,28 @@ func TestUnreadableTouches(t *testing.T) {
 		t.Fatal("no error")
 	}
 }
+
+// BenchmarkCheckWrite is what the conflict guard adds to the Evaluate of a
+// write: one store read per path written (SQLite), with another session's
+// touch to find.
+func BenchmarkCheckWrite(b *testing.B) {
+	st, err := sqlite.Open(filepath.Join(b.TempDir(), "o.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	g := New(Policy{}, st, nil)
+	ctx := context.Background()
+	w := func(s string) *action.Action {
+		return &action.Action{Agent: "a", Session: s, Facts: action.Facts{Paths: []action.PathFact{{Path: "/p/x.go", Intent: action.PathWrite}}}}
+	}
+	if err := g.Observe(ctx, w("s1"), action.Auto, false); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for range b.N {
+		if fs, err := g.Check(ctx, w("s2")); err != nil || len(fs) != 1 {
+			b.Fatal(fs, err)
+		}
+	}
+}
