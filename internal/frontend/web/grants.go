@@ -17,7 +17,9 @@ import (
 
 func (c *Console) grants() *httpapi.Grants { return httpapi.NewGrants(c.k) }
 
-func (c *Console) apiGrants(w http.ResponseWriter, r *http.Request, _ *session) { c.grants().List(w, r) }
+func (c *Console) apiGrants(w http.ResponseWriter, r *http.Request, _ *session) {
+	c.grants().List(w, r)
+}
 
 func (c *Console) apiIssueGrant(w http.ResponseWriter, r *http.Request, s *session) {
 	c.grants().Issue(w, r, sessionWho(s), "web", true)

@@ -14,7 +14,7 @@ func TestConsoleGrants(t *testing.T) {
 	// Without a session nothing is issued.
 	anon := e.newBrowser()
 	req := map[string]any{"subject": map[string]any{"agent": "claude-code", "subagent_type": "*"},
-		"allow": []any{map[string]any{"kinds": []string{"file_read"}, "under": []string{"/proj/docs"}, "read_only": true}},
+		"allow":  []any{map[string]any{"kinds": []string{"file_read"}, "under": []string{"/proj/docs"}, "read_only": true}},
 		"budget": map[string]any{"steps": 5}, "ttl": "2h", "who": "mallory"}
 	if st, _ := anon.send("POST", "/ui/api/grants", req, nil); st == http.StatusCreated {
 		t.Fatal("issued without a session")
