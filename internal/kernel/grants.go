@@ -382,6 +382,26 @@ func (k *Kernel) GetGrant(ctx context.Context, id string) (*GrantView, error) {
 	return nil, fmt.Errorf("%w: %s", grant.ErrNotFound, id)
 }
 
+// ChargeCaller charges tokens and cost to the grant a's caller acts under
+// now (the newest active grant of its subject), if any.
+func (k *Kernel) ChargeCaller(ctx context.Context, a *action.Action, tokens int64, costUSD float64) error {
+	if tokens == 0 && costUSD == 0 {
+		return nil
+	}
+	states, err := grantSource{k}.GrantsFor(ctx, a)
+	if err != nil {
+		return err
+	}
+	now := k.Clock.Now()
+	for i := range states {
+		st := &states[i]
+		if grant.Active(st.Grant, st.Usage, now) == "" {
+			return k.ChargeGrant(ctx, st.Grant.ID, tokens, costUSD)
+		}
+	}
+	return nil
+}
+
 // errSpent is returned inside UpdateState when a budget is spent.
 var errSpent = errors.New("grant budget spent")
 

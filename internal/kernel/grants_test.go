@@ -274,3 +274,43 @@ func TestIssueGrantValidates(t *testing.T) {
 		t.Fatalf("grants: %+v %v", views, err)
 	}
 }
+
+func TestGrantTokenBudget(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))
+	k := open(t, clk, "")
+	spec := kernel.GrantSpec{
+		Subject: grant.Subject{Agent: "overseer", Session: "task-1"},
+		Allow:   []grant.Permit{{Kinds: []action.Kind{action.KindFileRead}}},
+		Budget:  grant.Budget{Tokens: 1000, CostUSD: 0.5},
+		Expires: clk.Now().Add(time.Hour),
+	}
+	g, err := k.IssueGrant(ctx, spec, "alice", "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller := &action.Action{Agent: "overseer", Session: "task-1"}
+	read := func() action.Verdict {
+		return submit(t, k, &action.Action{Agent: "overseer", Session: "task-1", Tool: "file_read", Cwd: "/proj",
+			Args: map[string]any{"file_path": fmt.Sprintf("/proj/%d", time.Now().UnixNano())}})
+	}
+	if v := read(); firewall.InsideGrant(&v) != g.ID {
+		t.Fatalf("before: %+v", v.Reasons)
+	}
+	if err := k.ChargeCaller(ctx, caller, 999, 0.1); err != nil {
+		t.Fatal(err)
+	}
+	if v := read(); firewall.InsideGrant(&v) != g.ID {
+		t.Fatalf("999 tokens: %+v", v.Reasons)
+	}
+	if err := k.ChargeCaller(ctx, caller, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if v := read(); v.Level != action.Confirm || !strings.Contains(v.Decider.Message, "budget of 1000 tokens") {
+		t.Fatalf("after the tokens: %s %+v", v.Level, v.Decider)
+	}
+	gv, _ := k.GetGrant(ctx, g.ID)
+	if gv.Usage.Tokens != 1000 || gv.Usage.Steps != 2 {
+		t.Fatalf("use %+v", gv.Usage)
+	}
+}
