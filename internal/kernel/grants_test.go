@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/firewall"
 	"github.com/overseer-dev/overseer/internal/grant"
@@ -312,5 +313,29 @@ func TestGrantTokenBudget(t *testing.T) {
 	gv, _ := k.GetGrant(ctx, g.ID)
 	if gv.Usage.Tokens != 1000 || gv.Usage.Steps != 2 {
 		t.Fatalf("use %+v", gv.Usage)
+	}
+}
+
+// A grant record that cannot be read means no grant at all: every call is
+// judged by the policy alone (with a reason saying so), never let through
+// by a grant.
+func TestMalformedGrantRecordIsNoGrant(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))
+	k := open(t, clk, grantPolicy)
+	spec := docsGrant(clk.Now())
+	spec.Allow[0].Under = []string{"/proj"}
+	if _, err := k.IssueGrant(ctx, spec, "alice", "cli"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Audit.Append(ctx, audit.Entry{Type: kernel.TypeGrant, Data: map[string]any{"op": "widen", "id": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	v := submit(t, k, subRead("/proj/src/x.go"))
+	if firewall.InsideGrant(&v) != "" || v.Level != action.Confirm || !hasReason(v, "grant-unreadable") {
+		t.Fatalf("with a malformed grant record: %s %+v", v.Level, v.Reasons)
+	}
+	if _, err := k.ListGrants(ctx, false); err == nil {
+		t.Fatal("the grants listed despite a malformed record")
 	}
 }
