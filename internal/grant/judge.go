@@ -74,6 +74,10 @@ func ancestorIDs(st *State) []string {
 	return ids
 }
 
+// Forgotten reports whether g ended more than Remembered ago: it no longer
+// has any effect on its subject.
+func Forgotten(g *Grant, now time.Time) bool { return forgotten(g, now) }
+
 // forgotten reports whether g ended more than Remembered ago.
 func forgotten(g *Grant, now time.Time) bool {
 	end := g.Expires

@@ -128,12 +128,13 @@ func (b *grantBook) fresh() bool {
 	return !b.checked.IsZero() && time.Since(b.checked) < grantRecheck
 }
 
-// holds reports whether any grant of the book is a's caller's.
-func (b *grantBook) holds(a *action.Action) bool {
+// holds reports whether any grant of the book that still has an effect
+// at now is a's caller's.
+func (b *grantBook) holds(a *action.Action, now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, g := range b.grants {
-		if g.Subject.Matches(a) {
+		if g.Subject.Matches(a) && !grant.Forgotten(g, now) {
 			return true
 		}
 	}
@@ -164,7 +165,7 @@ type grantSource struct{ k *Kernel }
 // caller, newest first, with their use and their ancestors'.
 func (s grantSource) GrantsFor(ctx context.Context, a *action.Action) ([]grant.State, error) {
 	k := s.k
-	if !k.grants.fresh() || k.grants.holds(a) {
+	if !k.grants.fresh() || k.grants.holds(a, k.Clock.Now()) {
 		if err := k.grants.refresh(ctx, k.raw); err != nil {
 			return nil, err
 		}
