@@ -47,6 +47,9 @@ type Policy struct {
 // DefaultWindow is the window when the policy sets none.
 const DefaultWindow = 10 * time.Minute
 
+// ownAgent is the agent name of Overseer's own loop.
+const ownAgent = "overseer"
+
 // maxTouches bounds what is kept per resource (the latest per session).
 const maxTouches = 16
 
@@ -219,6 +222,9 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 
 func (g *Guard) finding(a *action.Action, r touched, t Touch, now time.Time) guard.Finding {
 	who := fmt.Sprintf("%s session %s", t.Agent, t.Session)
+	if t.Agent == ownAgent {
+		who = "Overseer task " + t.Session // the own loop's session is its task's id
+	}
 	if t.Subagent != "" {
 		who += " (sub-agent " + t.Subagent + ")"
 	}

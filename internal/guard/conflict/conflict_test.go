@@ -101,6 +101,22 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
+// A conflict with Overseer's own loop names the task.
+func TestConflictNamesTask(t *testing.T) {
+	ctx := context.Background()
+	g, _ := newGuard(t, Policy{})
+	w := func(agent, s string) *action.Action {
+		return &action.Action{Agent: agent, Session: s, Tool: "file_write", Facts: action.Facts{Paths: []action.PathFact{{Path: "/p/x.go", Intent: action.PathWrite}}}}
+	}
+	if err := g.Observe(ctx, w("overseer", "t_abc"), action.Notify, false); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := g.Check(ctx, w("codex", "s1"))
+	if err != nil || len(fs) != 1 || !strings.Contains(fs[0].Preview.Summary, "Overseer task t_abc") {
+		t.Fatalf("findings %+v %v", fs, err)
+	}
+}
+
 // A touch record that cannot be read is an error: the engine then puts
 // the call to a person (fails closed).
 func TestUnreadableTouches(t *testing.T) {
