@@ -129,6 +129,8 @@ type ContextInput struct {
 	Steps          []StepRecord
 	Step, MaxSteps int
 	Elapsed        time.Duration
+	// Now is the step's absolute time (zero: not shown).
+	Now time.Time
 	// BudgetTokens is the estimated token budget of the prompt (0: the
 	// plugin's default).
 	BudgetTokens int

@@ -150,6 +150,8 @@ type run struct {
 	resumed string
 	// endWait stops reading answers typed for the current wait.
 	endWait func()
+	// files watches what the task read or wrote (environment awareness).
+	files *watcher
 }
 
 // Options adjust one run.
@@ -167,7 +169,8 @@ func (l *Loop) Run(ctx context.Context, id string, opts Options) (*task.Task, er
 	if err != nil {
 		return nil, err
 	}
-	r := &run{l: l, t: t, start: time.Now()}
+	r := &run{l: l, t: t, start: time.Now(), files: newWatcher()}
+	defer r.files.close()
 	if err := l.cfg.Tasks.Record(ctx, t, task.Event{Event: "started"}); err != nil {
 		// Nothing runs unrecorded.
 		t.Status, t.Runner, t.Error = task.Failed, nil, err.Error()

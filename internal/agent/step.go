@@ -248,6 +248,8 @@ func dropDuplicateBlocks(text string) (string, int) {
 func (r *run) prompt(ctx context.Context, corrections []string) ([]plugin.Message, error) {
 	t := r.t
 	pol := r.l.k.Engine.Policy()
+	// Files changed behind the task's back are told this step only.
+	corrections = append(corrections, r.files.notices(ctx, r.l.k.Reads(), t.Session)...)
 	in := plugin.ContextInput{
 		Goal:           t.Goal,
 		Constraints:    firewall.Constraints(t.Steps, r.toolStats(ctx), pol.Settings.Adapt.EscalateAfter),
@@ -260,6 +262,7 @@ func (r *run) prompt(ctx context.Context, corrections []string) ([]plugin.Messag
 		Step:           t.Step + 1,
 		MaxSteps:       t.MaxSteps,
 		Elapsed:        t.Elapsed + time.Since(r.start),
+		Now:            r.l.k.Clock.Now(),
 		Summary:        t.Summary,
 		SummaryThrough: t.SummaryThrough,
 	}
@@ -288,6 +291,12 @@ func (r *run) compress(ctx context.Context, text string) (string, plugin.Usage, 
 // account adds a call's usage to the task.
 func (r *run) account(step int, purpose string, resp plugin.Response) {
 	r.t.Usage = r.t.Usage.Add(resp.Usage)
+	// A task under a grant spends the grant's token and cost budgets too;
+	// a failure to count only leaves the grant's next check to the step
+	// count (the budgets are checked before each call).
+	u := resp.Usage
+	_ = r.l.k.ChargeCaller(context.Background(), &action.Action{Agent: AgentName, Session: r.t.Session},
+		int64(u.InputTokens+u.OutputTokens), u.CostUSD)
 	r.t.StepUsage = append(r.t.StepUsage, task.StepUsage{Step: step, Purpose: purpose, Model: resp.Model, Usage: resp.Usage})
 }
 
@@ -373,6 +382,9 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 		tr, err = r.l.k.RunTool(ctx, tool, a, opts)
 	}
 	r.stopAnswering()
+	if tr != nil && tr.Ran {
+		r.files.watch(&tr.Action)
+	}
 	if err != nil && ctx.Err() != nil && (tr == nil || !tr.Ran) {
 		return ctx.Err() // interrupted: the task still waits on its request
 	}

@@ -132,6 +132,7 @@ func (k *Kernel) RecordResult(ctx context.Context, r Result) (ResultRecord, erro
 				ActionID: r.ActionID, Tool: r.Tool, Findings: scan}})
 	}
 	_, err := k.Audit.AppendAll(ctx, entries...)
+	k.recordWrites(ctx, r)
 	return rec, err
 }
 

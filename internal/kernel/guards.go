@@ -12,6 +12,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/perception"
 
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/guard/conflict"
 	"github.com/overseer-dev/overseer/internal/guard/egress"
 	"github.com/overseer-dev/overseer/internal/guard/mcpguard"
 	"github.com/overseer-dev/overseer/internal/guard/netguard"
@@ -27,6 +28,7 @@ type GuardEnv struct {
 	Home       string           // Overseer's home: off limits to agents
 	PolicyFile string           // the admin policy file, if any: off limits too
 	Store      store.StateStore // for the read tracker (read-before-edit)
+	Clock      clock.Clock      // nil: the real clock
 }
 
 // createdTracker reads the paths a session created, as the kernel records
@@ -38,7 +40,8 @@ func (c createdTracker) CreatedBy(ctx context.Context, a *action.Action, ps []st
 }
 
 // knownGuards are the sections a policy's `guards:` may configure.
-var knownGuards = map[string]bool{"shell": true, "paths": true, "net": true, "sql": true, "mcp": true, "results": true, egress.Name: true}
+var knownGuards = map[string]bool{"shell": true, "paths": true, "net": true, "sql": true, "mcp": true, "results": true, egress.Name: true,
+	conflict.Name: true}
 
 // DefaultGuards builds the standard hard guards — shell, paths, network,
 // SQL, MCP tool annotations, egress — configured from the policy's guards
@@ -105,7 +108,20 @@ func DefaultGuards(p *policy.Policy, env GuardEnv) ([]guard.Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []guard.Guard{sh.WithSelfAPI(self).WithVars(vars), pg, netguard.New(netPol).WithSelfAPI(self), sqlguard.New(sqlPol), mg, eg}, nil
+	var conflicts conflict.Policy
+	if _, err := p.DecodeGuard(conflict.Name, &conflicts); err != nil {
+		return nil, err
+	}
+	if err := conflicts.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: guards.%s: %w", p.Name, conflict.Name, err)
+	}
+	var cg *conflict.Guard
+	if env.Store != nil {
+		cg = conflict.New(conflicts, env.Store, env.Clock)
+	} else {
+		cg = conflict.New(conflicts, nil, env.Clock)
+	}
+	return []guard.Guard{sh.WithSelfAPI(self).WithVars(vars), pg, netguard.New(netPol).WithSelfAPI(self), sqlguard.New(sqlPol), mg, eg, cg}, nil
 }
 
 // EgressMemoryAge is how long the egress guard remembers an idle

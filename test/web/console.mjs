@@ -29,6 +29,9 @@
 //                              on the open MCP page, wait (live, without reloading) for the
 //                              withheld definition of <tool>, read its card, screenshot the page
 //                              (into file), click Accept: MCPACCEPTED <json>
+//           GRANT <dir> [file] the Delegation page: issue a grant (claude-code sub-agents, file_read
+//                              read-only under <dir>, 4 steps, 1h) with the form, screenshot it (into
+//                              file), revoke it by clicking: GRANTED {row, after}
 //           QUIT
 //
 // Environment: OVERSEER_URL (base URL), OVERSEER_TOKEN, CHROMIUM (default
@@ -382,6 +385,24 @@ for await (const line of rl) {
     await page.waitForSelector("#mcp-none", { timeout: 20000 });
     info.after = (await page.textContent(`#mcp-servers tr[data-tool="${rest[0]}"]`)).replace(/\s+/g, " ").trim();
     say("MCPACCEPTED " + JSON.stringify(info));
+  } else if (cmd === "GRANT") {
+    await page.goto(base + "/ui/#/delegation");
+    await page.waitForSelector("#grant-form", { state: "visible", timeout: 20000 });
+    const f = "#grant-form ";
+    await page.fill(f + "input[name=agent]", "claude-code");
+    await page.fill(f + "input[name=subagent_type]", "*");
+    await page.fill(f + "input[name=kinds]", "file_read");
+    await page.fill(f + "input[name=under]", rest[0]);
+    await page.fill(f + "input[name=steps]", "4");
+    await page.fill(f + "input[name=ttl]", "1h");
+    await page.click(f + "button[type=submit]");
+    const row = await page.waitForSelector("#grants .grant", { timeout: 20000 });
+    const text = (await row.textContent()).replace(/\s+/g, " ").trim();
+    if (rest[1]) { await page.screenshot({ path: rest[1], fullPage: true }); say("SHOT " + rest[1]); }
+    page.once("dialog", (d) => d.accept());
+    await page.click("#grants .grant button.revoke");
+    await page.waitForFunction(() => !document.querySelector("#grants .grant"), null, { timeout: 20000 });
+    say("GRANTED " + JSON.stringify({ row: text, after: (await page.textContent("#grants")).trim() }));
   } else if (cmd === "QUIT") {
     break;
   }

@@ -271,4 +271,7 @@ func (a *app) pruneUndo(ctx context.Context, k *kernel.Kernel) {
 	if _, err := k.PruneEgressMemory(ctx); err != nil && ctx.Err() == nil {
 		fmt.Fprintln(a.stderr, "overseer: pruning the egress guard's session memory:", err)
 	}
+	if _, err := k.PruneConflicts(ctx); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(a.stderr, "overseer: pruning the conflict guard's touches:", err)
+	}
 }

@@ -80,6 +80,8 @@ type Model struct {
 	propNext      time.Time    // when the proposals are read again
 	pins          []mcppin.Pin // pins.go
 	pinSel        int
+	grants        []kernel.GrantView // grants.go
+	grantSel      int
 
 	// after schedules the next refresh (tea.Tick); tests replace it so
 	// that a timer is never confused with a slow API call.
@@ -94,6 +96,7 @@ const (
 	modeHelp
 	modeProposals // trust.go: the proposed rules
 	modePins      // pins.go: the MCP definitions withheld or flagged
+	modeGrants    // grants.go: the active grants
 )
 
 // New returns the UI's model over api. ctx bounds its API calls.
@@ -194,6 +197,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return mm, cmd
 	}
 	if mm, cmd, ok := m.updatePins(msg); ok {
+		return mm, cmd
+	}
+	if mm, cmd, ok := m.updateGrants(msg); ok {
 		return mm, cmd
 	}
 	switch msg := msg.(type) {
@@ -345,6 +351,8 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.trustKey(s)
 	case modePins:
 		return m.pinsKey(s)
+	case modeGrants:
+		return m.grantsKey(s)
 	case modeReason:
 		switch s {
 		case "esc":
@@ -382,6 +390,12 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.mode = modePins
 			m.setStatus("", false)
 			return m, m.fetchPins()
+		}
+	case "G":
+		if _, ok := m.grantsAPI(); ok {
+			m.mode = modeGrants
+			m.setStatus("", false)
+			return m, m.fetchGrants()
 		}
 	case "p":
 		if _, ok := m.trustAPI(); ok {
@@ -538,6 +552,7 @@ func (m Model) render() string {
 			"r       remember: once → session → rule",
 			"p       proposed rules (learned from your approvals): A accept, D dismiss",
 			"m       MCP definitions withheld (changed or suspicious): A accept",
+			"G       active grants (delegated mode): R revoke",
 			"?       this help             q       quit",
 			"", "Press any key to go back.",
 		} {
@@ -549,6 +564,19 @@ func (m Model) render() string {
 	if m.mode == modePins {
 		m.renderPins(add, rule)
 		foot := pinsFoot
+		if m.status != "" {
+			foot = stOK.Render(m.status)
+			if m.statusBad {
+				foot = stBad.Render(m.status)
+			}
+		}
+		add(foot)
+		return strings.Join(lines, "\n")
+	}
+
+	if m.mode == modeGrants {
+		m.renderGrants(add, rule)
+		foot := grantsFoot
 		if m.status != "" {
 			foot = stOK.Render(m.status)
 			if m.statusBad {

@@ -238,6 +238,11 @@ func (c *Console) Mount(r *httpapi.Router) {
 	h("POST /ui/api/tasks/{id}/abort", session, c.session(c.csrf(c.apiTaskAbort)))
 	h("GET /ui/api/mcp/pins", session, c.session(c.apiPins))
 	h("POST /ui/api/mcp/pins/{server}/{tool}/accept", session, c.session(c.csrf(c.apiAcceptPin)))
+	h("GET /ui/api/grants", session, c.session(c.apiGrants))
+	h("POST /ui/api/grants", session, c.session(c.csrf(c.apiIssueGrant)))
+	h("POST /ui/api/grants/{id}/revoke", session, c.session(c.csrf(c.apiRevokeGrant)))
+	h("GET /ui/api/conflicts", session, c.session(c.apiConflicts))
+	h("GET /ui/api/mcp/upstreams", session, c.session(c.apiUpstreams))
 
 	// Approval links: no session; the signed single-use token is the credential.
 	h("GET /ui/a/{token}", httpapi.AccessLink, c.linkPage)

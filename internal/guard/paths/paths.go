@@ -53,6 +53,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
@@ -564,7 +565,13 @@ func (g *Guard) readBeforeEdit(ctx context.Context, a *action.Action) []guard.Fi
 			if err != nil {
 				refuse(fmt.Sprintf("cannot hash %s (%v); read the file again, then edit it", p.Path, err))
 			} else if h != ri.Hash {
-				refuse(fmt.Sprintf("%s changed since you read it: read it again, then edit it", p.Path))
+				// A stale read: the file changed behind the agent's back
+				// (another program, person or session). Whoever the agent,
+				// the edit is refused until it reads the file again — a
+				// person's yes would not tell the agent what changed.
+				fs = append(fs, guard.Finding{Check: "paths.read-before-edit", Level: action.Block, Hard: true,
+					Message: fmt.Sprintf("%s changed since you read it (at %s): read it again, then edit it",
+						p.Path, ri.At.UTC().Format(time.RFC3339))})
 			}
 			// Same bytes, new time (a sync tool or a checkout touched it): fine.
 		}

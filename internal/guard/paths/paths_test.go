@@ -219,8 +219,8 @@ func TestReadBeforeEdit(t *testing.T) {
 		{"foreign unread", "claude-code", "Edit", false, nil, "none", ""},
 		{"foreign unread strict", "claude-code", "Edit", true, nil, "hard:confirm", "read the file first"},
 		{"foreign partial", "claude-code", "Edit", false, []step{read(false)}, "hard:confirm", "only partly read"},
-		{"foreign changed", "claude-code", "Edit", false, []step{read(true), change}, "hard:confirm", "changed since you read it"},
-		{"other tool of overseer", BuiltinAgent, "apply_patch", false, []step{read(true), change}, "hard:confirm", "changed since"},
+		{"foreign changed", "claude-code", "Edit", false, []step{read(true), change}, "hard:block", "changed since you read it"},
+		{"other tool of overseer", BuiltinAgent, "apply_patch", false, []step{read(true), change}, "hard:block", "changed since"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

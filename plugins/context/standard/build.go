@@ -162,7 +162,7 @@ func (b *Builder) newAssembly(in plugin.ContextInput) *assembly {
 	if p, ok := planPiece(in.Plan); ok {
 		a.head = append(a.head, p)
 	}
-	a.head = append(a.head, budgetPiece(in.Step, in.MaxSteps, in.Elapsed))
+	a.head = append(a.head, budgetPiece(in.Step, in.MaxSteps, in.Elapsed, in.Now))
 	for _, p := range a.head {
 		a.headUnits += p.units
 	}
@@ -495,12 +495,16 @@ func planPiece(p *plugin.Plan) (piece, bool) {
 
 func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func budgetPiece(step, maxSteps int, elapsed time.Duration) piece {
+func budgetPiece(step, maxSteps int, elapsed time.Duration, now time.Time) piece {
 	s := fmt.Sprintf("## Step budget\nThis is step %d", step)
 	if maxSteps > 0 {
 		s += fmt.Sprintf(" of %d (%d left after this one)", maxSteps, max(maxSteps-step, 0))
 	}
-	return newPiece(s + fmt.Sprintf("; %s elapsed.", elapsed.Round(time.Second)))
+	s += fmt.Sprintf("; %s elapsed.", elapsed.Round(time.Second))
+	if !now.IsZero() {
+		s += fmt.Sprintf("\nThe time now is %s (%s).", now.UTC().Format(time.RFC3339), now.UTC().Format("Monday"))
+	}
+	return newPiece(s)
 }
 
 // markerRE finds anything that could be read as the start of a tool output

@@ -106,7 +106,8 @@ function diffBlock(text) {
 
 // ---------------------------------------------------------------- router
 
-const pages = ["queue", "tasks", "audit", "policy", "dashboard", "mcp"];
+// Pages of their own files register in window.extraPages (name → load).
+const pages = ["queue", "tasks", "audit", "policy", "dashboard", "mcp", ...Object.keys(window.extraPages || {})];
 let current = "";
 function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/");
@@ -122,6 +123,7 @@ function route() {
     if (page === "policy") loadPolicy();
     if (page === "dashboard") loadDashboard();
     if (page === "mcp") loadPins();
+    if (window.extraPages && window.extraPages[page]) window.extraPages[page]();
   }
 }
 window.addEventListener("hashchange", route);
