@@ -91,6 +91,8 @@ type Kernel struct {
 	observers []guard.Observer
 	// grants are delegated mode's grants, as read from the audit log.
 	grants grantBook
+	// pauses are the paused agents (pauses.go).
+	pauses *pauses
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -164,7 +166,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	if !cfg.NoSeal && os.Getenv(SealEnv) != "off" || sealedLog(ctx, st) {
 		sealer = audit.NewSealer(cfg.Home, cfg.Seal)
 	}
-	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Clock: cfg.Clock, raw: st}
+	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Clock: cfg.Clock, raw: st, pauses: &pauses{}}
 	k.Store = audited{Store: st, k: k}
 	if sealer != nil {
 		if k.Sealing, err = sealer.SetUp(ctx, st, cfg.Home, cfg.Clock.Now); err != nil {
@@ -193,6 +195,9 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	}
 	k.observers = append(k.observers, readObserver{paths.NewStoreTracker(st, cfg.Clock)})
 	k.Bus = perception.New(st, cfg.Clock)
+	// A failure is kept: every call then goes to a person until a read
+	// succeeds.
+	k.reloadPauses(ctx)
 	k.Pins = mcppin.New(st, cfg.Clock.Now)
 	protected := []string{cfg.Home}
 	if polFile != "" {
@@ -261,6 +266,7 @@ func MintID(a *action.Action) {
 // The action gets a fresh id (see MintID).
 func (k *Kernel) Evaluate(ctx context.Context, a *action.Action) action.Verdict {
 	MintID(a)
+	k.maybeReloadPauses(ctx)
 	return k.Engine.Evaluate(ctx, a)
 }
 
@@ -285,6 +291,7 @@ func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, err
 func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.Asker) (*Submission, error) {
 	MintID(a)
 	a.Cut = nil
+	k.maybeReloadPauses(ctx)
 	v := k.Engine.Evaluate(ctx, a)
 	if ok, err := k.consumeStep(ctx, &v); err != nil {
 		// A grant whose use cannot be counted is no grant.
@@ -464,7 +471,7 @@ func topMissing(p string) string {
 
 // signals is what the engine reads: the bus and the approvals store.
 func (k *Kernel) signals() signals {
-	return signals{Bus: k.Bus, approvals: k.Store, clock: k.Clock}
+	return signals{Bus: k.Bus, approvals: k.Store, clock: k.Clock, pauses: k.pauses}
 }
 
 // refusedAgain reports whether v refuses a call a person refused before.
