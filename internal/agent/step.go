@@ -290,6 +290,11 @@ func (r *run) compress(ctx context.Context, text string) (string, plugin.Usage, 
 
 // account adds a call's usage to the task.
 func (r *run) account(step int, purpose string, resp plugin.Response) {
+	// The spend counts against the budget caps (priced by the kernel's
+	// table when the model's own price table gave no cost).
+	u := resp.Usage
+	r.l.k.RecordUse(context.Background(), kernel.Use{Agent: AgentName, Session: r.t.Session, Model: resp.Model,
+		Input: int64(u.InputTokens), Output: int64(u.OutputTokens), CostUSD: u.CostUSD})
 	r.t.Usage = r.t.Usage.Add(resp.Usage)
 	// A task under a grant spends the grant's token and cost budgets too;
 	// a failure to count only leaves the grant's next check to the step
@@ -406,6 +411,15 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 				reason = p.Reason
 			}
 			r.pauseForAgent(reason)
+			return nil
+		}
+		if d := tr.Verdict.Decider; d != nil && tr.Verdict.Stop && (d.Source == action.SourceLimit || d.Source == action.SourceBudget) {
+			// A rate limit paused the agent, or a budget cap refuses
+			// further use: the task pauses where it is.
+			r.t.Status = task.Paused
+			r.t.Result = fmt.Sprintf("paused at step %d: %s; resume it with `overseer resume %s` once a person has dealt with it",
+				rec.N, d.Message, r.t.ID)
+			r.l.printf("⏸  %s: task paused, checkpoint saved\n", d.Message)
 			return nil
 		}
 		if tr.Verdict.Stop {
