@@ -9,6 +9,7 @@
 #   the audit log's seal         costs at most 15% of either of the last two
 #                                (each is measured unsealed and sealed)
 #   the release binary           <= 40 MB (the build command of scripts/test.sh)
+#   50 rate limits + 10 budget caps  add at most 10 µs to Evaluate's median
 #
 # Usage: bench/run.sh            (from anywhere; takes a few minutes)
 # Tuning (environment): BENCHTIME (default 2s) and COUNT (3; the summary
@@ -84,6 +85,12 @@ echo
 echo "== Evaluate of a sending action, with and without the egress guard"
 if go test -count="$COUNT" -run '^$' -bench '^BenchmarkEvaluateEgress$' -benchtime "$BENCHTIME" ./bench/ | tee "$WORK/egress.txt"; then :; else
   fail "the egress Evaluate benchmark failed"
+fi
+echo
+
+echo "== Evaluate with 50 rate limits and 10 budget caps (checked and counted), and without"
+if go test -count="$COUNT" -run '^$' -bench '^BenchmarkEvaluateControls$' -benchtime "$BENCHTIME" ./bench/ | tee "$WORK/controls.txt"; then :; else
+  fail "the controls benchmark failed"
 fi
 echo
 
@@ -238,6 +245,14 @@ if [ -n "$aerr0" ] && [ "$aerr0" != "0" ]; then sr="n/a"; fi
 gs1="$(goal "$sa" ">=" 0.85)"
 gs2="$(goal "$sr" ">=" 0.85)"
 
+cw50="$(metric "$WORK/controls.txt" BenchmarkEvaluateControls/with-50-limits-10-caps p50-ns)"
+co50="$(metric "$WORK/controls.txt" BenchmarkEvaluateControls/without p50-ns)"
+cwc="$(metric "$WORK/controls.txt" BenchmarkEvaluateControls/with-50-limits-10-caps p50-cpu-ns)"
+coc="$(metric "$WORK/controls.txt" BenchmarkEvaluateControls/without p50-cpu-ns)"
+cdelta="$( [ -n "$cw50" ] && [ -n "$co50" ] && awk -v a="$cw50" -v b="$co50" 'BEGIN { print a - b }')"
+cdeltac="$( [ -n "$cwc" ] && [ -n "$coc" ] && awk -v a="$cwc" -v b="$coc" 'BEGIN { print a - b }')"
+g9="$(goal "$cdelta" "<=" 10000)"
+
 echo "==================== summary ===================="
 printf '%-44s %14s %14s\n' "" "p50" "p99"
 printf '%-44s %14s %14s\n' "Overseer Evaluate, 100 rules (policy only)" "$(us "$ov50")" "$(us "$ov99")"
@@ -258,6 +273,8 @@ printf '%-44s %14s %14s\n' "Evaluate, 100 rules, guards without egress" "$(us "$
 printf '%-44s %14s %14s\n' "Evaluate, curl POST 1 KB: with / without egress" "$(us "$ew50")" "$(us "$eo50")"
 mb() { [ -n "$1" ] && awk -v n="$1" 'BEGIN { printf "%.1f MB", n / 1e6 }' || echo "n/a"; }
 printf '%-44s %14s %14s\n' "binary: release build / plain go build" "$(mb "$rel_size")" "$(mb "$plain_size")"
+printf '%-44s %14s %14s\n' "Evaluate + 50 limits, 10 caps: with / without" "$(us "$cw50")" "$(us "$co50")"
+printf '%-44s %14s %14s\n' "  added (p50 wall, p50 cpu)" "$(us "$cdelta")" "$(us "$cdeltac")"
 echo "-------------------- goals ----------------------"
 printf '%-44s %s\n' "Evaluate p50 < 20 µs" "$g1"
 printf '%-44s %s\n' "Overseer/OPA (p50) <= 0.5" "$g2"
@@ -270,6 +287,7 @@ printf '%-44s %s\n' "curl POST: with egress <= 1.5x without ($re2)" "$g8"
 printf '%-44s %s\n' "sealing costs <= 15% of audit appends/s" "$gs1"
 printf '%-44s %s\n' "sealing costs <= 15% of API requests/s" "$gs2"
 printf '%-44s %s\n' "release binary <= 40 MB ($(mb "$rel_size"); 79 MB before)" "$(goal "$rel_size" "<=" 40000000)"
+printf '%-44s %s\n' "limits+caps add <= 10 µs to Evaluate p50" "$g9"
 # Wall-clock figures mean little on a busy machine: say how busy it was.
 printf '%-44s %s\n' "load average (1, 5, 15 min) at the end" "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a) on $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') CPUs"
 

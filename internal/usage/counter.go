@@ -101,13 +101,19 @@ func (w *window) add(t int64, keep int, from int64) {
 	w.trim(keep, from)
 }
 
-// trim keeps at most keep times, none at or before from.
+// trim drops times at or before from and all but the last keep, lazily:
+// only once at least half of the times can go, so that adding stays O(1)
+// amortized (counting reads only the times in the window anyway).
 func (w *window) trim(keep int, from int64) {
-	i := sort.Search(len(w.times), func(i int) bool { return w.times[i] > from })
-	if d := len(w.times) - keep; d > i {
+	n := len(w.times)
+	if n < 64 && n <= keep {
+		return
+	}
+	i := sort.Search(n, func(i int) bool { return w.times[i] > from })
+	if d := n - keep; d > i {
 		i = d
 	}
-	if i > 0 {
+	if i > 0 && (i >= n/2 || n > 2*keep) {
 		w.times = append(w.times[:0], w.times[i:]...)
 	}
 }
@@ -131,6 +137,9 @@ type Counter struct {
 	noticed map[string]int64
 	alerted map[string]bool // cap|key|start|level → alerted
 	dirtyH  bool
+	// agents caches, per agent, its window of each limit of set (by
+	// index): one map look-up per check instead of one per limit.
+	agents map[string][]*window
 }
 
 // NewCounter returns an empty counter checking set.
@@ -140,7 +149,7 @@ func NewCounter(set *Set) *Counter {
 	}
 	return &Counter{set: set, windows: map[wkey]*window{}, hosts: map[string]map[string]bool{},
 		rows: map[string]Spend{}, pending: map[string]Spend{}, totals: map[capKey]float64{}, started: map[string]int64{},
-		noticed: map[string]int64{}, alerted: map[string]bool{}}
+		noticed: map[string]int64{}, alerted: map[string]bool{}, agents: map[string][]*window{}}
 }
 
 // Set returns the set in force.
@@ -158,6 +167,26 @@ func (c *Counter) SetSet(s *Set) {
 	c.set = s
 	clear(c.totals)
 	clear(c.started)
+	clear(c.agents)
+}
+
+// windowOf returns agent's window of limit i of the set in force.
+func (c *Counter) windowOf(i int, agent string) *window {
+	ws := c.agents[agent]
+	if ws == nil {
+		ws = make([]*window, len(c.set.Limits))
+		c.agents[agent] = ws
+	}
+	w := ws[i]
+	if w == nil {
+		k := wkey{c.set.Limits[i].ID, agent}
+		if w = c.windows[k]; w == nil {
+			w = &window{}
+			c.windows[k] = w
+		}
+		ws[i] = w
+	}
+	return w
 }
 
 // Check reports the limits and caps call c reaches. With count, the call
@@ -170,9 +199,14 @@ func (c *Counter) Check(call *Call, count bool) []Finding {
 	var out []Finding
 	refused := false
 	// The windows that count this call, when it is not refused.
-	var counted [8]*window
+	type counting struct {
+		w    *window
+		keep int
+		from int64
+	}
+	var counted [8]counting
 	countedN := 0
-	var extra []*window
+	var extra []counting
 	for i := range s.Limits {
 		if !s.matches(i, call) {
 			continue
@@ -181,20 +215,16 @@ func (c *Counter) Check(call *Call, count bool) []Finding {
 		if l.Effect == EffectNewHost && !c.newHost(call) {
 			continue
 		}
-		k := wkey{l.ID, call.Agent}
-		w := c.windows[k]
-		if w == nil {
-			w = &window{}
-			c.windows[k] = w
-		}
+		w := c.windowOf(i, call.Agent)
 		win := l.Window()
 		n := w.since(now - int64(win))
+		cw := counting{w, l.MaxCalls, now - int64(win)}
 		if n < l.MaxCalls {
 			if countedN < len(counted) {
-				counted[countedN] = w
+				counted[countedN] = cw
 				countedN++
 			} else {
-				extra = append(extra, w)
+				extra = append(extra, cw)
 			}
 			continue
 		}
@@ -215,12 +245,12 @@ func (c *Counter) Check(call *Call, count bool) []Finding {
 			f.Level = action.Notify
 			f.Message = fmt.Sprintf("rate limit %s: %s — %d within %s, over the limit of %d; a person is told, the call runs",
 				l.ID, what, n, win, l.MaxCalls)
-			extra = append(extra, w)
+			extra = append(extra, cw)
 		case Ask:
 			f.Level = action.Approve
 			f.Message = fmt.Sprintf("rate limit %s: %s — %d within %s, the limit is %d; a person decides whether this call runs",
 				l.ID, what, n, win, l.MaxCalls)
-			extra = append(extra, w)
+			extra = append(extra, cw)
 		}
 		nk := "rl|" + l.ID + "|" + call.Agent
 		if until, ok := c.noticed[nk]; !ok || now >= until {
@@ -231,6 +261,7 @@ func (c *Counter) Check(call *Call, count bool) []Finding {
 		}
 		out = append(out, f)
 	}
+	ps := periods{now: call.Now}
 	for i := range s.Caps {
 		cp := &s.Caps[i]
 		if !cp.Enabled {
@@ -240,7 +271,7 @@ func (c *Counter) Check(call *Call, count bool) []Finding {
 		if !ok {
 			continue
 		}
-		spent := c.spentLocked(cp, key, call.Now)
+		spent := c.spentIn(cp, key, &ps)
 		hard := cp.Hard()
 		switch {
 		case hard > 0 && spent >= hard:
@@ -259,11 +290,11 @@ func (c *Counter) Check(call *Call, count bool) []Finding {
 		}
 	}
 	if count && !refused {
-		for _, w := range counted[:countedN] {
-			w.add(now, maxKeep, now-int64(MaxWindow))
+		for _, c := range counted[:countedN] {
+			c.w.add(now, c.keep, c.from)
 		}
-		for _, w := range extra {
-			w.add(now, maxKeep, now-int64(MaxWindow))
+		for _, c := range extra {
+			c.w.add(now, c.keep, c.from)
 		}
 		c.rememberHosts(call)
 	}
@@ -409,9 +440,37 @@ func PeriodEnd(period string, t time.Time) time.Time {
 // DayKey is the local day of t as spend rows name it.
 func DayKey(t time.Time) string { return t.Format("2006-01-02") }
 
+// periods caches the period starts of one instant.
+type periods struct {
+	now   time.Time
+	start [3]time.Time
+	done  [3]bool
+}
+
+func (p *periods) of(period string) time.Time {
+	i := 0
+	switch period {
+	case Weekly:
+		i = 1
+	case Monthly:
+		i = 2
+	case Session:
+		return time.Time{}
+	}
+	if !p.done[i] {
+		p.start[i], p.done[i] = PeriodStart(period, p.now), true
+	}
+	return p.start[i]
+}
+
 // spentLocked is what cap cp's scope key spent in the period of now.
 func (c *Counter) spentLocked(cp *BudgetCap, key string, now time.Time) float64 {
-	start := PeriodStart(cp.Period, now)
+	p := periods{now: now}
+	return c.spentIn(cp, key, &p)
+}
+
+func (c *Counter) spentIn(cp *BudgetCap, key string, p *periods) float64 {
+	start := p.of(cp.Period)
 	su := start.UnixNano()
 	if cp.Period == Session {
 		su = 0

@@ -130,6 +130,7 @@ func (c *Counter) PutWindow(key string, times []int64) {
 	if w == nil {
 		w = &window{}
 		c.windows[wkey{limit, agent}] = w
+		delete(c.agents, agent) // its cache may hold no window for this limit
 	}
 	merged := append(slices.Clone(times), w.fresh...)
 	slices.Sort(merged)
