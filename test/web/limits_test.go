@@ -42,8 +42,8 @@ func TestBrowserLimits(t *testing.T) {
 	dr.send("LIMITS " + shot)
 	dr.expect("SHOT")
 	var got struct {
-		Banner string
-		Paused []struct{ Agent, Text string }
+		Banner      string
+		Paused      []struct{ Agent, Text string }
 		PausedCount string
 		Gauges      []struct {
 			Value, Max float64
