@@ -175,3 +175,22 @@ func reportUsage(ctx context.Context, b Backend, ev *Event) {
 	}
 	_ = rep.ReportUsage(ctx, kernel.Use{Agent: ev.Agent, Session: ev.SessionID, Model: u.Model, Input: u.Input, Output: u.Output})
 }
+
+// ReportUsage implements UsageReporter: to the daemon, else in this
+// process.
+func (a *Auto) ReportUsage(ctx context.Context, u kernel.Use) error {
+	if a.daemon != nil {
+		err := a.daemon.ReportUsage(ctx, u)
+		if err == nil || !notConnected(err) {
+			return err
+		}
+		a.daemon = nil
+	}
+	p, err := a.inProcess(ctx)
+	if err != nil {
+		return err
+	}
+	return p.ReportUsage(ctx, u)
+}
+
+var _ UsageReporter = (*Auto)(nil)

@@ -1,0 +1,94 @@
+package agents
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/overseer-dev/overseer/test/agents/modeltest"
+)
+
+// TestClaudeCodeLimits: the real Claude Code CLI with a scripted model,
+// hooked to a running daemon. A rate limit refuses its second Bash call; a
+// paused agent's call is refused with why and how a person resumes it; a
+// budget cap refuses its call once the usage in its transcript (priced by
+// the budget's table) reaches the cap.
+func TestClaudeCodeLimits(t *testing.T) {
+	bin := findCLI(t, "claude")
+	e := newEnv(t, true)
+	if r := e.overseer(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
+		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
+	}
+	must := func(args ...string) string {
+		t.Helper()
+		r := e.overseer(t, args...)
+		if r.Code != 0 {
+			t.Fatalf("overseer %v: %d %s %s", args, r.Code, r.Stdout, r.Stderr)
+		}
+		return r.Stdout
+	}
+
+	t.Run("rate limit blocks", func(t *testing.T) {
+		out := must("limits", "add", "--agent", "claude-code", "--tool", "Bash", "--max", "1", "--window", "1h", "--action", "block")
+		id := strings.TrimSuffix(strings.Fields(out)[2], ":")
+		defer must("limits", "rm", id)
+		_, srv, cli := e.claude(t, bin, modeltest.Steps(
+			modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo first-call"}},
+			modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo second-call"}}))
+		rs := srv.Results()
+		if len(rs) != 2 || rs[0].IsError || !strings.Contains(rs[0].Content, "first-call") ||
+			!rs[1].IsError || !strings.Contains(rs[1].Content, "rate limit "+id) || strings.Contains(rs[1].Content, "second-call") {
+			t.Fatalf("tool results %+v\n%s", rs, cli)
+		}
+	})
+
+	// stopped checks that Claude Code was told to stop its task (the call
+	// denied, the task ended by the hook) and that the call's verdict, as
+	// the audit log holds it, says each of want.
+	stopped := func(t *testing.T, res map[string]any, cli, command string, want ...string) {
+		t.Helper()
+		if res["terminal_reason"] != "hook_stopped" || !strings.Contains(fmt.Sprint(res["permission_denials"]), command) {
+			t.Fatalf("Claude Code was not stopped:\n%s", cli)
+		}
+		var verdict string
+		for _, r := range e.audit(t) {
+			if r.Type == "verdict" && r.Agent == "claude-code" && strings.Contains(string(r.Data), "L2") {
+				verdict = string(r.Data)
+			}
+		}
+		for _, w := range want {
+			if !strings.Contains(verdict, w) {
+				t.Fatalf("the refusal does not say %q: %s", w, verdict)
+			}
+		}
+	}
+
+	t.Run("a paused agent is refused with how to resume it", func(t *testing.T) {
+		must("pause-agent", "claude-code", "--reason", "away for the weekend")
+		res, srv, cli := e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "echo while-paused"}))
+		if rs := srv.Results(); len(rs) != 0 {
+			t.Fatalf("the call ran: %+v", rs)
+		}
+		stopped(t, res, cli, "while-paused", "away for the weekend", "overseer resume-agent claude-code")
+		must("resume-agent", "claude-code")
+		_, srv, cli = e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "echo resumed-call"}))
+		if rs := srv.Results(); len(rs) != 1 || rs[0].IsError || !strings.Contains(rs[0].Content, "resumed-call") {
+			t.Fatalf("after the resume: %+v\n%s", rs, cli)
+		}
+	})
+
+	t.Run("budget cap from the transcript", func(t *testing.T) {
+		// The scripted model reports 10 input tokens a turn: $1 each.
+		must("budget", "prices", "--set", `{"claude-sonnet-4-5*": {"input_per_mtok": 100000, "output_per_mtok": 0}}`)
+		out := must("budget", "add", "--scope", "agent", "--scope-id", "claude-code", "--max-usd", "0.5", "--action", "stop")
+		id := strings.TrimSuffix(strings.Fields(out)[2], ":")
+		res, srv, cli := e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "echo over-budget"}))
+		if rs := srv.Results(); len(rs) != 0 {
+			t.Fatalf("the call ran: %+v\nbudget:\n%s", rs, must("budget"))
+		}
+		stopped(t, res, cli, "over-budget", "budget cap "+id)
+		if st := must("budget"); !strings.Contains(st, "claude-code") {
+			t.Fatalf("budget status:\n%s", st)
+		}
+	})
+}
