@@ -82,6 +82,7 @@ type Model struct {
 	pinSel        int
 	grants        []kernel.GrantView // grants.go
 	grantSel      int
+	paused        []store.AgentPause // pauses.go
 
 	// after schedules the next refresh (tea.Tick); tests replace it so
 	// that a timer is never confused with a slow API call.
@@ -200,6 +201,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return mm, cmd
 	}
 	if mm, cmd, ok := m.updateGrants(msg); ok {
+	if mm, cmd, ok := m.updatePauses(msg); ok {
 		return mm, cmd
 	}
 	switch msg := msg.(type) {
@@ -226,7 +228,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.mode == modePins {
 			fetch = tea.Batch(fetch, m.fetchPins())
 		}
-		return m, tea.Batch(m.tick(), fetch)
+		return m, tea.Batch(m.tick(), fetch, m.fetchPaused())
 	case answeredMsg:
 		delete(m.busy, msg.id)
 		switch {
@@ -397,6 +399,8 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.setStatus("", false)
 			return m, m.fetchGrants()
 		}
+	case "U":
+		return m.resumeFirst() // pauses.go
 	case "p":
 		if _, ok := m.trustAPI(); ok {
 			m.mode = modeProposals
@@ -542,6 +546,9 @@ func (m Model) render() string {
 		head += stFaint.Render("  " + m.opts.Title)
 	}
 	add(head + "  " + live + m.proposalsHint() + m.pinsHint())
+	for _, l := range m.pausedLines() {
+		add(l)
+	}
 
 	if m.mode == modeHelp {
 		rule("Keys")
@@ -549,6 +556,7 @@ func (m Model) render() string {
 			"j / ↓   next request          k / ↑   previous request",
 			"a       approve               d       deny (type a reason, Enter sends, Esc cancels)",
 			"x       abort the agent's task",
+			"U       resume the first paused agent",
 			"r       remember: once → session → rule",
 			"p       proposed rules (learned from your approvals): A accept, D dismiss",
 			"m       MCP definitions withheld (changed or suspicious): A accept",
