@@ -1,9 +1,11 @@
 package agents
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/overseer-dev/overseer/test/agents/modeltest"
 )
@@ -40,6 +42,37 @@ func TestClaudeCodeLimits(t *testing.T) {
 			!rs[1].IsError || !strings.Contains(rs[1].Content, "rate limit "+id) || strings.Contains(rs[1].Content, "second-call") {
 			t.Fatalf("tool results %+v\n%s", rs, cli)
 		}
+	})
+
+	t.Run("rate limit notify_only and ask", func(t *testing.T) {
+		out := must("limits", "add", "--agent", "claude-code", "--tool", "Bash", "--max", "1", "--window", "1h", "--action", "notify_only")
+		id := strings.TrimSuffix(strings.Fields(out)[2], ":")
+		_, srv, cli := e.claude(t, bin, modeltest.Steps(
+			modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo note-one"}},
+			modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo note-two"}}))
+		if rs := srv.Results(); len(rs) != 2 || rs[1].IsError || !strings.Contains(rs[1].Content, "note-two") {
+			t.Fatalf("notify_only: %+v\n%s", rs, cli)
+		}
+		alerted := false
+		for _, r := range e.audit(t) {
+			alerted = alerted || r.Type == "alert" && strings.Contains(string(r.Data), id)
+		}
+		if !alerted {
+			t.Fatal("no alert recorded for the notify_only limit")
+		}
+		must("limits", "set", id, "--action", "ask")
+		// Over the limit now: the next call waits for a person, who approves.
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		approved := e.approveWhenPending(t, ctx)
+		_, srv, cli = e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "echo asked-first"}))
+		if _, ok := <-approved; !ok {
+			t.Fatalf("nobody was asked\n%s", cli)
+		}
+		if rs := srv.Results(); len(rs) != 1 || rs[0].IsError || !strings.Contains(rs[0].Content, "asked-first") {
+			t.Fatalf("ask: %+v\n%s", rs, cli)
+		}
+		must("limits", "rm", id)
 	})
 
 	// stopped checks that Claude Code was told to stop its task (the call
