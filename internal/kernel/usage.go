@@ -117,9 +117,9 @@ func (k *Kernel) loadCounts(ctx context.Context) {
 	var errs []error
 	if m, err := k.raw.ListState(ctx, nsRateCounters); err == nil {
 		for key, b := range m {
-			var times []int64
-			if json.Unmarshal(b, &times) == nil {
-				c.PutWindow(key, times)
+			var bs []usage.Bucket
+			if json.Unmarshal(b, &bs) == nil {
+				c.PutWindow(key, bs)
 			}
 		}
 	} else {
@@ -280,22 +280,22 @@ func (k *Kernel) FlushUsage(ctx context.Context) error {
 	var errs []error
 	if len(d.Windows) > 0 {
 		keys := sortedKeys(d.Windows)
-		merged := map[string][]int64{}
+		merged := map[string][]usage.Bucket{}
 		err := k.raw.UpdateStates(ctx, nsRateCounters, keys, func(key string, old []byte) ([]byte, error) {
 			dw := d.Windows[key]
-			b, times, err := usage.MergeTimes(old, dw.Fresh, dw.Window, dw.Max, now)
-			if err != nil {
-				b, times, err = usage.MergeTimes(nil, dw.Fresh, dw.Window, dw.Max, now)
+			b, bs, err := usage.MergeBuckets(old, dw.Fresh, dw.Window, now)
+			if err != nil { // an unreadable stored window starts again
+				b, bs, err = usage.MergeBuckets(nil, dw.Fresh, dw.Window, now)
 			}
-			merged[key] = times
+			merged[key] = bs
 			return b, err
 		})
 		if err != nil {
 			errs = append(errs, err)
 			u.counter.Restore(usage.Dirty{Windows: d.Windows})
 		} else {
-			for key, times := range merged {
-				u.counter.PutWindow(key, times)
+			for key, bs := range merged {
+				u.counter.PutWindow(key, bs)
 			}
 		}
 	}

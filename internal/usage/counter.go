@@ -79,43 +79,36 @@ func SplitSpendKey(k string) (day, agent, session string, ok bool) {
 // wkey is a rate limit's counter of one agent.
 type wkey struct{ limit, agent string }
 
-// window is the times (unix nanoseconds, ascending) of the counted calls
-// of one limit and agent that may still be in its window; fresh are those
-// not yet persisted.
+// window is one limit's count of one agent: base, the store's buckets as
+// last read (every process's counts, coarse), plus fresh, the times (unix
+// nanoseconds, ascending) of the calls this process counted since.
 type window struct {
-	times []int64
-	fresh []int64
+	base    []Bucket
+	baseIdx int // base[:baseIdx] are out of the window
+	baseSum int // the counts of base[baseIdx:]
+	fresh   []int64
+	// flushing is how many of fresh a flush under way took.
+	flushing int
 }
 
+// since counts the calls after t. t only grows for a window (now minus
+// its limit's window), so expired buckets are dropped as it goes; a bucket
+// counts while its end is after t (a bucket's calls count as late as they
+// may be: stricter, never looser).
 func (w *window) since(t int64) int {
-	i := sort.Search(len(w.times), func(i int) bool { return w.times[i] > t })
-	return len(w.times) - i
+	for w.baseIdx < len(w.base) && w.base[w.baseIdx].End <= t {
+		w.baseSum -= w.base[w.baseIdx].Count
+		w.baseIdx++
+	}
+	i := sort.Search(len(w.fresh), func(i int) bool { return w.fresh[i] > t })
+	return w.baseSum + len(w.fresh) - i
 }
 
-func (w *window) add(t int64, keep int, from int64) {
-	if n := len(w.times); n > 0 && t < w.times[n-1] {
-		t = w.times[n-1]
+func (w *window) add(t int64) {
+	if n := len(w.fresh); n > 0 && t < w.fresh[n-1] {
+		t = w.fresh[n-1]
 	}
-	w.times = append(w.times, t)
 	w.fresh = append(w.fresh, t)
-	w.trim(keep, from)
-}
-
-// trim drops times at or before from and all but the last keep, lazily:
-// only once at least half of the times can go, so that adding stays O(1)
-// amortized (counting reads only the times in the window anyway).
-func (w *window) trim(keep int, from int64) {
-	n := len(w.times)
-	if n < 64 && n <= keep {
-		return
-	}
-	i := sort.Search(n, func(i int) bool { return w.times[i] > from })
-	if d := n - keep; d > i {
-		i = d
-	}
-	if i > 0 && (i >= n/2 || n > 2*keep) {
-		w.times = append(w.times[:0], w.times[i:]...)
-	}
 }
 
 // capKey is a budget cap's total for one scope key (an agent or session).
@@ -199,11 +192,7 @@ func (c *Counter) Check(call *Call, count bool) []Finding {
 	var out []Finding
 	refused := false
 	// The windows that count this call, when it is not refused.
-	type counting struct {
-		w    *window
-		keep int
-		from int64
-	}
+	type counting struct{ w *window }
 	var counted [8]counting
 	countedN := 0
 	var extra []counting
@@ -218,7 +207,7 @@ func (c *Counter) Check(call *Call, count bool) []Finding {
 		w := c.windowOf(i, call.Agent)
 		win := l.Window()
 		n := w.since(now - int64(win))
-		cw := counting{w, l.MaxCalls, now - int64(win)}
+		cw := counting{w}
 		if n < l.MaxCalls {
 			if countedN < len(counted) {
 				counted[countedN] = cw
@@ -291,18 +280,15 @@ func (c *Counter) Check(call *Call, count bool) []Finding {
 	}
 	if count && !refused {
 		for _, c := range counted[:countedN] {
-			c.w.add(now, c.keep, c.from)
+			c.w.add(now)
 		}
 		for _, c := range extra {
-			c.w.add(now, c.keep, c.from)
+			c.w.add(now)
 		}
 		c.rememberHosts(call)
 	}
 	return out
 }
-
-// maxKeep bounds the times a window keeps (the largest max_calls).
-const maxKeep = MaxCalls
 
 func limitWhat(l *RateLimit, call *Call) string {
 	var b strings.Builder

@@ -9,14 +9,15 @@ import (
 
 // Persistence is write-behind: checks and records change only memory; the
 // kernel takes what changed (TakeDirty) every second or so and merges it
-// into the store in one transaction per namespace (Merge*), then puts the
-// merged state back (PutWindow), so that counts made by other processes on
-// the same database are seen within a flush.
+// into the store in one transaction per namespace (MergeBuckets,
+// MergeSpend), then puts the merged windows back (PutWindow), so that
+// counts made by other processes on the same database are seen within a
+// flush. A window is stored as at most BucketsPerWindow buckets of counts,
+// not as one time per call: a flush costs the same whatever the load.
 
 // Dirty is what a counter changed since the last TakeDirty.
 type Dirty struct {
-	// Windows are the times counted per WindowKey, with the limit's window
-	// and maximum (to trim the stored list).
+	// Windows are the times counted per WindowKey, with the limit's window.
 	Windows map[string]DirtyWindow
 	// Spend is the spend added per SpendKey.
 	Spend map[string]Spend
@@ -28,7 +29,6 @@ type Dirty struct {
 type DirtyWindow struct {
 	Fresh  []int64
 	Window time.Duration
-	Max    int
 }
 
 // Empty reports whether d holds nothing.
@@ -37,7 +37,9 @@ func (d *Dirty) Empty() bool { return len(d.Windows) == 0 && len(d.Spend) == 0 &
 // WindowKey names a rate limit's counter of an agent in the store.
 func WindowKey(limit, agent string) string { return limit + "|" + agent }
 
-// TakeDirty returns and forgets what changed since the last call.
+// TakeDirty returns what changed since the last call. The windows' fresh
+// times stay counted until PutWindow replaces them by the merged buckets
+// (or Restore gives them back to the next flush).
 func (c *Counter) TakeDirty() Dirty {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -52,9 +54,11 @@ func (c *Counter) TakeDirty() Dirty {
 			continue
 		}
 		if l := byID[k.limit]; l != nil {
-			d.Windows[WindowKey(k.limit, k.agent)] = DirtyWindow{Fresh: w.fresh, Window: l.Window(), Max: l.MaxCalls}
+			d.Windows[WindowKey(k.limit, k.agent)] = DirtyWindow{Fresh: slices.Clone(w.fresh), Window: l.Window()}
+			w.flushing = len(w.fresh)
+		} else {
+			w.fresh = nil // the limit is gone
 		}
-		w.fresh = nil
 	}
 	if c.dirtyH {
 		d.Hosts = map[string][]string{}
@@ -78,13 +82,13 @@ func (c *Counter) Restore(d Dirty) {
 	for k, sp := range d.Spend {
 		c.pending[k] = c.pending[k].add(sp)
 	}
-	for k, dw := range d.Windows {
+	for k := range d.Windows {
 		limit, agent, ok := strings.Cut(k, "|")
 		if !ok {
 			continue
 		}
 		if w := c.windows[wkey{limit, agent}]; w != nil {
-			w.fresh = append(slices.Clone(dw.Fresh), w.fresh...)
+			w.flushing = 0
 		}
 	}
 	if d.Hosts != nil {
@@ -92,34 +96,66 @@ func (c *Counter) Restore(d Dirty) {
 	}
 }
 
-// MergeTimes merges a stored window (JSON list of unix nanoseconds, or
-// nil) with fresh times: ascending, without times at or before now-window,
-// at most max of them.
-func MergeTimes(stored []byte, fresh []int64, window time.Duration, max int, now time.Time) ([]byte, []int64, error) {
-	var times []int64
+// BucketsPerWindow is how many buckets a stored window has at most.
+const BucketsPerWindow = 64
+
+// Bucket is the count of calls of a stored window whose times fall before
+// End (unix nanoseconds) and after the previous bucket's.
+type Bucket struct {
+	End   int64 `json:"e"`
+	Count int   `json:"n"`
+}
+
+// bucketSize is the width of a window's buckets: a 64th of it, at least a
+// second.
+func bucketSize(window time.Duration) int64 {
+	return max(int64(time.Second), int64(window)/BucketsPerWindow)
+}
+
+// MergeBuckets adds fresh times to a stored window (JSON buckets, or nil)
+// and drops the buckets out of the window at now.
+func MergeBuckets(stored []byte, fresh []int64, window time.Duration, now time.Time) ([]byte, []Bucket, error) {
+	var bs []Bucket
 	if stored != nil {
-		if err := json.Unmarshal(stored, &times); err != nil {
+		if err := json.Unmarshal(stored, &bs); err != nil {
 			return nil, nil, err
 		}
 	}
-	times = append(times, fresh...)
-	slices.Sort(times)
+	size := bucketSize(window)
+	m := map[int64]int{}
+	for _, b := range bs {
+		if b.Count > 0 {
+			m[b.End] += b.Count
+		}
+	}
+	for _, t := range fresh {
+		m[(t/size+1)*size]++
+	}
 	from := now.UnixNano() - int64(window)
-	i := 0
-	for i < len(times) && times[i] <= from {
-		i++
+	out := make([]Bucket, 0, len(m))
+	for end, n := range m {
+		if end > from {
+			out = append(out, Bucket{End: end, Count: n})
+		}
 	}
-	times = times[i:]
-	if len(times) > max {
-		times = times[len(times)-max:]
-	}
-	b, err := json.Marshal(times)
-	return b, times, err
+	slices.SortFunc(out, func(a, b Bucket) int { return cmpInt64(a.End, b.End) })
+	b, err := json.Marshal(out)
+	return b, out, err
 }
 
-// PutWindow replaces a window's times with the merged ones (keeping times
-// counted since the flush took them).
-func (c *Counter) PutWindow(key string, times []int64) {
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// PutWindow replaces a window's base by the merged buckets and forgets the
+// fresh times the flush took (they are in the buckets now).
+func (c *Counter) PutWindow(key string, buckets []Bucket) {
 	limit, agent, ok := strings.Cut(key, "|")
 	if !ok {
 		return
@@ -132,10 +168,12 @@ func (c *Counter) PutWindow(key string, times []int64) {
 		c.windows[wkey{limit, agent}] = w
 		delete(c.agents, agent) // its cache may hold no window for this limit
 	}
-	merged := append(slices.Clone(times), w.fresh...)
-	slices.Sort(merged)
-	w.times = merged
-	w.trim(maxKeep, 0)
+	w.base, w.baseIdx, w.baseSum = slices.Clone(buckets), 0, 0
+	for _, b := range w.base {
+		w.baseSum += b.Count
+	}
+	w.fresh = append(w.fresh[:0], w.fresh[min(w.flushing, len(w.fresh)):]...)
+	w.flushing = 0
 }
 
 // MergeSpend adds delta to a stored row (JSON, or nil).

@@ -271,38 +271,66 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestMergeTimes(t *testing.T) {
-	stored, _ := json.Marshal([]int64{1, 5, 9})
-	now := time.Unix(0, 20)
-	b, times, err := MergeTimes(stored, []int64{7, 12}, 14*time.Nanosecond, 3, now)
-	if err != nil || string(b) != "[7,9,12]" || len(times) != 3 {
-		t.Fatalf("merge: %s %v %v", b, times, err)
+func TestMergeBuckets(t *testing.T) {
+	sec := int64(time.Second)
+	now := time.Unix(1000, 0)
+	// A 64 s window has 1 s buckets; the stored bucket ending at 930 s is
+	// out of the window at 1000 s, the one ending at 990 s is in.
+	stored, _ := json.Marshal([]Bucket{{End: 930 * sec, Count: 4}, {End: 990 * sec, Count: 2}})
+	b, bs, err := MergeBuckets(stored, []int64{989*sec + 5, 995 * sec, 995*sec + 1}, 64*time.Second, now)
+	if err != nil || string(b) != `[{"e":990000000000,"n":3},{"e":996000000000,"n":2}]` || len(bs) != 2 {
+		t.Fatalf("merge: %s %v %v", b, bs, err)
 	}
-	if _, _, err := MergeTimes([]byte("{"), nil, time.Second, 3, now); err == nil {
+	if _, _, err := MergeBuckets([]byte("{"), nil, time.Second, now); err == nil {
 		t.Fatal("a broken stored window was read")
 	}
+	// A long window keeps at most 64 buckets however many calls it holds.
+	var fresh []int64
+	for i := range 100000 {
+		fresh = append(fresh, now.UnixNano()-int64(i)*int64(30*time.Millisecond))
+	}
+	if _, bs, _ := MergeBuckets(nil, fresh, time.Hour, now); len(bs) > BucketsPerWindow+1 {
+		t.Fatalf("%d buckets", len(bs))
+	}
+
 	c := NewCounter(mustSet(t, []RateLimit{lim("rl", 2, 60, Block)}, nil))
 	// Two calls counted by another process arrive with the flush.
-	c.PutWindow(WindowKey("rl", "a"), []int64{t0.UnixNano(), t0.UnixNano()})
-	if f := c.Check(call("a", "x", t0.Add(time.Second)), true); len(f) != 1 {
+	c.PutWindow(WindowKey("rl", "a"), []Bucket{{End: t0.Add(time.Second).UnixNano(), Count: 2}})
+	if f := c.Check(call("a", "x", t0.Add(time.Second/2)), true); len(f) != 1 {
 		t.Fatalf("counts from the store are not seen: %+v", f)
+	}
+	// The bucket leaves the window 60 s after its end.
+	if f := c.Check(call("a", "x", t0.Add(62*time.Second)), true); len(f) != 0 {
+		t.Fatalf("after the window: %+v", f)
 	}
 }
 
 func TestPersistRoundTrip(t *testing.T) {
-	c := NewCounter(mustSet(t, []RateLimit{lim("rl", 5, 60, Block)}, nil))
+	c := NewCounter(mustSet(t, []RateLimit{lim("rl", 2, 60, Block)}, nil))
 	c.Check(call("a", "x", t0), true)
 	c.Record("a", "s1", Spend{Cost: 0.25, Input: 10, Output: 2, Calls: 1}, t0)
 	d := c.TakeDirty()
 	if len(d.Windows) != 1 || len(d.Windows[WindowKey("rl", "a")].Fresh) != 1 || d.Spend[SpendKey("2026-11-25", "a", "s1")].Cost != 0.25 {
 		t.Fatalf("dirty %+v", d)
 	}
-	if d2 := c.TakeDirty(); !d2.Empty() {
-		t.Fatalf("dirty twice: %+v", d2)
+	// While the flush is under way the call still counts, and one more.
+	c.Check(call("a", "x", t0.Add(time.Millisecond)), true)
+	if f := c.Check(call("a", "x", t0.Add(2*time.Millisecond)), false); len(f) != 1 {
+		t.Fatalf("during the flush: %+v", f)
 	}
 	c.Restore(d)
-	if d3 := c.TakeDirty(); len(d3.Spend) != 1 || len(d3.Windows) != 1 {
-		t.Fatalf("restored %+v", d3)
+	d = c.TakeDirty()
+	if len(d.Spend) != 1 || len(d.Windows[WindowKey("rl", "a")].Fresh) != 2 {
+		t.Fatalf("restored %+v", d)
+	}
+	_, bs, _ := MergeBuckets(nil, d.Windows[WindowKey("rl", "a")].Fresh, time.Minute, t0)
+	c.PutWindow(WindowKey("rl", "a"), bs)
+	// Both calls are in the buckets now, counted once.
+	if f := c.Check(call("a", "x", t0.Add(3*time.Millisecond)), false); len(f) != 1 || f[0].Count != 2 {
+		t.Fatalf("after the flush: %+v", f)
+	}
+	if d := c.TakeDirty(); len(d.Windows) != 0 {
+		t.Fatalf("dirty after the flush: %+v", d)
 	}
 }
 
