@@ -68,6 +68,7 @@ type usageState struct {
 	flushMu       sync.Mutex
 	stop          chan struct{}
 	done          chan struct{}
+	closeOnce     sync.Once
 }
 
 // Reported is an agent's cumulative token counts of a session, as it
@@ -248,11 +249,15 @@ func (k *Kernel) closeUsage() error {
 	if k.usage == nil {
 		return nil
 	}
-	close(k.usage.stop)
-	<-k.usage.done
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return k.FlushUsage(ctx)
+	var err error
+	k.usage.closeOnce.Do(func() { // Close may be called more than once
+		close(k.usage.stop)
+		<-k.usage.done
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err = k.FlushUsage(ctx)
+	})
+	return err
 }
 
 // FlushUsage writes what the counters changed since the last flush, in one

@@ -184,6 +184,11 @@ func TestCountsSurviveReopen(t *testing.T) {
 	if cost < 3.49 || cost > 3.51 { // 2.5 + 1.0 at the default gpt-4o price
 		t.Fatalf("spend %v", cost)
 	}
+	// Closing twice is safe (the write-behind stops once).
+	if err := k2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = k2.Close()
 }
 
 func TestBudgetStopAndAlerts(t *testing.T) {
