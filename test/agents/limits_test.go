@@ -3,6 +3,8 @@ package agents
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +126,44 @@ func TestClaudeCodeLimits(t *testing.T) {
 			t.Fatalf("budget status:\n%s", st)
 		}
 	})
+}
+
+// TestCodexBudget: the real Codex CLI with a scripted model. Its session's
+// token counts (the rollout's token_count totals) count against an agent
+// budget cap: once they reach it, its command is refused.
+func TestCodexBudget(t *testing.T) {
+	bin := findCLI(t, "codex")
+	e := newEnv(t, true)
+	codexHome := filepath.Join(e.userHome, ".codex")
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CODEX_HOME", codexHome) // for `overseer init codex`
+	if r := e.overseer(t, "init", "codex", "--max-wait", "60s"); r.Code != 0 {
+		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
+	}
+	// The scripted model reports 10 input tokens a turn: $1 each.
+	for _, args := range [][]string{
+		{"budget", "prices", "--set", `{"*": {"input_per_mtok": 100000, "output_per_mtok": 0}}`},
+		{"budget", "add", "--scope", "agent", "--scope-id", "codex", "--max-usd", "1.5", "--action", "stop"},
+	} {
+		if r := e.overseer(t, args...); r.Code != 0 {
+			t.Fatalf("overseer %v: %s %s", args, r.Stdout, r.Stderr)
+		}
+	}
+	srv, out := e.codex(t, bin, codexHome, modeltest.Steps(
+		modeltest.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "echo first-codex"}},
+		modeltest.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "echo second-codex"}},
+		modeltest.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "echo third-codex"}}))
+	// Each turn costs $1: the first two commands run ($0, then $1 spent),
+	// the third ($2 spent) is refused.
+	rs := srv.Results()
+	st := e.overseer(t, "budget")
+	if len(rs) != 3 || !strings.Contains(rs[0].Content, "Output:\nfirst-codex") || !strings.Contains(rs[1].Content, "Output:\nsecond-codex") ||
+		!strings.Contains(rs[2].Content, "budget cap") || strings.Contains(rs[2].Content, "Output:") {
+		t.Fatalf("tool results %+v\nbudget:\n%s\n%s", rs, st.Stdout, out)
+	}
+	if !strings.Contains(st.Stdout, "codex") {
+		t.Fatalf("budget status:\n%s", st.Stdout)
+	}
 }
