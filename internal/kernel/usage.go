@@ -413,8 +413,10 @@ func (k *Kernel) afterCount(ctx context.Context, a *action.Action, findings []us
 
 // notify records a notice as an alert and hands it to the subscribers.
 func (k *Kernel) notify(ctx context.Context, n Notice) {
+	// The daemon's notification channels follow alert records (any
+	// process's); subscribers of this process hear at once.
 	_, _ = k.Audit.Append(ctx, audit.Entry{Type: audit.TypeAlert, Agent: n.Agent, Session: n.Session, Data: map[string]any{
-		"alert": n.Kind, "id": n.ID, "action": n.Action, "share": n.Share, "message": n.Message}})
+		"kind": n.Kind, "id": n.ID, "action": n.Action, "share": n.Share, "summary": n.Message}})
 	k.usage.mu.Lock()
 	subs := append([]func(Notice){}, k.usage.notices...)
 	k.usage.mu.Unlock()

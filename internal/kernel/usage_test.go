@@ -71,7 +71,7 @@ func TestRateLimitPause(t *testing.T) {
 		t.Fatalf("another agent: %s", sub.Verdict.Summary())
 	}
 	al := alerts(t, k)
-	if len(al) != 1 || al[0]["alert"] != "rate_limit" || al[0]["id"] != l.ID {
+	if len(al) != 1 || al[0]["kind"] != "rate_limit" || al[0]["id"] != l.ID {
 		t.Fatalf("alerts %v", al)
 	}
 	time.Sleep(50 * time.Millisecond)

@@ -110,19 +110,12 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 				if m.Alert == notify.AlertRugPull || m.Alert == notify.AlertPoisonedTool {
 					page = "mcp"
 				}
+				if m.Alert == notify.AlertRateLimit || m.Alert == notify.AlertBudget {
+					page = "limits"
+				}
 				return linker.consoleURL("#/" + page)
 			})
 		}()
-		// Rate limits reached, agents paused by them, budget caps at 80%
-		// and 100% reach the same channels.
-		k.OnNotice(func(nt kernel.Notice) {
-			actx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			m := notify.AlertMessage(nt.Kind+"_"+nt.ID, "Overseer: "+strings.ReplaceAll(nt.Kind, "_", " ")+" "+nt.ID, nt.Message, nt.At)
-			if err := n.Alert(actx, m); err != nil {
-				fmt.Fprintln(os.Stderr, "overseer: notifying:", err)
-			}
-		})
 		fmt.Fprintf(os.Stdout, "  notify:    %d channels (%s)\n", len(ncfg.Channels), channelNames(ncfg))
 	}
 	return nil
