@@ -9,3 +9,10 @@ func SetPauseRecheck(d time.Duration) (restore func()) {
 	pauseRecheck = d
 	return func() { pauseRecheck = old }
 }
+
+// SetSpendReread sets how often the stored spend is read again.
+func SetSpendReread(d time.Duration) (restore func()) {
+	old := spendReread
+	spendReread = d
+	return func() { spendReread = old }
+}

@@ -69,6 +69,9 @@ type usageState struct {
 	stop          chan struct{}
 	done          chan struct{}
 	closeOnce     sync.Once
+	// spendRead is when the spend was last read from the store (other
+	// processes' spend is seen from then on).
+	spendRead time.Time
 }
 
 // Reported is an agent's cumulative token counts of a session, as it
@@ -279,7 +282,7 @@ func (k *Kernel) FlushUsage(ctx context.Context) error {
 	}
 	u.mu.Unlock()
 	if d.Empty() && rep == nil {
-		return nil
+		return k.rereadSpend(ctx)
 	}
 	now := k.Clock.Now()
 	var errs []error
@@ -345,7 +348,26 @@ func (k *Kernel) FlushUsage(ctx context.Context) error {
 			u.mu.Unlock()
 		}
 	}
+	if err := k.rereadSpend(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// spendReread is how often the spend other processes wrote is read again.
+var spendReread = 10 * time.Second
+
+// rereadSpend reads the stored spend again when it is due, so that the
+// caps count what other processes on the database spent (the own loop run
+// apart from the daemon, another instance). Called under flushMu, after
+// this process's spend was written: what is not written yet is kept.
+func (k *Kernel) rereadSpend(ctx context.Context) error {
+	now := time.Now()
+	if now.Sub(k.usage.spendRead) < spendReread {
+		return nil
+	}
+	k.usage.spendRead = now
+	return k.loadSpend(ctx)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

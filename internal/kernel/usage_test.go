@@ -240,3 +240,35 @@ func TestBudgetStopAndAlerts(t *testing.T) {
 		t.Fatal("removed twice")
 	}
 }
+
+// TestSpendSeenByOtherProcess: what another kernel on the same home spends
+// counts against this kernel's caps after its flush and this one's re-read.
+func TestSpendSeenByOtherProcess(t *testing.T) {
+	defer kernel.SetSpendReread(0)()
+	ctx := context.Background()
+	a := open(t, nil, "")
+	if _, err := a.PutBudgetCap(ctx, usage.BudgetCap{Scope: usage.ScopeGlobal, MaxCostUSD: 1, Period: usage.Daily,
+		Action: usage.Stop, Enabled: true}, "ann"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := kernel.Open(ctx, kernel.Config{Home: a.Home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.RecordUse(ctx, kernel.Use{Agent: "overseer", Session: "t1", Model: "m", CostUSD: 1.25})
+	if err := b.FlushUsage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sub, _ := a.Submit(ctx, read("codex")); sub.Verdict.Level != action.Auto {
+		t.Fatalf("before the re-read: %s", sub.Verdict.Summary())
+	}
+	a.RecordUse(ctx, kernel.Use{Agent: "codex", Session: "s1", Model: "m", CostUSD: 0.01})
+	if err := a.FlushUsage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sub, _ := a.Submit(ctx, read("codex"))
+	if sub.Verdict.Level != action.Block || !strings.Contains(sub.Verdict.Summary(), "$1.26 of $1.00") {
+		t.Fatalf("after the re-read: %s", sub.Verdict.Summary())
+	}
+}
