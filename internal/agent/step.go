@@ -299,7 +299,6 @@ func (r *run) account(step int, purpose string, resp plugin.Response) {
 	// A task under a grant spends the grant's token and cost budgets too;
 	// a failure to count only leaves the grant's next check to the step
 	// count (the budgets are checked before each call).
-	u := resp.Usage
 	_ = r.l.k.ChargeCaller(context.Background(), &action.Action{Agent: AgentName, Session: r.t.Session},
 		int64(u.InputTokens+u.OutputTokens), u.CostUSD)
 	r.t.StepUsage = append(r.t.StepUsage, task.StepUsage{Step: step, Purpose: purpose, Model: resp.Model, Usage: resp.Usage})

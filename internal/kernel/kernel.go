@@ -298,7 +298,12 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 	MintID(a)
 	a.Cut = nil
 	k.maybeReloadPauses(ctx)
-	v := k.Engine.Evaluate(ctx, a)
+	// The first evaluation counts the call against the rate limits (with
+	// the check, atomically); a second one, for a grant's edge, only
+	// checks — it sees the call counted already, which can only make it
+	// stricter.
+	counted := &countHolder{}
+	v := k.Engine.Evaluate(context.WithValue(ctx, countKey{}, counted), a)
 	if ok, err := k.consumeStep(ctx, &v); err != nil {
 		// A grant whose use cannot be counted is no grant.
 		v = k.Engine.Evaluate(firewall.WithoutGrants(ctx, err), a)
@@ -307,8 +312,6 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 		// is at the grant's edge.
 		v = k.Engine.Evaluate(ctx, a)
 	}
-	counted := &countHolder{}
-	v := k.Engine.Evaluate(context.WithValue(ctx, countKey{}, counted), a)
 	sub := &Submission{Action: *a, Verdict: v}
 	// What is stored is bounded (settings.limits.stored_bytes): the whole
 	// action was judged and its arguments hashed (v.ArgsHash) above.

@@ -201,6 +201,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return mm, cmd
 	}
 	if mm, cmd, ok := m.updateGrants(msg); ok {
+		return mm, cmd
+	}
 	if mm, cmd, ok := m.updatePauses(msg); ok {
 		return mm, cmd
 	}
