@@ -86,16 +86,16 @@ type AgentTrust struct {
 
 // TrustChange is the data of a trust audit record.
 type TrustChange struct {
-	Agent  string      `json:"agent"`
-	Op     string      `json:"op"` // promote, demote
-	From   TrustMode   `json:"from"`
-	To     TrustMode   `json:"to"`
-	Who    string      `json:"who"`
-	Reason string      `json:"reason"`
-	Cause  string      `json:"cause,omitempty"` // the action id of a violation
+	Agent  string    `json:"agent"`
+	Op     string    `json:"op"` // promote, demote
+	From   TrustMode `json:"from"`
+	To     TrustMode `json:"to"`
+	Who    string    `json:"who"`
+	Reason string    `json:"reason"`
+	Cause  string    `json:"cause,omitempty"` // the action id of a violation
 	// Accepted are the violations a person accepted with a promotion.
-	Accepted []string `json:"accepted,omitempty"`
-	Trust  *AgentTrust `json:"trust"`
+	Accepted []string    `json:"accepted,omitempty"`
+	Trust    *AgentTrust `json:"trust"`
 }
 
 // AutoRuleName is the name of the user rule that auto-approves tool for
