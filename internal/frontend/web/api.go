@@ -295,6 +295,12 @@ func describe(rec store.AuditRecord) (summary, level, source string) {
 			}
 			return v.Summary(), v.Level.String(), src
 		}
+	case audit.TypeIngested:
+		var in kernel.IngestedRecord
+		if json.Unmarshal(rec.Data, &in) == nil {
+			return fmt.Sprintf("ingested (%s:%d): %s → %s", in.Source.File, in.Source.Line, actionLine(&in.Action), in.Verdict.Summary()),
+				in.Verdict.Level.String(), "ingest"
+		}
 	case audit.TypeApprovalRequest:
 		var apr store.Approval
 		if json.Unmarshal(rec.Data, &apr) == nil {
