@@ -12,7 +12,9 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/firewall"
 	"github.com/overseer-dev/overseer/internal/gate"
+	"github.com/overseer-dev/overseer/internal/guard/mcpguard"
 	"github.com/overseer-dev/overseer/internal/guard/paths"
 	"github.com/overseer-dev/overseer/internal/guard/resultscan"
 	"github.com/overseer-dev/overseer/internal/policy"
@@ -172,6 +174,9 @@ type ToolRun struct {
 	// secrets); then Result.Output is what the model is given: the output
 	// marked as untrusted, with secrets masked when the policy says so.
 	Findings *resultscan.Report `json:"findings,omitempty"`
+	// Stripped are the arguments L1 removed because the tool's input
+	// schema does not declare them; the result tells the model.
+	Stripped []string `json:"stripped,omitempty"`
 }
 
 // RunTool runs one call of a Tool plugin through the whole firewall: it
@@ -196,11 +201,20 @@ func (k *Kernel) RunTool(ctx context.Context, t plugin.Tool, a *action.Action, o
 		return nil, fmt.Errorf("run tool: listing the tools: %w", err)
 	}
 	found := false
+	var stripped []string
 	for _, s := range specs {
 		if s.Name == a.Tool {
 			found = true
 			if a.Kind == "" && s.Kind != "" {
 				a.Kind = action.Kind(s.Kind)
+			}
+			// L1: arguments the tool's schema does not know are
+			// stripped before the call is judged and run.
+			f := firewall.NewArgFilter(s.InputSchema)
+			a.Args, stripped = f.Filter(a.Args)
+			mcpguard.MarkStripped(a, stripped)
+			if f.Unchecked != "" {
+				mcpguard.MarkSchemaUnchecked(a, f.Unchecked)
 			}
 		}
 	}
@@ -211,7 +225,12 @@ func (k *Kernel) RunTool(ctx context.Context, t plugin.Tool, a *action.Action, o
 	if err != nil {
 		return nil, err
 	}
-	return k.runJudged(ctx, t, a, &ToolRun{Action: sub.Action, Verdict: sub.Verdict, Approval: sub.Approval}, opts)
+	run, err := k.runJudged(ctx, t, a, &ToolRun{Action: sub.Action, Verdict: sub.Verdict, Approval: sub.Approval, Stripped: stripped}, opts)
+	if run != nil && run.Ran && len(stripped) > 0 {
+		// The model is told, with the result, what it asked for in vain.
+		run.Result.Output = strings.TrimRight(run.Result.Output, "\n") + "\n" + firewall.StrippedNotice(stripped)
+	}
+	return run, err
 }
 
 // ResumeTool goes on with a call that was judged and put to a person
