@@ -177,6 +177,9 @@ type ToolRun struct {
 	// Stripped are the arguments L1 removed because the tool's input
 	// schema does not declare them; the result tells the model.
 	Stripped []string `json:"stripped,omitempty"`
+	// Redirected is where L4 made a write outside the working directory
+	// land (under the output directory); the result tells the model.
+	Redirected string `json:"redirected,omitempty"`
 }
 
 // RunTool runs one call of a Tool plugin through the whole firewall: it
@@ -221,14 +224,24 @@ func (k *Kernel) RunTool(ctx context.Context, t plugin.Tool, a *action.Action, o
 	if !found {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, a.Tool)
 	}
+	// L4: a file written outside the working directory lands in the
+	// output directory, when the policy names one.
+	from, to, redirected := firewall.RedirectOutput(a, k.Engine.Policy().Settings.Sandbox.OutputDir)
 	sub, err := k.Submit(ctx, a)
 	if err != nil {
 		return nil, err
 	}
 	run, err := k.runJudged(ctx, t, a, &ToolRun{Action: sub.Action, Verdict: sub.Verdict, Approval: sub.Approval, Stripped: stripped}, opts)
-	if run != nil && run.Ran && len(stripped) > 0 {
-		// The model is told, with the result, what it asked for in vain.
-		run.Result.Output = strings.TrimRight(run.Result.Output, "\n") + "\n" + firewall.StrippedNotice(stripped)
+	if run != nil && run.Ran {
+		// The model is told, with the result, what it asked for in vain
+		// and where its file really is.
+		if len(stripped) > 0 {
+			run.Result.Output = strings.TrimRight(run.Result.Output, "\n") + "\n" + firewall.StrippedNotice(stripped)
+		}
+		if redirected {
+			run.Redirected = to
+			run.Result.Output = strings.TrimRight(run.Result.Output, "\n") + "\n" + firewall.RedirectedNotice(from, to)
+		}
 	}
 	return run, err
 }
