@@ -24,6 +24,9 @@
 //                              accept it by clicking: ACCEPTED <json>
 //           ALARM [file]       reload the console, wait for the alarm banner: ALARM <its text>
 //                              (with file: a screenshot of the page there)
+//           AGENTS           the Agents page: open the first agent, promote it (to delegated) and
+//                              demote it by clicking: AGENTS {name, first, promoted, demoted, pwned}
+//           ROLLBACK         the audit view's first "Roll back…" button: confirm, wait: ROLLEDBACK <toast>
 //           QUIT
 //
 // Environment: OVERSEER_URL (base URL), OVERSEER_TOKEN, CHROMIUM (default
@@ -352,6 +355,28 @@ for await (const line of rl) {
     const el = await page.waitForSelector("#alarms .alarm", { state: "visible", timeout: 20000 });
     if (rest[0]) { await page.screenshot({ path: rest[0] }); say("SHOT " + rest[0]); }
     say("ALARM " + (await el.textContent()).replace(/\s+/g, " ").trim());
+  } else if (cmd === "AGENTS") {
+    await page.goto(base + "/ui/#/agents");
+    await page.click("#agents li a", { timeout: 20000 });
+    await page.waitForSelector("#agent-detail .agent", { timeout: 20000 });
+    const modeIs = (m) => page.waitForFunction((m) => {
+      const e = document.querySelector("#agent-detail .agent h2 .mode"); return e && e.textContent === m; }, m, { timeout: 20000 });
+    const name = await page.getAttribute("#agent-detail .agent", "data-agent");
+    const first = (await page.textContent("#agent-detail .agent h2 .mode")).trim();
+    await page.click("#agent-detail button.promote");
+    await modeIs("delegated");
+    const promoted = (await page.textContent("#agent-detail .agent")).replace(/\s+/g, " ");
+    await page.click("#agent-detail button.demote");
+    await modeIs("audited");
+    say("AGENTS " + JSON.stringify({ name, first, promoted, demoted: "audited",
+      pwned: await page.evaluate(() => window.__pwned || 0) }));
+  } else if (cmd === "ROLLBACK") {
+    await page.goto(base + "/ui/#/audit");
+    await page.click("#audit button.undo:has-text('Roll back')", { timeout: 20000 });
+    await page.waitForSelector("#dialog[open] #dialog-ok", { timeout: 20000 });
+    await page.click("#dialog-ok");
+    await page.waitForFunction(() => /Rolled back/.test(document.querySelector("#toast").textContent), null, { timeout: 20000 });
+    say("ROLLEDBACK " + (await page.textContent("#toast")).trim());
   } else if (cmd === "QUIT") {
     break;
   }
