@@ -136,7 +136,23 @@ type Budget struct {
 	Steps    int64         `json:"steps,omitempty"`
 	Tokens   int64         `json:"tokens,omitempty"`
 	CostUSD  float64       `json:"cost_usd,omitempty"`
-	WallTime time.Duration `json:"wall_time,omitempty"` // from the grant's first use
+	WallTime Duration `json:"wall_time,omitempty"` // from the grant's first use
+}
+
+// Duration is a time.Duration written as text ("30m") in JSON.
+type Duration time.Duration
+
+// MarshalText writes the duration as "1h30m0s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads a duration ("30m", "2h").
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
 }
 
 // Spec is what an issuer asks for.
@@ -310,7 +326,7 @@ func Within(child *Spec, parent *Grant, used Usage) error {
 		return exceeds("cost: the parent has $%.4f left", max(pb.CostUSD-used.CostUSD, 0))
 	}
 	if pb.WallTime > 0 && (cb.WallTime == 0 || cb.WallTime > pb.WallTime) {
-		return exceeds("wall time: the parent allows %s", pb.WallTime)
+		return exceeds("wall time: the parent allows %s", time.Duration(pb.WallTime))
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ func docs() *Grant {
 	return &Grant{ID: "g1", IssuedBy: "alice", Spec: Spec{
 		Subject: Subject{Agent: "claude-code", Session: "s1", SubagentType: "general-purpose"},
 		Allow:   []Permit{{Kinds: []action.Kind{action.KindFileRead}, Under: []string{"/p/docs"}, ReadOnly: true}},
-		Budget:  Budget{Steps: 2, WallTime: time.Hour},
+		Budget:  Budget{Steps: 2, WallTime: Duration(time.Hour)},
 		Expires: t0.Add(2 * time.Hour),
 	}}
 }

@@ -110,8 +110,8 @@ func active(g *Grant, u Usage, now time.Time) string {
 		return fmt.Sprintf("%s has used its budget of %d tokens", id, g.Budget.Tokens)
 	case g.Budget.CostUSD > 0 && u.CostUSD >= g.Budget.CostUSD:
 		return fmt.Sprintf("%s has used its budget of $%.4f", id, g.Budget.CostUSD)
-	case g.Budget.WallTime > 0 && !u.First.IsZero() && now.Sub(u.First) >= g.Budget.WallTime:
-		return fmt.Sprintf("%s has used its wall time of %s", id, g.Budget.WallTime)
+	case g.Budget.WallTime > 0 && !u.First.IsZero() && now.Sub(u.First) >= time.Duration(g.Budget.WallTime):
+		return fmt.Sprintf("%s has used its wall time of %s", id, time.Duration(g.Budget.WallTime))
 	}
 	return ""
 }
