@@ -133,9 +133,9 @@ type Permit struct {
 // Budget limits a grant's use; a zero field does not limit. Tokens and
 // cost are counted where the entry point reports them (the own loop).
 type Budget struct {
-	Steps    int64         `json:"steps,omitempty"`
-	Tokens   int64         `json:"tokens,omitempty"`
-	CostUSD  float64       `json:"cost_usd,omitempty"`
+	Steps    int64    `json:"steps,omitempty"`
+	Tokens   int64    `json:"tokens,omitempty"`
+	CostUSD  float64  `json:"cost_usd,omitempty"`
 	WallTime Duration `json:"wall_time,omitempty"` // from the grant's first use
 }
 
