@@ -139,14 +139,19 @@ type Action struct {
 	// hook's call id, an API client's request id). Overseer keeps it, shows
 	// it and can look an action up by it within its session, but it is
 	// never a key: several actions may carry the same one.
-	ClientID  string         `json:"client_id,omitempty"`
-	Agent     string         `json:"agent,omitempty"`       // e.g. "claude-code", "codex", "overseer"
-	Session   string         `json:"session,omitempty"`     // the agent's session id
-	ToolUseID string         `json:"tool_use_id,omitempty"` // the agent's id for this call
-	Tool      string         `json:"tool"`                  // tool name as the agent spelled it
-	Kind      Kind           `json:"kind,omitempty"`
-	Args      map[string]any `json:"args"`
-	Cwd       string         `json:"cwd,omitempty"`
+	ClientID string `json:"client_id,omitempty"`
+	Agent    string `json:"agent,omitempty"`   // e.g. "claude-code", "codex", "overseer"
+	Session  string `json:"session,omitempty"` // the agent's session id
+	// SubagentID and SubagentType name the sub-agent that makes the call,
+	// when the entry point reports one (Claude Code's hooks: agent_id and
+	// agent_type); empty for the main agent. Grants select on them.
+	SubagentID   string         `json:"subagent_id,omitempty"`
+	SubagentType string         `json:"subagent_type,omitempty"`
+	ToolUseID    string         `json:"tool_use_id,omitempty"` // the agent's id for this call
+	Tool         string         `json:"tool"`                  // tool name as the agent spelled it
+	Kind         Kind           `json:"kind,omitempty"`
+	Args         map[string]any `json:"args"`
+	Cwd          string         `json:"cwd,omitempty"`
 	// Confidence is the decider's self-reported confidence in [0,1], if any.
 	Confidence *float64 `json:"confidence,omitempty"`
 	// Intent is what the agent said the call is for, if it said.
@@ -262,6 +267,7 @@ const (
 	SourceError    Source = "error"    // an evaluation error (fails closed)
 	SourceHuman    Source = "human"    // a person's answer
 	SourceAgent    Source = "agent"    // the agent itself asked a person (a question, a task to confirm)
+	SourceGrant    Source = "grant"    // delegated mode: a grant let the call run, or its edge was reached
 )
 
 // Reason is one finding that contributed to a verdict.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/grant"
 	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/perception"
 	"github.com/overseer-dev/overseer/internal/policy"
@@ -52,6 +53,15 @@ type Config struct {
 	// ToolsErr, when set, is why the configured tool table could not be
 	// read: every action is put to a person until it is fixed.
 	ToolsErr error
+	// Grants are delegated mode's grants; nil means none.
+	Grants Grants
+}
+
+// Grants is what the engine reads of delegated mode: the grants whose
+// subject is a's caller (see grant.Subject), with their use. An error
+// means no grant applies: the call is judged by the policy alone.
+type Grants interface {
+	GrantsFor(ctx context.Context, a *action.Action) ([]grant.State, error)
 }
 
 // Engine evaluates actions. It is safe for concurrent use.
@@ -63,6 +73,7 @@ type Engine struct {
 	protected []string
 	tools     *action.ToolTable
 	toolsErr  error
+	grants    Grants
 
 	snap atomic.Pointer[snapshot]
 	mu   sync.Mutex // serialises reloads
@@ -92,6 +103,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		clock:    cfg.Clock,
 		tools:    cfg.Tools,
 		toolsErr: cfg.ToolsErr,
+		grants:   cfg.Grants,
 	}
 	for _, p := range cfg.Protected {
 		if p != "" {
@@ -221,6 +233,8 @@ type evaluation struct {
 	// floor is the strictest hard finding; soft is the guards' classification.
 	floor, soft action.Level
 	base        action.Level // the policy's decision (L3)
+	// admin and user are the rules of the policy layers that matched.
+	admin, user *policy.Compiled
 	// tool is what the tool table says of the action's tool, if it knows it.
 	tool      action.ToolMapping
 	toolKnown bool
@@ -414,6 +428,7 @@ func (ev *evaluation) permission(ctx context.Context) {
 	}
 	ev.markCreated(ctx)
 	ev.policyLayers()
+	ev.delegation(ctx)
 }
 
 // CreatedSignals is an optional ability of Signals: the paths a session
@@ -479,6 +494,7 @@ func (ev *evaluation) policyLayers() {
 	if uerr != nil {
 		ev.fail("L3", "the user policy", uerr)
 	}
+	ev.admin, ev.user = admin, user
 	if admin != nil {
 		ev.add(ruleReason(admin))
 	}

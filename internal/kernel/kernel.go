@@ -88,6 +88,8 @@ type Kernel struct {
 	Pins *mcppin.Registry
 	// observers are the guards that remember what recorded actions did.
 	observers []guard.Observer
+	// grants are delegated mode's grants, as read from the audit log.
+	grants grantBook
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -199,7 +201,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	tools, toolsErr := LoadToolTable(cfg.Home)
 	k.Engine, err = firewall.New(ctx, firewall.Config{
 		Policy: pol, Rules: k.Store, Guards: guards, Signals: k.signals(), Clock: cfg.Clock,
-		Protected: protected, Tools: tools, ToolsErr: toolsErr,
+		Protected: protected, Tools: tools, ToolsErr: toolsErr, Grants: grantSource{k},
 	})
 	if err != nil {
 		k.Close()
@@ -282,6 +284,14 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 	MintID(a)
 	a.Cut = nil
 	v := k.Engine.Evaluate(ctx, a)
+	if ok, err := k.consumeStep(ctx, &v); err != nil {
+		// A grant whose use cannot be counted is no grant.
+		v = k.Engine.Evaluate(firewall.WithoutGrants(ctx, err), a)
+	} else if !ok {
+		// Another call took the grant's last step: judged again, the call
+		// is at the grant's edge.
+		v = k.Engine.Evaluate(ctx, a)
+	}
 	sub := &Submission{Action: *a, Verdict: v}
 	// What is stored is bounded (settings.limits.stored_bytes): the whole
 	// action was judged and its arguments hashed (v.ArgsHash) above.

@@ -98,6 +98,11 @@ type Event struct {
 	PermissionMode string `json:"permission_mode"`
 	ToolName       string `json:"tool_name"`
 	ToolUseID      string `json:"tool_use_id"`
+	// AgentID and AgentType name the sub-agent that makes the call (Claude
+	// Code 2.1.328 sends them for calls inside a sub-agent; the main
+	// agent's calls carry neither).
+	AgentID   string `json:"agent_id"`
+	AgentType string `json:"agent_type"`
 	// ToolInput is the call's arguments. An input that is not a JSON object
 	// is kept under the key "input".
 	ToolInput map[string]any `json:"-"`

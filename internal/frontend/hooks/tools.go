@@ -74,9 +74,13 @@ func (t *Table) Action(ev *Event) *action.Action {
 		Agent:     ev.Agent,
 		Session:   ev.SessionID,
 		ToolUseID: ev.ToolUseID,
-		Tool:      ev.ToolName,
-		Args:      args,
-		Cwd:       ev.Cwd,
+		// What the agent program reports of its sub-agent; the model picks
+		// the type when it spawns one, never the id (see docs/grants.md).
+		SubagentID:   ev.AgentID,
+		SubagentType: ev.AgentType,
+		Tool:         ev.ToolName,
+		Args:         args,
+		Cwd:          ev.Cwd,
 	}
 	m, ok := t.Tools().Normalize(a)
 	if !ok {
