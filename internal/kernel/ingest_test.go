@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
@@ -223,14 +224,6 @@ func TestEarningTrust(t *testing.T) {
 	if _, err := k.PromoteAgent(ctx, kernel.Promotion{Agent: agent, To: kernel.ModeSupervised, Tools: []string{"deploy_app"}, Who: "alice"}); !errors.Is(err, kernel.ErrPromotion) {
 		t.Fatalf("skipping a step: %v", err)
 	}
-	ch, err := k.PromoteAgent(ctx, kernel.Promotion{Agent: agent, To: kernel.ModeDelegated, Who: "alice", Reason: "clean record"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g := ch.Trust.Grant; g == nil || !slices.Equal(g.Tools, []string{"Bash", "deploy_app"}) || g.Basis != 3 || g.BasisIngested != 3 || g.MaxSteps != 6 {
-		t.Fatalf("grant proposal %+v", ch.Trust.Grant)
-	}
-
 	// Before: a deployment by the agent needs a person.
 	judge := func() action.Level {
 		a := *w
@@ -240,6 +233,34 @@ func TestEarningTrust(t *testing.T) {
 	if l := judge(); l < action.Confirm {
 		t.Fatalf("a deployment is %s before the promotion", l)
 	}
+	ch, err := k.PromoteAgent(ctx, kernel.Promotion{Agent: agent, To: kernel.ModeDelegated, Who: "alice", Reason: "clean record"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := ch.Trust.Grant; g == nil || !slices.Equal(g.Tools, []string{"Bash", "deploy_app"}) || g.Basis != 3 || g.BasisIngested != 3 || g.MaxSteps != 6 {
+		t.Fatalf("grant proposal %+v", ch.Trust.Grant)
+	}
+	// The proposal is issued as a grant (delegated mode) and takes effect.
+	active := func() []kernel.GrantView {
+		gs, err := k.ListGrants(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return gs
+	}
+	if gs := active(); len(gs) != 1 || gs[0].ID != ch.Trust.GrantID || gs[0].Subject.Agent != agent || gs[0].IssuedBy != "alice" ||
+		!slices.Equal(gs[0].Allow[0].Tools, []string{"Bash", "deploy_app"}) || gs[0].Budget.Steps != 6 {
+		t.Fatalf("grants %+v (trust %+v)", gs, ch.Trust)
+	}
+	if l := judge(); l != action.Auto {
+		t.Fatalf("a deployment is %s under the grant", l)
+	}
+	other := *w
+	other.Agent = "other"
+	if l := k.Evaluate(ctx, &other).Level; l < action.Confirm {
+		t.Fatalf("another agent's deployment is %s", l)
+	}
+
 	if _, err := k.PromoteAgent(ctx, kernel.Promotion{Agent: agent, To: kernel.ModeSupervised, Tools: []string{"Read"}, Who: "alice"}); !errors.Is(err, kernel.ErrPromotion) {
 		t.Fatalf("auto-approval of a tool never used: %v", err)
 	}
@@ -250,10 +271,24 @@ func TestEarningTrust(t *testing.T) {
 		t.Fatalf("a deployment is %s after auto-approval was earned", l)
 	}
 	// Another agent earned nothing.
-	other := *w
-	other.Agent = "other"
 	if l := k.Evaluate(ctx, &other).Level; l < action.Confirm {
-		t.Fatalf("another agent's write is %s", l)
+		t.Fatalf("another agent's deployment is %s", l)
+	}
+	trustRules := func() int {
+		rules, err := k.Store.ListUserRules(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range rules {
+			if strings.HasPrefix(r.ID, "trust:") {
+				n++
+			}
+		}
+		return n
+	}
+	if n := trustRules(); n != 2 {
+		t.Fatalf("%d auto-approval rules, want 2", n)
 	}
 	// The hard guards still hold on an auto-approved tool.
 	guarded := &action.Action{Agent: agent, Session: "s1", Tool: "Bash", Cwd: dir, Args: map[string]any{"command": "echo x > .git/hooks/pre-commit"}}
@@ -266,8 +301,11 @@ func TestEarningTrust(t *testing.T) {
 	if v.Demoted == nil || v.Demoted.From != kernel.ModeSupervised || v.Demoted.To != kernel.ModeDelegated || v.Demoted.Who != "overseer" {
 		t.Fatalf("violation: %+v", v.Demoted)
 	}
-	if l := judge(); l < action.Confirm {
-		t.Fatalf("a deployment is %s after the demotion", l)
+	if n := trustRules(); n != 0 {
+		t.Fatalf("%d auto-approval rules left after the demotion", n)
+	}
+	if len(active()) != 1 {
+		t.Fatal("the grant of delegated mode is gone after a demotion to delegated")
 	}
 	if _, err := k.PromoteAgent(ctx, kernel.Promotion{Agent: agent, To: kernel.ModeSupervised, Tools: []string{"deploy_app"}, Who: "alice"}); !errors.Is(err, kernel.ErrPromotion) {
 		t.Fatalf("promotion with a violation on record: %v", err)
@@ -283,6 +321,13 @@ func TestEarningTrust(t *testing.T) {
 	}
 	if _, err := k.DemoteAgent(ctx, agent, "alice", "back to the start"); err != nil {
 		t.Fatal(err)
+	}
+	// Back to audited: the grant is revoked, the agent asks again.
+	if gs := active(); len(gs) != 0 {
+		t.Fatalf("grants still active: %+v", gs)
+	}
+	if l := judge(); l < action.Confirm {
+		t.Fatalf("a deployment is %s after the demotion to audited", l)
 	}
 	rec, _ = k.AgentRecord(ctx, agent)
 	if rec.Trust.Mode != kernel.ModeAudited || len(rec.Violations) != 1 || len(rec.History) != 6 || len(rec.History[3].Accepted) != 1 {

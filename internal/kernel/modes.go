@@ -13,6 +13,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/gate"
+	"github.com/overseer-dev/overseer/internal/grant"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
 )
@@ -75,8 +76,8 @@ type AgentTrust struct {
 	// AutoTools are the tools auto-approved in supervised mode (each a user
 	// rule named AutoRuleName(agent, tool)).
 	AutoTools []string `json:"auto_tools,omitempty"`
-	// Grant is the proposed grant of delegated mode; GrantID the grant
-	// issued from it, when one was.
+	// Grant is the proposal delegated mode was entered with; GrantID the
+	// grant issued from it (revoked on demotion).
 	Grant   *GrantProposal `json:"grant,omitempty"`
 	GrantID string         `json:"grant_id,omitempty"`
 	Since   time.Time      `json:"since"`
@@ -285,8 +286,9 @@ type Promotion struct {
 }
 
 // PromoteAgent moves an agent one step up the ladder, on a person's
-// request: audited → delegated (with the grant proposal built from its
-// record; issuing the grant is the delegated mode's), delegated →
+// request: audited → delegated (a grant issued from the proposal built
+// from its record: its tools, twice its largest session's steps and time,
+// for grant.MaxLife), delegated →
 // supervised with auto-approval on p.Tools (user rules, which never lower
 // an admin rule or a hard guard). An agent whose record holds violations
 // not answered by a later demotion is refused. The change is audited.
@@ -314,8 +316,11 @@ func (k *Kernel) PromoteAgent(ctx context.Context, p Promotion) (*TrustChange, e
 			return nil, fmt.Errorf("%w: %s has no record to build a grant from", ErrPromotion, p.Agent)
 		}
 		t.Grant = rec.Proposal
-		// TODO(#17a): issue the grant through the delegated mode's API
-		// once it is merged; until then the proposal is kept here.
+		g, err := k.IssueGrant(ctx, proposedSpec(p.Agent, rec.Proposal, p.Reason, k.Clock.Now()), p.Who, "trust")
+		if err != nil {
+			return nil, fmt.Errorf("issuing the proposed grant: %w", err)
+		}
+		t.GrantID = g.ID
 	case ModeSupervised:
 		if len(p.Tools) == 0 {
 			return nil, fmt.Errorf("%w: name the tools to auto-approve", ErrPromotion)
@@ -337,8 +342,29 @@ func (k *Kernel) PromoteAgent(ctx context.Context, p Promotion) (*TrustChange, e
 		}
 		t.AutoTools = slices.Clone(p.Tools)
 	}
-	return k.putTrust(ctx, TrustChange{Agent: p.Agent, Op: "promote", From: cur.Mode, To: p.To, Who: p.Who, Reason: p.Reason,
+	c, err := k.putTrust(ctx, TrustChange{Agent: p.Agent, Op: "promote", From: cur.Mode, To: p.To, Who: p.Who, Reason: p.Reason,
 		Accepted: unanswered, Trust: &t})
+	if err != nil && t.GrantID != "" {
+		// The promotion is not recorded: its grant must not stay.
+		_, _ = k.RevokeGrant(ctx, t.GrantID, p.Who, "trust", "the promotion it was issued for failed")
+	}
+	return c, err
+}
+
+// proposedSpec is the grant a promotion to delegated issues: the agent's
+// main agent (not its sub-agents), the tools of the proposal, its step and
+// time budgets, for the longest a grant may run.
+func proposedSpec(agent string, p *GrantProposal, reason string, now time.Time) GrantSpec {
+	if reason == "" {
+		reason = "earned trust: promoted to delegated"
+	}
+	return GrantSpec{
+		Subject: grant.Subject{Agent: agent},
+		Allow:   []grant.Permit{{Tools: slices.Clone(p.Tools)}},
+		Budget:  grant.Budget{Steps: int64(p.MaxSteps), WallTime: grant.Duration(p.MaxDuration)},
+		Expires: now.Add(grant.MaxLife),
+		Reason:  reason,
+	}
 }
 
 func next(m TrustMode) TrustMode {
@@ -410,7 +436,11 @@ func (k *Kernel) demote(ctx context.Context, agent, who, reason, cause string) (
 		}
 		t.AutoTools = nil
 	case ModeDelegated:
-		// TODO(#17a): revoke t.GrantID through the delegated mode's API.
+		if cur.GrantID != "" {
+			if _, err := k.RevokeGrant(ctx, cur.GrantID, who, "trust", "trust: "+agent+" demoted: "+reason); err != nil && !errors.Is(err, grant.ErrNotFound) {
+				return nil, fmt.Errorf("revoking the grant %s: %w", cur.GrantID, err)
+			}
+		}
 		t.Grant, t.GrantID = nil, ""
 	}
 	t.Mode = to
