@@ -155,6 +155,9 @@ func violationMessage(f ingest.Finding, at time.Time) *notify.Message {
 func (a *app) printIngest(r *ingest.Report, asJSON bool) {
 	if asJSON {
 		_ = a.printJSON(r)
+		for _, p := range r.Problems {
+			fmt.Fprintf(a.stderr, "unreadable: %s\n", p.Error())
+		}
 		return
 	}
 	fmt.Fprintf(a.stdout, "%d file(s), %d call(s): %d new, %d already ingested; %d result(s)\n", r.Files, r.Calls, r.New, r.Duplicates, r.Results)

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,7 +41,20 @@ type claudeParser struct {
 	file string
 }
 
+// Quoted line types whose absence lets a line be skipped after a validity
+// check: most of a transcript is bookkeeping.
+var (
+	quotedAssistant = []byte(`"assistant"`)
+	quotedUser      = []byte(`"user"`)
+)
+
 func (p *claudeParser) Line(n int, line []byte) ([]Event, error) {
+	if !bytes.Contains(line, quotedAssistant) && !bytes.Contains(line, quotedUser) {
+		if !json.Valid(line) {
+			return nil, errors.New("not a JSON object")
+		}
+		return nil, nil // neither an assistant nor a user line
+	}
 	var l claudeLine
 	if err := decode(line, &l); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %v", err)

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,7 +36,27 @@ type codexParser struct {
 	cwd     string
 }
 
+// codexTypes are the line types the parser reads; a line naming none of
+// them is skipped after a validity check.
+var codexTypes = [][]byte{[]byte("response_item"), []byte("session_meta"), []byte("turn_context")}
+
 func (p *codexParser) Line(n int, line []byte) ([]Event, error) {
+	relevant := false
+	for _, t := range codexTypes {
+		relevant = relevant || bytes.Contains(line, t)
+	}
+	if !relevant {
+		if !json.Valid(line) {
+			return nil, errors.New("not a JSON object")
+		}
+		var probe struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(line, &probe) != nil || probe.Type == "" {
+			return nil, errors.New("line without a type")
+		}
+		return nil, nil // events, token counts, world state
+	}
 	var l codexLine
 	if err := decode(line, &l); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %v", err)
