@@ -56,7 +56,7 @@ func (a *app) agentListCmd() *cobra.Command {
 				return a.printJSON(out)
 			}
 			for _, t := range out {
-				fmt.Fprintf(a.stdout, "%-24s %s\n", t.Agent, describeTrust(t))
+				fmt.Fprintf(a.stdout, "%-24s %s\n", termSafe(t.Agent), describeTrust(t))
 			}
 			return nil
 		},
@@ -68,7 +68,7 @@ func (a *app) agentListCmd() *cobra.Command {
 func describeTrust(t *kernel.AgentTrust) string {
 	s := string(t.Mode)
 	if len(t.AutoTools) > 0 {
-		s += " (auto: " + strings.Join(t.AutoTools, ", ") + ")"
+		s += " (auto: " + termSafe(strings.Join(t.AutoTools, ", ")) + ")"
 	}
 	if t.By != "" {
 		s += fmt.Sprintf(" since %s by %s", t.Since.Format("2006-01-02 15:04"), t.By)
@@ -96,7 +96,7 @@ func (a *app) agentShowCmd() *cobra.Command {
 				return a.printJSON(r)
 			}
 			w := a.stdout
-			fmt.Fprintf(w, "agent:      %s\nmode:       %s\n", r.Agent, describeTrust(r.Trust))
+			fmt.Fprintf(w, "agent:      %s\nmode:       %s\n", termSafe(r.Agent), describeTrust(r.Trust))
 			fmt.Fprintf(w, "actions:    %d live, %d ingested\n", r.Actions, r.Ingested)
 			var lv []string
 			for _, l := range []string{"auto", "notify", "confirm", "approve", "block"} {
@@ -107,22 +107,22 @@ func (a *app) agentShowCmd() *cobra.Command {
 			fmt.Fprintf(w, "verdicts:   %s\nrefusals:   %d\n", strings.Join(lv, ", "), r.Refusals)
 			tools := make([]string, 0, len(r.Tools))
 			for t, n := range r.Tools {
-				tools = append(tools, fmt.Sprintf("%s %d", t, n))
+				tools = append(tools, fmt.Sprintf("%s %d", termSafe(t), n))
 			}
 			sort.Strings(tools)
 			fmt.Fprintf(w, "tools:      %s\n", strings.Join(tools, ", "))
 			fmt.Fprintf(w, "violations: %d\n", len(r.Violations))
 			for _, v := range r.Violations {
-				fmt.Fprintf(w, "  %s %s %s: %s (%s)\n", v.At.Format("2006-01-02 15:04:05"), v.ActionID, v.Tool, v.Summary, v.Source)
+				fmt.Fprintf(w, "  %s %s %s: %s (%s)\n", v.At.Format("2006-01-02 15:04:05"), v.ActionID, termSafe(v.Tool), termSafe(v.Summary), termSafe(v.Source))
 			}
 			for _, c := range r.History {
-				fmt.Fprintf(w, "trust:      %s %s → %s by %s: %s\n", c.Op, c.From, c.To, c.Who, c.Reason)
+				fmt.Fprintf(w, "trust:      %s %s → %s by %s: %s\n", c.Op, c.From, c.To, termSafe(c.Who), termSafe(c.Reason))
 			}
 			if p := r.Proposal; p != nil && r.Trust.Mode == kernel.ModeAudited {
 				fmt.Fprintf(w, "proposed grant (promote --to delegated): tools %s; at most %d steps and %s per session; from %d calls (%d read from transcripts)\n",
-					strings.Join(p.Tools, ", "), p.MaxSteps, p.MaxDuration, p.Basis, p.BasisIngested)
+					termSafe(strings.Join(p.Tools, ", ")), p.MaxSteps, p.MaxDuration, p.Basis, p.BasisIngested)
 				if len(p.Excluded) > 0 {
-					fmt.Fprintf(w, "  left out (a violation or refusal): %s\n", strings.Join(p.Excluded, ", "))
+					fmt.Fprintf(w, "  left out (a violation or refusal): %s\n", termSafe(strings.Join(p.Excluded, ", ")))
 				}
 			}
 			return nil

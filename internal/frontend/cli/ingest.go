@@ -103,7 +103,7 @@ make the exit status 1.`,
 				return nil
 			}
 			in.OnProblem = func(ctx context.Context, p ingest.Problem) {
-				fmt.Fprintf(a.stderr, "overseer: %s\n", p.Error())
+				fmt.Fprintf(a.stderr, "overseer: %s\n", termSafe(p.Error()))
 				if n != nil {
 					_ = n.Alert(ctx, notify.AlertMessage("ingest_problem", "Overseer: a transcript line could not be read", p.Error(), time.Now()))
 				}
@@ -156,7 +156,7 @@ func (a *app) printIngest(r *ingest.Report, asJSON bool) {
 	if asJSON {
 		_ = a.printJSON(r)
 		for _, p := range r.Problems {
-			fmt.Fprintf(a.stderr, "unreadable: %s\n", p.Error())
+			fmt.Fprintf(a.stderr, "unreadable: %s\n", termSafe(p.Error()))
 		}
 		return
 	}
@@ -167,16 +167,16 @@ func (a *app) printIngest(r *ingest.Report, asJSON bool) {
 		}
 	}
 	for _, v := range r.Violations {
-		fmt.Fprintf(a.stdout, "VIOLATION %s %s %s: %s (%s)\n", v.ActionID, v.Agent, v.Tool, v.Summary, v.Source)
+		fmt.Fprintf(a.stdout, "VIOLATION %s %s %s: %s (%s)\n", v.ActionID, termSafe(v.Agent), termSafe(v.Tool), termSafe(v.Summary), termSafe(v.Source))
 		if d := v.Demoted; d != nil {
-			fmt.Fprintf(a.stdout, "  %s demoted from %s to %s\n", d.Agent, d.From, d.To)
+			fmt.Fprintf(a.stdout, "  %s demoted from %s to %s\n", termSafe(d.Agent), d.From, d.To)
 		}
 	}
 	for _, u := range r.Undoable {
-		fmt.Fprintf(a.stdout, "can roll back %s: %s\n", u.ActionID, u.Path)
+		fmt.Fprintf(a.stdout, "can roll back %s: %s\n", u.ActionID, termSafe(u.Path))
 	}
 	for _, p := range r.Problems {
-		fmt.Fprintf(a.stderr, "unreadable: %s\n", p.Error())
+		fmt.Fprintf(a.stderr, "unreadable: %s\n", termSafe(p.Error()))
 	}
 }
 
@@ -229,4 +229,16 @@ rollback is recorded in the audit log with who asked.`,
 	cmd.Flags().BoolVar(&yes, "yes", false, "make the rollback (without it only the diff is shown)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
 	return cmd
+}
+
+// termSafe replaces control characters (terminal escapes among them) in
+// text read from a transcript, which an agent may have written, before it
+// is printed.
+func termSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
 }

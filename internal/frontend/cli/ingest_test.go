@@ -108,3 +108,9 @@ func TestAuditIngestCommand(t *testing.T) {
 		t.Fatalf("demote: %d %s", code, out)
 	}
 }
+
+func TestTermSafe(t *testing.T) {
+	if got := termSafe("bot\x1b]0;owned\x07\u009b2J ok ü"); strings.ContainsAny(got, "\x1b\x07\u009b") || !strings.HasSuffix(got, " ok ü") {
+		t.Fatalf("%q", got)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/overseer-dev/overseer/internal/action"
 )
 
 // Generic is one line of the generic JSONL format (docs/audited-mode.md):
@@ -30,6 +32,11 @@ type Generic struct {
 
 type genericParser struct{ file string }
 
+// reservedAgents are the agent names a generic line may not use as they are.
+var reservedAgents = map[string]bool{
+	action.AgentClaudeCode: true, action.AgentCodex: true, action.AgentGemini: true, "overseer": true,
+}
+
 func (p *genericParser) Line(n int, line []byte) ([]Event, error) {
 	var g Generic
 	dec := json.NewDecoder(bytes.NewReader(line))
@@ -44,9 +51,9 @@ func (p *genericParser) Line(n int, line []byte) ([]Event, error) {
 	if strings.TrimSpace(g.Agent) == "" || strings.TrimSpace(g.Tool) == "" {
 		return nil, errors.New(`a call needs "agent" and "tool"`)
 	}
-	if g.Agent == FormatClaudeCode || g.Agent == FormatCodex {
-		// These names are the real agents' ingests: a generic line may
-		// not pass for one.
+	if reservedAgents[g.Agent] {
+		// These names are the hooked agents' and Overseer's own: a generic
+		// line may not pass for one of them.
 		g.Agent = "jsonl:" + g.Agent
 	}
 	if g.Args == nil {

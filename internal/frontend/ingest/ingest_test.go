@@ -185,6 +185,11 @@ func TestGeneric(t *testing.T) {
 	if a := got.Events[2].Call.Agent; a != "jsonl:claude-code" {
 		t.Errorf("a generic line passed for Claude Code: agent %q", a)
 	}
+	p3, _ := NewParser(FormatGeneric, "o.jsonl")
+	own, _ := ReadAll(p3, "o.jsonl", strings.NewReader(`{"agent":"overseer","tool":"bash","args":{}}`+"\n"), 0, false)
+	if a := own.Events[0].Call.Agent; a != "jsonl:overseer" {
+		t.Errorf("a generic line passed for Overseer's own loop: agent %q", a)
+	}
 	// The key of a call with an id does not depend on where it was read.
 	p2, _ := NewParser(FormatGeneric, "copy.jsonl")
 	again, _ := ReadAll(p2, "copy.jsonl", strings.NewReader("\n"+strings.SplitN(in, "\n", 2)[0]+"\n"), 0, false)
