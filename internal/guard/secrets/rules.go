@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	_ "embed"
 	"fmt"
 	"math"
 	"regexp"
@@ -10,18 +11,25 @@ import (
 	"sync"
 
 	toml "github.com/pelletier/go-toml/v2"
-	gitleaks "github.com/zricethezav/gitleaks/v8/config"
 )
 
 // The known credential formats are gitleaks' default rule set
-// (github.com/zricethezav/gitleaks/v8, config/gitleaks.toml, MIT), read from
-// the module at run time: upgrading the module upgrades the rules. Only the
-// embedded TOML is used, parsed here into the few fields a content scan
-// needs; gitleaks' detector (git, archives, files) is not linked. Rules are
+// (github.com/zricethezav/gitleaks/v8, config/gitleaks.toml, MIT; its
+// licence is next to it), copied into gitleaks/ by `go generate` from the
+// module version go.mod pins, and embedded: upgrading the module and
+// regenerating upgrades the rules (TestEmbeddedRulesAreTheModules fails when
+// the copy is stale). Only the TOML is used, parsed here into the few fields
+// a content scan needs; neither gitleaks' detector nor its configuration
+// stack (viper, HCL…) is linked. Rules are
 // parsed on the first scan of a process and each regular expression is
 // compiled the first time one of its keywords is met, so a process that
 // never scans pays nothing and one that scans pays only for the rules its
 // texts call for.
+
+//go:generate go run gen_rules.go
+
+//go:embed gitleaks/gitleaks.toml
+var gitleaksTOML string
 
 type tomlAllow struct {
 	Description string   `toml:"description"`
@@ -145,7 +153,7 @@ var (
 
 // loadRules parses gitleaks' default configuration once per process.
 func loadRules() (*ruleSet, error) {
-	rulesOnce.Do(func() { rulesVal, rulesErr = parseRules(gitleaks.DefaultConfig) })
+	rulesOnce.Do(func() { rulesVal, rulesErr = parseRules(gitleaksTOML) })
 	return rulesVal, rulesErr
 }
 

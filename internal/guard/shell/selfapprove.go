@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 	"mvdan.cc/sh/v3/syntax"
@@ -50,7 +51,9 @@ type selfSets struct {
 	block, policyRO, mcpBlock, http, socket, shorthand, url set
 }
 
-var selfRules = func() selfSets {
+// selfRules are the lists of selfapi.yaml, read on first use (not at
+// start-up).
+var selfRules = sync.OnceValue(func() selfSets {
 	var l selfLists
 	if err := yaml.Unmarshal(selfAPIYAML, &l); err != nil {
 		panic("shell: selfapi.yaml: " + err.Error())
@@ -64,7 +67,7 @@ var selfRules = func() selfSets {
 		url:       makeSet(l.URLClients, true),
 		shorthand: makeSet([]string{"http", "https", "httpie", "xh", "xhs", "curlie"}, true),
 	}
-}()
+})
 
 // defaultSelfAPI knows the daemon's default port only.
 var defaultSelfAPI = netguard.NewSelfAPI("")
@@ -92,11 +95,11 @@ func (a *analyzer) selfCheck(s *segCtx) {
 		}
 	}
 	switch {
-	case selfRules.http.has(name) || selfRules.socket.has(name) || a.r.downloaders.has(name) || a.r.netSenders.has(name):
+	case selfRules().http.has(name) || selfRules().socket.has(name) || a.r.downloaders.has(name) || a.r.netSenders.has(name):
 		a.selfNetArgs(s)
 	case a.interpreter(name) != nil:
 		a.selfCode(s)
-	case selfRules.url.has(name):
+	case selfRules().url.has(name):
 		// git ls-remote URL, pip install URL: a URL operand is fetched.
 		for _, x := range s.args {
 			if x.dyn || !strings.Contains(x.val, "://") {
@@ -121,16 +124,16 @@ func (a *analyzer) overseerCmd(args []arg, prog string) {
 	case sub.dyn:
 		a.selfApprove("runs `" + prog + "` with a sub-command computed at run time (" + sub.val + ")")
 		return
-	case selfRules.block.has(strings.ToLower(sub.val)):
+	case selfRules().block.has(strings.ToLower(sub.val)):
 	case strings.EqualFold(sub.val, "policy"):
 		next, j := overseerOperand(args, i+1)
-		if j < 0 || !next.dyn && selfRules.policyRO.has(strings.ToLower(next.val)) {
+		if j < 0 || !next.dyn && selfRules().policyRO.has(strings.ToLower(next.val)) {
 			return
 		}
 		label += " " + next.val
 	case strings.EqualFold(sub.val, "mcp"):
 		next, j := overseerOperand(args, i+1)
-		if j < 0 || !next.dyn && !selfRules.mcpBlock.has(strings.ToLower(next.val)) {
+		if j < 0 || !next.dyn && !selfRules().mcpBlock.has(strings.ToLower(next.val)) {
 			return
 		}
 		label += " " + next.val
@@ -211,8 +214,8 @@ func (a *analyzer) selfAPIFinding(what string) {
 func (a *analyzer) selfNetArgs(s *segCtx) {
 	sa := a.self()
 	name := s.name
-	bare := selfRules.http.has(name)
-	socket := selfRules.socket.has(name)
+	bare := selfRules().http.has(name)
+	socket := selfRules().socket.has(name)
 	var localHost, daemonPort, localMention bool
 	var selfPathURL string
 	for _, x := range a.selfNetWords(s) {
