@@ -199,8 +199,10 @@ func (k *Kernel) IngestResult(ctx context.Context, r IngestedResult) (string, bo
 	if _, err := k.Store.GetState(ctx, nsIngestResults, id); err == nil {
 		return id, false, nil
 	}
-	if c := r.Change; c != nil && (!filepath.IsAbs(c.Path) || filepath.Clean(c.Path) != c.Path) {
-		r.Change = nil // only clean absolute paths can be rolled back
+	if c := r.Change; c != nil && (!filepath.IsAbs(c.Path) || filepath.Clean(c.Path) != c.Path || !k.callWrites(ctx, id, c.Path)) {
+		// Only clean absolute paths the call itself wrote can be rolled
+		// back: a result naming another file than its call is not believed.
+		r.Change = nil
 	}
 	val, err := json.Marshal(resultState{ActionID: id, Change: r.Change})
 	if err != nil {
@@ -216,6 +218,36 @@ func (k *Kernel) IngestResult(ctx context.Context, r IngestedResult) (string, bo
 		return "", false, fmt.Errorf("recording the ingested result: %w", err)
 	}
 	return id, true, nil
+}
+
+// callWrites reports whether ingested action id names path as a file it
+// writes: a path argument of the call, or a path the engine found it writes.
+func (k *Kernel) callWrites(ctx context.Context, id, path string) bool {
+	recs, err := k.Store.QueryAudit(ctx, store.AuditQuery{Types: []string{audit.TypeIngested}, ActionID: id, Limit: 1})
+	if err != nil || len(recs) != 1 {
+		return false
+	}
+	var in IngestedRecord
+	if json.Unmarshal(recs[0].Data, &in) != nil {
+		return false
+	}
+	a := &in.Action
+	for _, key := range []string{"file_path", "path", "filePath", "notebook_path"} {
+		if v, ok := a.Args[key].(string); ok && v != "" {
+			if !filepath.IsAbs(v) && a.Cwd != "" {
+				v = filepath.Join(a.Cwd, v)
+			}
+			if filepath.Clean(v) == path {
+				return true
+			}
+		}
+	}
+	for _, pf := range a.Facts.Paths {
+		if pf.Intent == action.PathWrite && pf.Path == path {
+			return true
+		}
+	}
+	return false
 }
 
 // RollbackPlan is what rolling back an ingested write does.
@@ -264,9 +296,10 @@ func (k *Kernel) PlanRollback(ctx context.Context, id string) (*RollbackPlan, er
 // before the call (removes it when the call created it), on a person's
 // request. It refuses when the file is not exactly what the transcript says
 // the call made it (ErrChangedSince: later work is never clobbered), when
-// it is a symbolic link or not a regular file, and when the firewall blocks
-// writing that path (Overseer's home, hook configurations, start-up files:
-// a forged transcript cannot get them rewritten). The rollback is
+// it or a directory on its path is a symbolic link or it is not a regular
+// file, and when the firewall would block writing that path or put it to a
+// person's full review (Overseer's home, hook configurations, start-up
+// files, secrets: a forged transcript cannot get them rewritten). The rollback is
 // recorded before the file is touched.
 func (k *Kernel) Rollback(ctx context.Context, id, who, channel string) (*RollbackPlan, error) {
 	p, err := k.PlanRollback(ctx, id)
@@ -334,12 +367,20 @@ func (k *Kernel) checkRollback(ctx context.Context, id string, c *FileChange) ([
 	if c.Before != nil {
 		restore = *c.Before
 	}
-	a := &action.Action{Agent: "overseer", Session: "rollback", Tool: "rollback", Kind: action.KindFileWrite,
-		Args: map[string]any{"file_path": c.Path, "content": restore}}
-	if c.Before == nil {
-		a.Kind, a.Args = action.KindFileDelete, map[string]any{"file_path": c.Path}
+	// The path, and every directory on the way to it, must be what it
+	// says: no symbolic link redirects the write.
+	if dir := filepath.Dir(c.Path); dir != c.Path {
+		if real, err := filepath.EvalSymlinks(dir); err != nil || real != dir {
+			return nil, fmt.Errorf("%s: %w: a directory on its path is a symbolic link or is gone", c.Path, ErrRollbackRefused)
+		}
 	}
-	if v := k.Engine.Evaluate(ctx, a); v.Level == action.Block {
+	// The write (a removal too: it is the path that matters) is judged as
+	// a write in the file's own directory: what the firewall would put to
+	// a person's full review (secrets) or block (Overseer's home, hook
+	// configurations, start-up files) is refused.
+	a := &action.Action{Agent: "overseer", Session: "rollback", Tool: "rollback", Kind: action.KindFileWrite,
+		Cwd: filepath.Dir(c.Path), Args: map[string]any{"file_path": c.Path, "content": restore}}
+	if v := k.Engine.Evaluate(ctx, a); v.Level >= action.Approve {
 		return nil, fmt.Errorf("%s: %w: %s", c.Path, ErrRollbackRefused, v.Summary())
 	}
 	fi, err := os.Lstat(c.Path)

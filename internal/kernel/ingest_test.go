@@ -178,6 +178,46 @@ func TestRollbackOfIngestedWrites(t *testing.T) {
 		}
 	})
 
+	t.Run("secrets and paths through linked directories are refused", func(t *testing.T) {
+		key := filepath.Join(dir, ".ssh", "id_ed25519")
+		os.MkdirAll(filepath.Dir(key), 0o700)
+		os.WriteFile(key, []byte("current"), 0o600)
+		evil := "attacker key"
+		id := ingestEdit(t, k, "s1", key, &evil, "current")
+		if _, err := k.Rollback(ctx, id, "alice", "cli"); !errors.Is(err, kernel.ErrRollbackRefused) {
+			t.Fatalf("rollback of a secret: %v", err)
+		}
+		real := filepath.Join(dir, "real")
+		os.MkdirAll(real, 0o755)
+		os.WriteFile(filepath.Join(real, "f.txt"), []byte(after), 0o644)
+		os.Symlink(real, filepath.Join(dir, "linkdir"))
+		id = ingestEdit(t, k, "s2", filepath.Join(dir, "linkdir", "f.txt"), &before, after)
+		if _, err := k.Rollback(ctx, id, "alice", "cli"); !errors.Is(err, kernel.ErrRollbackRefused) {
+			t.Fatalf("rollback through a linked directory: %v", err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(real, "f.txt")); string(b) != after {
+			t.Fatal("written through the linked directory")
+		}
+	})
+
+	t.Run("a result naming another file than its call is not believed", func(t *testing.T) {
+		p := filepath.Join(dir, "called.txt")
+		other := filepath.Join(dir, "other.txt")
+		os.WriteFile(other, []byte(after), 0o644)
+		a := &action.Action{Agent: "claude-code", Session: "s1", Tool: "Write", Cwd: dir, Args: map[string]any{"file_path": p, "content": after}}
+		out, err := k.IngestCall(ctx, a, kernel.IngestSource{Key: "m1", Format: "claude-code", File: "t.jsonl", Line: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := k.IngestResult(ctx, kernel.IngestedResult{Source: kernel.IngestSource{Key: "m1"},
+			Change: &kernel.FileChange{Path: other, Before: &before, After: after}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.Rollback(ctx, out.ActionID, "alice", "cli"); !errors.Is(err, kernel.ErrNoRollback) {
+			t.Fatalf("rollback of a file the call did not write: %v", err)
+		}
+	})
+
 	t.Run("a change without its audit record is refused", func(t *testing.T) {
 		p := filepath.Join(dir, "tampered.txt")
 		os.WriteFile(p, []byte(after), 0o644)

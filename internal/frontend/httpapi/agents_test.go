@@ -21,7 +21,7 @@ func TestAgentsAndRollbackEndpoints(t *testing.T) {
 	if err := os.WriteFile(p, []byte("new"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := &action.Action{Agent: "bot", Session: "s", Tool: "deploy_app", Cwd: dir, Args: map[string]any{"target": "x"}}
+	a := &action.Action{Agent: "bot", Session: "s", Tool: "Write", Cwd: dir, Args: map[string]any{"file_path": p, "content": "new"}}
 	out, err := k.IngestCall(ctx, a, kernel.IngestSource{Key: "k1", Format: "jsonl", File: "f.jsonl", Line: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func TestAgentsAndRollbackEndpoints(t *testing.T) {
 	if code != 200 || json.Unmarshal(body, &rec) != nil || rec.Ingested != 1 || rec.Trust.Mode != kernel.ModeAudited {
 		t.Fatalf("record: %d %s", code, body)
 	}
-	if code, body := call(t, srv, "POST", "/api/v1/agents/bot/promote", map[string]any{"to": "supervised", "tools": []string{"deploy_app"}}, true); code != http.StatusConflict {
+	if code, body := call(t, srv, "POST", "/api/v1/agents/bot/promote", map[string]any{"to": "supervised", "tools": []string{"Write"}}, true); code != http.StatusConflict {
 		t.Fatalf("skipping a step: %d %s", code, body)
 	}
 	if code, body := call(t, srv, "POST", "/api/v1/agents/bot/promote", map[string]any{"to": "delegated", "who": "alice", "reason": "ok"}, true); code != 200 || !strings.Contains(string(body), `"to":"delegated"`) {
