@@ -106,6 +106,13 @@ func TestClaudeCodeTranscript(t *testing.T) {
 	if len(sres) != 1 {
 		t.Fatalf("sub-agent results %v", sres)
 	}
+	for _, e := range sub.Events {
+		if c := e.Call; c != nil {
+			if a := ActionOf(c); a.SubagentID == "" || a.SubagentID != c.Origin.SubAgent || a.Agent != FormatClaudeCode || a.Kind != "shell" {
+				t.Errorf("the sub-agent's action %+v", a)
+			}
+		}
+	}
 }
 
 func TestCodexRollout(t *testing.T) {

@@ -224,6 +224,9 @@ func (in *Ingester) File(ctx context.Context, path string, partial bool) (*Repor
 func ActionOf(c *Call) *action.Action {
 	ev := &hooks.Event{Agent: c.Agent, SessionID: c.Session, Cwd: c.Cwd, ToolName: c.Tool,
 		ToolUseID: c.Origin.ToolUseID, ToolInput: c.Input}
+	if c.Origin.SubAgent != "" && c.Origin.SubAgent != "sidechain" {
+		ev.AgentID = c.Origin.SubAgent // as Claude Code's hooks name the sub-agent
+	}
 	a := (*hooks.Table)(nil).Action(ev)
 	if c.Kind != "" {
 		a.Kind = action.Kind(c.Kind)
