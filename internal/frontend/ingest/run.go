@@ -368,6 +368,9 @@ func (in *Ingester) Follow(ctx context.Context, paths []string, interval time.Du
 }
 
 func (in *Ingester) followFile(ctx context.Context, f string, each func(*Report)) {
+	if in.unchanged(f) {
+		return // the rescan of a large history stats, it does not read
+	}
 	rep, err := in.File(ctx, f, true)
 	if err != nil {
 		in.report(ctx, Problem{File: f, Err: err.Error()})
@@ -375,6 +378,22 @@ func (in *Ingester) followFile(ctx context.Context, f string, each func(*Report)
 	if rep != nil && each != nil && (rep.Calls > 0 || rep.Results > 0 || len(rep.Problems) > 0) {
 		each(rep)
 	}
+}
+
+// unchanged reports whether f was read to its current size already.
+func (in *Ingester) unchanged(f string) bool {
+	abs, err := filepath.Abs(f)
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return false
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	st := in.files[abs]
+	return st != nil && fi.Size() == st.offset
 }
 
 func (in *Ingester) report(ctx context.Context, p Problem) {
