@@ -380,3 +380,34 @@ func TestEarningTrust(t *testing.T) {
 		t.Fatalf("%d trust records, want 6", n)
 	}
 }
+
+// Trust changed in the database behind Overseer's back is no trust.
+func TestTrustWithoutItsRecordIsNoTrust(t *testing.T) {
+	k := open(t, clock.Real{}, "")
+	ctx := context.Background()
+	ingestShell(t, k, "bot", "k1", "ls")
+	if _, err := k.PromoteAgent(ctx, kernel.Promotion{Agent: "bot", To: kernel.ModeDelegated, Who: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if tr, _ := k.AgentTrustOf(ctx, "bot"); tr.Mode != kernel.ModeDelegated {
+		t.Fatalf("mode %s", tr.Mode)
+	}
+	err := k.Raw().UpdateState(ctx, "trust.agents", "bot", func(old []byte) ([]byte, error) {
+		return []byte(strings.Replace(string(old), `"delegated"`, `"supervised"`, 1)), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr, _ := k.AgentTrustOf(ctx, "bot"); tr.Mode != kernel.ModeAudited {
+		t.Fatalf("tampered trust read as %s", tr.Mode)
+	}
+	// Written for an agent that never had a trust record: the same.
+	if err := k.Raw().UpdateState(ctx, "trust.agents", "ghost", func([]byte) ([]byte, error) {
+		return []byte(`{"agent":"ghost","mode":"supervised","auto_tools":["Bash"]}`), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if tr, _ := k.AgentTrustOf(ctx, "ghost"); tr.Mode != kernel.ModeAudited {
+		t.Fatalf("unbacked trust read as %s", tr.Mode)
+	}
+}

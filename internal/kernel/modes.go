@@ -116,11 +116,28 @@ func (k *Kernel) AgentTrustOf(ctx context.Context, agent string) (*AgentTrust, e
 		return nil, err
 	}
 	var t AgentTrust
-	if err := json.Unmarshal(b, &t); err != nil || t.Mode.rank() < 0 {
-		// Unreadable trust is no trust.
+	if err := json.Unmarshal(b, &t); err != nil || t.Mode.rank() < 0 || !k.trustBacked(ctx, &t) {
+		// Unreadable trust, or trust no audited record backs, is no trust.
 		return &AgentTrust{Agent: agent, Mode: ModeAudited}, nil
 	}
 	return &t, nil
+}
+
+// trustBacked reports whether t is what the agent's last trust record
+// says: the stored trust is an effect of that record, so a difference means
+// it was changed outside Overseer.
+func (k *Kernel) trustBacked(ctx context.Context, t *AgentTrust) bool {
+	recs, err := k.Store.QueryAudit(ctx, store.AuditQuery{Types: []string{audit.TypeTrust}, Agent: t.Agent, Desc: true, Limit: 1})
+	if err != nil || len(recs) != 1 {
+		return false
+	}
+	var c TrustChange
+	if json.Unmarshal(recs[0].Data, &c) != nil || c.Trust == nil {
+		return false
+	}
+	want, err1 := json.Marshal(c.Trust)
+	got, err2 := json.Marshal(t)
+	return err1 == nil && err2 == nil && string(want) == string(got)
 }
 
 // AgentRecord is what an agent did, as the audit log says.
