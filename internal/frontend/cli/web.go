@@ -65,13 +65,17 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 	go func() { <-ctx.Done(); stop() }() // ends with the daemon's stop signal
 	go announce(ctx, k.Home, os.Stdout)
 	if ncfg != nil {
-		n, err := notify.New(ncfg, notify.Options{
+		nopts := notify.Options{
 			Linker: &consoleLinker{con: con, home: k.Home, base: ncfg.BaseURL},
 			Logf:   func(f string, a ...any) { fmt.Fprintf(os.Stderr, "overseer: "+f+"\n", a...) },
-		})
+		}
+		twoWayOptions(&nopts, con, api.Alarms(), k.Gate.Get)
+		n, err := notify.New(ncfg, nopts)
 		if err != nil {
 			return err
 		}
+		go n.Listen(ctx) // two-way channels read answers until ctx ends
+		mountNotifyTest(k, api, n)
 		events := k.Gate.Subscribe(ctx)
 		pending := func(ctx context.Context) ([]*store.Approval, error) {
 			list, err := k.Gate.Pending(ctx)
@@ -92,6 +96,23 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 				fmt.Fprintln(os.Stderr, "overseer: notifying the alarm:", err)
 			}
 		})
+		// Security alerts (prompt injection in a result, an MCP rug pull or
+		// poisoned definition, a blocked secret send) recorded from now on,
+		// by any process sharing the database, reach the same channels.
+		linker := &consoleLinker{con: con, home: k.Home, base: ncfg.BaseURL}
+		var tail int64
+		if recs, err := k.Store.QueryAudit(ctx, store.AuditQuery{Desc: true, Limit: 1}); err == nil && len(recs) > 0 {
+			tail = recs[0].Seq
+		}
+		go func() { // owned by ctx: FollowAlerts returns when it ends
+			_ = n.FollowAlerts(ctx, notify.AuditReader(k.Store), tail, func(m *notify.Message) string {
+				page := "audit"
+				if m.Alert == notify.AlertRugPull || m.Alert == notify.AlertPoisonedTool {
+					page = "mcp"
+				}
+				return linker.consoleURL("#/" + page)
+			})
+		}()
 		fmt.Fprintf(os.Stdout, "  notify:    %d channels (%s)\n", len(ncfg.Channels), channelNames(ncfg))
 	}
 	return nil
@@ -127,6 +148,20 @@ func (l *consoleLinker) Links(ctx context.Context, apr *store.Approval, via stri
 		return notify.Links{}, err
 	}
 	return notify.Links{Approve: wl.Approve, Deny: wl.Deny, Open: wl.Open, Expires: wl.Expires}, nil
+}
+
+// consoleURL is the console's address with fragment ("#/mcp"), or "" when
+// the daemon's address is not known yet.
+func (l *consoleLinker) consoleURL(fragment string) string {
+	base := l.base
+	if base == "" {
+		addr, err := daemonAddr(l.home)
+		if err != nil {
+			return ""
+		}
+		base = schemeOf(l.home) + "://" + reachableAddr(addr)
+	}
+	return strings.TrimSuffix(base, "/") + web.Prefix + fragment
 }
 
 // daemonAddr reads the running daemon's address from its address file.

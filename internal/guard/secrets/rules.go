@@ -296,11 +296,11 @@ func compileAllow(t tomlAllow) *allowlist {
 }
 
 // keywordIndex finds rule keywords case-insensitively: a bitset of the
-// keywords' first two bytes (lower case) is checked at each position, and
-// only a hit compares the keywords that start with those two bytes.
+// keywords' first two bytes (in every case) is checked at each position,
+// and only a hit compares the keywords that start with those two bytes.
 type keywordIndex struct {
-	bigram  [65536 / 64]uint64
-	bucket  []uint16 // bigram → index+1 into buckets (65536 entries)
+	bigram  [65536 / 64]uint64 // over the bytes as written, every case of each keyword's
+	bucket  []uint16           // lower-cased bigram → index+1 into buckets (65536 entries)
 	buckets [][]kwEntry
 	maxLen  int
 }
@@ -319,7 +319,12 @@ func newKeywordIndex(kws map[string][]int) keywordIndex {
 	sort.Strings(keys)
 	for _, k := range keys {
 		b := uint16(k[0])<<8 | uint16(k[1])
-		ix.bigram[b>>6] |= 1 << (b & 63)
+		for _, c0 := range cases(k[0]) {
+			for _, c1 := range cases(k[1]) {
+				w := uint16(c0)<<8 | uint16(c1)
+				ix.bigram[w>>6] |= 1 << (w & 63)
+			}
+		}
 		if ix.bucket[b] == 0 {
 			ix.buckets = append(ix.buckets, nil)
 			ix.bucket[b] = uint16(len(ix.buckets))
@@ -344,6 +349,14 @@ func init() {
 	}
 }
 
+// cases are the bytes that lower-case to c (c is lower case).
+func cases(c byte) []byte {
+	if c >= 'a' && c <= 'z' {
+		return []byte{c, c - 'a' + 'A'}
+	}
+	return []byte{c}
+}
+
 // hasPrefixFold reports whether s[i:] starts with kw (lower case).
 func hasPrefixFold(s string, i int, kw string) bool {
 	if len(s)-i < len(kw) {
@@ -362,10 +375,11 @@ func hasPrefixFold(s string, i int, kw string) bool {
 func (ix *keywordIndex) each(s string, from, to int, fn func(pos int, e *kwEntry)) {
 	to = min(to, len(s)-1)
 	for i := max(from, 0); i < to; i++ {
-		b := uint16(lower[s[i]])<<8 | uint16(lower[s[i+1]])
-		if ix.bigram[b>>6]&(1<<(b&63)) == 0 {
+		w := uint16(s[i])<<8 | uint16(s[i+1])
+		if ix.bigram[w>>6]&(1<<(w&63)) == 0 {
 			continue
 		}
+		b := uint16(lower[s[i]])<<8 | uint16(lower[s[i+1]])
 		es := ix.buckets[ix.bucket[b]-1]
 		for k := range es {
 			if hasPrefixFold(s, i, es[k].kw) {
