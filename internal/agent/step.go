@@ -458,7 +458,12 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 		r.l.printf("⚠  %s\n", flag)
 	}
 	if tr.Repeated {
-		r.l.k.Bus.RecordStagnation(r.sessionKey(), fmt.Sprintf("step %d: %s gave the same result as before", rec.N, d.Tool))
+		// L5: at the threshold the kernel answers with a strategy switch
+		// for the next prompt; a person is called in only if it fails.
+		if sw := r.l.k.NoteStagnation(r.sessionKey(), fmt.Sprintf("step %d: %s gave the same result as before", rec.N, d.Tool)); sw != "" {
+			t.Signals = appendRecent(t.Signals, sw)
+			r.l.printf("↻  no progress: the model is told to switch strategy\n")
+		}
 	}
 	mark, class := "✓", ""
 	if tr.Result.IsError {

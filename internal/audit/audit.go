@@ -52,6 +52,18 @@ const (
 	// a tool result carrying prompt injection or secrets, an MCP tool
 	// definition withheld as poisoned or changed.
 	TypeAlert = "alert"
+	// TypeIngested is a tool call an agent made without Overseer in the
+	// path, read from its transcript after the fact (audited mode) and
+	// judged then: the record holds the action, the verdict and where it
+	// was read. It is never an action record: nothing ingested passes for
+	// something Overseer let through.
+	TypeIngested = "ingested"
+	// TypeIngestedResult is an ingested call's recorded result.
+	TypeIngestedResult = "ingested_result"
+	// TypeRollback is a person's rollback of a file write found by ingest.
+	TypeRollback = "rollback"
+	// TypeTrust is a change of an agent's trust mode (promotion, demotion).
+	TypeTrust = "trust"
 )
 
 // Genesis is the prev_hash of the first record of a chain.

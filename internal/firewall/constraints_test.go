@@ -129,9 +129,15 @@ func TestAgentAskedAndStagnation(t *testing.T) {
 		t.Fatalf("two no-progress notes already ask: %s", v.Summary())
 	}
 	bus.RecordStagnation(key, "same result")
+	// At the threshold the agent is told to switch strategy first
+	// (kernel.NoteStagnation); the call is not put to a person yet.
+	if v := e.Evaluate(ctx, read()); v.Level != action.Auto {
+		t.Fatalf("three no-progress notes already ask: %s", v.Summary())
+	}
+	bus.RecordStagnation(key, "same result after the switch")
 	v := e.Evaluate(ctx, read())
-	if v.Level != action.Confirm || v.Decider.Name != "stagnation" {
-		t.Fatalf("three no-progress notes: %s", v.Summary())
+	if v.Level != action.Confirm || v.Decider.Name != "stagnation" || !strings.Contains(v.Summary(), "strategy switch did not help") {
+		t.Fatalf("stagnation after the strategy switch: %s", v.Summary())
 	}
 	bus.ClearStagnation(key)
 	if v := e.Evaluate(ctx, read()); v.Level != action.Auto {

@@ -588,9 +588,12 @@ func (ev *evaluation) metacognition(ctx context.Context) {
 		}
 	}
 	if meta.Stagnation > 0 {
-		if n := ev.e.signals.StagnationCount(sessionKey(a)); n >= meta.Stagnation {
+		// At the threshold the agent is first told to switch strategy
+		// (StrategySwitch, injected into its next prompt); only when it
+		// stagnates again after that is a person called in.
+		if n := ev.e.signals.StagnationCount(sessionKey(a)); n > meta.Stagnation {
 			ev.add(action.Reason{Layer: "L5", Source: action.SourceMeta, Name: "stagnation", Level: action.Confirm,
-				Message: fmt.Sprintf("the session made no progress %d times (tools returning the same result again) since a person last looked", n)})
+				Message: fmt.Sprintf("the session made no progress %d times (tools returning the same result again) since a person last looked, and a strategy switch did not help", n)})
 		}
 	}
 	stats, err := ev.e.signals.RecentToolStats(ctx, a.Tool)

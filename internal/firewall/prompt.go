@@ -3,6 +3,7 @@ package firewall
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -97,5 +98,24 @@ func SystemPrompt(tools []plugin.ToolSpec) string {
 	if listed == 0 {
 		b.WriteString("- (no tools are available; use \"ask_human\" or \"done\")\n")
 	}
+	return b.String()
+}
+
+// StrategySwitch is the instruction L5 injects into the next prompt when a
+// session reaches the stagnation threshold (settings.metacognition.
+// stagnation): the first answer to stagnation, before a person is called
+// in (seed 000). notes are the latest no-progress notes, newest last.
+func StrategySwitch(n int, notes []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "STRATEGY SWITCH: your last %d steps made no progress", n)
+	if len(notes) > 0 {
+		last := notes[max(0, len(notes)-3):]
+		b.WriteString(" (")
+		b.WriteString(strings.Join(last, "; "))
+		b.WriteString(")")
+	}
+	b.WriteString(". Do not repeat those calls. Step back: state what you have learned, choose a different approach " +
+		"(another tool, other arguments, a smaller sub-goal), or use \"ask_human\" if you are stuck. " +
+		"If the next steps make no progress either, a person will have to approve each call.")
 	return b.String()
 }

@@ -12,7 +12,9 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/firewall"
 	"github.com/overseer-dev/overseer/internal/gate"
+	"github.com/overseer-dev/overseer/internal/guard/mcpguard"
 	"github.com/overseer-dev/overseer/internal/guard/paths"
 	"github.com/overseer-dev/overseer/internal/guard/resultscan"
 	"github.com/overseer-dev/overseer/internal/policy"
@@ -172,6 +174,12 @@ type ToolRun struct {
 	// secrets); then Result.Output is what the model is given: the output
 	// marked as untrusted, with secrets masked when the policy says so.
 	Findings *resultscan.Report `json:"findings,omitempty"`
+	// Stripped are the arguments L1 removed because the tool's input
+	// schema does not declare them; the result tells the model.
+	Stripped []string `json:"stripped,omitempty"`
+	// Redirected is where L4 made a write outside the working directory
+	// land (under the output directory); the result tells the model.
+	Redirected string `json:"redirected,omitempty"`
 }
 
 // RunTool runs one call of a Tool plugin through the whole firewall: it
@@ -196,22 +204,46 @@ func (k *Kernel) RunTool(ctx context.Context, t plugin.Tool, a *action.Action, o
 		return nil, fmt.Errorf("run tool: listing the tools: %w", err)
 	}
 	found := false
+	var stripped []string
 	for _, s := range specs {
 		if s.Name == a.Tool {
 			found = true
 			if a.Kind == "" && s.Kind != "" {
 				a.Kind = action.Kind(s.Kind)
 			}
+			// L1: arguments the tool's schema does not know are
+			// stripped before the call is judged and run.
+			f := firewall.NewArgFilter(s.InputSchema)
+			a.Args, stripped = f.Filter(a.Args)
+			mcpguard.MarkStripped(a, stripped)
+			if f.Unchecked != "" {
+				mcpguard.MarkSchemaUnchecked(a, f.Unchecked)
+			}
 		}
 	}
 	if !found {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, a.Tool)
 	}
+	// L4: a file written outside the working directory lands in the
+	// output directory, when the policy names one.
+	from, to, redirected := firewall.RedirectOutput(a, k.Engine.Policy().Settings.Sandbox.OutputDir)
 	sub, err := k.Submit(ctx, a)
 	if err != nil {
 		return nil, err
 	}
-	return k.runJudged(ctx, t, a, &ToolRun{Action: sub.Action, Verdict: sub.Verdict, Approval: sub.Approval}, opts)
+	run, err := k.runJudged(ctx, t, a, &ToolRun{Action: sub.Action, Verdict: sub.Verdict, Approval: sub.Approval, Stripped: stripped}, opts)
+	if run != nil && run.Ran {
+		// The model is told, with the result, what it asked for in vain
+		// and where its file really is.
+		if len(stripped) > 0 {
+			run.Result.Output = strings.TrimRight(run.Result.Output, "\n") + "\n" + firewall.StrippedNotice(stripped)
+		}
+		if redirected {
+			run.Redirected = to
+			run.Result.Output = strings.TrimRight(run.Result.Output, "\n") + "\n" + firewall.RedirectedNotice(from, to)
+		}
+	}
+	return run, err
 }
 
 // ResumeTool goes on with a call that was judged and put to a person

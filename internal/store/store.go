@@ -17,6 +17,9 @@ import (
 var (
 	ErrNotFound = errors.New("store: not found")
 	ErrClosed   = errors.New("store: closed")
+	// ErrExists is returned by a PutStateEffect with IfAbsent whose key is
+	// already set.
+	ErrExists = errors.New("store: already exists")
 )
 
 // Store is everything the kernel persists. Every method is safe for
@@ -87,7 +90,7 @@ type AuditBatch struct {
 
 // Effect is a write committed with an audit record (see AuditWrite). The
 // effects are CreateApprovalEffect, AnswerApprovalEffect,
-// PutUserRuleEffect, DeleteUserRuleEffect, PauseAgentEffect,
+// PutUserRuleEffect, DeleteUserRuleEffect, PutStateEffect, PauseAgentEffect,
 // ResumeAgentEffect, PutControlEffect and DeleteControlEffect.
 type Effect interface{ isEffect() }
 
@@ -120,6 +123,18 @@ type DeleteUserRuleEffect struct {
 	Describe func(r *UserRule) (json.RawMessage, error)
 }
 
+// PutStateEffect sets (NS, Key) of the state store to Value (valid JSON)
+// with the record. With IfAbsent a key that is already set fails the effect
+// with ErrExists, and the record is not written either: what a record
+// claims happened once (an ingested call) is recorded once, however often
+// and by however many processes it is offered.
+type PutStateEffect struct {
+	NS, Key  string
+	Value    json.RawMessage
+	IfAbsent bool
+}
+
+func (*PutStateEffect) isEffect()       {}
 func (*CreateApprovalEffect) isEffect() {}
 func (*AnswerApprovalEffect) isEffect() {}
 func (*PutUserRuleEffect) isEffect()    {}

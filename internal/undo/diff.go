@@ -168,3 +168,10 @@ func hunkRange(start, n int) string {
 	}
 	return fmt.Sprintf("%d,%d", start+1, n)
 }
+
+// UnifiedDiff returns the unified diff from a to b (named aName and bName),
+// or a one-line summary for binary or large contents; "" when they are
+// equal.
+func UnifiedDiff(aName, bName string, a, b []byte) string {
+	return unifiedOrSummary(aName, bName, a, b)
+}

@@ -32,6 +32,9 @@
 //           GRANT <dir> [file] the Delegation page: issue a grant (claude-code sub-agents, file_read
 //                              read-only under <dir>, 4 steps, 1h) with the form, screenshot it (into
 //                              file), revoke it by clicking: GRANTED {row, after}
+//           AGENTS           the Agents page: open the first agent, promote it (to delegated) and
+//                              demote it by clicking: AGENTS {name, first, promoted, demoted, pwned}
+//           ROLLBACK         the audit view's first "Roll back…" button: confirm, wait: ROLLEDBACK <toast>
 //           LIMITS [file]      the Limits page: the budget banner, paused agents, gauges, the cost
 //                              chart (screenshot into file); add a rate limit with the form and
 //                              resume the paused agent with its button: LIMITS <json>
@@ -406,6 +409,28 @@ for await (const line of rl) {
     await page.click("#grants .grant button.revoke");
     await page.waitForFunction(() => !document.querySelector("#grants .grant"), null, { timeout: 20000 });
     say("GRANTED " + JSON.stringify({ row: text, after: (await page.textContent("#grants")).trim() }));
+  } else if (cmd === "AGENTS") {
+    await page.goto(base + "/ui/#/agents");
+    await page.click("#agents li a", { timeout: 20000 });
+    await page.waitForSelector("#agent-detail .agent", { timeout: 20000 });
+    const modeIs = (m) => page.waitForFunction((m) => {
+      const e = document.querySelector("#agent-detail .agent h2 .mode"); return e && e.textContent === m; }, m, { timeout: 20000 });
+    const name = await page.getAttribute("#agent-detail .agent", "data-agent");
+    const first = (await page.textContent("#agent-detail .agent h2 .mode")).trim();
+    await page.click("#agent-detail button.promote");
+    await modeIs("delegated");
+    const promoted = (await page.textContent("#agent-detail .agent")).replace(/\s+/g, " ");
+    await page.click("#agent-detail button.demote");
+    await modeIs("audited");
+    say("AGENTS " + JSON.stringify({ name, first, promoted, demoted: "audited",
+      pwned: await page.evaluate(() => window.__pwned || 0) }));
+  } else if (cmd === "ROLLBACK") {
+    await page.goto(base + "/ui/#/audit");
+    await page.click("#audit button.undo:has-text('Roll back')", { timeout: 20000 });
+    await page.waitForSelector("#dialog[open] #dialog-ok", { timeout: 20000 });
+    await page.click("#dialog-ok");
+    await page.waitForFunction(() => /Rolled back/.test(document.querySelector("#toast").textContent), null, { timeout: 20000 });
+    say("ROLLEDBACK " + (await page.textContent("#toast")).trim());
   } else if (cmd === "LIMITS") {
     await page.goto(base + "/ui/#/limits");
     await page.waitForSelector("#paused .paused-agent", { timeout: 20000 });

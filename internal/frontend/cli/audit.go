@@ -29,6 +29,7 @@ func (a *app) auditCmd() *cobra.Command {
 		Short: "Verify, export and follow the tamper-evident audit log",
 	}
 	cmd.AddCommand(a.auditVerifyCmd(), a.auditKeyCmd(), a.auditExportCmd(), a.auditTailCmd())
+	cmd.AddCommand(a.auditIngestCmd(), a.auditRollbackCmd())
 	return cmd
 }
 

@@ -9,33 +9,38 @@ import (
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
-// Agents serves the paused agents: the list, a person's pause and resume.
-// The HTTP API and the web console share these handlers; each change is an
-// audit record saying who made it.
+// Agents serves earned trust and the audited mode's rollbacks: the agents'
+// records, a person's promotion and demotion, and the rollback of a file
+// write found by ingest. The HTTP API and the web console share these
+// handlers; every change is audited by the kernel.
 type Agents struct {
 	k       *kernel.Kernel
 	maxBody int64
 }
 
-// NewAgents serves k's paused agents.
+// NewAgents serves k's agents.
 func NewAgents(k *kernel.Kernel) *Agents { return &Agents{k: k, maxBody: 1 << 20} }
 
-// PauseRequest is the body of a pause or a resume (all fields optional).
-type PauseRequest struct {
+// PromoteRequest is the body of a promotion.
+type PromoteRequest struct {
+	To               string   `json:"to"`
+	Tools            []string `json:"tools,omitempty"`
+	Reason           string   `json:"reason,omitempty"`
+	AcceptViolations bool     `json:"accept_violations,omitempty"`
+	Who              string   `json:"who,omitempty"`
+}
+
+// DemoteRequest is the body of a demotion.
+type DemoteRequest struct {
 	Reason string `json:"reason,omitempty"`
 	Who    string `json:"who,omitempty"`
 }
 
-// PausedList is the answer of GET /api/v1/agents/paused.
-type PausedList struct {
-	Paused []store.AgentPause `json:"paused"`
-}
-
-func (a *Agents) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+func (h *Agents) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if r.ContentLength == 0 {
 		return true
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, a.maxBody))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, h.maxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		writeErr(w, http.StatusBadRequest, "bad_request", "the request body is not valid: "+err.Error())
@@ -44,83 +49,118 @@ func (a *Agents) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// List answers the paused agents.
-func (a *Agents) List(w http.ResponseWriter, r *http.Request) {
-	list, err := a.k.PausedAgents(r.Context())
+// List answers every agent with its trust.
+func (h *Agents) List(w http.ResponseWriter, r *http.Request) {
+	names, err := h.k.Agents(r.Context())
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "store", err.Error())
 		return
 	}
-	if list == nil {
-		list = []store.AgentPause{}
+	out := make([]*kernel.AgentTrust, 0, len(names))
+	for _, n := range names {
+		t, err := h.k.AgentTrustOf(r.Context(), n)
+		if err != nil {
+			writeErr(w, http.StatusInternalServerError, "store", err.Error())
+			return
+		}
+		out = append(out, t)
 	}
-	writeJSON(w, http.StatusOK, PausedList{Paused: list})
+	writeJSON(w, http.StatusOK, out)
 }
 
-// Pause pauses the agent named in the path, as the body's who (default
-// who).
-func (a *Agents) Pause(w http.ResponseWriter, r *http.Request, who string) { a.pause(w, r, who, false) }
-
-// PauseAs is Pause as who, whatever the body says (the console's signed-in
-// person).
-func (a *Agents) PauseAs(w http.ResponseWriter, r *http.Request, who string) {
-	a.pause(w, r, who, true)
+// Get answers an agent's record.
+func (h *Agents) Get(w http.ResponseWriter, r *http.Request) {
+	rec, err := h.k.AgentRecord(r.Context(), r.PathValue("agent"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
 }
 
-// Resume resumes the agent named in the path, as the body's who (default
-// who).
-func (a *Agents) Resume(w http.ResponseWriter, r *http.Request, who string) {
-	a.resume(w, r, who, false)
-}
-
-// ResumeAs is Resume as who, whatever the body says.
-func (a *Agents) ResumeAs(w http.ResponseWriter, r *http.Request, who string) {
-	a.resume(w, r, who, true)
-}
-
-func (a *Agents) pause(w http.ResponseWriter, r *http.Request, who string, fixed bool) {
-	var req PauseRequest
-	if !a.decode(w, r, &req) {
+// Promote promotes an agent as the body's "who" (unless fixed), else who.
+func (h *Agents) Promote(w http.ResponseWriter, r *http.Request, who string, fixed bool) {
+	var req PromoteRequest
+	if !h.decode(w, r, &req) {
 		return
 	}
 	if req.Who != "" && !fixed {
 		who = req.Who
 	}
-	agent := r.PathValue("agent")
-	if err := a.k.PauseAgent(r.Context(), agent, req.Reason, who); err != nil {
-		writeErr(w, http.StatusBadRequest, "pause", err.Error())
+	to, err := kernel.ParseTrustMode(req.To)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	p, _ := a.k.AgentPause(agent)
+	c, err := h.k.PromoteAgent(r.Context(), kernel.Promotion{Agent: r.PathValue("agent"), To: to, Tools: req.Tools,
+		Who: who, Reason: req.Reason, AcceptViolations: req.AcceptViolations})
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+// Demote demotes an agent one step.
+func (h *Agents) Demote(w http.ResponseWriter, r *http.Request, who string, fixed bool) {
+	var req DemoteRequest
+	if !h.decode(w, r, &req) {
+		return
+	}
+	if req.Who != "" && !fixed {
+		who = req.Who
+	}
+	c, err := h.k.DemoteAgent(r.Context(), r.PathValue("agent"), who, req.Reason)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+// PlanRollback answers what rolling back ingested action {id} would do.
+func (h *Agents) PlanRollback(w http.ResponseWriter, r *http.Request) {
+	p, err := h.k.PlanRollback(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, p)
 }
 
-func (a *Agents) resume(w http.ResponseWriter, r *http.Request, who string, fixed bool) {
-	var req PauseRequest
-	if !a.decode(w, r, &req) {
+// Rollback rolls back ingested action {id}'s file write, as who.
+func (h *Agents) Rollback(w http.ResponseWriter, r *http.Request, who, channel string) {
+	p, err := h.k.Rollback(r.Context(), r.PathValue("id"), who, channel)
+	if err != nil {
+		h.fail(w, err)
 		return
 	}
-	if req.Who != "" && !fixed {
-		who = req.Who
-	}
-	agent := r.PathValue("agent")
-	err := a.k.ResumeAgent(r.Context(), agent, who)
-	switch {
-	case errors.Is(err, kernel.ErrNotPaused):
-		writeErr(w, http.StatusNotFound, "not_paused", err.Error())
-		return
-	case err != nil:
-		writeErr(w, http.StatusBadRequest, "resume", err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "resumed": true})
+	writeJSON(w, http.StatusOK, p)
 }
 
-// agentRoutes registers the paused-agent endpoints (token required).
+func (h *Agents) fail(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, kernel.ErrNoRollback):
+		writeErr(w, http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, kernel.ErrPromotion):
+		writeErr(w, http.StatusConflict, "promotion_refused", err.Error())
+	case errors.Is(err, kernel.ErrChangedSince):
+		writeErr(w, http.StatusConflict, "changed_since", err.Error())
+	case errors.Is(err, kernel.ErrRollbackRefused):
+		writeErr(w, http.StatusForbidden, "rollback_refused", err.Error())
+	default:
+		writeErr(w, http.StatusInternalServerError, "internal", err.Error())
+	}
+}
+
+// agentRoutes registers the earned-trust and rollback endpoints (token
+// required: only a person promotes, demotes or rolls back).
 func (s *Server) agentRoutes() {
 	h := NewAgents(s.k)
-	h.maxBody = s.opts.MaxBody
-	s.r.HandleFunc("GET /api/v1/agents/paused", AccessToken, s.auth(h.List))
-	s.r.HandleFunc("POST /api/v1/agents/{agent}/pause", AccessToken, s.auth(func(w http.ResponseWriter, r *http.Request) { h.Pause(w, r, "api") }))
-	s.r.HandleFunc("POST /api/v1/agents/{agent}/resume", AccessToken, s.auth(func(w http.ResponseWriter, r *http.Request) { h.Resume(w, r, "api") }))
+	s.r.HandleFunc("GET /api/v1/agents", AccessToken, s.auth(h.List))
+	s.r.HandleFunc("GET /api/v1/agents/{agent}", AccessToken, s.auth(h.Get))
+	s.r.HandleFunc("POST /api/v1/agents/{agent}/promote", AccessToken, s.auth(func(w http.ResponseWriter, r *http.Request) { h.Promote(w, r, "api", false) }))
+	s.r.HandleFunc("POST /api/v1/agents/{agent}/demote", AccessToken, s.auth(func(w http.ResponseWriter, r *http.Request) { h.Demote(w, r, "api", false) }))
+	s.r.HandleFunc("GET /api/v1/ingested/{id}/rollback", AccessToken, s.auth(h.PlanRollback))
+	s.r.HandleFunc("POST /api/v1/ingested/{id}/rollback", AccessToken, s.auth(func(w http.ResponseWriter, r *http.Request) { h.Rollback(w, r, "api", "api") }))
 }

@@ -1,58 +1,83 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
-// TestPauseResumeAgent: a person pauses an agent over the API (token
-// required); the agent's submissions are refused with how to resume;
-// the person resumes it.
-func TestPauseResumeAgent(t *testing.T) {
+func TestAgentsAndRollbackEndpoints(t *testing.T) {
 	srv, k := server(t)
-	for _, ep := range []string{"/api/v1/agents/codex/pause", "/api/v1/agents/codex/resume"} {
-		if code, _ := call(t, srv, "POST", ep, nil, false); code != http.StatusUnauthorized {
-			t.Fatalf("%s without the token: %d", ep, code)
+	ctx := context.Background()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(p, []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := &action.Action{Agent: "bot", Session: "s", Tool: "Write", Cwd: dir, Args: map[string]any{"file_path": p, "content": "new"}}
+	out, err := k.IngestCall(ctx, a, kernel.IngestSource{Key: "k1", Format: "jsonl", File: "f.jsonl", Line: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := "old"
+	if _, _, err := k.IngestResult(ctx, kernel.IngestedResult{Source: kernel.IngestSource{Key: "k1"},
+		Change: &kernel.FileChange{Path: p, Before: &old, After: "new"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, ep := range []struct{ method, path string }{
+		{"GET", "/api/v1/agents"}, {"GET", "/api/v1/agents/bot"}, {"POST", "/api/v1/agents/bot/promote"},
+		{"POST", "/api/v1/agents/bot/demote"}, {"GET", "/api/v1/ingested/" + out.ActionID + "/rollback"},
+		{"POST", "/api/v1/ingested/" + out.ActionID + "/rollback"},
+	} {
+		if code, _ := call(t, srv, ep.method, ep.path, nil, false); code != http.StatusUnauthorized {
+			t.Errorf("%s %s without the token: %d", ep.method, ep.path, code)
 		}
 	}
-	if code, _ := call(t, srv, "GET", "/api/v1/agents/paused", nil, false); code != http.StatusUnauthorized {
-		t.Fatalf("list without the token: %d", code)
+	if code, body := call(t, srv, "GET", "/api/v1/agents", nil, true); code != 200 || !strings.Contains(string(body), `"agent":"bot"`) {
+		t.Fatalf("list: %d %s", code, body)
 	}
-	code, b := call(t, srv, "POST", "/api/v1/agents/codex/pause", map[string]any{"reason": "night", "who": "ann"}, true)
-	if code != http.StatusOK {
-		t.Fatalf("pause: %d %s", code, b)
+	code, body := call(t, srv, "GET", "/api/v1/agents/bot", nil, true)
+	var rec kernel.AgentRecord
+	if code != 200 || json.Unmarshal(body, &rec) != nil || rec.Ingested != 1 || rec.Trust.Mode != kernel.ModeAudited {
+		t.Fatalf("record: %d %s", code, body)
 	}
-	if p, why := k.AgentPaused("codex"); !p || why != "night" {
-		t.Fatalf("paused = %v %q", p, why)
+	if code, body := call(t, srv, "POST", "/api/v1/agents/bot/promote", map[string]any{"to": "supervised", "tools": []string{"Write"}}, true); code != http.StatusConflict {
+		t.Fatalf("skipping a step: %d %s", code, body)
 	}
-	act := map[string]any{"tool": "Read", "agent": "codex", "cwd": "/p", "session": "s", "args": map[string]any{"file_path": "/p/a"}}
-	code, b = call(t, srv, "POST", "/api/v1/actions", act, false)
-	var out struct {
-		Decision string `json:"decision"`
-		Reason   string `json:"reason"`
+	if code, body := call(t, srv, "POST", "/api/v1/agents/bot/promote", map[string]any{"to": "delegated", "who": "alice", "reason": "ok"}, true); code != 200 || !strings.Contains(string(body), `"to":"delegated"`) {
+		t.Fatalf("promote: %d %s", code, body)
 	}
-	if err := json.Unmarshal(b, &out); err != nil || out.Decision != "deny" || !strings.Contains(out.Reason, "overseer resume-agent codex") {
-		t.Fatalf("a paused agent's call: %d %s", code, b)
+	if code, body := call(t, srv, "POST", "/api/v1/agents/bot/demote", map[string]any{"reason": "no"}, true); code != 200 || !strings.Contains(string(body), `"to":"audited"`) {
+		t.Fatalf("demote: %d %s", code, body)
 	}
-	code, b = call(t, srv, "GET", "/api/v1/agents/paused", nil, true)
-	var list httpapi.PausedList
-	if err := json.Unmarshal(b, &list); err != nil || code != 200 || len(list.Paused) != 1 || list.Paused[0].By != "ann" {
-		t.Fatalf("list: %d %s", code, b)
+	if code, body := call(t, srv, "POST", "/api/v1/agents/bot/promote", map[string]any{"to": "delegated", "nonsense": 1}, true); code != http.StatusBadRequest {
+		t.Fatalf("unknown field: %d %s", code, body)
 	}
-	if code, b := call(t, srv, "POST", "/api/v1/agents/codex/resume", map[string]any{"who": "bob"}, true); code != http.StatusOK {
-		t.Fatalf("resume: %d %s", code, b)
+
+	if code, body := call(t, srv, "GET", "/api/v1/ingested/"+out.ActionID+"/rollback", nil, true); code != 200 || !strings.Contains(string(body), "-new") {
+		t.Fatalf("plan: %d %s", code, body)
 	}
-	if code, _ := call(t, srv, "POST", "/api/v1/agents/codex/resume", nil, true); code != http.StatusNotFound {
-		t.Fatalf("resume again: %d, want 404", code)
+	if b, _ := os.ReadFile(p); string(b) != "new" {
+		t.Fatal("planning changed the file")
 	}
-	if code, _ := call(t, srv, "POST", "/api/v1/agents/codex/pause", map[string]any{"bogus": 1}, true); code != http.StatusBadRequest {
-		t.Fatalf("unknown field: %d, want 400", code)
+	if code, body := call(t, srv, "POST", "/api/v1/ingested/"+out.ActionID+"/rollback", nil, true); code != 200 {
+		t.Fatalf("rollback: %d %s", code, body)
 	}
-	if p, _ := k.AgentPaused("codex"); p {
-		t.Fatal("still paused")
+	if b, _ := os.ReadFile(p); string(b) != "old" {
+		t.Fatalf("file is %q", b)
+	}
+	if code, _ := call(t, srv, "POST", "/api/v1/ingested/"+out.ActionID+"/rollback", nil, true); code != http.StatusConflict {
+		t.Fatalf("second rollback: %d", code)
+	}
+	if code, _ := call(t, srv, "GET", "/api/v1/ingested/act_none/rollback", nil, true); code != http.StatusNotFound {
+		t.Fatalf("unknown action: %d", code)
 	}
 }

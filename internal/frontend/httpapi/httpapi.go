@@ -170,6 +170,7 @@ func (s *Server) routes() {
 	s.proposalRoutes()
 	s.grantRoutes()
 	s.agentRoutes()
+	s.pauseRoutes()
 	s.usageRoutes()
 }
 

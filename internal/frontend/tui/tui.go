@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -520,6 +521,17 @@ func mainArg(a *action.Action) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// plain drops control characters (terminal escapes among them) from text an
+// agent may have written, such as what ingest read from a transcript.
+func plain(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
 // View renders the screen.
 func (m Model) View() tea.View {
 	v := tea.NewView(m.render())
@@ -826,6 +838,22 @@ func describe(r store.AuditRecord) string {
 				s += ": " + oneLine(ar.Answer.Reason)
 			}
 			return s
+		}
+	case "ingested": // audited mode: a call read from a transcript, judged after the fact
+		var in kernel.IngestedRecord
+		if json.Unmarshal(r.Data, &in) == nil {
+			return fmt.Sprintf("%s (ingested from %s:%d) → %s %s", plain(tool), plain(filepath.Base(in.Source.File)), in.Source.Line,
+				lvl(in.Verdict.Level), plain(oneLine(in.Verdict.Summary())))
+		}
+	case "trust":
+		var c kernel.TrustChange
+		if json.Unmarshal(r.Data, &c) == nil {
+			return plain(oneLine(fmt.Sprintf("%s %s: %s → %s by %s: %s", c.Agent, c.Op+"d", c.From, c.To, c.Who, c.Reason)))
+		}
+	case "rollback":
+		var rb struct{ Path, Who, Channel string }
+		if json.Unmarshal(r.Data, &rb) == nil {
+			return plain(oneLine(fmt.Sprintf("rolled back %s (ingested %s) by %s via %s", rb.Path, r.ActionID, rb.Who, rb.Channel)))
 		}
 	}
 	return tool + " " + oneLine(string(r.Data))

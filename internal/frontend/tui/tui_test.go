@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -403,5 +404,21 @@ func TestPausedAgents(t *testing.T) {
 	m = run(t, m, key("U"))
 	if s := screen(m); !strings.Contains(s, "no agent is paused") {
 		t.Fatalf("U with none paused:\n%s", s)
+	}
+}
+
+// The live tail describes the audited mode's records; text read from a
+// transcript loses its control characters.
+func TestDescribeIngestedAndTrust(t *testing.T) {
+	in := kernel.IngestedRecord{Ingested: true, Source: kernel.IngestSource{File: "/h/.claude/projects/p/s.jsonl", Line: 7},
+		Action: action.Action{Tool: "Bash"}, Verdict: action.Verdict{Level: action.Block}}
+	b, _ := json.Marshal(in)
+	got := describe(store.AuditRecord{Type: "ingested", Tool: "Bash\x1b[2J", Data: b})
+	if !strings.Contains(got, "ingested from s.jsonl:7") || !strings.Contains(got, "block") || strings.Contains(got, "\x1b[2J") {
+		t.Fatalf("%q", got)
+	}
+	c, _ := json.Marshal(kernel.TrustChange{Agent: "bot", Op: "demote", From: kernel.ModeSupervised, To: kernel.ModeDelegated, Who: "overseer", Reason: "violation"})
+	if got := describe(store.AuditRecord{Type: "trust", Data: c}); got != "bot demoted: supervised → delegated by overseer: violation" {
+		t.Fatalf("%q", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
 	"github.com/overseer-dev/overseer/internal/gate"
+	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/internal/undo"
@@ -294,6 +295,38 @@ func describe(rec store.AuditRecord) (summary, level, source string) {
 				src = string(v.Decider.Source)
 			}
 			return v.Summary(), v.Level.String(), src
+		}
+	case audit.TypeIngested:
+		var in kernel.IngestedRecord
+		if json.Unmarshal(rec.Data, &in) == nil {
+			return fmt.Sprintf("ingested (%s:%d): %s → %s", in.Source.File, in.Source.Line, actionLine(&in.Action), in.Verdict.Summary()),
+				in.Verdict.Level.String(), "ingest"
+		}
+	case audit.TypeIngestedResult:
+		var res struct {
+			IsError bool   `json:"is_error"`
+			Text    string `json:"text"`
+			Change  *struct {
+				Path    string `json:"path"`
+				Created bool   `json:"created"`
+			} `json:"change"`
+		}
+		if json.Unmarshal(rec.Data, &res) == nil {
+			sum := "ingested result: " + oneLine(res.Text, 100)
+			if c := res.Change; c != nil {
+				sum = "ingested result: wrote " + c.Path + " (can be rolled back)"
+			}
+			return sum, "", "ingest"
+		}
+	case audit.TypeTrust:
+		var c kernel.TrustChange
+		if json.Unmarshal(rec.Data, &c) == nil {
+			return fmt.Sprintf("%s %s: %s → %s by %s: %s", c.Agent, c.Op+"d", c.From, c.To, c.Who, c.Reason), "", "trust"
+		}
+	case audit.TypeRollback:
+		var rb struct{ Path, Who, Channel string }
+		if json.Unmarshal(rec.Data, &rb) == nil {
+			return fmt.Sprintf("rolled back %s by %s via %s", rb.Path, rb.Who, rb.Channel), "", string(action.SourceHuman)
 		}
 	case audit.TypeApprovalRequest:
 		var apr store.Approval

@@ -9,12 +9,12 @@ import (
 // The Limits page: rate limits and budget caps (settings, gauges of the
 // current use, the cost per day, week and month), and the paused agents
 // with their Resume buttons. The handlers are the HTTP API's
-// (httpapi.Usage, httpapi.Agents), behind the console's session; every
+// (httpapi.Usage, httpapi.Pauses), behind the console's session; every
 // change also needs the session's CSRF token and is recorded as made by
 // the person signed in.
 
 func (c *Console) usage() *httpapi.Usage   { return httpapi.NewUsage(c.k) }
-func (c *Console) agents() *httpapi.Agents { return httpapi.NewAgents(c.k) }
+func (c *Console) pauses() *httpapi.Pauses { return httpapi.NewPauses(c.k) }
 
 // limitRoutes registers the page's JSON API.
 func (c *Console) limitRoutes(h func(pattern string, access httpapi.Access, fn http.HandlerFunc)) {
@@ -42,11 +42,11 @@ func (c *Console) limitRoutes(h func(pattern string, access httpapi.Access, fn h
 	h("DELETE /ui/api/budget/caps/{id}", sess, c.session(c.csrf(func(w http.ResponseWriter, r *http.Request, s *session) {
 		c.usage().DeleteBudgetCap(w, r, sessionWho(s))
 	})))
-	h("GET /ui/api/agents/paused", sess, c.session(func(w http.ResponseWriter, r *http.Request, _ *session) { c.agents().List(w, r) }))
+	h("GET /ui/api/agents/paused", sess, c.session(func(w http.ResponseWriter, r *http.Request, _ *session) { c.pauses().List(w, r) }))
 	h("POST /ui/api/agents/{agent}/pause", sess, c.session(c.csrf(func(w http.ResponseWriter, r *http.Request, s *session) {
-		c.agents().PauseAs(w, r, sessionWho(s))
+		c.pauses().PauseAs(w, r, sessionWho(s))
 	})))
 	h("POST /ui/api/agents/{agent}/resume", sess, c.session(c.csrf(func(w http.ResponseWriter, r *http.Request, s *session) {
-		c.agents().ResumeAs(w, r, sessionWho(s))
+		c.pauses().ResumeAs(w, r, sessionWho(s))
 	})))
 }

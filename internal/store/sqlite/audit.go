@@ -194,6 +194,8 @@ func applyEffect(ctx context.Context, tx *sql.Tx, w *store.AuditWrite) (err erro
 		if err == nil && e.Describe != nil {
 			data, err = e.Describe(old)
 		}
+	case *store.PutStateEffect:
+		err = putState(ctx, tx, e)
 	default:
 		return fmt.Errorf("unknown effect %T", w.Effect)
 	}

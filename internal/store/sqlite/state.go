@@ -133,3 +133,22 @@ func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func
 		return nil
 	})
 }
+
+// putState applies a PutStateEffect inside the audit write's transaction.
+func putState(ctx context.Context, tx *sql.Tx, e *store.PutStateEffect) error {
+	if !json.Valid(e.Value) {
+		return fmt.Errorf("state %s/%s: value is not valid JSON", e.NS, e.Key)
+	}
+	if e.IfAbsent {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM state WHERE ns = ? AND key = ?`, e.NS, e.Key).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("state %s/%s: %w", e.NS, e.Key, store.ErrExists)
+		}
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO state (ns, key, value) VALUES (?, ?, ?)
+		ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, e.NS, e.Key, string(e.Value))
+	return err
+}

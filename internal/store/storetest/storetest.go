@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -886,6 +887,70 @@ func testState(t *testing.T, open Opener) {
 		st := open(t)
 		concurrentIncrements(t, st, st)
 	})
+
+	t.Run("PutStateEffect", func(t *testing.T) { testPutStateEffect(t, open(t)) })
+}
+
+// batchSeal seals a batch's records after the tail with SimpleHash.
+func batchSeal(tail store.AuditTail, recs []*store.AuditRecord) ([]store.AuditRecord, error) {
+	prev, seq := tail.Hash, tail.Seq
+	if prev == "" {
+		prev = strings.Repeat("0", 64)
+	}
+	for _, r := range recs {
+		seq++
+		r.Seq, r.PrevHash = seq, prev
+		if r.Time.IsZero() {
+			r.Time = T0
+		}
+		r.Hash = SimpleHash(prev, *r)
+		prev = r.Hash
+	}
+	return nil, nil
+}
+
+// testPutStateEffect: a state change committed with its record; with
+// IfAbsent a second offer of the same key writes neither the value nor
+// its record.
+func testPutStateEffect(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	put := func(key, val string, ifAbsent bool) (*store.AuditWrite, error) {
+		w := &store.AuditWrite{
+			Rec:    store.AuditRecord{Type: "ingested", Data: json.RawMessage(`{"k":"` + key + `"}`)},
+			Effect: &store.PutStateEffect{NS: "seen", Key: key, Value: json.RawMessage(val), IfAbsent: ifAbsent},
+		}
+		err := st.AppendAuditBatch(ctx, &store.AuditBatch{Writes: []*store.AuditWrite{w}, Seal: batchSeal})
+		return w, err
+	}
+	if w, err := put("a", `1`, true); err != nil || w.Err != nil {
+		t.Fatalf("first put: %v %v", err, w.Err)
+	}
+	if got, err := st.GetState(ctx, "seen", "a"); err != nil || string(got) != "1" {
+		t.Fatalf("state after put = %q, %v", got, err)
+	}
+	w, _ := put("a", `2`, true)
+	if !errors.Is(w.Err, store.ErrExists) {
+		t.Fatalf("second IfAbsent put: write error %v, want ErrExists", w.Err)
+	}
+	if got, _ := st.GetState(ctx, "seen", "a"); string(got) != "1" {
+		t.Fatalf("a refused put changed the value to %q", got)
+	}
+	if w, err := put("a", `3`, false); err != nil || w.Err != nil {
+		t.Fatalf("overwrite: %v %v", err, w.Err)
+	}
+	if w, _ := put("b", `not json`, false); w.Err == nil {
+		t.Fatal("invalid JSON value accepted")
+	}
+	recs, err := st.QueryAudit(ctx, store.AuditQuery{Types: []string{"ingested"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("%d records written, want 2 (the refused and the invalid put write none)", len(recs))
+	}
+	if got, _ := st.GetState(ctx, "seen", "a"); string(got) != "3" {
+		t.Fatalf("state = %q, want 3", got)
+	}
 }
 
 // concurrentIncrements increments one counter from many goroutines through

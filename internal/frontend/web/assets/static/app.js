@@ -107,8 +107,7 @@ function diffBlock(text) {
 // ---------------------------------------------------------------- router
 
 // Pages of their own files register in window.extraPages (name → load).
-const pages = ["queue", "tasks", "audit", "policy", "dashboard", "mcp", ...Object.keys(window.extraPages || {})];
-const pages = ["queue", "tasks", "audit", "policy", "dashboard", "mcp"];
+const pages = ["queue", "tasks", "audit", "policy", "dashboard", "mcp", "agents", ...Object.keys(window.extraPages || {})];
 // Pages added by other scripts register here: page → load on entering.
 const pageLoaders = {};
 // auditListeners are called with every batch of new audit records.
@@ -123,6 +122,7 @@ function route() {
   current = page;
   if (page === "queue" && parts[1]) selectId(decodeURIComponent(parts[1]), true);
   if (page === "tasks") showTasks(parts[1] ? decodeURIComponent(parts[1]) : "");
+  if (page === "agents") loadAgents(parts[1] ? decodeURIComponent(parts[1]) : "");
   if (entering) {
     if (pageLoaders[page]) pageLoaders[page]();
     if (page === "audit") loadAudit();
@@ -630,6 +630,9 @@ function auditRow(rec) {
     h("span", { class: "meta", text: [rec.agent, rec.tool].filter(Boolean).join(" · ") }),
     h("span", { class: "sum", text: rec.summary }));
   li.append(line);
+  if (rec.type === "ingested_result" && rec.data && rec.data.change) {
+    li.append(h("button", { class: "secondary undo", onclick: () => showRollback(rec.action_id), text: "Roll back…" }));
+  }
   if (rec.undo && rec.undo.kept) {
     li.append(rec.undo.restored
       ? h("span", { class: "hint", text: "undone" })
@@ -1001,3 +1004,93 @@ setInterval(() => { if (!document.hidden) loadAlarms(); }, ALARM_POLL_MS);
 route();
 connect();
 loadAlarms();
+
+// ---------------------------------------------------------------- agents
+
+// Earned trust: each agent's record and its promotion or demotion by the
+// person signed in; the rollback of file writes found by ingest. Agent
+// names, tools and summaries come from transcripts an agent may have
+// written itself: they are only ever set as text.
+
+async function loadAgents(name) {
+  try {
+    const list = await api("GET", "/ui/api/agents");
+    $("#agents").replaceChildren(...(list.length ? list.map((t) => h("li", { dataset: { agent: t.agent } },
+      h("a", { href: `#/agents/${encodeURIComponent(t.agent)}`, text: t.agent }), " ",
+      h("span", { class: `mode mode-${t.mode}`, text: t.mode }),
+      t.auto_tools ? h("span", { class: "hint", text: ` auto: ${t.auto_tools.join(", ")}` }) : null))
+      : [h("p", { class: "hint", text: "No agent seen yet. overseer audit ingest reads what agents did without Overseer in the path." })]));
+    if (name) await showAgent(name);
+    else $("#agent-detail").replaceChildren();
+  } catch (e) { toast(e.message, true); }
+}
+
+async function showAgent(name) {
+  const r = await api("GET", `/ui/api/agents/${encodeURIComponent(name)}`);
+  $("#agent-detail").replaceChildren(agentCard(r));
+}
+
+function agentCard(r) {
+  const t = r.trust;
+  const levels = Object.entries(r.verdicts || {}).map(([l, n]) => `${l} ${n}`).join(", ");
+  const tools = Object.entries(r.tools || {}).sort().map(([k, n]) => `${k} ${n}`).join(", ");
+  const card = h("div", { class: "card agent", dataset: { agent: r.agent } },
+    h("h2", {}, r.agent, " ", h("span", { class: `mode mode-${t.mode}`, text: t.mode })),
+    h("p", { text: `${r.actions} live and ${r.ingested} ingested actions; verdicts: ${levels || "none"}; ${r.refusals} refused by a person` }),
+    h("p", { class: "hint", text: `tools: ${tools || "none"}` }),
+    h("h3", { text: `Violations (${(r.violations || []).length})` }),
+    h("ul", { class: "violations" }, (r.violations || []).map((v) => h("li", {},
+      h("code", { text: v.action_id }), ` ${v.tool}: ${v.summary} (${v.source})`))),
+    h("h3", { text: "Trust history" }),
+    h("ol", { class: "timeline compact" }, (r.history || []).map((c) => h("li", {
+      text: `${c.op} ${c.from} → ${c.to} by ${c.who}${c.reason ? ": " + c.reason : ""}` }))));
+  const next = { audited: "delegated", delegated: "supervised" }[t.mode];
+  const reason = h("input", { type: "text", placeholder: "reason (recorded)", "aria-label": "reason" });
+  const accept = h("input", { type: "checkbox", id: "accept-violations" });
+  const row = h("div", { class: "row" });
+  if (next === "delegated" && r.proposal) {
+    const p = r.proposal;
+    card.append(h("h3", { text: "Proposed grant" }),
+      h("p", { class: "proposal", text: `tools ${p.tools.join(", ") || "none"}; at most ${p.max_steps} steps and ${dur(p.max_duration / 1e6)} per session; built from ${p.basis} calls, ${p.basis_ingested} of them read from transcripts the agent could have written itself` }),
+      p.excluded ? h("p", { class: "hint", text: `left out (a violation or refusal): ${p.excluded.join(", ")}` }) : null);
+  }
+  const boxes = [];
+  if (next === "supervised") {
+    const excluded = (r.proposal && r.proposal.excluded) || [];
+    card.append(h("h3", { text: "Auto-approve these tools" }));
+    const list = h("div", { class: "tools" });
+    for (const tool of Object.keys(r.tools || {}).sort()) {
+      const cb = h("input", { type: "checkbox", value: tool, disabled: excluded.includes(tool) });
+      boxes.push(cb);
+      list.append(h("label", {}, cb, " ", tool));
+    }
+    card.append(list);
+  }
+  if (next) {
+    row.append(h("button", { class: "promote", text: `Promote to ${next}`, onclick: async () => {
+      const body = { to: next, reason: reason.value, accept_violations: accept.checked };
+      if (next === "supervised") body.tools = boxes.filter((b) => b.checked).map((b) => b.value);
+      try { await api("POST", `/ui/api/agents/${encodeURIComponent(r.agent)}/promote`, body); toast(`${r.agent} promoted to ${next}`); loadAgents(r.agent); }
+      catch (e) { toast(e.message, true); }
+    } }));
+  }
+  row.append(h("button", { class: "secondary demote", text: "Demote", onclick: async () => {
+    try { await api("POST", `/ui/api/agents/${encodeURIComponent(r.agent)}/demote`, { reason: reason.value }); toast(`${r.agent} demoted`); loadAgents(r.agent); }
+    catch (e) { toast(e.message, true); }
+  } }));
+  card.append(reason, h("label", {}, accept, " promote although violations were found since your last decision"), row);
+  return card;
+}
+
+async function showRollback(actionID) {
+  try {
+    const p = await api("GET", `/ui/api/ingested/${encodeURIComponent(actionID)}/rollback`);
+    const body = h("div", {},
+      h("p", { text: p.remove ? `The call created ${p.path}: rolling back removes it.` : `Rolling back gives ${p.path} the content it had before the call:` }),
+      diffBlock(p.diff));
+    openDialog("Roll back this write?", body, { label: "Roll back", run: async () => {
+      try { await api("POST", `/ui/api/ingested/${encodeURIComponent(actionID)}/rollback`); toast("Rolled back"); loadAudit(); }
+      catch (e) { toast(e.message, true); }
+    } });
+  } catch (e) { toast(e.message, true); }
+}
