@@ -306,11 +306,15 @@ func (w *Watcher) observe(ctx context.Context, c Capture) {
 	jctx, cancel := context.WithCancel(ctx)
 	st.judging, st.judgingKey, st.judgeStart = cancel, key, w.now()
 	w.setView(c, func(v *PaneView) { v.State, v.Answer, v.Reason = StateJudging, "", "" })
+	w.logf("%s: %s prompt: judging %s %s", c.Target, p.Recogniser, p.Tool, argsLine(p))
 	a := p.Action()
 	a.Cwd = c.Path
 	a.Session = "tmux/" + c.Session + "/" + c.ID
 	go func() {
 		r, err := w.Judge.Judge(jctx, a)
+		if err == nil && r.Level.NeedsPerson() {
+			w.logf("%s: %s: asked a person (%s)", c.Target, r.Level, r.ActionID)
+		}
 		select {
 		case w.results <- judged{pane: c, prompt: p, ruling: r, err: err}:
 		case <-ctx.Done():
