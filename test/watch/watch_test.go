@@ -94,8 +94,8 @@ func (e *watchEnv) startWatcher(t *testing.T) {
 	})
 }
 
-// pending waits for a pending approval whose call mentions want.
-func (e *watchEnv) pending(t *testing.T, want string, d time.Duration) string {
+// pending waits for a pending approval of agent whose call mentions want.
+func (e *watchEnv) pending(t *testing.T, agent, want string, d time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	var res overseertest.Result
@@ -104,10 +104,11 @@ func (e *watchEnv) pending(t *testing.T, want string, d time.Duration) string {
 		var list []struct {
 			ID      string `json:"id"`
 			Subject string `json:"subject"`
+			Agent   string `json:"agent"`
 		}
 		if res.Code == 0 && json.Unmarshal([]byte(res.Stdout), &list) == nil {
 			for _, a := range list {
-				if strings.Contains(a.Subject, want) {
+				if a.Agent == agent && strings.Contains(a.Subject, want) {
 					return a.ID
 				}
 			}
@@ -214,7 +215,7 @@ func TestWatchAgents(t *testing.T) {
 			h, d, r := runs[agent+"/harmless"], runs[agent+"/destructive"], runs[agent+"/risky"]
 			eventually(t, 60*time.Second, "the harmless command ran", func() bool { return exists(filepath.Join(h.proj, "made.txt")) }, screens)
 
-			id := e.pending(t, "victim", 60*time.Second)
+			id := e.pending(t, cliVersions[agent], "victim", 60*time.Second)
 			if res := overseertest.Run(t, e.home, "", "deny", id, "--reason", "not the victim"); res.Code != 0 {
 				t.Fatalf("overseer deny: %d %s %s", res.Code, res.Stdout, res.Stderr)
 			}
@@ -223,7 +224,7 @@ func TestWatchAgents(t *testing.T) {
 					strings.Contains(e.log.String(), "answered no")
 			}, screens)
 
-			id = e.pending(t, "mkdir risky-dir", 60*time.Second)
+			id = e.pending(t, cliVersions[agent], "mkdir risky-dir", 60*time.Second)
 			link := e.link(t, id)
 			resp, err := http.PostForm(link, url.Values{"decision": {"approve"}})
 			if err != nil {

@@ -62,6 +62,8 @@ type Watcher struct {
 	// Now defaults to time.Now.
 	Now func() time.Time
 
+	recheckSoon bool
+
 	mu      sync.Mutex
 	views   map[string]PaneView
 	panes   map[string]*paneState
@@ -124,22 +126,34 @@ func (w *Watcher) init() {
 // it never leads to keys being typed.
 func (w *Watcher) Run(ctx context.Context) error {
 	w.init()
-	t := time.NewTicker(w.Interval)
-	defer t.Stop()
 	defer w.stopAll()
+	t := time.NewTimer(0)
+	defer t.Stop()
 	for {
-		if err := w.Tick(ctx); err != nil && ctx.Err() == nil {
-			w.logf("capture failed: %v", err)
-		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case r := <-w.results:
 			w.settle(ctx, r)
+			continue
 		case <-t.C:
 		}
+		start := w.now()
+		if err := w.Tick(ctx); err != nil && ctx.Err() == nil {
+			w.logf("capture failed: %v", err)
+		}
+		// A prompt seen once is captured again soon, to confirm it is
+		// stable without waiting a whole interval.
+		next := w.Interval
+		if w.recheckSoon {
+			next = min(next, recheckAfter)
+		}
+		t.Reset(max(next-w.now().Sub(start), 0))
 	}
 }
+
+// recheckAfter is how soon a newly seen prompt is captured again.
+const recheckAfter = 250 * time.Millisecond
 
 func (w *Watcher) stopAll() {
 	for _, st := range w.panes {
@@ -212,6 +226,7 @@ func (w *Watcher) Tick(ctx context.Context) error {
 		return err
 	}
 	seen := map[string]bool{}
+	w.recheckSoon = false
 	for _, c := range caps {
 		seen[c.ID] = true
 		w.observe(ctx, c)
@@ -297,7 +312,11 @@ func (w *Watcher) observe(ctx context.Context, c Capture) {
 			return
 		}
 	}
-	if st.handled == key || st.stable < 2 {
+	if st.handled == key {
+		return
+	}
+	if st.stable < 2 {
+		w.recheckSoon = true
 		return
 	}
 	if w.now().Sub(st.lastAnswer) < w.MinGap {
