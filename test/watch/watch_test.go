@@ -176,7 +176,7 @@ func TestWatchAgents(t *testing.T) {
 	}
 	var mu sync.Mutex
 	runs := map[string]*run{}
-	start := func(agent, name, command string) *run {
+	start := func(agent, name string, commands ...string) *run {
 		proj := filepath.Join(t.TempDir(), name)
 		if err := os.MkdirAll(filepath.Join(proj, "victim"), 0o755); err != nil {
 			t.Fatal(err)
@@ -184,7 +184,11 @@ func TestWatchAgents(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(proj, "victim", "keep.txt"), []byte("precious"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r := &run{agent: agent, proj: proj, pane: startAgent(t, e.tm, "agents", agent, proj, oneCall(shellCall(agent, command)))}
+		var calls []modeltest.ToolCall
+		for _, c := range commands {
+			calls = append(calls, shellCall(agent, c))
+		}
+		r := &run{agent: agent, proj: proj, pane: startAgent(t, e.tm, "agents", agent, proj, modeltest.Steps(calls...))}
 		mu.Lock()
 		runs[agent+"/"+name] = r
 		mu.Unlock()
@@ -195,9 +199,10 @@ func TestWatchAgents(t *testing.T) {
 	fake := e.tm.start(t, "agents", t.TempDir(), "sh", "-c",
 		`printf 'Choose:\n 1. Yes\n 2. No\nDo you want to proceed?\n ❯ 1. Yes\n   2. No\nEsc to cancel\n'; exec cat`)
 	for _, agent := range agents {
-		start(agent, "harmless", "touch made.txt")
+		// One session runs the harmless command, then the risky one; the
+		// refusal (which interrupts the agent's turn) has its own.
+		start(agent, "harmless-then-risky", "touch made.txt", "mkdir risky-dir")
 		start(agent, "destructive", "rm -rf victim")
-		start(agent, "risky", "mkdir risky-dir")
 	}
 	e.startWatcher(t)
 	fakeScreen := e.tm.waitFor(t, fake, "Esc to cancel", 10*time.Second)
@@ -212,7 +217,8 @@ func TestWatchAgents(t *testing.T) {
 
 	for _, agent := range agents {
 		t.Run(agent, func(t *testing.T) {
-			h, d, r := runs[agent+"/harmless"], runs[agent+"/destructive"], runs[agent+"/risky"]
+			h, d := runs[agent+"/harmless-then-risky"], runs[agent+"/destructive"]
+			r := h
 			eventually(t, 60*time.Second, "the harmless command ran", func() bool { return exists(filepath.Join(h.proj, "made.txt")) }, screens)
 
 			id := e.pending(t, cliVersions[agent], "victim", 60*time.Second)
@@ -255,5 +261,4 @@ func TestWatchAgents(t *testing.T) {
 			t.Errorf("the audit log has no %q", want)
 		}
 	}
-	_ = modeltest.Reply{}
 }

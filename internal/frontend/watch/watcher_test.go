@@ -20,7 +20,7 @@ func needTmux(t testing.TB) *Tmux {
 	bin, err := exec.LookPath("tmux")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("tmux is not installed; run scripts/install-agent-clis.sh")
+			t.Fatal("tmux is not installed; run scripts/install-web-test-tools.sh")
 		}
 		t.Skip("SKIPPED: tmux is not installed")
 	}
