@@ -44,8 +44,16 @@ func scenes() []scene {
 				Args: map[string]any{"command": "touch made.txt && echo ok"}}},
 		{agent: "codex", name: "idle", until: "? for shortcuts"},
 		{agent: "gemini", name: "shell-touch", call: sh("gemini", "touch made.txt && echo ok"), until: "Allow execution",
-			expect: &watch.Expect{Recogniser: "gemini/shell", Tool: "run_shell_command", Complete: true, Answerable: true,
+			expect: &watch.Expect{Recogniser: "gemini/shell", Tool: "run_shell_command", Complete: false, Answerable: true,
 				Args: map[string]any{"command": "touch made.txt && echo ok"}}},
+		// Attacks: a command whose control sequences the agent removes
+		// when it draws it. Gemini hides the OSC's text entirely; Codex
+		// leaves "]0;" behind; Claude Code refuses such a command.
+		{agent: "gemini", name: "shell-hidden-osc", call: sh("gemini", "echo hello \x1b]0;touch pwned\x07"), until: "Allow execution",
+			expect: &watch.Expect{Recogniser: "gemini/shell", Tool: "run_shell_command", Complete: false, Answerable: true,
+				Args: map[string]any{"command": "echo hello"}}},
+		{agent: "codex", name: "exec-escape-remnants", call: sh("codex", "echo hello \x1b]0;touch pwned\x07"), until: "Press enter to confirm",
+			expect: &watch.Expect{Recogniser: "codex/exec", Tool: "Bash", Complete: false, Answerable: true}},
 		{agent: "gemini", name: "tips-numbered-list", until: "Type your message"},
 	}
 }

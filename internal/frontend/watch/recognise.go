@@ -45,6 +45,10 @@ type spec struct {
 		Deny      string `yaml:"deny"`
 	} `yaml:"menu"`
 	Never string `yaml:"never"`
+	// Hides says why what this prompt shows may not be what runs (the
+	// agent draws commands with control sequences removed instead of
+	// refusing them): its prompts are never answered without a person.
+	Hides string `yaml:"hides"`
 	Keys  struct {
 		Yes []string `yaml:"yes"`
 		No  []string `yaml:"no"`
@@ -616,8 +620,16 @@ func (r *recogniser) fill(p *Prompt, title, detail string, body []string) {
 		p.incomplete("file content read from a screen may differ from what is written (wrapping, tabs, the last newline)")
 	case truncated.MatchString(text):
 		p.incomplete("the subject looks cut short")
+	case p.Kind == action.KindShell && escapeRemnant.MatchString(text):
+		p.incomplete("the command holds what is left of a terminal escape sequence: what runs holds characters that were not drawn")
+	case p.Kind == action.KindShell && r.Hides != "":
+		p.incomplete(r.Hides)
 	}
 }
+
+// escapeRemnant matches what an agent that removes only the ESC (and BEL)
+// of a control sequence leaves on screen: "[2K", "[31m", "]0;".
+var escapeRemnant = regexp.MustCompile(`\[\d+(;\d+)*[A-Za-z]|\]\d*;`)
 
 // numberedLine is a line of file content as Claude Code shows it.
 var numberedLine = regexp.MustCompile(`^\s*(\d+) ?(.*)$`)
