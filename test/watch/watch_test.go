@@ -268,8 +268,34 @@ func TestWatchAgents(t *testing.T) {
 	if got := e.tm.capture(t, fake); got != fakeScreen {
 		t.Errorf("keys were typed into the pane with a prompt-like list in ordinary output:\nbefore:\n%s\nafter:\n%s", fakeScreen, got)
 	}
+	// The panes view: every watched pane, its agent and state, from the CLI
+	// and (with the token) the daemon's API.
+	res := overseertest.Run(t, e.home, "", "watch", "panes", "--json")
+	var sets []struct {
+		Panes []struct {
+			ID, Agent, State string
+		} `json:"panes"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &sets); err != nil || len(sets) != 1 {
+		t.Fatalf("overseer watch panes: %v %s %s", err, res.Stdout, res.Stderr)
+	}
+	if n := len(sets[0].Panes); n != 2*len(agents)+1 {
+		t.Errorf("the panes view lists %d panes, want %d: %s", n, 2*len(agents)+1, res.Stdout)
+	}
+	for _, p := range sets[0].Panes {
+		if p.ID == fake && (p.Agent != "" || p.State != "working") {
+			t.Errorf("the pane with ordinary output is shown as %+v", p)
+		}
+	}
+	if code, body := e.daemon.Do(t, "GET", "/api/v1/watch/panes", nil, true); code != 200 || !strings.Contains(string(body), `"state"`) {
+		t.Errorf("GET /api/v1/watch/panes: %d %s", code, body)
+	}
+	if code, _ := e.daemon.Do(t, "GET", "/api/v1/watch/panes", nil, false); code != http.StatusUnauthorized {
+		t.Errorf("GET /api/v1/watch/panes without the token: %d", code)
+	}
+
 	// Every answer is in the audit log with the pane, the screen and the keys.
-	res := overseertest.Run(t, e.home, "", "audit", "export")
+	res = overseertest.Run(t, e.home, "", "audit", "export")
 	for _, want := range []string{"overseer watch: answered yes", "overseer watch: answered no", `keys: [\"Enter\"]`, `keys: [\"Escape\"]`, "screen:"} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("the audit log has no %q", want)

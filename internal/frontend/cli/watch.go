@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -60,8 +63,15 @@ the audit log.`,
 			}
 			b := hooks.NewAuto(home, a.open)
 			defer b.Close()
+			pub := &watch.Publisher{Home: home, Server: strings.Join(t.Server, " ")}
+			defer pub.Close()
 			w := &watch.Watcher{Tmux: t, Session: session, Only: panes, Interval: interval, Set: set,
 				Judge: &watch.HookJudge{B: b, MaxWait: maxWait},
+				Publish: func(v []watch.PaneView) {
+					if err := pub.Publish(v, time.Now()); err != nil {
+						fmt.Fprintf(a.stderr, "overseer watch: publishing the panes view: %v\n", err)
+					}
+				},
 				Logf: func(format string, args ...any) {
 					fmt.Fprintf(a.stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 				}}
@@ -81,5 +91,29 @@ the audit log.`,
 	tmux.Flags().StringVarP(&socketName, "socket-name", "L", "", "tmux server socket name (tmux -L)")
 	tmux.Flags().StringVarP(&socketPath, "socket-path", "S", "", "tmux server socket path (tmux -S)")
 	root.AddCommand(tmux)
+
+	var asJSON bool
+	panesCmd := &cobra.Command{
+		Use:   "panes",
+		Short: "Show the panes the running watchers watch: agent, last prompt, state",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := a.homeDir()
+			if err != nil {
+				return err
+			}
+			sets, err := watch.ReadPanes(home, time.Now())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(a.stdout).Encode(sets)
+			}
+			_, err = io.WriteString(a.stdout, watch.FormatPanes(sets, time.Now()))
+			return err
+		},
+	}
+	panesCmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	root.AddCommand(panesCmd)
 	return root
 }

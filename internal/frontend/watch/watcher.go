@@ -61,6 +61,8 @@ type Watcher struct {
 	Logf func(format string, args ...any)
 	// Now defaults to time.Now.
 	Now func() time.Time
+	// Publish, when set, receives the panes view after every capture.
+	Publish func(views []PaneView)
 
 	recheckSoon bool
 
@@ -231,6 +233,11 @@ func (w *Watcher) Tick(ctx context.Context) error {
 		seen[c.ID] = true
 		w.observe(ctx, c)
 	}
+	defer func() {
+		if w.Publish != nil {
+			w.Publish(w.Views())
+		}
+	}()
 	for id, st := range w.panes {
 		if !seen[id] {
 			if st.judging != nil {
