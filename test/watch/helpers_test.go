@@ -1,6 +1,3 @@
-// Package watch_test runs `overseer watch tmux` end to end: the real agent
-// CLIs in a private tmux server, with their own permission prompts on and no
-// Overseer hook, against scripted model servers.
 package watch_test
 
 import (
