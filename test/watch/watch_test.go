@@ -244,6 +244,16 @@ func TestWatchAgents(t *testing.T) {
 					strings.Contains(e.log.String(), "answered no")
 			}, screens)
 
+			// The person's reason reaches the agent as what to do instead.
+			eventually(t, 20*time.Second, "the refusal's reason reached the model", func() bool {
+				for _, rq := range d.pane.srv.Requests() {
+					if b, _ := json.Marshal(rq.Body); strings.Contains(string(b), "not the victim") {
+						return true
+					}
+				}
+				return false
+			}, screens)
+
 			id = e.pending(t, cliVersions[agent], "mkdir risky-dir", 60*time.Second)
 			link := e.link(t, id)
 			resp, err := http.PostForm(link, url.Values{"decision": {"approve"}})
@@ -296,7 +306,7 @@ func TestWatchAgents(t *testing.T) {
 
 	// Every answer is in the audit log with the pane, the screen and the keys.
 	res = overseertest.Run(t, e.home, "", "audit", "export")
-	for _, want := range []string{"overseer watch: answered yes", "overseer watch: answered no", `keys: [\"Enter\"]`, `keys: [\"Escape\"]`, "screen:"} {
+	for _, want := range []string{"overseer watch: answered yes", "overseer watch: answered no", `keys: [\"Enter\"]`, `keys: [\"Escape\" \"Overseer refused that call: denied by`, "screen:"} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("the audit log has no %q", want)
 		}

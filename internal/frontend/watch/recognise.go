@@ -49,7 +49,10 @@ type spec struct {
 	// agent draws commands with control sequences removed instead of
 	// refusing them): its prompts are never answered without a person.
 	Hides string `yaml:"hides"`
-	Keys  struct {
+	// Feedback: after a refusal the agent takes text (what to do instead);
+	// the reason is typed there.
+	Feedback bool `yaml:"feedback"`
+	Keys     struct {
 		Yes []string `yaml:"yes"`
 		No  []string `yaml:"no"`
 	} `yaml:"keys"`
@@ -213,6 +216,8 @@ type Prompt struct {
 	// Selected, AllowOnce and Deny are indexes into Options (-1: none).
 	Selected, AllowOnce, Deny int
 	YesKeys, NoKeys           []string
+	// Feedback: after the no keys the agent takes the reason as text.
+	Feedback bool
 	// Top and Bottom are the screen lines the prompt spans; Row is the
 	// line of the question (where a line prompt's cursor must be).
 	Top, Bottom, Row int
@@ -283,7 +288,7 @@ func (r *recogniser) recognise(sc *Screen) (*Prompt, bool) {
 		return nil, false
 	}
 	p := &Prompt{Recogniser: r.Name, Agent: r.Agent, Selected: -1, AllowOnce: -1, Deny: -1,
-		YesKeys: r.Keys.Yes, NoKeys: r.Keys.No, Bottom: last}
+		YesKeys: r.Keys.Yes, NoKeys: r.Keys.No, Bottom: last, Feedback: r.Feedback}
 	cur := last
 	if r.bottom != nil {
 		// The bottom line may be outside the frame (a box's lower edge).

@@ -406,6 +406,24 @@ func (w *Watcher) settle(ctx context.Context, r judged) {
 	now := w.now()
 	st.sentKey, st.sent, st.lastAnswer, st.alerted = p.Key(), now, now, false
 	w.logf("%s: answered %s (%s) with %v: %s", c.Target, ans, r.ruling.Level, keys, argsLine(p))
+	if ans == No && p.Feedback {
+		if text := feedbackText(r.ruling.Reason); text != "" && w.promptGone(ctx, c, p) {
+			// The text first, Enter apart: sent at once, an agent's input
+			// takes the Enter as part of a paste.
+			if err := w.Tmux.Send(ctx, c.ID, []string{text}); err == nil {
+				time.Sleep(feedbackSettle)
+				if err := w.Tmux.Send(ctx, c.ID, []string{"Enter"}); err == nil {
+					keys = append(append([]string{}, keys...), text, "Enter")
+					// An input that was still busy keeps the text: one more
+					// Enter sends it (an empty input ignores an Enter).
+					time.Sleep(feedbackSettle)
+					if w.showsInput(ctx, c, text) && w.Tmux.Send(ctx, c.ID, []string{"Enter"}) == nil {
+						keys = append(keys, "Enter")
+					}
+				}
+			}
+		}
+	}
 	w.setView(c, func(v *PaneView) { v.State, v.Answer, v.Reason = StateAnswered, ans.String(), r.ruling.Reason })
 	w.record(ctx, c, p, r.ruling, keys, "answered "+ans.String())
 }
@@ -462,4 +480,70 @@ func argsLine(p *Prompt) string {
 		s = string(r[:200]) + "…"
 	}
 	return s
+}
+
+// feedbackWait bounds the wait for a refused prompt to close before its
+// reason is typed into the agent's input.
+const feedbackWait = 2 * time.Second
+
+// feedbackSettle separates typed text from the Enter that sends it.
+const feedbackSettle = 500 * time.Millisecond
+
+// promptGone waits (briefly) until p is no longer on the pane's screen and
+// the agent shows no other prompt: only then may text be typed.
+func (w *Watcher) promptGone(ctx context.Context, c Capture, p *Prompt) bool {
+	deadline := time.Now().Add(feedbackWait)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+		caps, err := w.Tmux.Capture(ctx, []Pane{c.Pane})
+		if err != nil || len(caps) != 1 || caps[0].InMode {
+			return false
+		}
+		if _, ok := w.Set.Recognise(caps[0].Screen, caps[0].Command); !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// showsInput reports whether the bottom of the pane still shows text typed
+// into the agent's input (and no prompt).
+func (w *Watcher) showsInput(ctx context.Context, c Capture, text string) bool {
+	caps, err := w.Tmux.Capture(ctx, []Pane{c.Pane})
+	if err != nil || len(caps) != 1 || caps[0].InMode {
+		return false
+	}
+	sc := caps[0].Screen
+	if _, ok := w.Set.Recognise(sc, caps[0].Command); ok {
+		return false
+	}
+	head := text[:min(len(text), 40)]
+	for i := max(0, sc.lastLine()-8); i <= sc.lastLine(); i++ {
+		if strings.Contains(sc.Lines[i], head) {
+			return true
+		}
+	}
+	return false
+}
+
+// feedbackText is the refusal's reason as one line of plain text for the
+// agent's input (it becomes the person's next message to the agent).
+func feedbackText(reason string) string {
+	reason = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			return ' '
+		}
+		return r
+	}, reason)), " ")
+	if reason == "" {
+		return ""
+	}
+	if r := []rune(reason); len(r) > 300 {
+		reason = string(r[:300]) + "…"
+	}
+	return "Overseer refused that call: " + reason
 }
