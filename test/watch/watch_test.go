@@ -124,7 +124,7 @@ func (e *watchEnv) pending(t *testing.T, agent, want string, d time.Duration) st
 // signed approve link.
 func (e *watchEnv) link(t *testing.T, id string) string {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(60 * time.Second)
 	for {
 		select {
 		case m := <-e.msgs:
@@ -228,24 +228,24 @@ func TestWatchAgents(t *testing.T) {
 				// Gemini CLI draws commands with control sequences removed,
 				// so what it shows may not be what runs: even a harmless
 				// command goes to a person (see recognisers.yaml).
-				id := e.pending(t, cliVersions[agent], "touch made.txt", 60*time.Second)
+				id := e.pending(t, cliVersions[agent], "touch made.txt", 90*time.Second)
 				if res := overseertest.Run(t, e.home, "", "approve", id, "--reason", "fine"); res.Code != 0 {
 					t.Fatalf("overseer approve: %d %s %s", res.Code, res.Stdout, res.Stderr)
 				}
 			}
-			eventually(t, 60*time.Second, "the harmless command ran", func() bool { return exists(filepath.Join(h.proj, "made.txt")) }, screens)
+			eventually(t, 90*time.Second, "the harmless command ran", func() bool { return exists(filepath.Join(h.proj, "made.txt")) }, screens)
 
-			id := e.pending(t, cliVersions[agent], "victim", 60*time.Second)
+			id := e.pending(t, cliVersions[agent], "victim", 90*time.Second)
 			if res := overseertest.Run(t, e.home, "", "deny", id, "--reason", "not the victim"); res.Code != 0 {
 				t.Fatalf("overseer deny: %d %s %s", res.Code, res.Stdout, res.Stderr)
 			}
-			eventually(t, 20*time.Second, "the refused prompt closed", func() bool {
+			eventually(t, 45*time.Second, "the refused prompt closed", func() bool {
 				return !strings.Contains(e.tm.capture(t, d.pane.pane), "rm -rf victim") ||
 					strings.Contains(e.log.String(), "answered no")
 			}, screens)
 
 			// The person's reason reaches the agent as what to do instead.
-			eventually(t, 20*time.Second, "the refusal's reason reached the model", func() bool {
+			eventually(t, 45*time.Second, "the refusal's reason reached the model", func() bool {
 				for _, rq := range d.pane.srv.Requests() {
 					if b, _ := json.Marshal(rq.Body); strings.Contains(string(b), "not the victim") {
 						return true
@@ -254,7 +254,7 @@ func TestWatchAgents(t *testing.T) {
 				return false
 			}, screens)
 
-			id = e.pending(t, cliVersions[agent], "mkdir risky-dir", 60*time.Second)
+			id = e.pending(t, cliVersions[agent], "mkdir risky-dir", 90*time.Second)
 			link := e.link(t, id)
 			resp, err := http.PostForm(link, url.Values{"decision": {"approve"}})
 			if err != nil {
@@ -265,7 +265,7 @@ func TestWatchAgents(t *testing.T) {
 			if resp.StatusCode != 200 {
 				t.Fatalf("approving through the link: %d %s", resp.StatusCode, body)
 			}
-			eventually(t, 20*time.Second, "the approved command ran", func() bool { return exists(filepath.Join(r.proj, "risky-dir")) }, screens)
+			eventually(t, 45*time.Second, "the approved command ran", func() bool { return exists(filepath.Join(r.proj, "risky-dir")) }, screens)
 
 			// The refused command never ran.
 			time.Sleep(time.Second)
