@@ -22,6 +22,8 @@ type scene struct {
 	call        *modeltest.ToolCall // the scripted model's call; nil: none
 	keys        []string            // typed once the agent is up (e.g. a slash command)
 	until       string              // the text that shows the screen is drawn
+	files       map[string]string   // made in the project first
+	before      []modeltest.ToolCall // calls made before call (e.g. the Read an Edit needs)
 	expect      *watch.Expect
 }
 
@@ -37,6 +39,10 @@ func scenes() []scene {
 			expect: &watch.Expect{Recogniser: "claude-code/permission", Tool: "Bash", Answerable: true}},
 		{agent: "claude", name: "write-file", call: write, until: "Esc to cancel",
 			expect: &watch.Expect{Recogniser: "claude-code/permission", Tool: "Write", Answerable: true}},
+		{agent: "claude", name: "edit-file", files: map[string]string{"old.txt": "alpha\n"},
+			before: []modeltest.ToolCall{{Name: "Read", Input: map[string]any{"file_path": "old.txt"}}},
+			call:  &modeltest.ToolCall{Name: "Edit", Input: map[string]any{"file_path": "old.txt", "old_string": "alpha", "new_string": "beta"}},
+			until: "Esc to cancel", expect: &watch.Expect{Recogniser: "claude-code/permission", Tool: "Edit", Answerable: true}},
 		{agent: "claude", name: "model-picker", keys: []string{"/model", "Enter"}, until: "Enter to save"},
 		{agent: "claude", name: "idle", until: "? for shortcuts"},
 		{agent: "codex", name: "exec-touch", call: sh("codex", "touch made.txt && echo ok"), until: "Press enter to confirm",
@@ -73,9 +79,14 @@ func TestRecordScreens(t *testing.T) {
 			if err := os.MkdirAll(proj, 0o755); err != nil {
 				t.Fatal(err)
 			}
+			for name, body := range sc.files {
+				if err := os.WriteFile(filepath.Join(proj, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			script := modeltest.Script(func(r *modeltest.Request) modeltest.Reply { return modeltest.Reply{Text: "ok"} })
 			if sc.call != nil {
-				script = oneCall(*sc.call)
+				script = modeltest.Steps(append(append([]modeltest.ToolCall{}, sc.before...), *sc.call)...)
 			}
 			ap := startAgent(t, tm, "rec", sc.agent, proj, script)
 			if len(sc.keys) > 0 {
