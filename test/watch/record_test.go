@@ -19,10 +19,10 @@ var record = flag.Bool("record", false, "record the watcher's fixture screens fr
 // the recognisers must make of it.
 type scene struct {
 	agent, name string
-	call        *modeltest.ToolCall // the scripted model's call; nil: none
-	keys        []string            // typed once the agent is up (e.g. a slash command)
-	until       string              // the text that shows the screen is drawn
-	files       map[string]string   // made in the project first
+	call        *modeltest.ToolCall  // the scripted model's call; nil: none
+	keys        []string             // typed once the agent is up (e.g. a slash command)
+	until       string               // the text that shows the screen is drawn
+	files       map[string]string    // made in the project first
 	before      []modeltest.ToolCall // calls made before call (e.g. the Read an Edit needs)
 	expect      *watch.Expect
 }
@@ -41,8 +41,8 @@ func scenes() []scene {
 			expect: &watch.Expect{Recogniser: "claude-code/permission", Tool: "Write", Answerable: true}},
 		{agent: "claude", name: "edit-file", files: map[string]string{"old.txt": "alpha\n"},
 			before: []modeltest.ToolCall{{Name: "Read", Input: map[string]any{"file_path": "old.txt"}}},
-			call:  &modeltest.ToolCall{Name: "Edit", Input: map[string]any{"file_path": "old.txt", "old_string": "alpha", "new_string": "beta"}},
-			until: "Esc to cancel", expect: &watch.Expect{Recogniser: "claude-code/permission", Tool: "Edit", Answerable: true}},
+			call:   &modeltest.ToolCall{Name: "Edit", Input: map[string]any{"file_path": "old.txt", "old_string": "alpha", "new_string": "beta"}},
+			until:  "Esc to cancel", expect: &watch.Expect{Recogniser: "claude-code/permission", Tool: "Edit", Answerable: true}},
 		{agent: "claude", name: "model-picker", keys: []string{"/model", "Enter"}, until: "Enter to save"},
 		{agent: "claude", name: "idle", until: "? for shortcuts"},
 		{agent: "codex", name: "exec-touch", call: sh("codex", "touch made.txt && echo ok"), until: "Press enter to confirm",
