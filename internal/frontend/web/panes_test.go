@@ -17,6 +17,12 @@ func TestPanesPage(t *testing.T) {
 		t.Fatalf("without a session: %d %s", st, body)
 	}
 	b := e.newBrowser().login()
+	if st, body := b.get("/ui/"); st != 200 || !strings.Contains(string(body), `id="page-panes"`) || !strings.Contains(string(body), "panes.js") {
+		t.Fatalf("the console has no panes page: %d", st)
+	}
+	if st, body := b.get("/ui/static/panes.js"); st != 200 || !strings.Contains(string(body), "extraPages.panes") {
+		t.Fatalf("panes.js: %d", st)
+	}
 	if st, body := b.get("/ui/api/watch/panes"); st != http.StatusOK || !strings.Contains(string(body), `"watchers":[]`) {
 		t.Fatalf("no watcher: %d %s", st, body)
 	}
