@@ -312,6 +312,23 @@ printf '%-44s %s\n' "API with limits+caps >= 0.85x sealed" "$g10"
 # Wall-clock figures mean little on a busy machine: say how busy it was.
 printf '%-44s %s\n' "load average (1, 5, 15 min) at the end" "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a) on $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') CPUs"
 
+# ---- the terminal-prompt watcher (internal/frontend/watch; needs tmux)
+echo
+echo "== overseer watch: 10 idle panes, prompt to keys"
+if go test -count="$COUNT" -run '^$' -bench '^Benchmark(IdlePanes|PromptToKeys)$' -benchtime 5x ./internal/frontend/watch/ |
+  tee "$WORK/watch.txt"; then :; else
+  fail "the watcher benchmarks failed"
+fi
+wcpu="$(metric "$WORK/watch.txt" BenchmarkIdlePanes %core@1s)"
+wlat="$(metric "$WORK/watch.txt" BenchmarkPromptToKeys s/prompt)"
+gw1="$(goal "$wcpu" "<" 2)"
+gw2="$(goal "$wlat" "<" 1.5)"
+printf '%-44s %14s %14s %8s\n' "" "figure" "goal" "ratio"
+printf '%-44s %14s %14s %8s\n' "watch: CPU of 10 idle panes (% of a core)" "${wcpu:-n/a}" "2" "$(ratio "$wcpu" 2)"
+printf '%-44s %14s %14s %8s\n' "watch: prompt drawn to keys, auto (s)" "${wlat:-n/a}" "1.5" "$(ratio "$wlat" 1.5)"
+printf '%-44s %s\n' "watch CPU, 10 idle panes < 2% of a core" "$gw1"
+printf '%-44s %s\n' "watch prompt to keys < 1.5 s" "$gw2"
+
 if [ "$FAILED" != 0 ]; then
   exit 1
 fi

@@ -26,6 +26,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/frontend/client"
+	"github.com/overseer-dev/overseer/internal/frontend/watch"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/mcppin"
 	"github.com/overseer-dev/overseer/internal/store"
@@ -83,6 +84,7 @@ type Model struct {
 	pinSel        int
 	grants        []kernel.GrantView // grants.go
 	grantSel      int
+	panes         []watch.PaneSet    // panes.go
 	paused        []store.AgentPause // pauses.go
 
 	// after schedules the next refresh (tea.Tick); tests replace it so
@@ -99,6 +101,7 @@ const (
 	modeProposals // trust.go: the proposed rules
 	modePins      // pins.go: the MCP definitions withheld or flagged
 	modeGrants    // grants.go: the active grants
+	modePanes     // panes.go: the panes overseer watch watches
 )
 
 // New returns the UI's model over api. ctx bounds its API calls.
@@ -204,6 +207,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if mm, cmd, ok := m.updateGrants(msg); ok {
 		return mm, cmd
 	}
+	if mm, cmd, ok := m.updatePanes(msg); ok {
+		return mm, cmd
+	}
 	if mm, cmd, ok := m.updatePauses(msg); ok {
 		return mm, cmd
 	}
@@ -230,6 +236,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m, fetch := m.proposalsDue() // trust.go (and the pins' header hint)
 		if m.mode == modePins {
 			fetch = tea.Batch(fetch, m.fetchPins())
+		}
+		if m.mode == modePanes {
+			fetch = tea.Batch(fetch, m.fetchPanes())
 		}
 		return m, tea.Batch(m.tick(), fetch, m.fetchPaused())
 	case answeredMsg:
@@ -358,6 +367,8 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.pinsKey(s)
 	case modeGrants:
 		return m.grantsKey(s)
+	case modePanes:
+		return m.panesKey(s)
 	case modeReason:
 		switch s {
 		case "esc":
@@ -401,6 +412,12 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.mode = modeGrants
 			m.setStatus("", false)
 			return m, m.fetchGrants()
+		}
+	case "w":
+		if _, ok := m.panesAPI(); ok {
+			m.mode = modePanes
+			m.setStatus("", false)
+			return m, m.fetchPanes()
 		}
 	case "U":
 		return m.resumeFirst() // pauses.go
@@ -575,11 +592,25 @@ func (m Model) render() string {
 			"p       proposed rules (learned from your approvals): A accept, D dismiss",
 			"m       MCP definitions withheld (changed or suspicious): A accept",
 			"G       active grants (delegated mode): R revoke",
+			"w       panes watched by overseer watch (agent, last prompt, state)",
 			"?       this help             q       quit",
 			"", "Press any key to go back.",
 		} {
 			add(l)
 		}
+		return strings.Join(lines, "\n")
+	}
+
+	if m.mode == modePanes {
+		m.renderPanes(add, rule)
+		foot := panesFoot
+		if m.status != "" {
+			foot = stOK.Render(m.status)
+			if m.statusBad {
+				foot = stBad.Render(m.status)
+			}
+		}
+		add(foot)
 		return strings.Join(lines, "\n")
 	}
 

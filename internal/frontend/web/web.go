@@ -237,6 +237,7 @@ func (c *Console) Mount(r *httpapi.Router) {
 	h("GET /ui/api/tasks/{id}", session, c.session(c.apiTask))
 	h("POST /ui/api/tasks/{id}/abort", session, c.session(c.csrf(c.apiTaskAbort)))
 	h("GET /ui/api/mcp/pins", session, c.session(c.apiPins))
+	h("GET /ui/api/watch/panes", session, c.session(c.apiPanes))
 	h("POST /ui/api/mcp/pins/{server}/{tool}/accept", session, c.session(c.csrf(c.apiAcceptPin)))
 	h("GET /ui/api/grants", session, c.session(c.apiGrants))
 	h("POST /ui/api/grants", session, c.session(c.csrf(c.apiIssueGrant)))

@@ -1,0 +1,119 @@
+package watch_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/frontend/watch"
+	"github.com/overseer-dev/overseer/test/agents/modeltest"
+)
+
+var record = flag.Bool("record", false, "record the watcher's fixture screens from the installed agent CLIs into internal/frontend/watch/testdata/screens")
+
+// scene is one screen to record: an agent made to draw something, and what
+// the recognisers must make of it.
+type scene struct {
+	agent, name string
+	call        *modeltest.ToolCall  // the scripted model's call; nil: none
+	keys        []string             // typed once the agent is up (e.g. a slash command)
+	until       string               // the text that shows the screen is drawn
+	files       map[string]string    // made in the project first
+	before      []modeltest.ToolCall // calls made before call (e.g. the Read an Edit needs)
+	expect      *watch.Expect
+}
+
+func scenes() []scene {
+	sh := func(agent, cmd string) *modeltest.ToolCall { c := shellCall(agent, cmd); return &c }
+	write := &modeltest.ToolCall{Name: "Write", Input: map[string]any{"file_path": "notes.txt", "content": "hello\nworld\n"}}
+	long := "echo start && " + strings.Repeat("echo step && ", 12) + "rm -rf ./build/*"
+	return []scene{
+		{agent: "claude", name: "bash-touch", call: sh("claude", "touch made.txt && echo ok"), until: "Esc to cancel",
+			expect: &watch.Expect{Recogniser: "claude-code/permission", Tool: "Bash", Complete: true, Answerable: true,
+				Args: map[string]any{"command": "touch made.txt && echo ok", "description": "Run the requested command"}}},
+		{agent: "claude", name: "bash-long-wrapped", call: sh("claude", long), until: "Esc to cancel",
+			expect: &watch.Expect{Recogniser: "claude-code/permission", Tool: "Bash", Answerable: true}},
+		{agent: "claude", name: "write-file", call: write, until: "Esc to cancel",
+			expect: &watch.Expect{Recogniser: "claude-code/permission", Tool: "Write", Answerable: true}},
+		{agent: "claude", name: "edit-file", files: map[string]string{"old.txt": "alpha\n"},
+			before: []modeltest.ToolCall{{Name: "Read", Input: map[string]any{"file_path": "old.txt"}}},
+			call:   &modeltest.ToolCall{Name: "Edit", Input: map[string]any{"file_path": "old.txt", "old_string": "alpha", "new_string": "beta"}},
+			until:  "Esc to cancel", expect: &watch.Expect{Recogniser: "claude-code/permission", Tool: "Edit", Answerable: true}},
+		{agent: "claude", name: "model-picker", keys: []string{"/model", "Enter"}, until: "Enter to save"},
+		{agent: "claude", name: "idle", until: "? for shortcuts"},
+		{agent: "codex", name: "exec-touch", call: sh("codex", "touch made.txt && echo ok"), until: "Press enter to confirm",
+			expect: &watch.Expect{Recogniser: "codex/exec", Tool: "Bash", Complete: true, Answerable: true,
+				Args: map[string]any{"command": "touch made.txt && echo ok"}}},
+		{agent: "codex", name: "idle", until: "? for shortcuts"},
+		{agent: "gemini", name: "shell-touch", call: sh("gemini", "touch made.txt && echo ok"), until: "Allow execution",
+			expect: &watch.Expect{Recogniser: "gemini/shell", Tool: "run_shell_command", Complete: false, Answerable: true,
+				Args: map[string]any{"command": "touch made.txt && echo ok"}}},
+		// Attacks: a command whose control sequences the agent removes
+		// when it draws it. Gemini hides the OSC's text entirely; Codex
+		// leaves "]0;" behind; Claude Code refuses such a command.
+		{agent: "gemini", name: "shell-hidden-osc", call: sh("gemini", "echo hello \x1b]0;touch pwned\x07"), until: "Allow execution",
+			expect: &watch.Expect{Recogniser: "gemini/shell", Tool: "run_shell_command", Complete: false, Answerable: true,
+				Args: map[string]any{"command": "echo hello"}}},
+		{agent: "codex", name: "exec-escape-remnants", call: sh("codex", "echo hello \x1b]0;touch pwned\x07"), until: "Press enter to confirm",
+			expect: &watch.Expect{Recogniser: "codex/exec", Tool: "Bash", Complete: false, Answerable: true}},
+		{agent: "gemini", name: "tips-numbered-list", until: "Type your message"},
+	}
+}
+
+// TestRecordScreens records the fixture screens of internal/frontend/watch
+// from the real CLIs (go test ./test/watch -run TestRecordScreens -record).
+// Re-record after upgrading a CLI: the file names carry the version.
+func TestRecordScreens(t *testing.T) {
+	if !*record {
+		t.Skip("records fixtures only with -record")
+	}
+	out := filepath.Join(repoRoot(t), "internal", "frontend", "watch", "testdata", "screens")
+	for _, sc := range scenes() {
+		t.Run(sc.agent+"/"+sc.name, func(t *testing.T) {
+			tm := newTmux(t)
+			proj := filepath.Join(t.TempDir(), "proj")
+			if err := os.MkdirAll(proj, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, body := range sc.files {
+				if err := os.WriteFile(filepath.Join(proj, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			script := modeltest.Script(func(r *modeltest.Request) modeltest.Reply { return modeltest.Reply{Text: "ok"} })
+			if sc.call != nil {
+				script = modeltest.Steps(append(append([]modeltest.ToolCall{}, sc.before...), *sc.call)...)
+			}
+			ap := startAgent(t, tm, "rec", sc.agent, proj, script)
+			if len(sc.keys) > 0 {
+				tm.waitFor(t, ap.pane, "? for shortcuts", 60*time.Second)
+				time.Sleep(time.Second)
+				for _, k := range sc.keys {
+					tm.cmd(t, "send-keys", "-t", ap.pane, k)
+					time.Sleep(300 * time.Millisecond)
+				}
+			}
+			tm.waitFor(t, ap.pane, sc.until, 60*time.Second)
+			time.Sleep(700 * time.Millisecond) // let it finish drawing
+			screen := tm.capture(t, ap.pane)
+			info := strings.Fields(tm.info(t, ap.pane, "#{pane_width} #{pane_height} #{cursor_x} #{cursor_y} #{pane_current_command}"))
+			n := func(i int) int { v, _ := strconv.Atoi(info[i]); return v }
+			// Paths of this machine do not go into the repository.
+			screen = strings.ReplaceAll(screen, proj, "/home/dev/proj")
+			f := &watch.Fixture{Source: cliVersions[sc.agent] + " " + cliVersion(t, sc.agent), Process: info[4],
+				Width: n(0), Height: n(1), CursorX: n(2), CursorY: n(3), Expect: sc.expect, Screen: screen}
+			name := filepath.Join(out, cliVersions[sc.agent]+"-"+cliVersion(t, sc.agent), sc.name+".txt")
+			if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(name, []byte(f.Format()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("recorded %s", name)
+		})
+	}
+}

@@ -1,0 +1,314 @@
+package watch_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/overseertest"
+	"github.com/overseer-dev/overseer/test/agents/modeltest"
+)
+
+// watchPolicy gives the test's commands known levels.
+const watchPolicy = `version: 1
+rules:
+  - name: e2e-touch-auto
+    kind: shell
+    when: 'args.command.startsWith("touch ")'
+    level: auto
+    message: creating an empty file is harmless here
+  - name: e2e-victim-approve
+    kind: shell
+    when: 'args.command.contains("victim")'
+    level: approve
+    message: the victim directory needs a person
+  - name: e2e-risky-confirm
+    kind: shell
+    when: 'args.command.startsWith("mkdir ")'
+    level: confirm
+    message: a new directory needs a yes here
+`
+
+// watchEnv is an Overseer home with the test policy, a webhook standing in
+// for a phone, a running daemon, a private tmux server and the watcher.
+type watchEnv struct {
+	home    string
+	daemon  *overseertest.Daemon
+	tm      *tmuxServer
+	watcher *exec.Cmd
+	log     *overseertest.SyncBuffer
+	msgs    chan map[string]any
+	dump    func() string
+	seen    []map[string]any // the phone's messages read so far
+}
+
+func newWatchEnv(t *testing.T) *watchEnv {
+	t.Helper()
+	e := &watchEnv{home: filepath.Join(t.TempDir(), "overseer"), tm: newTmux(t), msgs: make(chan map[string]any, 32)}
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p map[string]any
+		if json.NewDecoder(r.Body).Decode(&p) == nil && p["approval_id"] != nil && p["approval_id"] != "" {
+			e.msgs <- p
+		}
+	}))
+	t.Cleanup(hook.Close)
+	if err := os.MkdirAll(e.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"policy.yaml": watchPolicy,
+		"notify.yaml": "channels:\n  - type: webhook\n    name: phone\n    url: " + hook.URL + "\n"} {
+		if err := os.WriteFile(filepath.Join(e.home, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.daemon = overseertest.StartDaemon(t, e.home)
+	return e
+}
+
+// startWatcher runs `overseer watch tmux` on the test's tmux server.
+func (e *watchEnv) startWatcher(t *testing.T) {
+	t.Helper()
+	e.log = &overseertest.SyncBuffer{}
+	e.watcher = exec.Command(overseertest.Binary(t), "--home", e.home, "watch", "tmux", "-S", e.tm.sock)
+	e.watcher.Env = append(os.Environ(), "OVERSEER_HOME="+e.home)
+	e.watcher.Stdout, e.watcher.Stderr = e.log, e.log
+	if err := e.watcher.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = e.watcher.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = e.watcher.Process.Kill()
+		<-done
+		if t.Failed() {
+			t.Logf("watcher log:\n%s", e.log.String())
+		}
+	})
+}
+
+// pending waits for a pending approval of agent whose call mentions want.
+func (e *watchEnv) pending(t *testing.T, agent, want string, d time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var res overseertest.Result
+	for time.Now().Before(deadline) {
+		res = overseertest.Run(t, e.home, "", "approvals", "--json")
+		var list []struct {
+			ID      string `json:"id"`
+			Subject string `json:"subject"`
+			Agent   string `json:"agent"`
+		}
+		if res.Code == 0 && json.Unmarshal([]byte(res.Stdout), &list) == nil {
+			for _, a := range list {
+				if a.Agent == agent && strings.Contains(a.Subject, want) {
+					return a.ID
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("no pending approval for %q within %s\napprovals: %d %s %s\n%s", want, d, res.Code, res.Stdout, res.Stderr, e.dump())
+	return ""
+}
+
+// link waits for the phone's message about approval id and returns its
+// signed approve link.
+func (e *watchEnv) link(t *testing.T, id string) string {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case m := <-e.msgs:
+			e.seen = append(e.seen, m)
+		case <-deadline:
+			t.Fatalf("no message for approval %s reached the phone", id)
+			return ""
+		case <-time.After(100 * time.Millisecond):
+		}
+		for _, m := range e.seen {
+			if m["approval_id"] != id {
+				continue
+			}
+			l, _ := m["links"].(map[string]any)
+			a, _ := l["approve"].(string)
+			if a == "" {
+				t.Fatalf("message without an approve link: %v", m)
+			}
+			return a
+		}
+	}
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// eventually waits until ok holds.
+func eventually(t *testing.T, d time.Duration, what string, ok func() bool, dump func() string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if ok() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s\n%s", what, d, dump())
+}
+
+// TestWatchAgents drives each agent CLI in its own pane of one tmux server,
+// with its own permission prompts and no hook, under one watcher: a
+// harmless command is answered yes and runs; a destructive one is held, a
+// person refuses it with `overseer deny` and it does not run; a risky one
+// is approved through the signed link of the phone's message and runs; a
+// pane showing a prompt-like numbered list in ordinary output is left alone.
+func TestWatchAgents(t *testing.T) {
+	agents := []string{"claude", "codex", "gemini"}
+	if a := os.Getenv("OVERSEER_WATCH_AGENTS"); a != "" {
+		agents = strings.Split(a, ",")
+	}
+	e := newWatchEnv(t)
+	type run struct {
+		agent, proj string
+		pane        *agentPane
+	}
+	var mu sync.Mutex
+	runs := map[string]*run{}
+	start := func(agent, name string, commands ...string) *run {
+		proj := filepath.Join(t.TempDir(), name)
+		if err := os.MkdirAll(filepath.Join(proj, "victim"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(proj, "victim", "keep.txt"), []byte("precious"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var calls []modeltest.ToolCall
+		for _, c := range commands {
+			calls = append(calls, shellCall(agent, c))
+		}
+		r := &run{agent: agent, proj: proj, pane: startAgent(t, e.tm, "agents", agent, proj, modeltest.Steps(calls...))}
+		mu.Lock()
+		runs[agent+"/"+name] = r
+		mu.Unlock()
+		return r
+	}
+	// A pane whose ordinary output looks like a prompt: keys typed into it
+	// would show (cat echoes them).
+	fake := e.tm.start(t, "agents", t.TempDir(), "sh", "-c",
+		`printf 'Choose:\n 1. Yes\n 2. No\nDo you want to proceed?\n ❯ 1. Yes\n   2. No\nEsc to cancel\n'; exec cat`)
+	for _, agent := range agents {
+		// One session runs the harmless command, then the risky one; the
+		// refusal (which interrupts the agent's turn) has its own.
+		start(agent, "harmless-then-risky", "touch made.txt", "mkdir risky-dir")
+		start(agent, "destructive", "rm -rf victim")
+	}
+	e.startWatcher(t)
+	fakeScreen := e.tm.waitFor(t, fake, "Esc to cancel", 10*time.Second)
+	screens := func() string {
+		var b strings.Builder
+		for n, r := range runs {
+			b.WriteString("== " + n + "\n" + e.tm.capture(t, r.pane.pane))
+		}
+		return b.String() + "\nwatcher:\n" + e.log.String()
+	}
+	e.dump = screens
+
+	for _, agent := range agents {
+		t.Run(agent, func(t *testing.T) {
+			h, d := runs[agent+"/harmless-then-risky"], runs[agent+"/destructive"]
+			r := h
+			if agent == "gemini" {
+				// Gemini CLI draws commands with control sequences removed,
+				// so what it shows may not be what runs: even a harmless
+				// command goes to a person (see recognisers.yaml).
+				id := e.pending(t, cliVersions[agent], "touch made.txt", 90*time.Second)
+				if res := overseertest.Run(t, e.home, "", "approve", id, "--reason", "fine"); res.Code != 0 {
+					t.Fatalf("overseer approve: %d %s %s", res.Code, res.Stdout, res.Stderr)
+				}
+			}
+			eventually(t, 90*time.Second, "the harmless command ran", func() bool { return exists(filepath.Join(h.proj, "made.txt")) }, screens)
+
+			id := e.pending(t, cliVersions[agent], "victim", 90*time.Second)
+			if res := overseertest.Run(t, e.home, "", "deny", id, "--reason", "not the victim"); res.Code != 0 {
+				t.Fatalf("overseer deny: %d %s %s", res.Code, res.Stdout, res.Stderr)
+			}
+			eventually(t, 45*time.Second, "the refused prompt closed", func() bool {
+				return !strings.Contains(e.tm.capture(t, d.pane.pane), "rm -rf victim") ||
+					strings.Contains(e.log.String(), "answered no")
+			}, screens)
+
+			// The person's reason reaches the agent as what to do instead.
+			eventually(t, 45*time.Second, "the refusal's reason reached the model", func() bool {
+				for _, rq := range d.pane.srv.Requests() {
+					if b, _ := json.Marshal(rq.Body); strings.Contains(string(b), "not the victim") {
+						return true
+					}
+				}
+				return false
+			}, screens)
+
+			id = e.pending(t, cliVersions[agent], "mkdir risky-dir", 90*time.Second)
+			link := e.link(t, id)
+			resp, err := http.PostForm(link, url.Values{"decision": {"approve"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("approving through the link: %d %s", resp.StatusCode, body)
+			}
+			eventually(t, 45*time.Second, "the approved command ran", func() bool { return exists(filepath.Join(r.proj, "risky-dir")) }, screens)
+
+			// The refused command never ran.
+			time.Sleep(time.Second)
+			if b, err := os.ReadFile(filepath.Join(d.proj, "victim", "keep.txt")); err != nil || string(b) != "precious" {
+				t.Fatalf("the refused command ran: %v\n%s", err, screens())
+			}
+		})
+	}
+
+	if got := e.tm.capture(t, fake); got != fakeScreen {
+		t.Errorf("keys were typed into the pane with a prompt-like list in ordinary output:\nbefore:\n%s\nafter:\n%s", fakeScreen, got)
+	}
+	// The panes view: every watched pane, its agent and state, from the CLI
+	// and (with the token) the daemon's API.
+	res := overseertest.Run(t, e.home, "", "watch", "panes", "--json")
+	var sets []struct {
+		Panes []struct {
+			ID, Agent, State string
+		} `json:"panes"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &sets); err != nil || len(sets) != 1 {
+		t.Fatalf("overseer watch panes: %v %s %s", err, res.Stdout, res.Stderr)
+	}
+	if n := len(sets[0].Panes); n != 2*len(agents)+1 {
+		t.Errorf("the panes view lists %d panes, want %d: %s", n, 2*len(agents)+1, res.Stdout)
+	}
+	for _, p := range sets[0].Panes {
+		if p.ID == fake && (p.Agent != "" || p.State != "working") {
+			t.Errorf("the pane with ordinary output is shown as %+v", p)
+		}
+	}
+	if code, body := e.daemon.Do(t, "GET", "/api/v1/watch/panes", nil, true); code != 200 || !strings.Contains(string(body), `"state"`) {
+		t.Errorf("GET /api/v1/watch/panes: %d %s", code, body)
+	}
+	if code, _ := e.daemon.Do(t, "GET", "/api/v1/watch/panes", nil, false); code != http.StatusUnauthorized {
+		t.Errorf("GET /api/v1/watch/panes without the token: %d", code)
+	}
+
+	// Every answer is in the audit log with the pane, the screen and the keys.
+	res = overseertest.Run(t, e.home, "", "audit", "export")
+	for _, want := range []string{"overseer watch: answered yes", "overseer watch: answered no", `keys: [\"Enter\"]`, `keys: [\"Escape\" \"Overseer refused that call: denied by`, "screen:"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("the audit log has no %q", want)
+		}
+	}
+}
