@@ -9,6 +9,8 @@
 #   the audit log's seal         costs at most 15% of either of the last two
 #                                (each is measured unsealed and sealed)
 #   the release binary           <= 40 MB (the build command of scripts/test.sh)
+#   50 rate limits + 10 budget caps  add at most 10 µs to Evaluate's median, and
+#                                the API keeps 85% of its requests/s with them
 #
 # Usage: bench/run.sh            (from anywhere; takes a few minutes)
 # Tuning (environment): BENCHTIME (default 2s) and COUNT (3; the summary
@@ -87,6 +89,12 @@ if go test -count="$COUNT" -run '^$' -bench '^BenchmarkEvaluateEgress$' -benchti
 fi
 echo
 
+echo "== Evaluate with 50 rate limits and 10 budget caps (checked and counted), and without"
+if go test -count="$COUNT" -run '^$' -bench '^BenchmarkEvaluateControls$' -benchtime "$BENCHTIME" ./bench/ | tee "$WORK/controls.txt"; then :; else
+  fail "the controls benchmark failed"
+fi
+echo
+
 echo "== POST /api/v1/actions over loopback"
 # The project's one build command (scripts/test.sh), into $WORK.
 CGO_ENABLED=0 go build -buildvcs=auto -trimpath -ldflags='-s -w' -o "$WORK/overseer" ./cmd/overseer || fail "building overseer failed"
@@ -144,6 +152,17 @@ YAML
     cat "$WORK/serve.log" >&2
     return
   fi
+  if [ "$label" = controls ]; then
+    # 50 rate limits and 10 budget caps that every call is checked and
+    # counted against (none is reached): the counting must keep up.
+    local k
+    for k in $(seq 1 50); do
+      "$WORK/overseer" limits add --max 100000 --window 1h --action notify_only >/dev/null || { fail "adding a rate limit failed"; return; }
+    done
+    for k in $(seq 1 10); do
+      "$WORK/overseer" budget add --max-usd 1000000 --action notify >/dev/null || { fail "adding a budget cap failed"; return; }
+    done
+  fi
   echo "daemon ($label audit log) at $addr; $API_CLIENTS clients for ${API_SECONDS}s"
   "$WORK/apiload" -url "http://$addr/api/v1/actions" -c "$API_CLIENTS" -d "${API_SECONDS}s" -warmup 2s \
     -body "$body" -expect '"decision":"allow","level":"auto"' | tee "$WORK/api-$label.json" || fail "apiload failed"
@@ -161,6 +180,7 @@ YAML
 }
 api unsealed
 api sealed
+api controls
 echo
 
 # ---- the binary: the release build (above) against a plain `go build`
@@ -200,6 +220,10 @@ if [ -s "$WORK/api-unsealed.json" ]; then
   rps0="$(jsonfield "$WORK/api-unsealed.json" rps)"
   aerr0="$(jsonfield "$WORK/api-unsealed.json" errors)"
 fi
+rpsc=""
+if [ -s "$WORK/api-controls.json" ]; then
+  rpsc="$(jsonfield "$WORK/api-controls.json" rps)"
+fi
 dry=""
 if [ -s "$WORK/dry.json" ]; then
   dry="$(jsonfield "$WORK/dry.json" rps)"
@@ -238,6 +262,16 @@ if [ -n "$aerr0" ] && [ "$aerr0" != "0" ]; then sr="n/a"; fi
 gs1="$(goal "$sa" ">=" 0.85)"
 gs2="$(goal "$sr" ">=" 0.85)"
 
+cw50="$(metric "$WORK/controls.txt" BenchmarkEvaluateControls/with-50-limits-10-caps p50-ns)"
+co50="$(metric "$WORK/controls.txt" BenchmarkEvaluateControls/without p50-ns)"
+cwc="$(metric "$WORK/controls.txt" BenchmarkEvaluateControls/with-50-limits-10-caps p50-cpu-ns)"
+coc="$(metric "$WORK/controls.txt" BenchmarkEvaluateControls/without p50-cpu-ns)"
+cdelta="$( [ -n "$cw50" ] && [ -n "$co50" ] && awk -v a="$cw50" -v b="$co50" 'BEGIN { print a - b }')"
+cdeltac="$( [ -n "$cwc" ] && [ -n "$coc" ] && awk -v a="$cwc" -v b="$coc" 'BEGIN { print a - b }')"
+g9="$(goal "$cdelta" "<=" 10000)"
+rc="$(ratio "$rpsc" "$rps")"
+g10="$(goal "$rc" ">=" 0.85)"
+
 echo "==================== summary ===================="
 printf '%-44s %14s %14s\n' "" "p50" "p99"
 printf '%-44s %14s %14s\n' "Overseer Evaluate, 100 rules (policy only)" "$(us "$ov50")" "$(us "$ov99")"
@@ -258,6 +292,9 @@ printf '%-44s %14s %14s\n' "Evaluate, 100 rules, guards without egress" "$(us "$
 printf '%-44s %14s %14s\n' "Evaluate, curl POST 1 KB: with / without egress" "$(us "$ew50")" "$(us "$eo50")"
 mb() { [ -n "$1" ] && awk -v n="$1" 'BEGIN { printf "%.1f MB", n / 1e6 }' || echo "n/a"; }
 printf '%-44s %14s %14s\n' "binary: release build / plain go build" "$(mb "$rel_size")" "$(mb "$plain_size")"
+printf '%-44s %14s %14s\n' "Evaluate + 50 limits, 10 caps: with / without" "$(us "$cw50")" "$(us "$co50")"
+printf '%-44s %14s %14s\n' "  added (p50 wall, p50 cpu)" "$(us "$cdelta")" "$(us "$cdeltac")"
+printf '%-44s %14s %14s\n' "API requests/s with 50 limits, 10 caps" "$(num "$rpsc")" "ratio $rc"
 echo "-------------------- goals ----------------------"
 printf '%-44s %s\n' "Evaluate p50 < 20 µs" "$g1"
 printf '%-44s %s\n' "Overseer/OPA (p50) <= 0.5" "$g2"
@@ -270,6 +307,8 @@ printf '%-44s %s\n' "curl POST: with egress <= 1.5x without ($re2)" "$g8"
 printf '%-44s %s\n' "sealing costs <= 15% of audit appends/s" "$gs1"
 printf '%-44s %s\n' "sealing costs <= 15% of API requests/s" "$gs2"
 printf '%-44s %s\n' "release binary <= 40 MB ($(mb "$rel_size"); 79 MB before)" "$(goal "$rel_size" "<=" 40000000)"
+printf '%-44s %s\n' "limits+caps add <= 10 µs to Evaluate p50" "$g9"
+printf '%-44s %s\n' "API with limits+caps >= 0.85x sealed" "$g10"
 # Wall-clock figures mean little on a busy machine: say how busy it was.
 printf '%-44s %s\n' "load average (1, 5, 15 min) at the end" "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a) on $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') CPUs"
 

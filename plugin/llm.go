@@ -98,3 +98,10 @@ type LLM interface {
 type LLMStreamer interface {
 	Stream(ctx context.Context, req Request, onDelta func(Delta)) (Response, error)
 }
+
+// Downgrader is an optional ability of an LLM: switch every later call to
+// a cheaper model (a budget cap's downgrade). It reports whether there was
+// a cheaper model to switch to.
+type Downgrader interface {
+	Downgrade() bool
+}

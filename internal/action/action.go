@@ -272,6 +272,9 @@ const (
 	SourceHuman    Source = "human"    // a person's answer
 	SourceAgent    Source = "agent"    // the agent itself asked a person (a question, a task to confirm)
 	SourceGrant    Source = "grant"    // delegated mode: a grant let the call run, or its edge was reached
+	SourcePaused   Source = "paused"   // the agent is paused until a person resumes it
+	SourceLimit    Source = "limit"    // a rate limit (hybrid controls)
+	SourceBudget   Source = "budget"   // a budget cap (hybrid controls)
 )
 
 // Reason is one finding that contributed to a verdict.

@@ -32,7 +32,7 @@ import (
 )
 
 // AgentName is the agent the loop's actions are recorded under.
-const AgentName = "overseer"
+const AgentName = kernel.OwnAgent
 
 // Defaults.
 const (
@@ -92,6 +92,9 @@ type Loop struct {
 	specs []plugin.ToolSpec
 	out   io.Writer
 	mu    sync.Mutex // serialises writes to out
+	// downgraded is set once a budget cap switched the LLM to its cheaper
+	// model (for the loop's lifetime: the LLM is the loop's).
+	downgraded atomic.Bool
 }
 
 // ErrToolConflict is returned when two tool plugins offer the same name.
@@ -287,6 +290,9 @@ func (r *run) loop(ctx context.Context) error {
 			r.t.Result = fmt.Sprintf("aborted by a person after step %d", r.t.Step)
 			return errStop
 		}
+		if r.agentPaused() || r.overBudget() {
+			return errStop
+		}
 		if r.t.Step >= r.t.MaxSteps {
 			if err := r.summaryStep(ctx); err != nil {
 				return err
@@ -301,6 +307,57 @@ func (r *run) loop(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// agentPaused pauses the task when a person (or a rate limit or budget
+// cap) paused the loop's agent: no step starts, and the task is saved
+// where it is, to be resumed once the agent is.
+func (r *run) agentPaused() bool {
+	p, ok := r.l.k.AgentPause(AgentName)
+	if !ok {
+		return false
+	}
+	r.pauseForAgent(p.Reason)
+	return true
+}
+
+// pauseForAgent sets the task paused because its agent is.
+func (r *run) pauseForAgent(reason string) {
+	r.t.Status = task.Paused
+	r.t.Result = fmt.Sprintf("paused after step %d: the agent %q is paused (%s); resume the agent with `overseer resume-agent %s`, then the task with `overseer resume %s`",
+		r.t.Step, AgentName, reason, AgentName, r.t.ID)
+	r.l.printf("⏸  the agent is paused (%s): task paused, checkpoint saved. Resume the agent with `overseer resume-agent %s`, then the task with `overseer resume %s`\n",
+		reason, AgentName, r.t.ID)
+}
+
+// overBudget reads the budget caps before the next model call: a cap
+// that refuses further use pauses the task (with its checkpoint); a
+// downgrade cap switches the LLM to its cheaper model once, and pauses the
+// task when there is none (nothing may spend on at the old price).
+func (r *run) overBudget() bool {
+	st := r.l.k.BudgetFor(AgentName, r.t.Session)
+	switch {
+	case st.Stop != "":
+		r.t.Status = task.Paused
+		r.t.Result = fmt.Sprintf("paused after step %d: %s; resume it with `overseer resume %s` once the period ends or the cap is raised (`overseer budget`)",
+			r.t.Step, st.Stop, r.t.ID)
+		r.l.printf("⏸  %s: task paused, checkpoint saved\n", st.Stop)
+		return true
+	case st.Downgrade && !r.l.downgraded.Load():
+		d, ok := r.l.cfg.LLM.(plugin.Downgrader)
+		if !ok || !d.Downgrade() {
+			r.t.Status = task.Paused
+			r.t.Result = fmt.Sprintf("paused after step %d: budget cap %s asks for a cheaper model, and the model configuration has none "+
+				"(give the router a \"cheaper\" model or a compress route); resume it with `overseer resume %s`",
+				r.t.Step, strings.Join(st.Caps, ", "), r.t.ID)
+			r.l.printf("⏸  budget cap %s reached and no cheaper model to switch to: task paused\n", strings.Join(st.Caps, ", "))
+			return true
+		}
+		r.l.downgraded.Store(true)
+		r.t.Signals = appendRecent(r.t.Signals, "budget cap "+strings.Join(st.Caps, ", ")+" reached: switched to the cheaper model")
+		r.l.printf("↓  budget cap %s reached: switched to the router's cheaper model\n", strings.Join(st.Caps, ", "))
+	}
+	return false
 }
 
 // checkpoint saves the task.

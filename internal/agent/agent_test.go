@@ -44,6 +44,19 @@ type harness struct {
 
 func newHarness(t *testing.T, script llmtest.Script, v agent.Validator) *harness {
 	t.Helper()
+	srv := llmtest.NewOpenAI(t, script)
+	llm, err := openai.New(openai.Config{Model: "m", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessLLM(t, llm, v)
+	h.srv = srv
+	return h
+}
+
+// newHarnessLLM is newHarness with a model of the test's.
+func newHarnessLLM(t *testing.T, llm plugin.LLM, v agent.Validator) *harness {
+	t.Helper()
 	ctx := context.Background()
 	h := &harness{out: &bytes.Buffer{}, work: t.TempDir()}
 	var err error
@@ -58,11 +71,6 @@ func newHarness(t *testing.T, script llmtest.Script, v agent.Validator) *harness
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.mem.Close() })
-	h.srv = llmtest.NewOpenAI(t, script)
-	llm, err := openai.New(openai.Config{Model: "m", BaseURL: h.srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
 	tools, err := builtin.New(builtin.Config{})
 	if err != nil {
 		t.Fatal(err)

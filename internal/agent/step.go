@@ -290,11 +290,15 @@ func (r *run) compress(ctx context.Context, text string) (string, plugin.Usage, 
 
 // account adds a call's usage to the task.
 func (r *run) account(step int, purpose string, resp plugin.Response) {
+	// The spend counts against the budget caps (priced by the kernel's
+	// table when the model's own price table gave no cost).
+	u := resp.Usage
+	r.l.k.RecordUse(context.Background(), kernel.Use{Agent: AgentName, Session: r.t.Session, Model: resp.Model,
+		Input: int64(u.InputTokens), Output: int64(u.OutputTokens), CostUSD: u.CostUSD})
 	r.t.Usage = r.t.Usage.Add(resp.Usage)
 	// A task under a grant spends the grant's token and cost budgets too;
 	// a failure to count only leaves the grant's next check to the step
 	// count (the budgets are checked before each call).
-	u := resp.Usage
 	_ = r.l.k.ChargeCaller(context.Background(), &action.Action{Agent: AgentName, Session: r.t.Session},
 		int64(u.InputTokens+u.OutputTokens), u.CostUSD)
 	r.t.StepUsage = append(r.t.StepUsage, task.StepUsage{Step: step, Purpose: purpose, Model: resp.Model, Usage: resp.Usage})
@@ -399,6 +403,24 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 	case errors.Is(err, kernel.ErrBlocked):
 		rec.Outcome, rec.Note = plugin.OutcomeBlocked, tr.Verdict.Summary()
 		r.l.printf("⛔ blocked: %s\n", rec.Note)
+		if d := tr.Verdict.Decider; d != nil && d.Source == action.SourcePaused {
+			// The agent was paused while it decided: the task pauses.
+			reason := d.Message
+			if p, ok := r.l.k.AgentPause(AgentName); ok {
+				reason = p.Reason
+			}
+			r.pauseForAgent(reason)
+			return nil
+		}
+		if d := tr.Verdict.Decider; d != nil && tr.Verdict.Stop && (d.Source == action.SourceLimit || d.Source == action.SourceBudget) {
+			// A rate limit paused the agent, or a budget cap refuses
+			// further use: the task pauses where it is.
+			r.t.Status = task.Paused
+			r.t.Result = fmt.Sprintf("paused at step %d: %s; resume it with `overseer resume %s` once a person has dealt with it",
+				rec.N, d.Message, r.t.ID)
+			r.l.printf("⏸  %s: task paused, checkpoint saved\n", d.Message)
+			return nil
+		}
 		if tr.Verdict.Stop {
 			// It keeps repeating a call a person refused: stop, as a
 			// person's abort would.

@@ -91,6 +91,10 @@ type Kernel struct {
 	observers []guard.Observer
 	// grants are delegated mode's grants, as read from the audit log.
 	grants grantBook
+	// pauses are the paused agents (pauses.go).
+	pauses *pauses
+	// usage holds the rate limits and budget caps (usage.go).
+	usage *usageState
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -164,7 +168,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	if !cfg.NoSeal && os.Getenv(SealEnv) != "off" || sealedLog(ctx, st) {
 		sealer = audit.NewSealer(cfg.Home, cfg.Seal)
 	}
-	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Clock: cfg.Clock, raw: st}
+	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Clock: cfg.Clock, raw: st, pauses: &pauses{}}
 	k.Store = audited{Store: st, k: k}
 	if sealer != nil {
 		if k.Sealing, err = sealer.SetUp(ctx, st, cfg.Home, cfg.Clock.Now); err != nil {
@@ -193,6 +197,10 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	}
 	k.observers = append(k.observers, readObserver{paths.NewStoreTracker(st, cfg.Clock)})
 	k.Bus = perception.New(st, cfg.Clock)
+	// A failure is kept: every call then goes to a person until a read
+	// succeeds.
+	k.reloadPauses(ctx)
+	k.openUsage(ctx)
 	k.Pins = mcppin.New(st, cfg.Clock.Now)
 	protected := []string{cfg.Home}
 	if polFile != "" {
@@ -227,11 +235,14 @@ func sealedLog(ctx context.Context, st store.Store) bool {
 // Close stops the audit writer (which closes its sealing epoch) and closes
 // the store.
 func (k *Kernel) Close() error {
+	// The counts are written before the audit writer stops (the pauses a
+	// limit asked for are already recorded).
+	uerr := k.closeUsage()
 	var err error
 	if k.Audit != nil {
 		err = k.Audit.Close()
 	}
-	return errors.Join(err, k.raw.Close())
+	return errors.Join(uerr, err, k.raw.Close())
 }
 
 // Raw returns the store without the audit checks (verify, tests).
@@ -261,6 +272,7 @@ func MintID(a *action.Action) {
 // The action gets a fresh id (see MintID).
 func (k *Kernel) Evaluate(ctx context.Context, a *action.Action) action.Verdict {
 	MintID(a)
+	k.maybeReloadPauses(ctx)
 	return k.Engine.Evaluate(ctx, a)
 }
 
@@ -285,7 +297,13 @@ func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, err
 func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.Asker) (*Submission, error) {
 	MintID(a)
 	a.Cut = nil
-	v := k.Engine.Evaluate(ctx, a)
+	k.maybeReloadPauses(ctx)
+	// The first evaluation counts the call against the rate limits (with
+	// the check, atomically); a second one, for a grant's edge, only
+	// checks — it sees the call counted already, which can only make it
+	// stricter.
+	counted := &countHolder{}
+	v := k.Engine.Evaluate(context.WithValue(ctx, countKey{}, counted), a)
 	if ok, err := k.consumeStep(ctx, &v); err != nil {
 		// A grant whose use cannot be counted is no grant.
 		v = k.Engine.Evaluate(firewall.WithoutGrants(ctx, err), a)
@@ -300,6 +318,9 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 	sa, sv := k.stored(a, &v)
 	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, &sa, sa), entry(audit.TypeVerdict, &sa, sv)); err != nil {
 		return nil, fmt.Errorf("recording the action and its verdict: %w", err)
+	}
+	if len(counted.findings) > 0 {
+		k.afterCount(ctx, a, counted.findings)
 	}
 	if err := k.observe(ctx, a, v.Level, false); err != nil {
 		return nil, err
@@ -464,7 +485,7 @@ func topMissing(p string) string {
 
 // signals is what the engine reads: the bus and the approvals store.
 func (k *Kernel) signals() signals {
-	return signals{Bus: k.Bus, approvals: k.Store, clock: k.Clock}
+	return signals{Bus: k.Bus, approvals: k.Store, clock: k.Clock, pauses: k.pauses, usage: k.usage}
 }
 
 // refusedAgain reports whether v refuses a call a person refused before.

@@ -35,6 +35,9 @@
 //           AGENTS           the Agents page: open the first agent, promote it (to delegated) and
 //                              demote it by clicking: AGENTS {name, first, promoted, demoted, pwned}
 //           ROLLBACK         the audit view's first "Roll back…" button: confirm, wait: ROLLEDBACK <toast>
+//           LIMITS [file]      the Limits page: the budget banner, paused agents, gauges, the cost
+//                              chart (screenshot into file); add a rate limit with the form and
+//                              resume the paused agent with its button: LIMITS <json>
 //           QUIT
 //
 // Environment: OVERSEER_URL (base URL), OVERSEER_TOKEN, CHROMIUM (default
@@ -428,6 +431,32 @@ for await (const line of rl) {
     await page.click("#dialog-ok");
     await page.waitForFunction(() => /Rolled back/.test(document.querySelector("#toast").textContent), null, { timeout: 20000 });
     say("ROLLEDBACK " + (await page.textContent("#toast")).trim());
+  } else if (cmd === "LIMITS") {
+    await page.goto(base + "/ui/#/limits");
+    await page.waitForSelector("#paused .paused-agent", { timeout: 20000 });
+    await page.waitForSelector("#budget-banner .budget-alert", { state: "visible", timeout: 20000 });
+    await page.waitForSelector("#rate-limits .limit meter", { timeout: 20000 });
+    await page.waitForSelector("#budget-caps .cap meter", { timeout: 20000 });
+    if (rest[0]) { await page.screenshot({ path: rest[0], fullPage: true }); say("SHOT " + rest[0]); }
+    const got = await page.evaluate(() => ({
+      banner: document.querySelector("#budget-banner").textContent.replace(/\s+/g, " ").trim(),
+      paused: [...document.querySelectorAll("#paused .paused-agent")].map((li) => ({ agent: li.dataset.agent, text: li.textContent.replace(/\s+/g, " ").trim() })),
+      pausedCount: document.querySelector("#paused-count").textContent,
+      gauges: [...document.querySelectorAll("#page-limits .gauge")].map((g) => ({ value: g.querySelector("meter").value, max: g.querySelector("meter").max, text: g.querySelector(".gauge-text").textContent })),
+      bars: document.querySelectorAll("#cost-chart rect.bar").length,
+      totals: document.querySelector("#budget-totals").textContent.replace(/\s+/g, " ").trim(),
+    }));
+    await page.fill("#limit-form input[name=tool]", "WebFetch");
+    await page.selectOption("#limit-form select[name=effect]", "new_host");
+    await page.fill("#limit-form input[name=max_calls]", "5");
+    await page.selectOption("#limit-form select[name=action_on_limit]", "ask");
+    await page.click("#limit-form button[type=submit]");
+    await page.waitForFunction(() => document.querySelectorAll("#rate-limits .limit").length === 2, null, { timeout: 20000 });
+    got.limits = await page.evaluate(() => [...document.querySelectorAll("#rate-limits .limit")].map((l) => l.textContent.replace(/\s+/g, " ").trim()));
+    await page.click("#paused .paused-agent button.resume");
+    await page.waitForFunction(() => !document.querySelector("#paused .paused-agent"), null, { timeout: 20000 });
+    got.afterResume = (await page.textContent("#paused")).trim();
+    say("LIMITS " + JSON.stringify(got));
   } else if (cmd === "QUIT") {
     break;
   }

@@ -110,6 +110,9 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 				if m.Alert == notify.AlertRugPull || m.Alert == notify.AlertPoisonedTool {
 					page = "mcp"
 				}
+				if m.Alert == notify.AlertRateLimit || m.Alert == notify.AlertBudget {
+					page = "limits"
+				}
 				return linker.consoleURL("#/" + page)
 			})
 		}()

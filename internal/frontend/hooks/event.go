@@ -103,6 +103,8 @@ type Event struct {
 	// agent's calls carry neither).
 	AgentID   string `json:"agent_id"`
 	AgentType string `json:"agent_type"`
+	// Model is the model the agent runs (Codex sends it).
+	Model string `json:"model,omitempty"`
 	// ToolInput is the call's arguments. An input that is not a JSON object
 	// is kept under the key "input".
 	ToolInput map[string]any `json:"-"`

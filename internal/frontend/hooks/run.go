@@ -154,6 +154,9 @@ func (r *Runner) pre(ctx context.Context, ev *Event) (Decision, error) {
 		return Decision{}, fmt.Errorf("cannot reach Overseer: %w", err)
 	}
 	defer release()
+	// The model use so far counts before the call is judged, so that a
+	// budget cap it reaches refuses this call.
+	reportUsage(ctx, b, ev)
 	opts := DecideOptions{MaxWait: r.maxWait(), AskConfirm: r.Confirm == ConfirmAsk && CanAsk(ev.Agent)}
 	d, err := b.Decide(ctx, a, opts)
 	if err != nil {

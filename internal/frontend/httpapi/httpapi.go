@@ -170,6 +170,8 @@ func (s *Server) routes() {
 	s.proposalRoutes()
 	s.grantRoutes()
 	s.agentRoutes()
+	s.pauseRoutes()
+	s.usageRoutes()
 }
 
 // healthz answers everyone: the daemon is up, with the alarms raised (the

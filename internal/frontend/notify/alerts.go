@@ -20,6 +20,8 @@ const (
 	AlertRugPull       = "mcp_rug_pull"     // an MCP definition changed since it was accepted
 	AlertPoisonedTool  = "mcp_poisoned"     // an MCP definition aimed at the model
 	AlertSecretEgress  = "secret_egress"    // a request carrying a secret was blocked
+	AlertRateLimit     = "rate_limit"       // a rate limit was reached (the agent may be paused)
+	AlertBudget        = "budget"           // a budget cap's 80% or 100% mark was crossed
 )
 
 // alertRecord is the part of an audit alert record that is read here (the
@@ -77,6 +79,10 @@ func AlertOf(rec store.AuditRecord) (*Message, bool) {
 			}
 			m := securityAlert(name, fmt.Sprintf("Overseer alert: %s (%s)", what, orDash(rec.Tool)), a.Summary+who, rec)
 			m.Tool, m.ActionID = rec.Tool, rec.ActionID
+			return m, true
+		case AlertRateLimit, AlertBudget:
+			what := map[string]string{AlertRateLimit: "rate limit reached", AlertBudget: "budget"}[a.Kind]
+			m := securityAlert(a.Kind, fmt.Sprintf("Overseer alert: %s (%s)", what, orDash(rec.Agent)), a.Summary+whoOf(rec), rec)
 			return m, true
 		case "mcp_definition":
 			name, what := AlertPoisonedTool, "suspicious MCP definition"

@@ -84,7 +84,8 @@ type Model struct {
 	pinSel        int
 	grants        []kernel.GrantView // grants.go
 	grantSel      int
-	panes         []watch.PaneSet // panes.go
+	panes         []watch.PaneSet    // panes.go
+	paused        []store.AgentPause // pauses.go
 
 	// after schedules the next refresh (tea.Tick); tests replace it so
 	// that a timer is never confused with a slow API call.
@@ -209,6 +210,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if mm, cmd, ok := m.updatePanes(msg); ok {
 		return mm, cmd
 	}
+	if mm, cmd, ok := m.updatePauses(msg); ok {
+		return mm, cmd
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -236,7 +240,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.mode == modePanes {
 			fetch = tea.Batch(fetch, m.fetchPanes())
 		}
-		return m, tea.Batch(m.tick(), fetch)
+		return m, tea.Batch(m.tick(), fetch, m.fetchPaused())
 	case answeredMsg:
 		delete(m.busy, msg.id)
 		switch {
@@ -415,6 +419,8 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.setStatus("", false)
 			return m, m.fetchPanes()
 		}
+	case "U":
+		return m.resumeFirst() // pauses.go
 	case "p":
 		if _, ok := m.trustAPI(); ok {
 			m.mode = modeProposals
@@ -571,6 +577,9 @@ func (m Model) render() string {
 		head += stFaint.Render("  " + m.opts.Title)
 	}
 	add(head + "  " + live + m.proposalsHint() + m.pinsHint())
+	for _, l := range m.pausedLines() {
+		add(l)
+	}
 
 	if m.mode == modeHelp {
 		rule("Keys")
@@ -578,6 +587,7 @@ func (m Model) render() string {
 			"j / ↓   next request          k / ↑   previous request",
 			"a       approve               d       deny (type a reason, Enter sends, Esc cancels)",
 			"x       abort the agent's task",
+			"U       resume the first paused agent",
 			"r       remember: once → session → rule",
 			"p       proposed rules (learned from your approvals): A accept, D dismiss",
 			"m       MCP definitions withheld (changed or suspicious): A accept",

@@ -378,6 +378,35 @@ func TestRequestShowsWhereAndWho(t *testing.T) {
 	}
 }
 
+// TestPausedAgents: a paused agent shows in the header with who paused it
+// and why; U resumes it, recorded as the person.
+func TestPausedAgents(t *testing.T) {
+	d := newDaemon(t)
+	ctx := context.Background()
+	if err := d.k.PauseAgent(ctx, "codex", "too many deletes tonight", "rate-limit rl_x"); err != nil {
+		t.Fatal(err)
+	}
+	m := newModel(t, d)
+	if s := screen(m); !strings.Contains(s, "paused: codex") || !strings.Contains(s, "too many deletes tonight") || !strings.Contains(s, "U resumes it") {
+		t.Fatalf("header:\n%s", s)
+	}
+	m = run(t, m, key("U"))
+	if s := screen(m); !strings.Contains(s, "codex: resumed") || strings.Contains(s, "paused: codex") {
+		t.Fatalf("after U:\n%s", s)
+	}
+	if p, _ := d.k.AgentPaused("codex"); p {
+		t.Fatal("still paused")
+	}
+	recs, err := d.k.Store.QueryAudit(ctx, store.AuditQuery{Types: []string{kernel.TypeAgentResumed}})
+	if err != nil || len(recs) != 1 || !strings.Contains(string(recs[0].Data), `"by":"ann"`) {
+		t.Fatalf("resume record %v %+v", err, recs)
+	}
+	m = run(t, m, key("U"))
+	if s := screen(m); !strings.Contains(s, "no agent is paused") {
+		t.Fatalf("U with none paused:\n%s", s)
+	}
+}
+
 // The live tail describes the audited mode's records; text read from a
 // transcript loses its control characters.
 func TestDescribeIngestedAndTrust(t *testing.T) {

@@ -244,6 +244,7 @@ func (c *Console) Mount(r *httpapi.Router) {
 	h("POST /ui/api/grants/{id}/revoke", session, c.session(c.csrf(c.apiRevokeGrant)))
 	h("GET /ui/api/conflicts", session, c.session(c.apiConflicts))
 	h("GET /ui/api/mcp/upstreams", session, c.session(c.apiUpstreams))
+	c.limitRoutes(h) // limits.go
 	c.agentRoutes(h)
 
 	// Approval links: no session; the signed single-use token is the credential.

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"github.com/overseer-dev/overseer/plugin"
 )
@@ -44,6 +45,10 @@ type Target struct {
 type Config struct {
 	Default *Target           `json:"default,omitempty"`
 	Routes  map[string]Target `json:"routes,omitempty"`
+	// Cheaper is the model every purpose switches to when a budget cap
+	// asks to downgrade. Unset: the route for compress, else for reflect
+	// (the cheaper model by convention).
+	Cheaper *Target `json:"cheaper,omitempty"`
 }
 
 // knownPurposes are the purposes a route may name.
@@ -63,14 +68,45 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 
 // Router sends each request to the model for its purpose.
 type Router struct {
-	def    plugin.LLM
-	routes map[string]plugin.LLM
+	def     plugin.LLM
+	routes  map[string]plugin.LLM
+	cheaper plugin.LLM
+	// down is set once Downgrade switched every purpose to cheaper.
+	down atomic.Bool
 }
 
 var (
 	_ plugin.LLM         = (*Router)(nil)
 	_ plugin.LLMStreamer = (*Router)(nil)
+	_ plugin.Downgrader  = (*Router)(nil)
 )
+
+// SetCheaper sets the model Downgrade switches to.
+func (r *Router) SetCheaper(m plugin.LLM) { r.cheaper = m }
+
+// cheaperModel is the configured cheaper model, else the compress or the
+// reflect route's model when it is not the default.
+func (r *Router) cheaperModel() plugin.LLM {
+	if r.cheaper != nil {
+		return r.cheaper
+	}
+	for _, p := range []string{plugin.PurposeCompress, plugin.PurposeReflect} {
+		if m, ok := r.routes[p]; ok && m != r.def {
+			return m
+		}
+	}
+	return nil
+}
+
+// Downgrade implements plugin.Downgrader: every later call goes to the
+// cheaper model. Without one it reports false and changes nothing.
+func (r *Router) Downgrade() bool {
+	if r.cheaperModel() == nil {
+		return false
+	}
+	r.down.Store(true)
+	return true
+}
 
 // New builds a Router from ready models. def may be nil when every purpose
 // that will be asked for has a route.
@@ -130,11 +166,27 @@ func Build(cfg Config) (*Router, error) {
 		}
 		routes[p] = m
 	}
-	return New(def, routes)
+	r, err := New(def, routes)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Cheaper != nil {
+		m, err := mk("cheaper", *cfg.Cheaper)
+		if err != nil {
+			return nil, err
+		}
+		r.SetCheaper(m)
+	}
+	return r, nil
 }
 
 // For returns the model serving purpose.
 func (r *Router) For(purpose string) (plugin.LLM, error) {
+	if r.down.Load() {
+		if m := r.cheaperModel(); m != nil {
+			return m, nil
+		}
+	}
 	if m, ok := r.routes[purpose]; ok {
 		return m, nil
 	}

@@ -108,6 +108,10 @@ function diffBlock(text) {
 
 // Pages of their own files register in window.extraPages (name → load).
 const pages = ["queue", "tasks", "audit", "policy", "dashboard", "mcp", "agents", ...Object.keys(window.extraPages || {})];
+// Pages added by other scripts register here: page → load on entering.
+const pageLoaders = {};
+// auditListeners are called with every batch of new audit records.
+const auditListeners = [];
 let current = "";
 function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/");
@@ -120,6 +124,7 @@ function route() {
   if (page === "tasks") showTasks(parts[1] ? decodeURIComponent(parts[1]) : "");
   if (page === "agents") loadAgents(parts[1] ? decodeURIComponent(parts[1]) : "");
   if (entering) {
+    if (pageLoaders[page]) pageLoaders[page]();
     if (page === "audit") loadAudit();
     if (page === "policy") loadPolicy();
     if (page === "dashboard") loadDashboard();
@@ -657,6 +662,7 @@ async function showUndo(actionID) {
 function onAudit(records) {
   if (!records.length) return;
   lastSeq = Math.max(lastSeq, records[records.length - 1].seq);
+  for (const fn of auditListeners) fn(records);
   if (current !== "audit") return;
   if (Object.values(auditFilters).some(Boolean)) {
     pendingAudit.push(...records);

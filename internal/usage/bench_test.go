@@ -1,0 +1,52 @@
+package usage
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/action"
+)
+
+// BenchmarkCheck is one counted check against 50 rate limits and 10
+// budget caps that the call does not reach.
+func BenchmarkCheck(b *testing.B) {
+	var limits []RateLimit
+	for i := range 50 {
+		l := RateLimit{ID: fmt.Sprintf("rl_%02d", i), MaxCalls: MaxCalls, WindowSeconds: 3600, Action: Pause, Enabled: true}
+		switch i % 5 {
+		case 1:
+			l.Agent = "bench"
+		case 2:
+			l.Tool, l.Agent = "mcp__*", "other"
+		case 3:
+			l.Effect = []string{EffectWrite, EffectDelete, EffectExec, EffectSend, EffectNewHost}[i%5]
+		case 4:
+			l.Risk = "confirm"
+		}
+		limits = append(limits, l)
+	}
+	var caps []BudgetCap
+	for i := range 10 {
+		c := BudgetCap{ID: fmt.Sprintf("bc_%02d", i), MaxCostUSD: 1e6, Action: Stop, Enabled: true, Scope: ScopeGlobal,
+			Period: []string{Daily, Weekly, Monthly}[i%3]}
+		if i%2 == 1 {
+			c.Scope = ScopeAgent
+		}
+		caps = append(caps, c)
+	}
+	s, err := Compile(limits, caps, DefaultPrices)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := NewCounter(s)
+	start := time.Now()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		call := Call{Agent: "bench", Session: "s1", Tool: "Read", Level: action.Auto, Now: start.Add(time.Duration(i) * 50 * time.Millisecond)}
+		if f := c.Check(&call, true); len(f) != 0 {
+			b.Fatal(f)
+		}
+	}
+}
