@@ -182,6 +182,8 @@ type Finding struct {
 	// Level is the level the finding asks for: a floor for tightening
 	// findings; for auto_approve the level to lower to; unset for
 	// downgrade_risk (one step below the policy's decision).
+	// Tightening findings ask for notify at least, so that every finding
+	// is in the verdict's reasons.
 	Level action.Level `json:"level"`
 	// Loosens is set for auto_approve and downgrade_risk.
 	Loosens bool `json:"loosens,omitempty"`
@@ -247,6 +249,20 @@ func (s *Set) Check(a *action.Action, env Env) []Finding {
 	return out
 }
 
+// MatchesAnomaly reports whether anomaly rule id counts a's calls (its
+// tool and agent), whatever the counts.
+func (s *Set) MatchesAnomaly(id string, a *action.Action) bool {
+	if s == nil {
+		return false
+	}
+	for _, c := range s.anomalies {
+		if c.ID == id {
+			return c.agentMatch.one(a.Agent) && c.toolMatch.call(a.Tool, string(a.Kind))
+		}
+	}
+	return false
+}
+
 func (s *Set) priority(id string) int {
 	for _, c := range s.rules {
 		if c.ID == id {
@@ -289,7 +305,9 @@ func (c *compiledRule) check(a *action.Action, env Env, argText **string) (Findi
 			f.HoldUntil = env.Now.Add(c.hold)
 		}
 		if !onAction {
-			f.Level = action.Unset // the trigger fired on another tool: the hold blocks the next calls
+			// The trigger fired on another tool: the hold blocks the
+			// next calls of the tool; this one runs, and people are told.
+			f.Level = action.Notify
 		}
 	case ActRequireApproval:
 		f.Level = action.Approve

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/autorule"
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/perception"
@@ -52,6 +53,8 @@ type Config struct {
 	// ToolsErr, when set, is why the configured tool table could not be
 	// read: every action is put to a person until it is fixed.
 	ToolsErr error
+	// Controls are the auto-rules and anomaly rules; nil means none.
+	Controls Controls
 }
 
 // Engine evaluates actions. It is safe for concurrent use.
@@ -63,6 +66,7 @@ type Engine struct {
 	protected []string
 	tools     *action.ToolTable
 	toolsErr  error
+	controls  Controls
 
 	snap atomic.Pointer[snapshot]
 	mu   sync.Mutex // serialises reloads
@@ -92,6 +96,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		clock:    cfg.Clock,
 		tools:    cfg.Tools,
 		toolsErr: cfg.ToolsErr,
+		controls: cfg.Controls,
 	}
 	for _, p := range cfg.Protected {
 		if p != "" {
@@ -197,12 +202,21 @@ func prepare(tools *action.ToolTable, a *action.Action, now time.Time) (action.T
 // returns auto when any part of the evaluation failed. It fills in the
 // action's derived facts.
 func (e *Engine) Evaluate(ctx context.Context, a *action.Action) (v action.Verdict) {
+	return e.evaluate(ctx, a, nil)
+}
+
+// evaluate is Evaluate; findings, when not nil, is set to the hybrid
+// controls' findings.
+func (e *Engine) evaluate(ctx context.Context, a *action.Action, findings *[]autorule.Finding) (v action.Verdict) {
 	ev := evaluation{e: e, a: a, snap: e.snap.Load()}
 	defer func() {
 		if r := recover(); r != nil {
 			ev.add(action.Reason{Layer: "engine", Source: action.SourceError, Level: action.Approve,
 				Message: fmt.Sprintf("evaluation failed: %v", r)})
 			v = ev.verdict()
+		}
+		if findings != nil {
+			*findings = ev.findings
 		}
 	}()
 	ev.tool, ev.toolKnown = prepare(e.tools, a, e.clock.Now())
@@ -225,6 +239,9 @@ type evaluation struct {
 	tool      action.ToolMapping
 	toolKnown bool
 	stop      bool // the agent should stop: it keeps repeating a refused call
+	// adminRule and userRule are the policy layers' first matches (L3).
+	adminRule, userRule *policy.Compiled
+	findings            []autorule.Finding // the hybrid controls'
 }
 
 func (ev *evaluation) add(r action.Reason) { ev.reasons = append(ev.reasons, r) }
@@ -239,6 +256,7 @@ func (ev *evaluation) run(ctx context.Context) {
 	// L2 reads the facts the guards derive (what the action writes,
 	// executes, sends), so it is judged after them.
 	ev.permission(ctx)
+	ev.controls()
 	ev.behaviour()
 	ev.sandbox()
 	ev.metacognition(ctx)
@@ -479,6 +497,7 @@ func (ev *evaluation) policyLayers() {
 	if uerr != nil {
 		ev.fail("L3", "the user policy", uerr)
 	}
+	ev.adminRule, ev.userRule = admin, user
 	if admin != nil {
 		ev.add(ruleReason(admin))
 	}

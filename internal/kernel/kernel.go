@@ -88,6 +88,8 @@ type Kernel struct {
 	Pins *mcppin.Registry
 	// observers are the guards that remember what recorded actions did.
 	observers []guard.Observer
+	// controls are the auto-rules and anomaly rules (controls.go).
+	controls *controlState
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -197,9 +199,15 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	// An unreadable tool table does not stop Overseer: the engine puts
 	// every action to a person until it is fixed.
 	tools, toolsErr := LoadToolTable(cfg.Home)
+	// Rules that cannot be loaded put every call to a person (the
+	// controls keep the error) rather than stop Overseer.
+	k.controls = newControls(k)
+	if err := k.controls.load(ctx); err == nil {
+		_ = k.controls.sync(ctx)
+	}
 	k.Engine, err = firewall.New(ctx, firewall.Config{
 		Policy: pol, Rules: k.Store, Guards: guards, Signals: k.signals(), Clock: cfg.Clock,
-		Protected: protected, Tools: tools, ToolsErr: toolsErr,
+		Protected: protected, Tools: tools, ToolsErr: toolsErr, Controls: k.controls,
 	})
 	if err != nil {
 		k.Close()
@@ -281,13 +289,20 @@ func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, err
 func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.Asker) (*Submission, error) {
 	MintID(a)
 	a.Cut = nil
-	v := k.Engine.Evaluate(ctx, a)
+	// The counters read every process's calls up to now, and rules
+	// changed by another process are loaded. A failure only counts them
+	// later.
+	_ = k.controls.sync(ctx)
+	v, fired := k.Engine.EvaluateControls(ctx, a)
 	sub := &Submission{Action: *a, Verdict: v}
 	// What is stored is bounded (settings.limits.stored_bytes): the whole
 	// action was judged and its arguments hashed (v.ArgsHash) above.
 	sa, sv := k.stored(a, &v)
 	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, &sa, sa), entry(audit.TypeVerdict, &sa, sv)); err != nil {
 		return nil, fmt.Errorf("recording the action and its verdict: %w", err)
+	}
+	if len(fired) > 0 {
+		k.controlsFired(ctx, a, &v, fired)
 	}
 	if err := k.observe(ctx, a, v.Level, false); err != nil {
 		return nil, err
