@@ -85,6 +85,11 @@ if go test -count="$COUNT" -run '^$' -bench '^BenchmarkEvaluateEgress$' -benchti
   fail "the egress Evaluate benchmark failed"
 fi
 echo
+echo "== Evaluate with 50 auto-rules and 10 anomaly rules, and without (internal/autorule)"
+if go test -count="$COUNT" -run '^$' -bench '^BenchmarkEvaluateControls$' -benchtime "$BENCHTIME" ./bench/ | tee "$WORK/controls.txt"; then :; else
+  fail "the auto-rules Evaluate benchmark failed"
+fi
+echo
 
 echo "== POST /api/v1/actions over loopback"
 CGO_ENABLED=0 go build -o "$WORK/overseer" ./cmd/overseer || fail "building overseer failed"
@@ -258,6 +263,14 @@ printf '%-44s %s\n' "Evaluate with egress <= 1.5x without ($re1)" "$g7"
 printf '%-44s %s\n' "curl POST: with egress <= 1.5x without ($re2)" "$g8"
 printf '%-44s %s\n' "sealing costs <= 15% of audit appends/s" "$g5"
 printf '%-44s %s\n' "sealing costs <= 15% of API requests/s" "$g6"
+
+# The auto-rules and anomaly rules may add at most 10 µs to Evaluate's p50.
+cw50="$(metric "$WORK/controls.txt" BenchmarkEvaluateControls/with-controls p50-ns)"
+co50="$(metric "$WORK/controls.txt" BenchmarkEvaluateControls/without-controls p50-ns)"
+cadd=""
+if [ -n "$cw50" ] && [ -n "$co50" ]; then cadd="$(awk -v a="$cw50" -v b="$co50" 'BEGIN { print a - b }')"; fi
+printf '%-44s %14s %14s %8s\n' "Evaluate, 50 auto-rules: with / without" "$(us "$cw50")" "$(us "$co50")" "$(ratio "$cw50" "$co50")"
+printf '%-44s %s\n' "auto-rules add <= 10 µs to p50 ($(us "$cadd"))" "$(goal "$cadd" "<=" 10000)"
 
 if [ "$FAILED" != 0 ]; then
   exit 1

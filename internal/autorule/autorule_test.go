@@ -161,7 +161,7 @@ func TestCountThresholdAndHold(t *testing.T) {
 	}
 	// Feeding the same records again counts them once.
 	c.Add(t0, Sample{Seq: 2, At: t0, Agent: "a", Tool: "Write", Kind: "file_write", Call: true})
-	if n := c.Calls("a", t0.Add(-time.Minute), nil); n != 3 {
+	if n := c.Calls("a", t0.Add(-time.Minute), matcher{}); n != 3 {
 		t.Fatalf("calls = %d, want 3", n)
 	}
 	h.Set(r.ID, "a", fs[0].HoldUntil)

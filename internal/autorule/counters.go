@@ -1,6 +1,7 @@
 package autorule
 
 import (
+	"sort"
 	"sync"
 	"time"
 )
@@ -30,10 +31,25 @@ type Counters struct {
 	seq    int64 // the last audit sequence number fed
 }
 
+// agentWindow is one agent's samples. Calls and results are indexed by
+// their tool name and by their kind (a sample whose tool is named as its
+// kind once), and "" holds them all, each list in time order: a count
+// over a rule's exact tool or kind is two binary searches. Raw lists keep
+// the samples for glob patterns.
 type agentWindow struct {
-	calls   []Sample
-	results []Sample
-	costs   []Sample
+	calls, results, failed map[string][]time.Time
+	rawCalls, rawResults   []Sample
+	costs                  []Sample
+}
+
+func (w *agentWindow) index(m map[string][]time.Time, s Sample) {
+	m[""] = append(m[""], s.At)
+	if s.Tool != "" {
+		m[s.Tool] = append(m[s.Tool], s.At)
+	}
+	if s.Kind != "" && s.Kind != s.Tool {
+		m[s.Kind] = append(m[s.Kind], s.At)
+	}
 }
 
 // NewCounters keeps samples for keep (at least a minute).
@@ -78,26 +94,56 @@ func (c *Counters) Add(now time.Time, samples ...Sample) {
 		}
 		w := c.agents[s.Agent]
 		if w == nil {
-			w = &agentWindow{}
+			w = &agentWindow{calls: map[string][]time.Time{}, results: map[string][]time.Time{}, failed: map[string][]time.Time{}}
 			c.agents[s.Agent] = w
 		}
 		switch {
 		case s.Call:
-			w.calls = append(w.calls, s)
+			w.rawCalls = append(w.rawCalls, s)
+			w.index(w.calls, s)
 		case s.Result:
-			w.results = append(w.results, s)
+			w.rawResults = append(w.rawResults, s)
+			w.index(w.results, s)
+			if s.Failed {
+				w.index(w.failed, s)
+			}
 		case s.Cost > 0:
 			w.costs = append(w.costs, s)
 		}
 	}
 	cut := now.Add(-c.keep)
 	for a, w := range c.agents {
-		w.calls, w.results, w.costs = prune(w.calls, cut), prune(w.results, cut), prune(w.costs, cut)
-		if len(w.calls)+len(w.results)+len(w.costs) == 0 {
+		w.rawCalls, w.rawResults, w.costs = prune(w.rawCalls, cut), prune(w.rawResults, cut), prune(w.costs, cut)
+		for _, m := range []map[string][]time.Time{w.calls, w.results, w.failed} {
+			for k, ts := range m {
+				if ts = pruneTimes(ts, cut); len(ts) == 0 {
+					delete(m, k)
+				} else {
+					m[k] = ts
+				}
+			}
+		}
+		if len(w.rawCalls)+len(w.rawResults)+len(w.costs) == 0 {
 			delete(c.agents, a)
 		}
 	}
 }
+
+func pruneTimes(ts []time.Time, cut time.Time) []time.Time {
+	i := countBefore(ts, cut)
+	if i == 0 {
+		return ts
+	}
+	return append(ts[:0:0], ts[i:]...)
+}
+
+// countBefore is the number of times in ts (in order) before t.
+func countBefore(ts []time.Time, t time.Time) int {
+	return sort.Search(len(ts), func(i int) bool { return !ts[i].Before(t) })
+}
+
+// since counts the times in ts at or after t.
+func since(ts []time.Time, t time.Time) int { return len(ts) - countBefore(ts, t) }
 
 // SetSeq records that the trail was read up to seq (with nothing to feed).
 func (c *Counters) SetSeq(seq int64) {
@@ -117,45 +163,40 @@ func prune(s []Sample, cut time.Time) []Sample {
 	return append(s[:0:0], s[i:]...)
 }
 
-// matchFn says whether a sample's tool or kind is counted.
-type matchFn func(tool, kind string) bool
-
-// Calls counts the agent's calls since since that match.
-func (c *Counters) Calls(agent string, since time.Time, m matchFn) int {
+// Calls counts the agent's calls since from whose tool or kind m matches.
+func (c *Counters) Calls(agent string, from time.Time, m matcher) int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	w := c.agents[agent]
 	if w == nil {
 		return 0
 	}
+	if !m.glob {
+		return since(w.calls[m.pat], from)
+	}
 	n := 0
-	for i := len(w.calls) - 1; i >= 0; i-- {
-		s := &w.calls[i]
-		if s.At.Before(since) {
-			break
-		}
-		if m == nil || m(s.Tool, s.Kind) {
+	for i := len(w.rawCalls) - 1; i >= 0 && !w.rawCalls[i].At.Before(from); i-- {
+		if m.call(w.rawCalls[i].Tool, w.rawCalls[i].Kind) {
 			n++
 		}
 	}
 	return n
 }
 
-// Results counts the agent's results since since that match, and the
-// failed ones among them.
-func (c *Counters) Results(agent string, since time.Time, m matchFn) (total, failed int) {
+// Results counts the agent's results since from whose tool or kind m
+// matches, and the failed ones among them.
+func (c *Counters) Results(agent string, from time.Time, m matcher) (total, failed int) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	w := c.agents[agent]
 	if w == nil {
 		return 0, 0
 	}
-	for i := len(w.results) - 1; i >= 0; i-- {
-		s := &w.results[i]
-		if s.At.Before(since) {
-			break
-		}
-		if m == nil || m(s.Tool, s.Kind) {
+	if !m.glob {
+		return since(w.results[m.pat], from), since(w.failed[m.pat], from)
+	}
+	for i := len(w.rawResults) - 1; i >= 0 && !w.rawResults[i].At.Before(from); i-- {
+		if s := &w.rawResults[i]; m.call(s.Tool, s.Kind) {
 			total++
 			if s.Failed {
 				failed++

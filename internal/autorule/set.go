@@ -46,20 +46,27 @@ type compiledAnomaly struct {
 // matcher matches a tool name or kind (or an agent) against a name or
 // glob; the empty pattern matches everything.
 type matcher struct {
-	pat  string
-	glob bool
+	pat    string
+	glob   bool
+	prefix string // set for "prefix*": matched without path.Match
 }
 
 func newMatcher(p string) matcher {
-	return matcher{pat: p, glob: strings.ContainsAny(p, "*?[\\")}
+	m := matcher{pat: p, glob: strings.ContainsAny(p, "*?[\\")}
+	if rest, ok := strings.CutSuffix(p, "*"); ok && m.glob && !strings.ContainsAny(rest, "*?[\\/") {
+		m.prefix = rest
+	}
+	return m
 }
 
 func (m matcher) one(s string) bool {
-	if m.pat == "" {
+	switch {
+	case m.pat == "":
 		return true
-	}
-	if !m.glob {
+	case !m.glob:
 		return m.pat == s
+	case m.prefix != "":
+		return strings.HasPrefix(s, m.prefix) && !strings.Contains(s[len(m.prefix):], "/")
 	}
 	ok, _ := path.Match(m.pat, s)
 	return ok
@@ -224,7 +231,7 @@ func (s *Set) Check(a *action.Action, env Env) []Finding {
 		return nil
 	}
 	var out []Finding
-	var argText *string
+	var argText *[2]string
 	lists := [...][]*compiledRule{s.byTool[a.Tool], s.byTool[string(a.Kind)], s.wild}
 	if string(a.Kind) == a.Tool {
 		lists[1] = nil // the same list twice (a tool named as its kind)
@@ -272,7 +279,7 @@ func (s *Set) priority(id string) int {
 	return 0
 }
 
-func (c *compiledRule) check(a *action.Action, env Env, argText **string) (Finding, bool) {
+func (c *compiledRule) check(a *action.Action, env Env, argText **[2]string) (Finding, bool) {
 	if !c.agentMatch.one(a.Agent) {
 		return Finding{}, false
 	}
@@ -328,7 +335,7 @@ func (c *compiledRule) check(a *action.Action, env Env, argText **string) (Findi
 }
 
 // fires reports whether the trigger holds for a, and why.
-func (c *compiledRule) fires(a *action.Action, env Env, self bool, argText **string) (string, bool) {
+func (c *compiledRule) fires(a *action.Action, env Env, self bool, argText **[2]string) (string, bool) {
 	t := &c.Trigger
 	this := 0
 	if self {
@@ -360,15 +367,15 @@ func (c *compiledRule) fires(a *action.Action, env Env, self bool, argText **str
 			if err != nil {
 				s = fmt.Sprint(a.Args)
 			}
-			*argText = &s
+			*argText = &[2]string{s, strings.ToLower(s)}
 		}
 		if c.re != nil {
-			if c.re.MatchString(**argText) {
+			if c.re.MatchString((*argText)[0]) {
 				return fmt.Sprintf("the arguments match /%s/", t.Regex), true
 			}
 			return "", false
 		}
-		if strings.Contains(strings.ToLower(**argText), c.text) {
+		if strings.Contains((*argText)[1], c.text) {
 			return fmt.Sprintf("the arguments contain %q", t.Text), true
 		}
 		return "", false
@@ -379,12 +386,12 @@ func (c *compiledRule) fires(a *action.Action, env Env, self bool, argText **str
 	since := env.Now.Add(-c.window)
 	switch t.Type {
 	case TriggerCount:
-		n := env.Counters.Calls(a.Agent, since, c.toolMatch.call) + this
+		n := env.Counters.Calls(a.Agent, since, c.toolMatch) + this
 		if n > t.Count {
 			return fmt.Sprintf("%d calls of %s within %s, over %d", n, orAll(t.Tool), c.window, t.Count), true
 		}
 	case TriggerErrors:
-		total, failed := env.Counters.Results(a.Agent, since, c.toolMatch.call)
+		total, failed := env.Counters.Results(a.Agent, since, c.toolMatch)
 		if total > 0 && total >= max(t.MinCalls, 1) && float64(failed)*100 >= t.Percent*float64(total) {
 			return fmt.Sprintf("%d of %d results of %s within %s were errors (%.0f%%, threshold %.0f%%)",
 				failed, total, orAll(t.Tool), c.window, float64(failed)*100/float64(total), t.Percent), true
@@ -415,7 +422,7 @@ func (c *compiledAnomaly) check(a *action.Action, env Env) (Finding, bool) {
 			return Finding{}, false // fired already; its response (pause) is under way
 		}
 	}
-	n := env.Counters.Calls(a.Agent, env.Now.Add(-c.Window()), c.toolMatch.call) + 1
+	n := env.Counters.Calls(a.Agent, env.Now.Add(-c.Window()), c.toolMatch) + 1
 	if n < c.ThresholdCount {
 		return Finding{}, false
 	}
