@@ -442,6 +442,8 @@ func (c *compiledAnomaly) check(a *action.Action, env Env) (Finding, bool) {
 		}
 	}
 	f.Message = msg
+	// Held for the window: the burst's next calls do not fire again.
+	f.HoldUntil = env.Now.Add(c.Window())
 	if c.Stops() {
 		f.Level, f.Stop = action.Block, true
 	} else {

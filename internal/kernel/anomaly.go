@@ -87,7 +87,7 @@ func (k *Kernel) anomalyDetected(ctx context.Context, a *action.Action, f autoru
 		ev.WindowSeconds, depth = r.WindowSeconds, r.RollbackDepth()
 	}
 	// Held for the window: the burst's next calls do not fire again.
-	k.controls.holds.Set(ev.RuleID, ev.Agent, now.Add(time.Duration(ev.WindowSeconds)*time.Second))
+	k.controls.holds.Set(ev.RuleID, ev.Agent, f.HoldUntil)
 	if _, err := k.Audit.Append(ctx, audit.Entry{Type: TypeAnomalyDetected, ActionID: a.ID, Agent: a.Agent,
 		Session: a.Session, Tool: a.Tool, Data: ev}); err != nil {
 		ev.Message += "; recording it failed: " + err.Error()

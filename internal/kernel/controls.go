@@ -606,3 +606,76 @@ func (k *Kernel) pauseAgent(ctx context.Context, agent, reason string) error {
 	}
 	return p.PauseAgent(ctx, agent, reason, ControlsActor)
 }
+
+// DefaultDryRunDays is how far back a dry run of a control reads the
+// audit trail when the caller does not say.
+const DefaultDryRunDays = 7
+
+// ControlDryRun is the dry run of one auto-rule or anomaly rule.
+type ControlDryRun struct {
+	Rule    *autorule.Rule        `json:"rule,omitempty"`
+	Anomaly *autorule.AnomalyRule `json:"anomaly_rule,omitempty"`
+	Days    int                   `json:"days"`
+	*firewall.ControlReplay
+}
+
+// DryRunAutoRule replays an auto-rule over the audit trail of the last
+// days days (DefaultDryRunDays when <= 0) and reports, call by call, what
+// it would have done (firewall.Engine.ReplayControls). It changes nothing;
+// the rule need not be saved.
+func (k *Kernel) DryRunAutoRule(ctx context.Context, r autorule.Rule, days int) (*ControlDryRun, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	if r.ID == "" {
+		r.ID = "dry-run"
+	}
+	r.Enabled = true
+	set, err := autorule.Compile([]autorule.Rule{r}, nil)
+	if err != nil {
+		return nil, err
+	}
+	rep, days, err := k.dryRun(ctx, set, days)
+	if err != nil {
+		return nil, err
+	}
+	return &ControlDryRun{Rule: &r, Days: days, ControlReplay: rep}, nil
+}
+
+// DryRunAnomalyRule is DryRunAutoRule for an anomaly rule.
+func (k *Kernel) DryRunAnomalyRule(ctx context.Context, r autorule.AnomalyRule, days int) (*ControlDryRun, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	if r.ID == "" {
+		r.ID = "dry-run"
+	}
+	r.Enabled = true
+	set, err := autorule.Compile(nil, []autorule.AnomalyRule{r})
+	if err != nil {
+		return nil, err
+	}
+	rep, days, err := k.dryRun(ctx, set, days)
+	if err != nil {
+		return nil, err
+	}
+	return &ControlDryRun{Anomaly: &r, Days: days, ControlReplay: rep}, nil
+}
+
+func (k *Kernel) dryRun(ctx context.Context, set *autorule.Set, days int) (*firewall.ControlReplay, int, error) {
+	if days <= 0 {
+		days = DefaultDryRunDays
+	}
+	days = min(days, 90)
+	past, err := k.History(ctx, 0)
+	if err != nil {
+		return nil, days, err
+	}
+	from := k.Clock.Now().Add(-time.Duration(days) * 24 * time.Hour)
+	i := 0
+	for i < len(past) && past[i].Time.Before(from) {
+		i++
+	}
+	rep, err := k.Engine.ReplayControls(ctx, set, past[i:])
+	return rep, days, err
+}

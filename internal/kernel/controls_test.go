@@ -367,3 +367,74 @@ func TestControlsAcrossProcesses(t *testing.T) {
 		t.Fatalf("after the hold: %s", l)
 	}
 }
+
+// The dry run of an auto-rule replays the recorded audit trail call by
+// call: at each call's own time, with counts rebuilt from the calls and
+// results before it; holds and pauses carry over; nothing changes.
+func TestDryRunAutoRuleCallByCall(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 11, 25, 21, 0, 0, 0, time.UTC)
+	e := newControlsEnv(t, start)
+	type step struct {
+		after  time.Duration // since start
+		agent  string
+		cmd    string
+		failed bool
+	}
+	steps := []step{
+		{0, "a", "ls", false},                  // 21:00
+		{90 * time.Minute, "a", "ls", true},    // 22:30
+		{91 * time.Minute, "b", "ls", true},    // 22:31
+		{92 * time.Minute, "a", "pwd", true},   // 22:32
+		{93 * time.Minute, "a", "ls", false},   // 22:33
+		{10 * time.Hour, "a", "ls -la", false}, // 07:00 next day
+	}
+	var ids []string
+	for _, s := range steps {
+		e.clk.Advance(start.Add(s.after).Sub(e.clk.Now()))
+		sub, err := e.k.Submit(ctx, &action.Action{Agent: s.agent, Session: "s", Tool: "Bash", Args: map[string]any{"command": s.cmd}, Cwd: e.proj})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sub.Action.ID)
+		if _, err := e.k.RecordResult(ctx, kernel.Result{ActionID: sub.Action.ID, Agent: s.agent, Session: "s", Tool: "Bash", Output: "out", IsError: s.failed}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := len(auditOf(t, e.k))
+	night := autorule.Rule{Name: "night", Trigger: autorule.Trigger{Type: autorule.TriggerTime, Tool: "shell", From: "22:00", To: "06:00"},
+		Action: autorule.Action{Type: autorule.ActBlockTool}}
+	rep, err := e.k.DryRunAutoRule(ctx, night, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range rep.Cases {
+		got = append(got, fmt.Sprintf("%s:%s:%s", c.ActionID, c.With, c.Fired[0].Action))
+	}
+	want := []string{ids[1] + ":block:block_tool", ids[2] + ":block:block_tool", ids[3] + ":block:block_tool", ids[4] + ":block:block_tool"}
+	if fmt.Sprint(got) != fmt.Sprint(want) || rep.Examined != 6 || rep.Blocked != 4 {
+		t.Fatalf("night: examined %d blocked %d cases %v, want %v", rep.Examined, rep.Blocked, got, want)
+	}
+	// Two failures of a's last three results pause a; b is not a.
+	pause := autorule.Rule{Name: "failing", Trigger: autorule.Trigger{Type: autorule.TriggerErrors, Percent: 60, MinCalls: 2, WindowMinutes: 30},
+		Action: autorule.Action{Type: autorule.ActPauseAgent}}
+	rep, err = e.k.DryRunAutoRule(ctx, pause, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for _, c := range rep.Cases {
+		got = append(got, fmt.Sprintf("%s:%s:fired=%d:paused=%v", c.ActionID, c.With, len(c.Fired), c.Paused))
+	}
+	// Within 30 minutes: at 22:32 a has one result (an error), under
+	// min_calls; at 22:33 two, both errors: pause. The 07:00 call is
+	// refused (paused); b's failure is b's.
+	want = []string{ids[4] + ":block:fired=1:paused=false", ids[5] + ":block:fired=0:paused=true"}
+	if fmt.Sprint(got) != fmt.Sprint(want) || rep.Paused != 1 {
+		t.Fatalf("pause: %v, want %v", got, want)
+	}
+	if after := len(auditOf(t, e.k)); after != before {
+		t.Fatalf("the dry run wrote %d audit records", after-before)
+	}
+}
