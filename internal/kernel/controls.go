@@ -407,7 +407,8 @@ func (k *Kernel) PutAutoRule(ctx context.Context, r autorule.Rule, who string) (
 				r.TimesTriggered, r.LastTriggered, r.CreatedAt, r.CreatedBy = prev.TimesTriggered, prev.LastTriggered, prev.CreatedAt, prev.CreatedBy
 			}
 		} else {
-			r.CreatedAt, r.CreatedBy = now, who
+			// What a rule did is Overseer's to count, never the caller's.
+			r.CreatedAt, r.CreatedBy, r.TimesTriggered, r.LastTriggered = now, who, 0, time.Time{}
 		}
 		r.UpdatedAt = now
 		stored = r
