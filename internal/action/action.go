@@ -262,6 +262,7 @@ const (
 	SourceError    Source = "error"    // an evaluation error (fails closed)
 	SourceHuman    Source = "human"    // a person's answer
 	SourceAgent    Source = "agent"    // the agent itself asked a person (a question, a task to confirm)
+	SourcePaused   Source = "paused"   // the agent is paused until a person resumes it
 )
 
 // Reason is one finding that contributed to a verdict.

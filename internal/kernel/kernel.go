@@ -88,6 +88,8 @@ type Kernel struct {
 	Pins *mcppin.Registry
 	// observers are the guards that remember what recorded actions did.
 	observers []guard.Observer
+	// pauses are the paused agents (pauses.go).
+	pauses *pauses
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -161,7 +163,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	if !cfg.NoSeal && os.Getenv(SealEnv) != "off" || sealedLog(ctx, st) {
 		sealer = audit.NewSealer(cfg.Home, cfg.Seal)
 	}
-	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Clock: cfg.Clock, raw: st}
+	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Clock: cfg.Clock, raw: st, pauses: &pauses{}}
 	k.Store = audited{Store: st, k: k}
 	if sealer != nil {
 		if k.Sealing, err = sealer.SetUp(ctx, st, cfg.Home, cfg.Clock.Now); err != nil {
@@ -189,6 +191,9 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 		}
 	}
 	k.Bus = perception.New(st, cfg.Clock)
+	// A failure is kept: every call then goes to a person until a read
+	// succeeds.
+	k.reloadPauses(ctx)
 	k.Pins = mcppin.New(st, cfg.Clock.Now)
 	protected := []string{cfg.Home}
 	if polFile != "" {
@@ -257,6 +262,7 @@ func MintID(a *action.Action) {
 // The action gets a fresh id (see MintID).
 func (k *Kernel) Evaluate(ctx context.Context, a *action.Action) action.Verdict {
 	MintID(a)
+	k.maybeReloadPauses(ctx)
 	return k.Engine.Evaluate(ctx, a)
 }
 
@@ -281,6 +287,7 @@ func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, err
 func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.Asker) (*Submission, error) {
 	MintID(a)
 	a.Cut = nil
+	k.maybeReloadPauses(ctx)
 	v := k.Engine.Evaluate(ctx, a)
 	sub := &Submission{Action: *a, Verdict: v}
 	// What is stored is bounded (settings.limits.stored_bytes): the whole
@@ -452,7 +459,7 @@ func topMissing(p string) string {
 
 // signals is what the engine reads: the bus and the approvals store.
 func (k *Kernel) signals() signals {
-	return signals{Bus: k.Bus, approvals: k.Store, clock: k.Clock}
+	return signals{Bus: k.Bus, approvals: k.Store, clock: k.Clock, pauses: k.pauses}
 }
 
 // refusedAgain reports whether v refuses a call a person refused before.

@@ -26,6 +26,7 @@ type Store interface {
 	ApprovalStore
 	RuleStore
 	StateStore
+	PauseStore
 	Close() error
 }
 
@@ -85,7 +86,8 @@ type AuditBatch struct {
 
 // Effect is a write committed with an audit record (see AuditWrite). The
 // effects are CreateApprovalEffect, AnswerApprovalEffect,
-// PutUserRuleEffect and DeleteUserRuleEffect.
+// PutUserRuleEffect, DeleteUserRuleEffect, PauseAgentEffect and
+// ResumeAgentEffect.
 type Effect interface{ isEffect() }
 
 // CreateApprovalEffect creates Approval (see ApprovalStore.CreateApproval).
@@ -121,6 +123,8 @@ func (*CreateApprovalEffect) isEffect() {}
 func (*AnswerApprovalEffect) isEffect() {}
 func (*PutUserRuleEffect) isEffect()    {}
 func (*DeleteUserRuleEffect) isEffect() {}
+func (*PauseAgentEffect) isEffect()     {}
+func (*ResumeAgentEffect) isEffect()    {}
 
 // AuditQuery filters audit records. Zero fields do not filter.
 type AuditQuery struct {
@@ -297,4 +301,41 @@ type StateStore interface {
 	UpdateState(ctx context.Context, ns, key string, fn func(old []byte) ([]byte, error)) error
 	// ListState returns every key and value of ns.
 	ListState(ctx context.Context, ns string) (map[string][]byte, error)
+}
+
+// AgentPause says that an agent is paused: none of its calls runs until a
+// person resumes it.
+type AgentPause struct {
+	// Agent is the agent's name as its actions carry it ("claude-code",
+	// "overseer", ...), or "*" for every agent.
+	Agent  string    `json:"agent"`
+	Reason string    `json:"reason"`
+	By     string    `json:"by"` // a person, or what paused it ("rate-limit rl_…")
+	At     time.Time `json:"at"`
+}
+
+// PauseAgentEffect pauses Pause.Agent, replacing a pause it already has
+// (see PauseStore). Describe, when set, returns the record's data from the
+// pause replaced (nil when the agent was not paused).
+type PauseAgentEffect struct {
+	Pause    *AgentPause
+	Describe func(old *AgentPause) (json.RawMessage, error)
+}
+
+// ResumeAgentEffect resumes Agent; an agent that is not paused is
+// ErrNotFound (and nothing is recorded). Describe, when set, returns the
+// record's data from the pause lifted.
+type ResumeAgentEffect struct {
+	Agent    string
+	Describe func(old *AgentPause) (json.RawMessage, error)
+}
+
+// PauseStore keeps the paused agents. Pauses change only with an audit
+// record (PauseAgentEffect, ResumeAgentEffect).
+type PauseStore interface {
+	// ListAgentPauses returns every paused agent, by name.
+	ListAgentPauses(ctx context.Context) ([]AgentPause, error)
+	// PausesVersion changes whenever a pause is added, replaced or lifted,
+	// whichever process did it; readers use it to know when to reload.
+	PausesVersion(ctx context.Context) (int64, error)
 }

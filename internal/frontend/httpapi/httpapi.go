@@ -168,6 +168,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/v1/mcp/pins/{server}/{tool}/accept", AccessToken, s.auth(s.acceptPin))
 	s.taskRoutes()
 	s.proposalRoutes()
+	s.agentRoutes()
 }
 
 // healthz answers everyone: the daemon is up, with the alarms raised (the
