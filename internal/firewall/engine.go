@@ -244,6 +244,7 @@ func (ev *evaluation) run(ctx context.Context) {
 	ev.sandbox()
 	ev.metacognition(ctx)
 	ev.refused(ctx)
+	ev.usage(ctx)
 }
 
 // L1: the arguments themselves.

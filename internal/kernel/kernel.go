@@ -90,6 +90,8 @@ type Kernel struct {
 	observers []guard.Observer
 	// pauses are the paused agents (pauses.go).
 	pauses *pauses
+	// usage holds the rate limits and budget caps (usage.go).
+	usage *usageState
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -194,6 +196,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	// A failure is kept: every call then goes to a person until a read
 	// succeeds.
 	k.reloadPauses(ctx)
+	k.openUsage(ctx)
 	k.Pins = mcppin.New(st, cfg.Clock.Now)
 	protected := []string{cfg.Home}
 	if polFile != "" {
@@ -228,11 +231,14 @@ func sealedLog(ctx context.Context, st store.Store) bool {
 // Close stops the audit writer (which closes its sealing epoch) and closes
 // the store.
 func (k *Kernel) Close() error {
+	// The counts are written before the audit writer stops (the pauses a
+	// limit asked for are already recorded).
+	uerr := k.closeUsage()
 	var err error
 	if k.Audit != nil {
 		err = k.Audit.Close()
 	}
-	return errors.Join(err, k.raw.Close())
+	return errors.Join(uerr, err, k.raw.Close())
 }
 
 // Raw returns the store without the audit checks (verify, tests).
@@ -288,13 +294,17 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 	MintID(a)
 	a.Cut = nil
 	k.maybeReloadPauses(ctx)
-	v := k.Engine.Evaluate(ctx, a)
+	counted := &countHolder{}
+	v := k.Engine.Evaluate(context.WithValue(ctx, countKey{}, counted), a)
 	sub := &Submission{Action: *a, Verdict: v}
 	// What is stored is bounded (settings.limits.stored_bytes): the whole
 	// action was judged and its arguments hashed (v.ArgsHash) above.
 	sa, sv := k.stored(a, &v)
 	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, &sa, sa), entry(audit.TypeVerdict, &sa, sv)); err != nil {
 		return nil, fmt.Errorf("recording the action and its verdict: %w", err)
+	}
+	if len(counted.findings) > 0 {
+		k.afterCount(ctx, a, counted.findings)
 	}
 	if err := k.observe(ctx, a, v.Level, false); err != nil {
 		return nil, err
@@ -459,7 +469,7 @@ func topMissing(p string) string {
 
 // signals is what the engine reads: the bus and the approvals store.
 func (k *Kernel) signals() signals {
-	return signals{Bus: k.Bus, approvals: k.Store, clock: k.Clock, pauses: k.pauses}
+	return signals{Bus: k.Bus, approvals: k.Store, clock: k.Clock, pauses: k.pauses, usage: k.usage}
 }
 
 // refusedAgain reports whether v refuses a call a person refused before.

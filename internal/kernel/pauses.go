@@ -192,6 +192,7 @@ func (k *Kernel) maybeReloadPauses(ctx context.Context) {
 	}
 	defer k.pauses.reloading.Store(false)
 	k.reloadPauses(ctx)
+	k.maybeReloadControls(ctx)
 }
 
 // reloadPauses reads the store's version and, when it changed, the pauses.

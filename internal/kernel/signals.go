@@ -21,6 +21,7 @@ type signals struct {
 	approvals store.ApprovalStore
 	clock     clock.Clock
 	pauses    *pauses
+	usage     *usageState
 }
 
 var (
@@ -28,6 +29,7 @@ var (
 	_ firewall.RefusalSignals = signals{}
 	_ firewall.CreatedSignals = signals{}
 	_ firewall.PauseSignals   = signals{}
+	_ firewall.UsageSignals   = signals{}
 )
 
 // Paused implements firewall.PauseSignals.

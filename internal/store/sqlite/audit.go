@@ -182,6 +182,18 @@ func applyEffect(ctx context.Context, tx *sql.Tx, w *store.AuditWrite) (err erro
 		if err == nil && e.Describe != nil {
 			data, err = e.Describe(old)
 		}
+	case *store.PutControlEffect:
+		var old *store.Control
+		old, err = putControl(ctx, tx, e.Control)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(old)
+		}
+	case *store.DeleteControlEffect:
+		var old *store.Control
+		old, err = deleteControl(ctx, tx, e.ID, e.Kind)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(old)
+		}
 	default:
 		return fmt.Errorf("unknown effect %T", w.Effect)
 	}

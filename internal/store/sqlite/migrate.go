@@ -121,6 +121,18 @@ var migrations = []Migration{
 		) WITHOUT ROWID`,
 		`INSERT INTO counters (name, value) VALUES ('pauses_version', 0)`,
 	}},
+	// Hybrid controls: rate limits, budget caps (store.ControlStore).
+	{Version: 16, Name: "hybrid controls", Stmts: []string{
+		`CREATE TABLE controls (
+			id         TEXT PRIMARY KEY,
+			kind       TEXT NOT NULL,
+			body       TEXT NOT NULL,
+			created_by TEXT NOT NULL,
+			created_at TEXT NOT NULL,
+			updated_at TEXT NOT NULL
+		) WITHOUT ROWID`,
+		`INSERT INTO counters (name, value) VALUES ('controls_version', 0)`,
+	}},
 }
 
 // SchemaVersion is the schema version this program writes.

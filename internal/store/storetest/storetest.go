@@ -37,6 +37,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Closed", func(t *testing.T) { testClosed(t, open) })
 	t.Run("Canceled", func(t *testing.T) { testCanceled(t, open) })
 	t.Run("Pauses", func(t *testing.T) { testPauses(t, open) })
+	t.Run("Controls", func(t *testing.T) { testControls(t, open) })
+	t.Run("UpdateStates", func(t *testing.T) { testUpdateStates(t, open) })
 }
 
 // T0 is the time the suite's records start at. It has nanoseconds, which a
