@@ -169,6 +169,7 @@ func (s *Server) routes() {
 	s.taskRoutes()
 	s.proposalRoutes()
 	s.agentRoutes()
+	s.usageRoutes()
 }
 
 // healthz answers everyone: the daemon is up, with the alarms raised (the
