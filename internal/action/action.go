@@ -262,6 +262,9 @@ const (
 	SourceError    Source = "error"    // an evaluation error (fails closed)
 	SourceHuman    Source = "human"    // a person's answer
 	SourceAgent    Source = "agent"    // the agent itself asked a person (a question, a task to confirm)
+	SourcePaused   Source = "paused"   // the agent is paused until a person resumes it
+	SourceLimit    Source = "limit"    // a rate limit (hybrid controls)
+	SourceBudget   Source = "budget"   // a budget cap (hybrid controls)
 )
 
 // Reason is one finding that contributed to a verdict.

@@ -284,6 +284,9 @@ func (r *run) loop(ctx context.Context) error {
 			r.t.Result = fmt.Sprintf("aborted by a person after step %d", r.t.Step)
 			return errStop
 		}
+		if r.agentPaused() {
+			return errStop
+		}
 		if r.t.Step >= r.t.MaxSteps {
 			if err := r.summaryStep(ctx); err != nil {
 				return err
@@ -298,6 +301,27 @@ func (r *run) loop(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// agentPaused pauses the task when a person (or a rate limit or budget
+// cap) paused the loop's agent: no step starts, and the task is saved
+// where it is, to be resumed once the agent is.
+func (r *run) agentPaused() bool {
+	p, ok := r.l.k.AgentPause(AgentName)
+	if !ok {
+		return false
+	}
+	r.pauseForAgent(p.Reason)
+	return true
+}
+
+// pauseForAgent sets the task paused because its agent is.
+func (r *run) pauseForAgent(reason string) {
+	r.t.Status = task.Paused
+	r.t.Result = fmt.Sprintf("paused after step %d: the agent %q is paused (%s); resume the agent with `overseer resume-agent %s`, then the task with `overseer resume %s`",
+		r.t.Step, AgentName, reason, AgentName, r.t.ID)
+	r.l.printf("⏸  the agent is paused (%s): task paused, checkpoint saved. Resume the agent with `overseer resume-agent %s`, then the task with `overseer resume %s`\n",
+		reason, AgentName, r.t.ID)
 }
 
 // checkpoint saves the task.

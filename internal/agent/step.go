@@ -387,6 +387,15 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 	case errors.Is(err, kernel.ErrBlocked):
 		rec.Outcome, rec.Note = plugin.OutcomeBlocked, tr.Verdict.Summary()
 		r.l.printf("⛔ blocked: %s\n", rec.Note)
+		if d := tr.Verdict.Decider; d != nil && d.Source == action.SourcePaused {
+			// The agent was paused while it decided: the task pauses.
+			reason := d.Message
+			if p, ok := r.l.k.AgentPause(AgentName); ok {
+				reason = p.Reason
+			}
+			r.pauseForAgent(reason)
+			return nil
+		}
 		if tr.Verdict.Stop {
 			// It keeps repeating a call a person refused: stop, as a
 			// person's abort would.

@@ -252,6 +252,7 @@ func (ev *evaluation) fail(layer, what string, err error) {
 }
 
 func (ev *evaluation) run(ctx context.Context) {
+	ev.paused()
 	ev.params()
 	// L2 reads the facts the guards derive (what the action writes,
 	// executes, sends), so it is judged after them.
@@ -261,6 +262,7 @@ func (ev *evaluation) run(ctx context.Context) {
 	ev.sandbox()
 	ev.metacognition(ctx)
 	ev.refused(ctx)
+	ev.usage(ctx)
 }
 
 // L1: the arguments themselves.
@@ -655,6 +657,31 @@ func (ev *evaluation) refused(ctx context.Context) {
 // the session (the hooks tell the agent to stop its task).
 const RefusedRepeatsStop = 2
 
+// PauseSignals is an optional ability of Signals: whether an agent is
+// paused (the kernel's paused agents), with the refusal its calls get.
+// An error means the pauses could not be read.
+type PauseSignals interface {
+	Paused(agent string) (paused bool, message string, err error)
+}
+
+// paused refuses every call of a paused agent, and asks it to stop its
+// task: nothing it does runs until a person resumes it. When the pauses
+// cannot be read, a person decides.
+func (ev *evaluation) paused() {
+	ps, ok := ev.e.signals.(PauseSignals)
+	if !ok {
+		return
+	}
+	paused, msg, err := ps.Paused(ev.a.Agent)
+	switch {
+	case paused:
+		ev.add(action.Reason{Layer: "L2", Source: action.SourcePaused, Name: "agent-paused", Level: action.Block, Message: msg})
+		ev.stop = true
+	case err != nil:
+		ev.fail("L2", "reading the paused agents", err)
+	}
+}
+
 // RefusalSignals is an optional ability of Signals: the memory of calls
 // people refused in a's session, with the arguments hash argsHash (the
 // kernel answers it from the approvals a person refused and the repeats
@@ -737,6 +764,8 @@ func withUnresolved(p *action.Preview, reasons []action.Reason, a *action.Action
 func decider(reasons []action.Reason, level action.Level) *action.Reason {
 	rank := func(s action.Source) int {
 		switch s {
+		case action.SourcePaused:
+			return -1 // a paused agent is told so, whatever else holds
 		case action.SourceError:
 			return 0
 		case action.SourceGuard, action.SourceSandbox:

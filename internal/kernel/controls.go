@@ -212,7 +212,7 @@ func (c *controlState) feed(ctx context.Context) (bool, error) {
 			}
 		case TypeAutoRuleChange, TypeAnomalyRuleChange:
 			reload = true
-			var ch ControlChange
+			var ch AutoRuleChange
 			if json.Unmarshal(r.Data, &ch) == nil && ch.Op != "add" {
 				c.holds.Clear(ch.ID)
 			}
@@ -293,9 +293,9 @@ func (k *Kernel) SyncControls(ctx context.Context) error {
 	return k.controls.sync(ctx)
 }
 
-// ControlChange is the audit record of a change to an auto-rule or an
+// AutoRuleChange is the audit record of a change to an auto-rule or an
 // anomaly rule.
-type ControlChange struct {
+type AutoRuleChange struct {
 	Op      string                `json:"op"` // add, update, remove
 	ID      string                `json:"id"`
 	Name    string                `json:"name"`
@@ -417,7 +417,7 @@ func (k *Kernel) PutAutoRule(ctx context.Context, r autorule.Rule, who string) (
 	if err != nil {
 		return nil, err
 	}
-	return &stored, k.controlChanged(ctx, ControlChange{Op: op, ID: r.ID, Name: r.Name, Who: who, Rule: &stored, Template: r.Template}, TypeAutoRuleChange)
+	return &stored, k.controlChanged(ctx, AutoRuleChange{Op: op, ID: r.ID, Name: r.Name, Who: who, Rule: &stored, Template: r.Template}, TypeAutoRuleChange)
 }
 
 // DeleteAutoRule removes a rule, as who (audited).
@@ -429,7 +429,7 @@ func (k *Kernel) DeleteAutoRule(ctx context.Context, id, who string) error {
 	if err := k.Store.UpdateState(ctx, AutoRuleNS, id, func([]byte) ([]byte, error) { return nil, nil }); err != nil {
 		return err
 	}
-	return k.controlChanged(ctx, ControlChange{Op: "remove", ID: id, Name: r.Name, Who: who, Rule: r}, TypeAutoRuleChange)
+	return k.controlChanged(ctx, AutoRuleChange{Op: "remove", ID: id, Name: r.Name, Who: who, Rule: r}, TypeAutoRuleChange)
 }
 
 // AddTemplate adds every rule of a template, as who.
@@ -495,7 +495,7 @@ func (k *Kernel) PutAnomalyRule(ctx context.Context, r autorule.AnomalyRule, who
 	if err != nil {
 		return nil, err
 	}
-	return &stored, k.controlChanged(ctx, ControlChange{Op: op, ID: r.ID, Name: r.Name, Who: who, Anomaly: &stored}, TypeAnomalyRuleChange)
+	return &stored, k.controlChanged(ctx, AutoRuleChange{Op: op, ID: r.ID, Name: r.Name, Who: who, Anomaly: &stored}, TypeAnomalyRuleChange)
 }
 
 // DeleteAnomalyRule removes an anomaly rule, as who (audited).
@@ -507,11 +507,11 @@ func (k *Kernel) DeleteAnomalyRule(ctx context.Context, id, who string) error {
 	if err := k.Store.UpdateState(ctx, AnomalyRuleNS, id, func([]byte) ([]byte, error) { return nil, nil }); err != nil {
 		return err
 	}
-	return k.controlChanged(ctx, ControlChange{Op: "remove", ID: id, Name: r.Name, Who: who, Anomaly: r}, TypeAnomalyRuleChange)
+	return k.controlChanged(ctx, AutoRuleChange{Op: "remove", ID: id, Name: r.Name, Who: who, Anomaly: r}, TypeAnomalyRuleChange)
 }
 
 // controlChanged audits a change and puts it in force in this process.
-func (k *Kernel) controlChanged(ctx context.Context, ch ControlChange, typ string) error {
+func (k *Kernel) controlChanged(ctx context.Context, ch AutoRuleChange, typ string) error {
 	if _, err := k.Audit.Append(ctx, audit.Entry{Type: typ, Data: ch}); err != nil {
 		return fmt.Errorf("the change was saved but recording it failed: %w", err)
 	}

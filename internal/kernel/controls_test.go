@@ -171,6 +171,20 @@ func TestAnomalyStopsAndRollsBack(t *testing.T) {
 	if first.EventID != ev.ID || first.Paths[0] != filepath.Join(e.proj, "f3.txt") {
 		t.Errorf("first rolled_back record %+v", first)
 	}
+	// The agent is paused: its next call is refused, and opens no second
+	// event.
+	if !ev.Paused || ev.PauseError != "" {
+		t.Fatalf("not paused: %+v", ev)
+	}
+	if paused, _ := e.k.AgentPaused("nightly"); !paused {
+		t.Fatal("AgentPaused(nightly) = false")
+	}
+	if run, err := e.call(t, "nightly", "file_write", map[string]any{"file_path": fifth, "content": "six"}); !errors.Is(err, kernel.ErrBlocked) || run.Ran {
+		t.Fatalf("a paused agent's call: %v", err)
+	}
+	if evs, _ := e.k.AnomalyEvents(ctx); len(evs) != 1 {
+		t.Errorf("%d events after the next call", len(evs))
+	}
 	// A second rollback finds nothing left to undo.
 	again, err := e.k.RollbackAnomaly(ctx, ev.ID, 0, "alice")
 	if err != nil || len(again.Undone) != 0 {

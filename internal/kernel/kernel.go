@@ -88,6 +88,10 @@ type Kernel struct {
 	Pins *mcppin.Registry
 	// observers are the guards that remember what recorded actions did.
 	observers []guard.Observer
+	// pauses are the paused agents (pauses.go).
+	pauses *pauses
+	// usage holds the rate limits and budget caps (usage.go).
+	usage *usageState
 	// controls are the auto-rules and anomaly rules (controls.go).
 	controls *controlState
 }
@@ -163,7 +167,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	if !cfg.NoSeal && os.Getenv(SealEnv) != "off" || sealedLog(ctx, st) {
 		sealer = audit.NewSealer(cfg.Home, cfg.Seal)
 	}
-	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Clock: cfg.Clock, raw: st}
+	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Clock: cfg.Clock, raw: st, pauses: &pauses{}}
 	k.Store = audited{Store: st, k: k}
 	if sealer != nil {
 		if k.Sealing, err = sealer.SetUp(ctx, st, cfg.Home, cfg.Clock.Now); err != nil {
@@ -191,6 +195,10 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 		}
 	}
 	k.Bus = perception.New(st, cfg.Clock)
+	// A failure is kept: every call then goes to a person until a read
+	// succeeds.
+	k.reloadPauses(ctx)
+	k.openUsage(ctx)
 	k.Pins = mcppin.New(st, cfg.Clock.Now)
 	protected := []string{cfg.Home}
 	if polFile != "" {
@@ -231,11 +239,14 @@ func sealedLog(ctx context.Context, st store.Store) bool {
 // Close stops the audit writer (which closes its sealing epoch) and closes
 // the store.
 func (k *Kernel) Close() error {
+	// The counts are written before the audit writer stops (the pauses a
+	// limit asked for are already recorded).
+	uerr := k.closeUsage()
 	var err error
 	if k.Audit != nil {
 		err = k.Audit.Close()
 	}
-	return errors.Join(err, k.raw.Close())
+	return errors.Join(uerr, err, k.raw.Close())
 }
 
 // Raw returns the store without the audit checks (verify, tests).
@@ -265,6 +276,7 @@ func MintID(a *action.Action) {
 // The action gets a fresh id (see MintID).
 func (k *Kernel) Evaluate(ctx context.Context, a *action.Action) action.Verdict {
 	MintID(a)
+	k.maybeReloadPauses(ctx)
 	return k.Engine.Evaluate(ctx, a)
 }
 
@@ -289,17 +301,22 @@ func (k *Kernel) Submit(ctx context.Context, a *action.Action) (*Submission, err
 func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.Asker) (*Submission, error) {
 	MintID(a)
 	a.Cut = nil
-	// The counters read every process's calls up to now, and rules
-	// changed by another process are loaded. A failure only counts them
-	// later.
+	k.maybeReloadPauses(ctx)
+	// The auto-rules' counters read every process's calls up to now, and
+	// rules changed by another process are loaded. A failure only counts
+	// them later.
 	_ = k.controls.sync(ctx)
-	v, fired := k.Engine.EvaluateControls(ctx, a)
+	counted := &countHolder{}
+	v, fired := k.Engine.EvaluateControls(context.WithValue(ctx, countKey{}, counted), a)
 	sub := &Submission{Action: *a, Verdict: v}
 	// What is stored is bounded (settings.limits.stored_bytes): the whole
 	// action was judged and its arguments hashed (v.ArgsHash) above.
 	sa, sv := k.stored(a, &v)
 	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, &sa, sa), entry(audit.TypeVerdict, &sa, sv)); err != nil {
 		return nil, fmt.Errorf("recording the action and its verdict: %w", err)
+	}
+	if len(counted.findings) > 0 {
+		k.afterCount(ctx, a, counted.findings)
 	}
 	if len(fired) > 0 {
 		k.controlsFired(ctx, a, &v, fired)
@@ -467,7 +484,7 @@ func topMissing(p string) string {
 
 // signals is what the engine reads: the bus and the approvals store.
 func (k *Kernel) signals() signals {
-	return signals{Bus: k.Bus, approvals: k.Store, clock: k.Clock}
+	return signals{Bus: k.Bus, approvals: k.Store, clock: k.Clock, pauses: k.pauses, usage: k.usage}
 }
 
 // refusedAgain reports whether v refuses a call a person refused before.

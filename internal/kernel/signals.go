@@ -20,13 +20,20 @@ type signals struct {
 	*perception.Bus
 	approvals store.ApprovalStore
 	clock     clock.Clock
+	pauses    *pauses
+	usage     *usageState
 }
 
 var (
 	_ firewall.Signals        = signals{}
 	_ firewall.RefusalSignals = signals{}
 	_ firewall.CreatedSignals = signals{}
+	_ firewall.PauseSignals   = signals{}
+	_ firewall.UsageSignals   = signals{}
 )
+
+// Paused implements firewall.PauseSignals.
+func (s signals) Paused(agent string) (bool, string, error) { return s.pauses.Paused(agent) }
 
 // Refusal implements firewall.RefusalSignals.
 func (s signals) Refusal(ctx context.Context, a *action.Action, argsHash string) (perception.Refusal, bool, error) {

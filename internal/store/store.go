@@ -26,6 +26,8 @@ type Store interface {
 	ApprovalStore
 	RuleStore
 	StateStore
+	PauseStore
+	ControlStore
 	Close() error
 }
 
@@ -85,7 +87,8 @@ type AuditBatch struct {
 
 // Effect is a write committed with an audit record (see AuditWrite). The
 // effects are CreateApprovalEffect, AnswerApprovalEffect,
-// PutUserRuleEffect and DeleteUserRuleEffect.
+// PutUserRuleEffect, DeleteUserRuleEffect, PauseAgentEffect,
+// ResumeAgentEffect, PutControlEffect and DeleteControlEffect.
 type Effect interface{ isEffect() }
 
 // CreateApprovalEffect creates Approval (see ApprovalStore.CreateApproval).
@@ -121,6 +124,10 @@ func (*CreateApprovalEffect) isEffect() {}
 func (*AnswerApprovalEffect) isEffect() {}
 func (*PutUserRuleEffect) isEffect()    {}
 func (*DeleteUserRuleEffect) isEffect() {}
+func (*PauseAgentEffect) isEffect()     {}
+func (*ResumeAgentEffect) isEffect()    {}
+func (*PutControlEffect) isEffect()     {}
+func (*DeleteControlEffect) isEffect()  {}
 
 // AuditQuery filters audit records. Zero fields do not filter.
 type AuditQuery struct {
@@ -297,4 +304,85 @@ type StateStore interface {
 	UpdateState(ctx context.Context, ns, key string, fn func(old []byte) ([]byte, error)) error
 	// ListState returns every key and value of ns.
 	ListState(ctx context.Context, ns string) (map[string][]byte, error)
+	// UpdateStates is UpdateState for several keys of ns in one
+	// transaction (write-behind counters flush so): fn is called once per
+	// key, in order; an error from fn changes nothing at all.
+	UpdateStates(ctx context.Context, ns string, keys []string, fn func(key string, old []byte) ([]byte, error)) error
+}
+
+// AgentPause says that an agent is paused: none of its calls runs until a
+// person resumes it.
+type AgentPause struct {
+	// Agent is the agent's name as its actions carry it ("claude-code",
+	// "overseer", ...), or "*" for every agent.
+	Agent  string    `json:"agent"`
+	Reason string    `json:"reason"`
+	By     string    `json:"by"` // a person, or what paused it ("rate-limit rl_…")
+	At     time.Time `json:"at"`
+}
+
+// PauseAgentEffect pauses Pause.Agent, replacing a pause it already has
+// (see PauseStore). Describe, when set, returns the record's data from the
+// pause replaced (nil when the agent was not paused).
+type PauseAgentEffect struct {
+	Pause    *AgentPause
+	Describe func(old *AgentPause) (json.RawMessage, error)
+}
+
+// ResumeAgentEffect resumes Agent; an agent that is not paused is
+// ErrNotFound (and nothing is recorded). Describe, when set, returns the
+// record's data from the pause lifted.
+type ResumeAgentEffect struct {
+	Agent    string
+	Describe func(old *AgentPause) (json.RawMessage, error)
+}
+
+// PauseStore keeps the paused agents. Pauses change only with an audit
+// record (PauseAgentEffect, ResumeAgentEffect).
+type PauseStore interface {
+	// ListAgentPauses returns every paused agent, by name.
+	ListAgentPauses(ctx context.Context) ([]AgentPause, error)
+	// PausesVersion changes whenever a pause is added, replaced or lifted,
+	// whichever process did it; readers use it to know when to reload.
+	PausesVersion(ctx context.Context) (int64, error)
+}
+
+// Control is one definition of the hybrid controls for unattended hours:
+// a rate limit, a budget cap (and, by their kinds, other controls that are
+// definitions a person writes). The store keeps Body, the control's JSON,
+// without interpreting it.
+type Control struct {
+	ID        string          `json:"id"`
+	Kind      string          `json:"kind"` // rate_limit, budget_cap, ...
+	Body      json.RawMessage `json:"body"`
+	CreatedBy string          `json:"created_by,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// PutControlEffect inserts or replaces (by ID) Control. Describe, when
+// set, returns the record's data from the control replaced (nil when new).
+type PutControlEffect struct {
+	Control  *Control
+	Describe func(old *Control) (json.RawMessage, error)
+}
+
+// DeleteControlEffect deletes control ID of Kind; a missing one is
+// ErrNotFound. Describe, when set, returns the record's data from the
+// control deleted.
+type DeleteControlEffect struct {
+	ID       string
+	Kind     string
+	Describe func(old *Control) (json.RawMessage, error)
+}
+
+// ControlStore keeps the controls. They change only with an audit record
+// (PutControlEffect, DeleteControlEffect).
+type ControlStore interface {
+	// ListControls returns the controls of kind ("" for every kind), by
+	// creation time then ID.
+	ListControls(ctx context.Context, kind string) ([]Control, error)
+	// ControlsVersion changes whenever a control changes, whichever
+	// process changed it.
+	ControlsVersion(ctx context.Context) (int64, error)
 }

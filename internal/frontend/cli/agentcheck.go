@@ -29,6 +29,9 @@ var answeringCommands = map[string]string{
 	"tui":     "",
 	"resume":  "",
 	"init":    "uninstall",
+	// An agent may not resume itself (nor pause another).
+	"resume-agent": "",
+	"pause-agent":  "",
 }
 
 // AnswerTokenEnv names the variable that lets a process which holds the

@@ -168,6 +168,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/v1/mcp/pins/{server}/{tool}/accept", AccessToken, s.auth(s.acceptPin))
 	s.taskRoutes()
 	s.proposalRoutes()
+	s.agentRoutes()
+	s.usageRoutes()
 	s.controlRoutes()
 }
 

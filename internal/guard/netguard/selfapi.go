@@ -200,7 +200,7 @@ func (s *SelfAPI) LocalHost(host string) bool {
 // selfPaths are the API paths only Overseer serves that answer, change or
 // read what a person controls. They are refused on any port of this
 // machine.
-var selfPaths = []string{"/api/v1/approvals", "/api/v1/policy", "/api/v1/audit",
+var selfPaths = []string{"/api/v1/approvals", "/api/v1/policy", "/api/v1/audit", "/api/v1/rate-limits", "/api/v1/budget/caps", "/api/v1/budget/prices",
 	// The controls of unattended hours: auto-rules (an auto_approve rule
 	// is a self-approval) and anomaly rules.
 	"/api/v1/auto-rules", "/api/v1/anomaly"}
@@ -227,7 +227,8 @@ func SelfPath(p string) bool {
 	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	if len(parts) == 5 && parts[0] == "api" && parts[1] == "v1" {
 		switch {
-		case parts[2] == "tasks" && parts[4] == "abort", parts[2] == "actions" && parts[4] == "keep":
+		case parts[2] == "tasks" && parts[4] == "abort", parts[2] == "actions" && parts[4] == "keep",
+			parts[2] == "agents" && (parts[4] == "resume" || parts[4] == "pause"):
 			return true
 		}
 	}

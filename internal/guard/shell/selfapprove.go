@@ -41,13 +41,17 @@ type selfLists struct {
 	OverseerBlock          []string `yaml:"overseer_block"`
 	OverseerPolicyReadOnly []string `yaml:"overseer_policy_read_only"`
 	OverseerMCPBlock       []string `yaml:"overseer_mcp_block"`
-	HTTPClients            []string `yaml:"http_clients"`
-	URLClients             []string `yaml:"url_clients"`
-	SocketClients          []string `yaml:"socket_clients"`
+	// OverseerReadOnly are, per sub-command, its sub-commands that only
+	// read (limits, budget): any other is block.
+	OverseerReadOnly map[string][]string `yaml:"overseer_read_only"`
+	HTTPClients      []string            `yaml:"http_clients"`
+	URLClients       []string            `yaml:"url_clients"`
+	SocketClients    []string            `yaml:"socket_clients"`
 }
 
 type selfSets struct {
 	block, policyRO, mcpBlock, http, socket, shorthand, url set
+	readOnly                                                map[string]set
 }
 
 var selfRules = func() selfSets {
@@ -55,7 +59,12 @@ var selfRules = func() selfSets {
 	if err := yaml.Unmarshal(selfAPIYAML, &l); err != nil {
 		panic("shell: selfapi.yaml: " + err.Error())
 	}
+	ro := map[string]set{}
+	for sub, list := range l.OverseerReadOnly {
+		ro[sub] = makeSet(list, true)
+	}
 	return selfSets{
+		readOnly:  ro,
 		block:     makeSet(l.OverseerBlock, true),
 		policyRO:  makeSet(l.OverseerPolicyReadOnly, true),
 		mcpBlock:  makeSet(l.OverseerMCPBlock, true),
@@ -125,6 +134,24 @@ func (a *analyzer) overseerCmd(args []arg, prog string) {
 	case strings.EqualFold(sub.val, "policy"):
 		next, j := overseerOperand(args, i+1)
 		if j < 0 || !next.dyn && selfRules.policyRO.has(strings.ToLower(next.val)) {
+			return
+		}
+		label += " " + next.val
+	case selfRules.readOnly[strings.ToLower(sub.val)] != nil:
+		// `overseer limits`, `overseer budget`: reading is fine, a change
+		// (add, set, rm, prices) is not.
+		// The first word that is not an option names the change; options
+		// are skipped whatever they are (a value read as an operand only
+		// makes this stricter).
+		ro := selfRules.readOnly[strings.ToLower(sub.val)]
+		var next *arg
+		for j := i + 1; j < len(args); j++ {
+			if args[j].dyn || !strings.HasPrefix(args[j].val, "-") {
+				next = &args[j]
+				break
+			}
+		}
+		if next == nil || !next.dyn && ro.has(strings.ToLower(next.val)) {
 			return
 		}
 		label += " " + next.val

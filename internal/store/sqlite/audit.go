@@ -170,6 +170,30 @@ func applyEffect(ctx context.Context, tx *sql.Tx, w *store.AuditWrite) (err erro
 		if err == nil && e.Describe != nil {
 			data, err = e.Describe(r)
 		}
+	case *store.PauseAgentEffect:
+		var old *store.AgentPause
+		old, err = pauseAgent(ctx, tx, e.Pause)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(old)
+		}
+	case *store.ResumeAgentEffect:
+		var old *store.AgentPause
+		old, err = resumeAgent(ctx, tx, e.Agent)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(old)
+		}
+	case *store.PutControlEffect:
+		var old *store.Control
+		old, err = putControl(ctx, tx, e.Control)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(old)
+		}
+	case *store.DeleteControlEffect:
+		var old *store.Control
+		old, err = deleteControl(ctx, tx, e.ID, e.Kind)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(old)
+		}
 	default:
 		return fmt.Errorf("unknown effect %T", w.Effect)
 	}

@@ -110,6 +110,29 @@ var migrations = []Migration{
 		`ALTER TABLE audit ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0`,
 		`ALTER TABLE audit ADD COLUMN tag TEXT NOT NULL DEFAULT ''`,
 	}},
+	// Paused agents (store.PauseStore). Version 15, after the issue that
+	// brought it, so that concurrent migrations do not clash.
+	{Version: 15, Name: "paused agents", Stmts: []string{
+		`CREATE TABLE agent_pauses (
+			agent  TEXT PRIMARY KEY,
+			reason TEXT NOT NULL,
+			by     TEXT NOT NULL,
+			at     TEXT NOT NULL
+		) WITHOUT ROWID`,
+		`INSERT INTO counters (name, value) VALUES ('pauses_version', 0)`,
+	}},
+	// Hybrid controls: rate limits, budget caps (store.ControlStore).
+	{Version: 16, Name: "hybrid controls", Stmts: []string{
+		`CREATE TABLE controls (
+			id         TEXT PRIMARY KEY,
+			kind       TEXT NOT NULL,
+			body       TEXT NOT NULL,
+			created_by TEXT NOT NULL,
+			created_at TEXT NOT NULL,
+			updated_at TEXT NOT NULL
+		) WITHOUT ROWID`,
+		`INSERT INTO counters (name, value) VALUES ('controls_version', 0)`,
+	}},
 }
 
 // SchemaVersion is the schema version this program writes.

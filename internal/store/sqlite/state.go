@@ -88,3 +88,48 @@ func (d *DB) ListState(ctx context.Context, ns string) (map[string][]byte, error
 	}
 	return out, nil
 }
+
+// UpdateStates implements store.StateStore: UpdateState for several keys in
+// one write transaction.
+func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func(key string, old []byte) ([]byte, error)) error {
+	if fn == nil {
+		return errors.New("sqlite: update states: nil fn")
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return d.write(ctx, "update states", func(tx *sql.Tx) error {
+		for _, key := range keys {
+			var (
+				old []byte
+				v   string
+			)
+			err := tx.QueryRowContext(ctx, `SELECT value FROM state WHERE ns = ? AND key = ?`, ns, key).Scan(&v)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
+				return err
+			default:
+				old = []byte(v)
+			}
+			nv, err := fn(key, old)
+			if err != nil {
+				return fmt.Errorf("state %s/%s: %w", ns, key, err)
+			}
+			if nv == nil {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM state WHERE ns = ? AND key = ?`, ns, key); err != nil {
+					return err
+				}
+				continue
+			}
+			if !json.Valid(nv) {
+				return fmt.Errorf("state %s/%s: value is not valid JSON", ns, key)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO state (ns, key, value) VALUES (?, ?, ?)
+				ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, ns, key, string(nv)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

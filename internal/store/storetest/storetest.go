@@ -36,6 +36,9 @@ func Run(t *testing.T, open Opener) {
 	t.Run("State", func(t *testing.T) { testState(t, open) })
 	t.Run("Closed", func(t *testing.T) { testClosed(t, open) })
 	t.Run("Canceled", func(t *testing.T) { testCanceled(t, open) })
+	t.Run("Pauses", func(t *testing.T) { testPauses(t, open) })
+	t.Run("Controls", func(t *testing.T) { testControls(t, open) })
+	t.Run("UpdateStates", func(t *testing.T) { testUpdateStates(t, open) })
 }
 
 // T0 is the time the suite's records start at. It has nanoseconds, which a
@@ -1053,6 +1056,10 @@ func RunShared(t *testing.T, open SharedOpener) {
 	t.Run("StateIncrements", func(t *testing.T) {
 		a, b := open(t)
 		concurrentIncrements(t, a, b)
+	})
+	t.Run("PausesVisible", func(t *testing.T) {
+		a, b := open(t)
+		pausesVisible(t, a, b)
 	})
 	t.Run("RulesVisible", func(t *testing.T) {
 		a, b := open(t)

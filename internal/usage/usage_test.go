@@ -1,0 +1,344 @@
+package usage
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/action"
+)
+
+var t0 = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+
+func mustSet(t testing.TB, limits []RateLimit, caps []BudgetCap) *Set {
+	t.Helper()
+	s, err := Compile(limits, caps, DefaultPrices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func lim(id string, max, secs int, act LimitAction) RateLimit {
+	return RateLimit{ID: id, MaxCalls: max, WindowSeconds: secs, Action: act, Enabled: true}
+}
+
+func call(agent, tool string, at time.Time) *Call {
+	return &Call{Agent: agent, Session: "s1", Tool: tool, Level: action.Auto, Now: at}
+}
+
+func TestRateLimitActions(t *testing.T) {
+	for _, tc := range []struct {
+		act     LimitAction
+		level   action.Level
+		pause   bool
+		counted bool // the over-limit call is counted
+	}{
+		{Block, action.Block, false, false},
+		{Pause, action.Block, true, false},
+		{NotifyOnly, action.Notify, false, true},
+		{Ask, action.Approve, false, true},
+	} {
+		t.Run(string(tc.act), func(t *testing.T) {
+			c := NewCounter(mustSet(t, []RateLimit{lim("rl", 3, 60, tc.act)}, nil))
+			for i := 0; i < 3; i++ {
+				if f := c.Check(call("a", "Bash", t0.Add(time.Duration(i)*time.Second)), true); len(f) != 0 {
+					t.Fatalf("call %d: %+v", i+1, f)
+				}
+			}
+			f := c.Check(call("a", "Bash", t0.Add(10*time.Second)), true)
+			if len(f) != 1 || f[0].Level != tc.level || f[0].Pause != tc.pause || f[0].Stop != tc.pause || !f[0].Notice ||
+				f[0].Count != 3 || f[0].Max != 3 || f[0].Window != time.Minute || !strings.Contains(f[0].Message, "3 within 1m0s") {
+				t.Fatalf("the 4th call: %+v", f)
+			}
+			f = c.Check(call("a", "Bash", t0.Add(11*time.Second)), true)
+			wantCount := 3
+			if tc.counted {
+				wantCount = 4
+			}
+			if len(f) != 1 || f[0].Notice || f[0].Count != wantCount {
+				t.Fatalf("the 5th call: %+v (want count %d, no second notice)", f, wantCount)
+			}
+			// Another agent has its own count.
+			if f := c.Check(call("b", "Bash", t0.Add(12*time.Second)), true); len(f) != 0 {
+				t.Fatalf("another agent: %+v", f)
+			}
+			// The window slides: 61 s after the first calls they are out.
+			later := t0.Add(62 * time.Second)
+			if tc.counted {
+				later = t0.Add(72 * time.Second)
+			}
+			if f := c.Check(call("a", "Bash", later), true); len(f) != 0 {
+				t.Fatalf("after the window: %+v", f)
+			}
+		})
+	}
+}
+
+func TestCheckWithoutCounting(t *testing.T) {
+	c := NewCounter(mustSet(t, []RateLimit{lim("rl", 1, 60, Block)}, nil))
+	for i := 0; i < 5; i++ {
+		if f := c.Check(call("a", "Bash", t0), false); len(f) != 0 {
+			t.Fatalf("an evaluation counted: %+v", f)
+		}
+	}
+}
+
+func TestRateLimitMatching(t *testing.T) {
+	glob := lim("g", 1, 60, Block)
+	glob.Tool = "mcp__*"
+	risky := lim("r", 1, 60, Block)
+	risky.Risk = "confirm"
+	del := lim("d", 1, 60, Block)
+	del.Effect = EffectDelete
+	newHost := lim("h", 2, 3600, Block)
+	newHost.Effect = EffectNewHost
+	agentOnly := lim("x", 1, 60, Block)
+	agentOnly.Agent = "codex"
+	off := lim("off", 1, 60, Block)
+	off.Enabled = false
+	c := NewCounter(mustSet(t, []RateLimit{glob, risky, del, newHost, agentOnly, off}, nil))
+
+	reached := func(cl *Call) string {
+		var ids []string
+		for _, f := range c.Check(cl, true) {
+			ids = append(ids, f.ID)
+		}
+		return strings.Join(ids, ",")
+	}
+	// The first call of each kind is under its limit of 1.
+	c.Check(call("a", "mcp__fs__write", t0), true)
+	if got := reached(call("a", "mcp__fs__read", t0)); got != "g" {
+		t.Errorf("glob: %q", got)
+	}
+	if got := reached(call("a", "Bash", t0)); got != "" {
+		t.Errorf("a tool outside the glob: %q", got)
+	}
+	confirm := call("a", "Bash", t0)
+	confirm.Level = action.Confirm
+	c.Check(confirm, true)
+	if got := reached(confirm); got != "r" {
+		t.Errorf("risk: %q", got)
+	}
+	rm := call("a", "Bash", t0)
+	rm.Delete = true
+	c.Check(rm, true)
+	if got := reached(rm); got != "d" {
+		t.Errorf("delete: %q", got)
+	}
+	// new hosts: two new ones run, a third is refused; a known one runs.
+	send := func(h string) string {
+		cl := call("a", "WebFetch", t0)
+		cl.Hosts = []string{h}
+		return reached(cl)
+	}
+	if send("a.example") != "" || send("b.example") != "" || send("a.example") != "" {
+		t.Error("new hosts under the limit were refused")
+	}
+	if got := send("c.example"); got != "h" {
+		t.Errorf("the third new host: %q", got)
+	}
+	if got := send("b.example"); got != "" {
+		t.Errorf("a known host: %q", got)
+	}
+	c.Check(call("codex", "Read", t0), true)
+	if got := reached(call("codex", "Read", t0)); got != "x" {
+		t.Errorf("agent limit: %q", got)
+	}
+}
+
+func TestBudgetCaps(t *testing.T) {
+	stop := BudgetCap{ID: "day", Scope: ScopeGlobal, MaxCostUSD: 1, Period: Daily, Action: Stop, Enabled: true}
+	down := BudgetCap{ID: "cheap", Scope: ScopeAgent, MaxCostUSD: 1.5, Period: Weekly, Action: Downgrade, Enabled: true}
+	c := NewCounter(mustSet(t, nil, []BudgetCap{stop, down}))
+	now := t0
+	if al := c.Record("a", "s1", Spend{Cost: 0.5}, now); len(al) != 0 {
+		t.Fatalf("50%%: %+v", al)
+	}
+	al := c.Record("a", "s1", Spend{Cost: 0.35}, now)
+	if len(al) != 1 || al[0].Cap.ID != "day" || al[0].Share != AlertAt || !strings.Contains(al[0].Message, "85%") {
+		t.Fatalf("85%%: %+v", al)
+	}
+	if f := c.Check(call("a", "Bash", now), true); len(f) != 0 {
+		t.Fatalf("under the cap: %+v", f)
+	}
+	al = c.Record("b", "s2", Spend{Cost: 0.2}, now)
+	if len(al) != 1 || al[0].Share != 1 {
+		t.Fatalf("100%%: %+v", al)
+	}
+	f := c.Check(call("a", "Bash", now), true)
+	if len(f) != 1 || f[0].ID != "day" || f[0].Level != action.Block || !f[0].Stop || !strings.Contains(f[0].Message, "$1.05 of $1.00") {
+		t.Fatalf("over the cap: %+v", f)
+	}
+	// The next day the daily cap starts again.
+	if f := c.Check(call("a", "Bash", now.Add(24*time.Hour)), true); len(f) != 0 {
+		t.Fatalf("the next day: %+v", f)
+	}
+	// The weekly downgrade cap of agent a: $0.85 + $0.7 = $1.55.
+	next := now.Add(24 * time.Hour)
+	c.Record("a", "s3", Spend{Cost: 0.7}, next)
+	f = c.Check(call("a", "Bash", next), true)
+	if len(f) != 1 || f[0].ID != "cheap" || f[0].Level != action.Notify {
+		t.Fatalf("downgrade, hooked agent: %+v", f)
+	}
+	own := call("a", "bash", next)
+	own.Driven = true
+	if f := c.Check(own, true); len(f) != 0 {
+		t.Fatalf("downgrade, own loop: %+v", f)
+	}
+	c.Record("a", "s3", Spend{Cost: 0.2}, next) // $1.75 ≥ the hard cap of $2.25? no
+	if f := c.Check(own, true); len(f) != 0 {
+		t.Fatalf("below the hard cap: %+v", f)
+	}
+	c.Record("b", "s4", Spend{Cost: 0.05}, next)
+	c.Record("a", "s3", Spend{Cost: 0.55}, next.Add(time.Hour)) // a: $2.30 this week
+	f = c.Check(&Call{Agent: "a", Session: "s3", Driven: true, Now: next.Add(time.Hour)}, true)
+	found := false
+	for _, x := range f {
+		found = found || x.ID == "cheap" && x.Level == action.Block
+	}
+	if !found {
+		t.Fatalf("the hard cap: %+v", f)
+	}
+	st := c.Budgets(next.Add(time.Hour))
+	if len(st) != 3 || st[1].Key != "a" || st[1].Spent < 2.29 || st[1].Spent > 2.31 || st[2].Key != "b" {
+		t.Fatalf("budgets: %+v", st)
+	}
+}
+
+func TestPeriods(t *testing.T) {
+	wed := time.Date(2026, 11, 25, 15, 4, 5, 0, time.UTC) // a Wednesday
+	for _, tc := range []struct {
+		period     string
+		start, end time.Time
+	}{
+		{Daily, time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)},
+		{Weekly, time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)},
+		{Monthly, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		if s, e := PeriodStart(tc.period, wed), PeriodEnd(tc.period, wed); !s.Equal(tc.start) || !e.Equal(tc.end) {
+			t.Errorf("%s: %v – %v", tc.period, s, e)
+		}
+	}
+	sun := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
+	if s := PeriodStart(Weekly, sun); !s.Equal(time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("Sunday's week starts %v", s)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		body, want string
+	}{
+		{`{"id":"x","max_calls":0,"window_seconds":60}`, "max_calls"},
+		{`{"id":"x","max_calls":5,"window_seconds":0}`, "window_seconds"},
+		{`{"id":"x","max_calls":5,"window_seconds":60,"action_on_limit":"explode"}`, "action_on_limit"},
+		{`{"id":"x","max_calls":5,"window_seconds":60,"risk":"block"}`, "risk"},
+		{`{"id":"x","max_calls":5,"window_seconds":60,"effect":"dance"}`, "effect"},
+		{`{"id":"x","max_calls":5,"window_seconds":60,"tool":"[a"}`, "glob"},
+	} {
+		l, err := DecodeRateLimit([]byte(tc.body))
+		if err == nil {
+			err = l.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	if _, err := DecodeRateLimit([]byte(`{"id":"x","max_calls":5,"window_seconds":60,"surprise":1}`)); err == nil {
+		t.Error("an unknown field was accepted")
+	}
+	l, err := DecodeRateLimit([]byte(`{"id":"x","max_calls":5,"window_seconds":60}`))
+	if err != nil || !l.Enabled || l.Action != Pause || l.Validate() != nil {
+		t.Errorf("defaults: %+v %v", l, err)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"id":"c","scope":"galaxy","max_cost_usd":1}`, "scope"},
+		{`{"id":"c","scope":"global","scope_id":"x","max_cost_usd":1}`, "scope_id"},
+		{`{"id":"c","max_cost_usd":-1}`, "max_cost_usd"},
+		{`{"id":"c","max_cost_usd":1,"period":"session"}`, "session"},
+		{`{"id":"c","max_cost_usd":2,"hard_cost_usd":1,"action_on_limit":"downgrade"}`, "hard_cost_usd"},
+		{`{"id":"c","max_cost_usd":1,"action_on_limit":"pray"}`, "action_on_limit"},
+	} {
+		c, err := DecodeBudgetCap([]byte(tc.body))
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.body, err, tc.want)
+		}
+	}
+}
+
+func TestMergeTimes(t *testing.T) {
+	stored, _ := json.Marshal([]int64{1, 5, 9})
+	now := time.Unix(0, 20)
+	b, times, err := MergeTimes(stored, []int64{7, 12}, 14*time.Nanosecond, 3, now)
+	if err != nil || string(b) != "[7,9,12]" || len(times) != 3 {
+		t.Fatalf("merge: %s %v %v", b, times, err)
+	}
+	if _, _, err := MergeTimes([]byte("{"), nil, time.Second, 3, now); err == nil {
+		t.Fatal("a broken stored window was read")
+	}
+	c := NewCounter(mustSet(t, []RateLimit{lim("rl", 2, 60, Block)}, nil))
+	// Two calls counted by another process arrive with the flush.
+	c.PutWindow(WindowKey("rl", "a"), []int64{t0.UnixNano(), t0.UnixNano()})
+	if f := c.Check(call("a", "x", t0.Add(time.Second)), true); len(f) != 1 {
+		t.Fatalf("counts from the store are not seen: %+v", f)
+	}
+}
+
+func TestPersistRoundTrip(t *testing.T) {
+	c := NewCounter(mustSet(t, []RateLimit{lim("rl", 5, 60, Block)}, nil))
+	c.Check(call("a", "x", t0), true)
+	c.Record("a", "s1", Spend{Cost: 0.25, Input: 10, Output: 2, Calls: 1}, t0)
+	d := c.TakeDirty()
+	if len(d.Windows) != 1 || len(d.Windows[WindowKey("rl", "a")].Fresh) != 1 || d.Spend[SpendKey("2026-11-25", "a", "s1")].Cost != 0.25 {
+		t.Fatalf("dirty %+v", d)
+	}
+	if d2 := c.TakeDirty(); !d2.Empty() {
+		t.Fatalf("dirty twice: %+v", d2)
+	}
+	c.Restore(d)
+	if d3 := c.TakeDirty(); len(d3.Spend) != 1 || len(d3.Windows) != 1 {
+		t.Fatalf("restored %+v", d3)
+	}
+}
+
+func FuzzDecodeRateLimit(f *testing.F) {
+	f.Add([]byte(`{"id":"x","max_calls":5,"window_seconds":60,"tool":"mcp__*","effect":"delete","risk":"confirm","action_on_limit":"ask"}`))
+	f.Add([]byte(`{"id":"x","max_calls":0}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		l, err := DecodeRateLimit(b)
+		if err != nil || l.Validate() != nil {
+			return
+		}
+		s, err := Compile([]RateLimit{l}, nil, nil)
+		if err != nil {
+			t.Fatalf("a valid limit does not compile: %v", err)
+		}
+		c := NewCounter(s)
+		for i := 0; i <= l.MaxCalls && i < 50; i++ {
+			c.Check(&Call{Agent: "a", Tool: "mcp__x", Level: action.Approve, Delete: true, Now: t0}, true)
+		}
+	})
+}
+
+func FuzzDecodeBudgetCap(f *testing.F) {
+	f.Add([]byte(`{"id":"c","scope":"session","max_cost_usd":1,"period":"session","action_on_limit":"downgrade","hard_cost_usd":2}`))
+	f.Add([]byte(`{"id":"c","max_cost_usd":1e308}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cp, err := DecodeBudgetCap(b)
+		if err != nil || cp.Validate() != nil {
+			return
+		}
+		if cp.Action != Notify && !(cp.Hard() >= cp.MaxCostUSD) {
+			t.Fatalf("hard cap %v below the cap %v", cp.Hard(), cp.MaxCostUSD)
+		}
+		c := NewCounter(&Set{Caps: []BudgetCap{cp}})
+		c.Record("a", "s", Spend{Cost: cp.MaxCostUSD * 2}, t0)
+		c.Check(&Call{Agent: "a", Session: "s", Now: t0}, true)
+	})
+}
