@@ -680,3 +680,14 @@ func (k *Kernel) dryRun(ctx context.Context, set *autorule.Set, days int) (*fire
 	rep, err := k.Engine.ReplayControls(ctx, set, past[i:])
 	return rep, days, err
 }
+
+// recordCost counts what an agent's model call cost for cost_threshold
+// auto-rules. Costs are counted in the process that records them (the own
+// loop's, the daemon's for what agents report): the audit trail does not
+// carry them.
+func (c *controlState) recordCost(agent string, usd float64) {
+	if c == nil || usd <= 0 {
+		return
+	}
+	c.counters.Load().Add(c.k.Clock.Now(), autorule.Sample{At: c.k.Clock.Now(), Agent: agent, Cost: usd})
+}

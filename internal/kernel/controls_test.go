@@ -452,3 +452,32 @@ func TestDryRunAutoRuleCallByCall(t *testing.T) {
 		t.Fatalf("the dry run wrote %d audit records", after-before)
 	}
 }
+
+// A cost_threshold rule reads what the agent's model calls cost.
+func TestCostThresholdRule(t *testing.T) {
+	ctx := context.Background()
+	e := newControlsEnv(t, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	r, err := e.k.PutAutoRule(ctx, autorule.Rule{Name: "spend", Enabled: true, Priority: 1,
+		Trigger: autorule.Trigger{Type: autorule.TriggerCost, USD: 1, WindowMinutes: 60},
+		Action:  autorule.Action{Type: autorule.ActRequireApproval}}, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := &action.Action{Agent: "loop", Session: "s", Tool: "Bash", Args: map[string]any{"command": "ls"}, Cwd: e.proj}
+	if v := e.k.Evaluate(ctx, ls); v.Level != action.Auto {
+		t.Fatalf("before spending: %s", v.Level)
+	}
+	e.k.RecordUse(ctx, kernel.Use{Agent: "loop", Session: "s", Model: "m", CostUSD: 0.6})
+	e.k.RecordUse(ctx, kernel.Use{Agent: "loop", Session: "s", Model: "m", CostUSD: 0.6})
+	sub, err := e.k.Submit(ctx, ls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.Verdict.Level != action.Approve || sub.Verdict.Decider.Name != firewall.AutoRulePrefix+r.ID {
+		t.Fatalf("after $1.20: %s by %+v", sub.Verdict.Level, sub.Verdict.Decider)
+	}
+	e.clk.Advance(61 * time.Minute)
+	if v := e.k.Evaluate(ctx, ls); v.Level != action.Auto {
+		t.Fatalf("an hour later: %s", v.Level)
+	}
+}
