@@ -238,6 +238,7 @@ func (c *Console) Mount(r *httpapi.Router) {
 	h("POST /ui/api/tasks/{id}/abort", session, c.session(c.csrf(c.apiTaskAbort)))
 	h("GET /ui/api/mcp/pins", session, c.session(c.apiPins))
 	h("POST /ui/api/mcp/pins/{server}/{tool}/accept", session, c.session(c.csrf(c.apiAcceptPin)))
+	c.mountControls(h)
 
 	// Approval links: no session; the signed single-use token is the credential.
 	h("GET /ui/a/{token}", httpapi.AccessLink, c.linkPage)

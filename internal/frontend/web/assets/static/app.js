@@ -106,7 +106,7 @@ function diffBlock(text) {
 
 // ---------------------------------------------------------------- router
 
-const pages = ["queue", "tasks", "audit", "policy", "dashboard"];
+const pages = ["queue", "tasks", "audit", "policy", "dashboard", "controls"];
 let current = "";
 function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/");
@@ -121,6 +121,7 @@ function route() {
     if (page === "audit") loadAudit();
     if (page === "policy") loadPolicy();
     if (page === "dashboard") loadDashboard();
+    if (page === "controls" && window.loadControls) window.loadControls();
   }
 }
 window.addEventListener("hashchange", route);
@@ -649,6 +650,7 @@ async function showUndo(actionID) {
 function onAudit(records) {
   if (!records.length) return;
   lastSeq = Math.max(lastSeq, records[records.length - 1].seq);
+  if (current === "controls" && window.onControlsAudit) window.onControlsAudit(records);
   if (current !== "audit") return;
   if (Object.values(auditFilters).some(Boolean)) {
     pendingAudit.push(...records);
