@@ -1,6 +1,7 @@
 package autorule
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -362,9 +363,14 @@ func (c *compiledRule) fires(a *action.Action, env Env, self bool, argText **[2]
 		return fmt.Sprintf("it is %s (%s), within %s–%s", now.Format("Mon 15:04"), c.loc, t.From, t.To), true
 	case TriggerPattern:
 		if *argText == nil {
-			b, err := json.Marshal(a.Args)
-			s := string(b)
-			if err != nil {
+			// Not HTML-escaped: a pattern with < > & matches as written.
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			s := ""
+			if err := enc.Encode(a.Args); err == nil {
+				s = strings.TrimSuffix(buf.String(), "\n")
+			} else {
 				s = fmt.Sprint(a.Args)
 			}
 			*argText = &[2]string{s, strings.ToLower(s)}

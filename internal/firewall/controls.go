@@ -43,34 +43,23 @@ func (ev *evaluation) controls() {
 		return
 	}
 	ev.findings = fs
-	loosened := false
+	// The loosening finding first (the first by priority), then every
+	// tightening one on top of it: a rule that asks for more is never
+	// undone by one that asks for less, whatever their priorities.
 	for _, f := range fs {
-		r := action.Reason{Layer: "L3", Source: action.SourceAutoRule, Name: AutoRulePrefix + f.RuleID,
-			PolicyLayer: "user", Level: f.Level, Message: f.Message}
-		if f.Anomaly {
-			r.Layer, r.Source, r.Name, r.PolicyLayer = "L2", action.SourceAnomaly, AnomalyPrefix+f.RuleID, ""
-		}
-		if f.Loosens {
-			if loosened || ev.userRule != nil || ev.snap.admin.Locked {
-				continue
-			}
-			loosened = true
-			target := f.Level
-			if f.Action == autorule.ActDowngradeRisk {
-				target = stepDown(ev.base)
-			}
-			if ev.adminRule != nil {
-				target = action.Max(target, ev.adminRule.Level)
-			}
-			if !target.Valid() || target >= ev.base {
-				continue
-			}
-			r.Level = target
-			r.Message += fmt.Sprintf(" (the policy said %s)", ev.base)
-			ev.add(r)
-			ev.base = target
+		if !f.Loosens {
 			continue
 		}
+		if ev.userRule == nil && !ev.snap.admin.Locked {
+			ev.loosen(f)
+		}
+		break
+	}
+	for _, f := range fs {
+		if f.Loosens {
+			continue
+		}
+		r := controlReason(f)
 		if f.Stop {
 			ev.stop = true
 		}
@@ -81,6 +70,36 @@ func (ev *evaluation) controls() {
 			ev.base = action.Max(ev.base, r.Level)
 		}
 	}
+}
+
+// controlReason is the verdict's reason for a finding.
+func controlReason(f autorule.Finding) action.Reason {
+	r := action.Reason{Layer: "L3", Source: action.SourceAutoRule, Name: AutoRulePrefix + f.RuleID,
+		PolicyLayer: "user", Level: f.Level, Message: f.Message}
+	if f.Anomaly {
+		r.Layer, r.Source, r.Name, r.PolicyLayer = "L2", action.SourceAnomaly, AnomalyPrefix+f.RuleID, ""
+	}
+	return r
+}
+
+// loosen applies a loosening finding as a user-layer decision: never below
+// an admin rule's level (the hard floors apply in level()).
+func (ev *evaluation) loosen(f autorule.Finding) {
+	target := f.Level
+	if f.Action == autorule.ActDowngradeRisk {
+		target = stepDown(ev.base)
+	}
+	if ev.adminRule != nil {
+		target = action.Max(target, ev.adminRule.Level)
+	}
+	if !target.Valid() || target >= ev.base {
+		return
+	}
+	r := controlReason(f)
+	r.Level = target
+	r.Message += fmt.Sprintf(" (the policy said %s)", ev.base)
+	ev.add(r)
+	ev.base = target
 }
 
 // stepDown is the level one step less strict (block stays block: a block

@@ -481,3 +481,30 @@ func TestCostThresholdRule(t *testing.T) {
 		t.Fatalf("an hour later: %s", v.Level)
 	}
 }
+
+// A tightening auto-rule is never undone by a loosening one, whatever
+// their priorities; patterns match text as written (< > & included).
+func TestTighteningBeatsLoosening(t *testing.T) {
+	ctx := context.Background()
+	e := newControlsEnv(t, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	for _, r := range []autorule.Rule{
+		{Name: "ask for redirects", Priority: 1, Trigger: autorule.Trigger{Type: autorule.TriggerPattern, Tool: "shell", Text: "> out.txt"},
+			Action: autorule.Action{Type: autorule.ActRequireApproval}},
+		{Name: "docker is fine", Priority: 2, Trigger: autorule.Trigger{Type: autorule.TriggerPattern, Tool: "shell", Text: "docker"},
+			Action: autorule.Action{Type: autorule.ActAutoApprove}},
+	} {
+		r.Enabled = true
+		if _, err := e.k.PutAutoRule(ctx, r, "alice"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	judge := func(cmd string) action.Level {
+		return e.k.Evaluate(ctx, &action.Action{Agent: "a", Session: "s", Tool: "Bash", Args: map[string]any{"command": cmd}, Cwd: e.proj}).Level
+	}
+	if l := judge("docker run alpine"); l != action.Auto {
+		t.Errorf("docker run: %s, want auto", l)
+	}
+	if l := judge("docker run alpine > out.txt"); l != action.Approve {
+		t.Errorf("docker run > out.txt: %s, want approve (the stricter rule holds)", l)
+	}
+}
