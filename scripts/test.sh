@@ -12,8 +12,10 @@ echo "== installing test tools (idempotent)"
 ./scripts/install-web-test-tools.sh
 
 # The one build command (README, scripts/run.sh, the end-to-end tests'
-# overseertest.Binary): CGO off, the commit stamped for `overseer version`.
-BUILD='CGO_ENABLED=0 go build -buildvcs=auto -o bin/overseer ./cmd/overseer'
+# overseertest.Binary): CGO off, the commit stamped for `overseer version`,
+# symbols and DWARF stripped and build paths trimmed (a release binary;
+# stack traces keep their function names and lines).
+BUILD="CGO_ENABLED=0 go build -buildvcs=auto -trimpath -ldflags='-s -w' -o bin/overseer ./cmd/overseer"
 echo "== one build command: ${BUILD}"
 for f in README.md scripts/run.sh; do
   if ! grep -qF "$BUILD" "$f"; then

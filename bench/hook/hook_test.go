@@ -40,24 +40,92 @@ func median(b *testing.B, ds []time.Duration) {
 	b.ReportMetric(float64(ds[len(ds)/2])/float64(time.Millisecond), "ms/median")
 }
 
+// bareHook is the least a hook can be: a Go program that reads the event,
+// decodes it and prints a decision. The hook process is compared with it.
+const bareHook = `package main
+
+import (
+	"encoding/json"
+	"os"
+)
+
+func main() {
+	var ev map[string]any
+	if err := json.NewDecoder(os.Stdin).Decode(&ev); err != nil {
+		os.Exit(2)
+	}
+	json.NewEncoder(os.Stdout).Encode(map[string]any{"hookSpecificOutput": map[string]any{
+		"hookEventName": "PreToolUse", "permissionDecision": "allow", "permissionDecisionReason": "bare"}})
+}
+`
+
+// buildBare builds bareHook with the Go toolchain in use, as the project's
+// release build does (CGO off, stripped).
+func buildBare(b *testing.B) string {
+	dir := b.TempDir()
+	for name, body := range map[string]string{"main.go": bareHook, "go.mod": "module barehook\n\ngo 1.22\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "barehook")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building the bare hook: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runHook times `overseer hook claude-code` b.N times against home.
+func runHook(b *testing.B, bin, home string) {
+	env := append(os.Environ(), "OVERSEER_HOME="+home)
+	ds := make([]time.Duration, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command(bin, "--home", home, "hook", "claude-code", "--max-wait", "2s")
+		cmd.Env = env
+		cmd.Stdin = strings.NewReader(event(i))
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		start := time.Now()
+		err := cmd.Run()
+		ds = append(ds, time.Since(start))
+		if err != nil || !strings.Contains(out.String(), `"permissionDecision":"allow"`) {
+			b.Fatalf("call %d: %v %s", i, err, out.String())
+		}
+	}
+	median(b, ds)
+}
+
+// BenchmarkHookProcess times, one after the other in one run: the hook
+// process with the daemon running ("hook"), the hook process in a home with
+// no daemon, which judges the call itself ("hook-no-daemon"), the bare Go
+// hook above ("bare-go") and a process that does nothing ("true").
+// bench/hook/run.sh prints the ratios.
 func BenchmarkHookProcess(b *testing.B) {
 	bin := overseertest.Binary(b)
-	home := b.TempDir()
-	if err := os.WriteFile(filepath.Join(home, "policy.yaml"), []byte(benchPolicy), 0o600); err != nil {
-		b.Fatal(err)
+	home, lone := b.TempDir(), b.TempDir()
+	for _, h := range []string{home, lone} {
+		if err := os.WriteFile(filepath.Join(h, "policy.yaml"), []byte(benchPolicy), 0o600); err != nil {
+			b.Fatal(err)
+		}
 	}
 	overseertest.StartDaemon(b, home)
 	trueBin, err := exec.LookPath("true")
 	if err != nil {
 		b.Fatal(err)
 	}
+	bare := buildBare(b)
 	env := append(os.Environ(), "OVERSEER_HOME="+home)
 
-	b.Run("hook", func(b *testing.B) {
+	b.Run("hook", func(b *testing.B) { runHook(b, bin, home) })
+	b.Run("hook-no-daemon", func(b *testing.B) { runHook(b, bin, lone) })
+
+	b.Run("bare-go", func(b *testing.B) {
 		ds := make([]time.Duration, 0, b.N)
 		for i := 0; i < b.N; i++ {
-			cmd := exec.Command(bin, "--home", home, "hook", "claude-code", "--max-wait", "2s")
-			cmd.Env = env
+			cmd := exec.Command(bare)
 			cmd.Stdin = strings.NewReader(event(i))
 			var out bytes.Buffer
 			cmd.Stdout = &out

@@ -185,6 +185,10 @@ type Command struct {
 	// Dynamic is true when the name or an argument could not be resolved
 	// statically (built from a substitution or variable).
 	Dynamic bool `json:"dynamic,omitempty"`
+	// Stdin is the file its standard input is redirected from (< FILE),
+	// when static: absolute, or as written under ~ or an unknown
+	// directory.
+	Stdin string `json:"stdin,omitempty"`
 }
 
 // PathIntent says what an action does to a path.

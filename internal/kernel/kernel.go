@@ -532,23 +532,32 @@ type PolicyChange struct {
 // first sight), and audits it. hash, when not empty, must be the pending
 // definition's hash the person was shown.
 func (k *Kernel) AcceptMCPTool(ctx context.Context, server, tool, hash, who, channel string) (*mcppin.Pin, error) {
+	return k.AcceptMCP(ctx, server, mcppin.KindTool, tool, hash, who, channel)
+}
+
+// AcceptMCP is AcceptMCPTool for a pinned definition of any kind: a tool,
+// a prompt, a resource (named by its URI) or a resource template.
+func (k *Kernel) AcceptMCP(ctx context.Context, server string, kind mcppin.Kind, name, hash, who, channel string) (*mcppin.Pin, error) {
 	var pending *mcppin.Pending
 	if pins, err := k.Pins.List(ctx); err == nil {
 		for _, p := range pins {
-			if p.Server == server && p.Tool == tool {
+			if p.Server == server && p.Kind == kind && p.Tool == name {
 				pending = p.Pending
 			}
 		}
 	}
-	pin, err := k.Pins.Accept(ctx, server, tool, hash, who)
+	pin, err := k.Pins.AcceptKind(ctx, server, kind, name, hash, who)
 	if err != nil {
 		return nil, err
 	}
-	rec := map[string]any{"server": server, "tool": tool, "hash": pin.Hash, "who": who, "channel": channel}
+	rec := map[string]any{"server": server, "tool": name, "hash": pin.Hash, "who": who, "channel": channel}
+	if kind != mcppin.KindTool {
+		rec["kind"] = string(kind)
+	}
 	if pending != nil && pending.Hash == pin.Hash {
 		rec["reason"], rec["diff"], rec["findings"] = pending.Reason, pending.Diff, pending.Findings
 	}
-	if _, err := k.Audit.Append(ctx, audit.Entry{Type: mcppin.TypeAccept, Tool: server + "__" + tool, Data: rec}); err != nil {
+	if _, err := k.Audit.Append(ctx, audit.Entry{Type: mcppin.TypeAccept, Tool: server + "__" + name, Data: rec}); err != nil {
 		return pin, fmt.Errorf("the change was accepted but recording it failed: %w", err)
 	}
 	return pin, nil

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"strings"
 
 	"github.com/overseer-dev/overseer/internal/guard"
@@ -53,4 +54,21 @@ func egressOf(guards []guard.Guard) *egress.Guard {
 		}
 	}
 	return nil
+}
+
+// KnownValue is the fingerprint of a secret value (never the value).
+type KnownValue = secrets.ValueFP
+
+// EnvFingerprints fingerprints the secret-looking values of environ with
+// the egress key in home: what an agent's hook reports with its calls so
+// that a daemon also knows the agent's environment (see egress).
+func EnvFingerprints(home string, environ []string) []KnownValue {
+	return egress.EnvFingerprints(home, environ)
+}
+
+// WithReportedValues returns ctx carrying the fingerprints a caller
+// reported with a call: the egress guard adds them to the values it finds
+// in that call (they can only make more text count as a secret).
+func WithReportedValues(ctx context.Context, fps []KnownValue) context.Context {
+	return egress.WithReported(ctx, fps)
 }

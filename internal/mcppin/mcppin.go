@@ -1,6 +1,8 @@
-// Package mcppin pins the definitions of upstream MCP tools. The gateway
-// records each tool's definition — name, title, description, input and
-// output schema, annotations — by hash the first time it sees it, per
+// Package mcppin pins the definitions of upstream MCP tools, prompts,
+// resources and resource templates. The gateway records each one's
+// definition — for a tool: name, title, description, input and output
+// schema, annotations; for a prompt: its arguments too; for a resource:
+// its URI and media type — by hash the first time it sees it, per
 // upstream server. A later, different definition (a "rug pull": a server
 // that changes what a tool says after it was trusted) is withheld from
 // clients until a person accepts it; so is a new tool whose definition
@@ -13,6 +15,7 @@
 package mcppin
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -89,14 +92,73 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Definition is what a tool says about itself, as pinned.
+// Kind is what a pin is of. The zero value is a tool (pins written before
+// prompts and resources were pinned have no kind).
+type Kind string
+
+const (
+	KindTool     Kind = ""
+	KindPrompt   Kind = "prompt"
+	KindResource Kind = "resource"
+	KindTemplate Kind = "resource_template"
+)
+
+// ParseKind reads a kind as people and URLs write it ("", "tool",
+// "prompt", "resource", "resource_template" or "template").
+func ParseKind(s string) (Kind, error) {
+	switch s {
+	case "", "tool":
+		return KindTool, nil
+	case "prompt":
+		return KindPrompt, nil
+	case "resource":
+		return KindResource, nil
+	case "resource_template", "template":
+		return KindTemplate, nil
+	}
+	return "", fmt.Errorf("%w: kind must be tool, prompt, resource or resource_template, not %q", ErrInvalidConfig, s)
+}
+
+// String names the kind ("tool" for the zero value).
+func (k Kind) String() string {
+	if k == KindTool {
+		return "tool"
+	}
+	return string(k)
+}
+
+// Definition is what a tool, prompt, resource or resource template says
+// about itself, as pinned. Only the fields of its kind are set; the ones
+// a tool lacks are left out of its canonical form, so that a tool's hash
+// does not depend on them.
 type Definition struct {
+	// Kind is not part of the definition: it selects the pin.
+	Kind         Kind   `json:"-"`
 	Name         string `json:"name"`
 	Title        string `json:"title,omitempty"`
 	Description  string `json:"description,omitempty"`
 	InputSchema  any    `json:"inputSchema,omitempty"`
 	OutputSchema any    `json:"outputSchema,omitempty"`
 	Annotations  any    `json:"annotations,omitempty"`
+	// Arguments of a prompt.
+	Arguments any `json:"arguments,omitempty"`
+	// URI of a resource, URITemplate of a resource template, and the
+	// media type of either.
+	URI         string `json:"uri,omitempty"`
+	URITemplate string `json:"uriTemplate,omitempty"`
+	MIMEType    string `json:"mimeType,omitempty"`
+}
+
+// Key is what names the definition within its server and kind: a
+// resource's URI, a template's URI template, or else the name.
+func (d Definition) Key() string {
+	switch d.Kind {
+	case KindResource:
+		return d.URI
+	case KindTemplate:
+		return d.URITemplate
+	}
+	return d.Name
 }
 
 // Canonical returns the definition as indented JSON with sorted keys (a
@@ -121,7 +183,7 @@ func Hash(canonical []byte) string {
 
 // Text is the definition's text that reaches the model.
 func (d Definition) Text() string {
-	return inject.DefinitionText(d.Title, d.Description, d.InputSchema, d.OutputSchema, d.Annotations)
+	return inject.DefinitionText(d.Title, d.Description, d.InputSchema, d.OutputSchema, d.Annotations, d.Arguments)
 }
 
 // Pending is a definition seen but not accepted.
@@ -134,10 +196,14 @@ type Pending struct {
 	SeenAt     time.Time       `json:"seen_at"`
 }
 
-// Pin is one tool's record.
+// Pin is one tool's (prompt's, resource's) record.
 type Pin struct {
 	Server string `json:"server"`
-	Tool   string `json:"tool"`
+	// Kind is empty for a tool.
+	Kind Kind `json:"kind,omitempty"`
+	// Tool is the tool's or the prompt's name, the resource's URI or the
+	// template's URI template (Definition.Key).
+	Tool string `json:"tool"`
 	// Hash and Definition are the accepted definition ("" when none has
 	// been accepted yet: a poisoned tool seen first).
 	Hash       string          `json:"hash,omitempty"`
@@ -189,10 +255,17 @@ func New(st store.StateStore, now func() time.Time) *Registry {
 	return &Registry{st: st, det: inject.Default(), now: now}
 }
 
-func key(server, tool string) string { return server + "\x00" + tool }
+// key is a pin's state key. A tool's is the server and its name (as
+// before other kinds were pinned); other kinds carry their kind.
+func key(server string, kind Kind, name string) string {
+	if kind == KindTool {
+		return server + "\x00" + name
+	}
+	return server + "\x00" + string(kind) + "\x00" + name
+}
 
-// Check compares a tool's definition with its pin and updates the pin.
-// Any error withholds the tool.
+// Check compares a definition with its pin and updates the pin. Any error
+// withholds the tool (prompt, resource).
 func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg Config) Outcome {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -203,8 +276,24 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 		return Outcome{Why: "its definition cannot be encoded: " + err.Error()}
 	}
 	h := Hash(canon)
+	name := def.Key()
+	if name == "" {
+		return Outcome{Why: "its definition has no name"}
+	}
+	// The common case, an accepted definition seen again, is read without
+	// taking the store's write lock (a gateway checks every tool, prompt
+	// and resource of every upstream whenever it publishes).
+	if cur, err := r.st.GetState(ctx, Namespace, key(server, def.Kind, name)); err == nil {
+		var p Pin
+		if json.Unmarshal(cur, &p) == nil && p.Hash == h {
+			if p.Flagged != nil {
+				return Outcome{Status: OfferedFlagged, Why: p.Flagged.Summary(), Pin: &p}
+			}
+			return Outcome{Status: Offered, Pin: &p}
+		}
+	}
 	var out Outcome
-	err = r.st.UpdateState(ctx, Namespace, key(server, def.Name), func(old []byte) ([]byte, error) {
+	err = r.st.UpdateState(ctx, Namespace, key(server, def.Kind, name), func(old []byte) ([]byte, error) {
 		out = Outcome{}
 		now := r.now().UTC()
 		var p Pin
@@ -213,16 +302,16 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 				return nil, fmt.Errorf("reading the pin: %w", err)
 			}
 		} else {
-			p = Pin{Server: server, Tool: def.Name, FirstSeen: now}
+			p = Pin{Server: server, Kind: def.Kind, Tool: name, FirstSeen: now}
 		}
 		if p.Hash == h {
+			// The accepted definition. A pending one stays until a person
+			// looks at it: another session's upstream may still serve it,
+			// and a server that changed a definition and went back is
+			// something the person should see.
 			out.Status = Offered
 			if p.Flagged != nil {
 				out.Status, out.Why = OfferedFlagged, p.Flagged.Summary()
-			}
-			if p.Pending != nil { // the server went back to the accepted definition
-				p.Pending = nil
-				return json.Marshal(p)
 			}
 			out.Pin = &p
 			return old, nil
@@ -247,7 +336,7 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 			out.Status, out.Why, out.New = OfferedFlagged, "its definition has "+rep.Summary(), true
 		case p.Hash != "" && cfg.Changed == Flag:
 			p.Pending = nil
-			diff := Diff(string(p.Definition), string(canon))
+			diff := Diff(Pretty(p.Definition), string(canon))
 			p.Hash, p.Definition, p.AcceptedBy, p.AcceptedAt, p.Flagged = h, canon, "changed (flag mode)", now, findings
 			out.Status, out.New = OfferedFlagged, true
 			out.Why = "its definition changed since it was accepted (offered: changed_definitions is flag)\n" + diff
@@ -258,7 +347,7 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 			}
 			pend := &Pending{Hash: h, Definition: canon, Reason: reason, Findings: findings, SeenAt: now}
 			if p.Hash != "" {
-				pend.Diff = Diff(string(p.Definition), string(canon))
+				pend.Diff = Diff(Pretty(p.Definition), string(canon))
 			}
 			p.Pending = pend
 			out.Why, out.New = whyWithheld(pend), true
@@ -282,7 +371,7 @@ func whyWithheld(p *Pending) string {
 	return "its definition changed since it was accepted; a person must accept the change first"
 }
 
-// List returns every pin, by server and tool.
+// List returns every pin, by server, kind and name.
 func (r *Registry) List(ctx context.Context) ([]Pin, error) {
 	m, err := r.st.ListState(ctx, Namespace)
 	if err != nil {
@@ -299,6 +388,9 @@ func (r *Registry) List(ctx context.Context) ([]Pin, error) {
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Server != out[j].Server {
 			return out[i].Server < out[j].Server
+		}
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
 		}
 		return out[i].Tool < out[j].Tool
 	})
@@ -330,10 +422,15 @@ func (r *Registry) Version(ctx context.Context) (string, error) {
 // when not empty, must be the pending definition's (what the person was
 // shown): a definition that changed again in between is not accepted.
 func (r *Registry) Accept(ctx context.Context, server, tool, hash, who string) (*Pin, error) {
+	return r.AcceptKind(ctx, server, KindTool, tool, hash, who)
+}
+
+// AcceptKind is Accept for a pin of any kind (name as Definition.Key).
+func (r *Registry) AcceptKind(ctx context.Context, server string, kind Kind, tool, hash, who string) (*Pin, error) {
 	var got *Pin
-	err := r.st.UpdateState(ctx, Namespace, key(server, tool), func(old []byte) ([]byte, error) {
+	err := r.st.UpdateState(ctx, Namespace, key(server, kind, tool), func(old []byte) ([]byte, error) {
 		if old == nil {
-			return nil, fmt.Errorf("%w: no tool %s of server %s has been seen", ErrNothingToAccept, tool, server)
+			return nil, fmt.Errorf("%w: no %s %s of server %s has been seen", ErrNothingToAccept, kind, tool, server)
 		}
 		var p Pin
 		if err := json.Unmarshal(old, &p); err != nil {
@@ -354,6 +451,16 @@ func (r *Registry) Accept(ctx context.Context, server, tool, hash, who string) (
 		return nil, err
 	}
 	return got, nil
+}
+
+// Pretty is a stored definition in its canonical, indented form (the
+// store keeps JSON compact): what Diff compares.
+func Pretty(def json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, def, "", "  "); err != nil {
+		return string(def)
+	}
+	return b.String()
 }
 
 // Diff is a line diff of two texts ("-" removed, "+" added, " " kept),

@@ -62,8 +62,9 @@ func Binary(t testing.TB) string {
 		}
 		binPath = filepath.Join(dir, "overseer")
 		// The project's one build command (README, scripts/run.sh): CGO off, the
-		// commit stamped from the repository (see `overseer version`).
-		cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, "./cmd/overseer")
+		// commit stamped from the repository (see `overseer version`), stripped
+		// and with build paths trimmed.
+		cmd := exec.Command("go", "build", "-buildvcs=auto", "-trimpath", "-ldflags=-s -w", "-o", binPath, "./cmd/overseer")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -24,6 +24,11 @@
 //                              accept it by clicking: ACCEPTED <json>
 //           ALARM [file]       reload the console, wait for the alarm banner: ALARM <its text>
 //                              (with file: a screenshot of the page there)
+//           MCPOPEN            open the MCP page, wait until it is drawn: MCPOPEN <json> (what it says)
+//           MCPACCEPT <tool> [file]
+//                              on the open MCP page, wait (live, without reloading) for the
+//                              withheld definition of <tool>, read its card, screenshot the page
+//                              (into file), click Accept: MCPACCEPTED <json>
 //           CONTROLS [dir]     the Unattended page: build a pattern rule (shell, "prod", require_approval),
 //                              dry-run it, save it; read the anomaly timeline: CONTROLS {dry: {summary,
 //                              rows: [{action, with, what}]}, rules: [names], events: [{id, text}]}
@@ -381,6 +386,31 @@ for await (const line of rl) {
     const el = await page.waitForSelector("#alarms .alarm", { state: "visible", timeout: 20000 });
     if (rest[0]) { await page.screenshot({ path: rest[0] }); say("SHOT " + rest[0]); }
     say("ALARM " + (await el.textContent()).replace(/\s+/g, " ").trim());
+  } else if (cmd === "MCPOPEN") {
+    await page.goto(base + "/ui/#/mcp");
+    await page.waitForSelector("#mcp-pending > *", { timeout: 20000 });
+    say("MCPOPEN " + JSON.stringify({ pending: (await page.textContent("#mcp-pending")).replace(/\s+/g, " ").trim(),
+      servers: (await page.textContent("#mcp-servers")).replace(/\s+/g, " ").trim() }));
+  } else if (cmd === "MCPACCEPT") {
+    const sel = `#mcp-pending .pin-pending[data-tool="${rest[0]}"]`;
+    const card = await page.waitForSelector(sel, { timeout: 30000 });
+    const info = await card.evaluate((el) => ({
+      why: el.querySelector(".why").textContent,
+      findings: [...el.querySelectorAll(".findings li")].map((li) => li.textContent),
+      changes: [...el.querySelectorAll(".change")].map((c) => ({ field: c.dataset.field,
+        old: (c.querySelector(".was .text") || { textContent: "" }).textContent,
+        now: (c.querySelector(".now .text") || { textContent: "" }).textContent,
+        ins: [...c.querySelectorAll("ins")].map((x) => x.textContent).join(""),
+        del: [...c.querySelectorAll("del")].map((x) => x.textContent).join(""),
+        diff: (c.querySelector("pre.diff") || { textContent: "" }).textContent })),
+      count: document.querySelector("#mcp-count").textContent,
+      button: el.querySelector("button.accept-pin").textContent,
+    }));
+    if (rest[1]) { await page.screenshot({ path: rest[1], fullPage: true }); say("SHOT " + rest[1]); }
+    await page.click(sel + " button.accept-pin");
+    await page.waitForSelector("#mcp-none", { timeout: 20000 });
+    info.after = (await page.textContent(`#mcp-servers tr[data-tool="${rest[0]}"]`)).replace(/\s+/g, " ").trim();
+    say("MCPACCEPTED " + JSON.stringify(info));
   } else if (cmd === "QUIT") {
     break;
   }

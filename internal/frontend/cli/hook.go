@@ -126,11 +126,15 @@ func (a *app) runHook(ctx context.Context, args []string, f hookFlags) int {
 	// What results are scanned for and what a hit does follow the admin
 	// policy's guards.results; a policy that cannot be read leaves the
 	// defaults (warn the model), which is also what a pre event then does
-	// not rely on: its judgement is the kernel's.
-	if pol, _, err := kernel.LoadPolicy(home, ""); err == nil {
-		if s, err := resultscan.FromPolicy(pol, nil); err == nil {
-			r.Results = s
+	// not rely on: its judgement is the kernel's. Read only for a post
+	// event: compiling the policy is most of a hook's start-up.
+	r.ResultsFrom = func() *resultscan.Scanner {
+		if pol, _, err := kernel.LoadPolicy(home, ""); err == nil {
+			if s, err := resultscan.FromPolicy(pol, nil); err == nil {
+				return s
+			}
 		}
+		return nil
 	}
 	r.Connect = func(ctx context.Context) (hooks.Backend, func(), error) {
 		b := hooks.NewAuto(home, a.open)

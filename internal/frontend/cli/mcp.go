@@ -25,6 +25,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
 	"github.com/overseer-dev/overseer/internal/frontend/mcpgw"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/mcppin"
 	"github.com/overseer-dev/overseer/internal/proc"
 	"github.com/overseer-dev/overseer/internal/store"
 )
@@ -271,7 +272,7 @@ Accept one with "overseer mcp accept SERVER TOOL" or on the console.`,
 				return a.printJSON(map[string]any{"pins": pins})
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SERVER\tTOOL\tSTATE\tACCEPTED BY")
+			fmt.Fprintln(tw, "SERVER\tKIND\tNAME\tSTATE\tACCEPTED BY")
 			for _, p := range pins {
 				state := "pinned"
 				switch {
@@ -280,14 +281,14 @@ Accept one with "overseer mcp accept SERVER TOOL" or on the console.`,
 				case p.Flagged != nil:
 					state = "pinned, flagged"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Server, p.Tool, state, p.AcceptedBy)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Server, p.Kind, p.Tool, state, p.AcceptedBy)
 			}
 			tw.Flush()
 			for _, p := range pins {
 				if p.Pending == nil {
 					continue
 				}
-				fmt.Fprintf(a.stdout, "\n%s %s: withheld (%s), hash %s\n", p.Server, p.Tool, p.Pending.Reason, p.Pending.Hash)
+				fmt.Fprintf(a.stdout, "\n%s %s %s: withheld (%s), hash %s\n", p.Server, p.Kind, p.Tool, p.Pending.Reason, p.Pending.Hash)
 				if p.Pending.Findings != nil {
 					fmt.Fprintf(a.stdout, "  findings: %s\n", p.Pending.Findings.Summary())
 					for _, f := range p.Pending.Findings.Findings {
@@ -297,7 +298,7 @@ Accept one with "overseer mcp accept SERVER TOOL" or on the console.`,
 				if p.Pending.Diff != "" {
 					fmt.Fprintf(a.stdout, "%s\n", indent(p.Pending.Diff, "  "))
 				} else {
-					fmt.Fprintf(a.stdout, "%s\n", indent(string(p.Pending.Definition), "  "))
+					fmt.Fprintf(a.stdout, "%s\n", indent(mcppin.Pretty(p.Pending.Definition), "  "))
 				}
 			}
 			return nil
@@ -312,15 +313,18 @@ func indent(s, pre string) string {
 }
 
 func (a *app) mcpAcceptCmd() *cobra.Command {
-	var hash, who string
+	var hash, who, kindName string
 	cmd := &cobra.Command{
 		Use:   "accept SERVER TOOL",
 		Short: "Accept an MCP tool's changed or flagged definition, so the gateway offers it again",
 		Long: `Accept the pending definition of an MCP tool that the gateway withholds
 (see "overseer mcp pins" for the diff and the findings). With --hash, the
 definition is accepted only if it is still the one with that hash (what you
-looked at). Only a person may accept: an agent that runs this command is
-blocked by Overseer. The acceptance is audited.`,
+looked at). Prompts, resources and resource templates are pinned too:
+accept one with --kind prompt|resource|resource_template, naming the prompt,
+the resource's URI or the template as TOOL. Only a person may accept: an
+agent that runs this command is blocked by Overseer. The acceptance is
+audited.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k, err := a.open(cmd.Context())
@@ -331,7 +335,11 @@ blocked by Overseer. The acceptance is audited.`,
 			if who == "" {
 				who = whoami()
 			}
-			pin, err := k.AcceptMCPTool(cmd.Context(), args[0], args[1], hash, who, "cli")
+			kind, err := mcppin.ParseKind(kindName)
+			if err != nil {
+				return err
+			}
+			pin, err := k.AcceptMCP(cmd.Context(), args[0], kind, args[1], hash, who, "cli")
 			if err != nil {
 				return err
 			}
@@ -341,5 +349,6 @@ blocked by Overseer. The acceptance is audited.`,
 	}
 	cmd.Flags().StringVar(&hash, "hash", "", "accept only the pending definition with this hash (from overseer mcp pins)")
 	cmd.Flags().StringVar(&who, "who", "", "who accepts (default: the current user)")
+	cmd.Flags().StringVar(&kindName, "kind", "tool", "what is accepted: tool, prompt, resource or resource_template")
 	return cmd
 }

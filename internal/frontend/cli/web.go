@@ -92,6 +92,23 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 				fmt.Fprintln(os.Stderr, "overseer: notifying the alarm:", err)
 			}
 		})
+		// Security alerts (prompt injection in a result, an MCP rug pull or
+		// poisoned definition, a blocked secret send) recorded from now on,
+		// by any process sharing the database, reach the same channels.
+		linker := &consoleLinker{con: con, home: k.Home, base: ncfg.BaseURL}
+		var tail int64
+		if recs, err := k.Store.QueryAudit(ctx, store.AuditQuery{Desc: true, Limit: 1}); err == nil && len(recs) > 0 {
+			tail = recs[0].Seq
+		}
+		go func() { // owned by ctx: FollowAlerts returns when it ends
+			_ = n.FollowAlerts(ctx, notify.AuditReader(k.Store), tail, func(m *notify.Message) string {
+				page := "audit"
+				if m.Alert == notify.AlertRugPull || m.Alert == notify.AlertPoisonedTool {
+					page = "mcp"
+				}
+				return linker.consoleURL("#/" + page)
+			})
+		}()
 		// Anomalies and auto-rules that notify reach the channels they name.
 		go notifyControls(ctx, k, n, 2*time.Second, os.Stderr) // owned by ctx
 		fmt.Fprintf(os.Stdout, "  notify:    %d channels (%s)\n", len(ncfg.Channels), channelNames(ncfg))
@@ -129,6 +146,20 @@ func (l *consoleLinker) Links(ctx context.Context, apr *store.Approval, via stri
 		return notify.Links{}, err
 	}
 	return notify.Links{Approve: wl.Approve, Deny: wl.Deny, Open: wl.Open, Expires: wl.Expires}, nil
+}
+
+// consoleURL is the console's address with fragment ("#/mcp"), or "" when
+// the daemon's address is not known yet.
+func (l *consoleLinker) consoleURL(fragment string) string {
+	base := l.base
+	if base == "" {
+		addr, err := daemonAddr(l.home)
+		if err != nil {
+			return ""
+		}
+		base = schemeOf(l.home) + "://" + reachableAddr(addr)
+	}
+	return strings.TrimSuffix(base, "/") + web.Prefix + fragment
 }
 
 // daemonAddr reads the running daemon's address from its address file.

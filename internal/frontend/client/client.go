@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -192,17 +193,24 @@ type Asker struct {
 
 // SubmitBy submits an action on behalf of asker (nil: unsaid).
 func (c *Client) SubmitBy(ctx context.Context, a *action.Action, asker *Asker, wait time.Duration) (*Outcome, error) {
+	return c.SubmitKnown(ctx, a, asker, nil, wait)
+}
+
+// SubmitKnown is SubmitBy with the fingerprints of the caller's own secret
+// values (kernel.EnvFingerprints), which the call is also scanned for.
+func (c *Client) SubmitKnown(ctx context.Context, a *action.Action, asker *Asker, known []kernel.KnownValue, wait time.Duration) (*Outcome, error) {
 	var o Outcome
 	path := "/api/v1/actions"
 	if wait > 0 {
 		path += "?wait=" + url.QueryEscape(wait.String())
 	}
 	var body any = a
-	if asker != nil {
+	if asker != nil || len(known) > 0 {
 		body = struct {
 			*action.Action
-			Asker *Asker `json:"asker"`
-		}{a, asker}
+			Asker       *Asker              `json:"asker,omitempty"`
+			KnownValues []kernel.KnownValue `json:"known_values,omitempty"`
+		}{a, asker, known}
 	}
 	if err := c.do(ctx, "POST", path, body, &o); err != nil {
 		return nil, err

@@ -62,6 +62,14 @@ type Daemon struct {
 	OpenKernel func(ctx context.Context) (*kernel.Kernel, error)
 	// Now defaults to time.Now.
 	Now func() time.Time
+	// Known returns the fingerprints of this process's environment's
+	// secret values (the agent's: the daemon's own environment is
+	// another), sent with each call (kernel.EnvFingerprints). Called once,
+	// on the first call judged; nil sends none.
+	Known func() []kernel.KnownValue
+
+	known     []kernel.KnownValue
+	knownDone bool
 }
 
 var _ Backend = (*Daemon)(nil)
@@ -93,7 +101,10 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 	// waits; a confirm may go to the agent's prompt. The wait is a
 	// long-poll of the outcome.
 	asker, key := selfAsker(opts.MaxWait)
-	o, err := d.C.SubmitBy(ctx, a, asker, 0)
+	if !d.knownDone && d.Known != nil {
+		d.known, d.knownDone = d.Known(), true
+	}
+	o, err := d.C.SubmitKnown(ctx, a, asker, d.known, 0)
 	// Over a submission quota nothing was recorded: try again when the
 	// daemon says, while there is time.
 	for ra := retryAfter(err); ra > 0 && now().Add(ra).Before(deadline); ra = retryAfter(err) {
@@ -102,7 +113,7 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 			return Decision{}, ctx.Err()
 		case <-time.After(ra):
 		}
-		o, err = d.C.SubmitBy(ctx, a, asker, 0)
+		o, err = d.C.SubmitKnown(ctx, a, asker, d.known, 0)
 	}
 	if err != nil {
 		if notConnected(err) {
@@ -373,7 +384,8 @@ var _ Backend = (*Auto)(nil)
 func NewAuto(home string, open func(ctx context.Context) (*kernel.Kernel, error)) *Auto {
 	a := &Auto{Home: home, OpenKernel: open}
 	if c, err := DialDaemon(home); err == nil {
-		a.daemon = &Daemon{C: c, OpenKernel: a.kernel, Redial: func() (*client.Client, error) { return DialDaemon(home) }}
+		a.daemon = &Daemon{C: c, OpenKernel: a.kernel, Redial: func() (*client.Client, error) { return DialDaemon(home) },
+			Known: func() []kernel.KnownValue { return kernel.EnvFingerprints(home, os.Environ()) }}
 	}
 	return a
 }

@@ -43,8 +43,14 @@ type Runner struct {
 	ConfigErr error
 	// Results scans what a call returned (post events) for prompt
 	// injection and secrets; a hit is told to the model where the agent
-	// lets a hook do so. Nil: the built-in default configuration.
+	// lets a hook do so. Nil: ResultsFrom, else the built-in default
+	// configuration.
 	Results *resultscan.Scanner
+	// ResultsFrom, when Results is nil, builds the scanner when a post
+	// event first needs one (reading the policy is most of a hook's start-up
+	// cost, and a pre event does not need it). A nil scanner from it means
+	// the default configuration.
+	ResultsFrom func() *resultscan.Scanner
 }
 
 // DeadlineMargin is added to MaxWait for the hook's own deadline; `overseer
@@ -211,6 +217,9 @@ func (r *Runner) post(ctx context.Context, ev *Event) resultscan.Report {
 }
 
 func (r *Runner) scanner() *resultscan.Scanner {
+	if r.Results == nil && r.ResultsFrom != nil {
+		r.Results = r.ResultsFrom()
+	}
 	if r.Results != nil {
 		return r.Results
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/gate"
+	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -20,6 +21,10 @@ import (
 type submitBody struct {
 	action.Action
 	Asker *AskerRequest `json:"asker,omitempty"`
+	// KnownValues are fingerprints of the caller's own secret values (an
+	// agent's hook reports its environment's; see kernel.EnvFingerprints):
+	// the call is also scanned for them. Never the values themselves.
+	KnownValues []kernel.KnownValue `json:"known_values,omitempty"`
 }
 
 // AskerRequest says who holds an agent's call while a person decides, so

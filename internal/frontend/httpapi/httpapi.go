@@ -326,14 +326,15 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
+	ctx := kernel.WithReportedValues(r.Context(), body.KnownValues)
 	if r.URL.Query().Get("dry_run") != "" {
-		v := s.k.Evaluate(r.Context(), &a)
+		v := s.k.Evaluate(ctx, &a)
 		o := OutcomeOf(a.ID, &v, nil)
 		o.ClientID = a.ClientID
 		writeJSON(w, http.StatusOK, o)
 		return
 	}
-	sub, err := s.k.SubmitBy(r.Context(), &a, asker)
+	sub, err := s.k.SubmitBy(ctx, &a, asker)
 	if err != nil {
 		// Fail closed: the action may not proceed.
 		writeJSON(w, http.StatusInternalServerError, Outcome{ActionID: a.ID, ClientID: a.ClientID, Decision: "deny", Level: action.Block,
@@ -463,11 +464,15 @@ func (s *Server) listPins(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"pins": pins})
 }
 
-// AcceptPinRequest accepts an MCP tool's pending definition.
+// AcceptPinRequest accepts an MCP tool's (prompt's, resource's) pending
+// definition. The path names the server and the tool, the prompt, or the
+// resource's URI (escaped).
 type AcceptPinRequest struct {
 	Hash    string `json:"hash"` // the pending definition's hash, as shown
 	Who     string `json:"who"`
 	Channel string `json:"channel,omitempty"`
+	// Kind is tool (default), prompt, resource or resource_template.
+	Kind string `json:"kind,omitempty"`
 }
 
 func (s *Server) acceptPin(w http.ResponseWriter, r *http.Request) {
@@ -485,7 +490,12 @@ func (s *Server) acceptPin(w http.ResponseWriter, r *http.Request) {
 	if req.Channel == "" {
 		req.Channel = "api"
 	}
-	pin, err := s.k.AcceptMCPTool(r.Context(), r.PathValue("server"), r.PathValue("tool"), req.Hash, req.Who, req.Channel)
+	kind, err := mcppin.ParseKind(req.Kind)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	pin, err := s.k.AcceptMCP(r.Context(), r.PathValue("server"), kind, r.PathValue("tool"), req.Hash, req.Who, req.Channel)
 	switch {
 	case errors.Is(err, mcppin.ErrNothingToAccept):
 		writeErr(w, http.StatusNotFound, "not_found", err.Error())

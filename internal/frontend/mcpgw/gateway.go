@@ -251,6 +251,22 @@ func New(opts Options) (*Gateway, error) {
 					}
 				}
 			}
+			if method == "resources/read" {
+				if rr, ok := req.(*mcp.ReadResourceRequest); ok && rr.Params != nil {
+					if why, ok := g.withheldWhy(withheldKey(mcppin.KindResource, rr.Params.URI)); ok {
+						return nil, fmt.Errorf("Overseer: the resource %s is withheld: %s (on Overseer's console, or `overseer mcp accept --kind resource SERVER %s`)",
+							rr.Params.URI, why, rr.Params.URI)
+					}
+				}
+			}
+			if method == "prompts/get" {
+				if gr, ok := req.(*mcp.GetPromptRequest); ok && gr.Params != nil {
+					if why, ok := g.withheldWhy(withheldKey(mcppin.KindPrompt, gr.Params.Name)); ok {
+						return nil, fmt.Errorf("Overseer: the prompt %s is withheld: %s (on Overseer's console, or `overseer mcp accept --kind prompt %s`)",
+							gr.Params.Name, why, strings.Replace(gr.Params.Name, Separator, " ", 1))
+					}
+				}
+			}
 			return next(ctx, method, req)
 		}
 	})
@@ -452,23 +468,46 @@ func (g *Gateway) publish() {
 			if p == nil {
 				continue
 			}
-			prompts[u.name+Separator+p.Name] = &promptEntry{up: u, orig: p.Name, sig: sigOf(p)}
+			name := u.name + Separator + p.Name
+			def := mcppin.Definition{Kind: mcppin.KindPrompt, Name: p.Name, Title: p.Title, Description: p.Description}
+			if len(p.Arguments) > 0 {
+				def.Arguments = p.Arguments
+			}
+			if ok, why := g.pinnedDef(u, name, def); !ok {
+				withheld[withheldKey(mcppin.KindPrompt, name)] = why
+				continue
+			}
+			prompts[name] = &promptEntry{up: u, orig: p.Name, sig: sigOf(p)}
 		}
 		for _, r := range l.resources {
 			if r == nil {
 				continue
 			}
-			if _, taken := resources[r.URI]; !taken {
-				resources[r.URI] = &resourceEntry{up: u, sig: sigOf(r)}
+			if _, taken := resources[r.URI]; taken {
+				continue
 			}
+			def := mcppin.Definition{Kind: mcppin.KindResource, Name: r.Name, Title: r.Title, Description: r.Description,
+				URI: r.URI, MIMEType: r.MIMEType, Annotations: pinnedAnnotations(r.Annotations)}
+			if ok, why := g.pinnedDef(u, r.URI, def); !ok {
+				withheld[withheldKey(mcppin.KindResource, r.URI)] = why
+				continue
+			}
+			resources[r.URI] = &resourceEntry{up: u, sig: sigOf(r)}
 		}
 		for _, t := range l.templates {
 			if t == nil {
 				continue
 			}
-			if _, taken := templates[t.URITemplate]; !taken {
-				templates[t.URITemplate] = &templateEntry{up: u, sig: sigOf(t)}
+			if _, taken := templates[t.URITemplate]; taken {
+				continue
 			}
+			def := mcppin.Definition{Kind: mcppin.KindTemplate, Name: t.Name, Title: t.Title, Description: t.Description,
+				URITemplate: t.URITemplate, MIMEType: t.MIMEType, Annotations: pinnedAnnotations(t.Annotations)}
+			if ok, why := g.pinnedDef(u, t.URITemplate, def); !ok {
+				withheld[withheldKey(mcppin.KindTemplate, t.URITemplate)] = why
+				continue
+			}
+			templates[t.URITemplate] = &templateEntry{up: u, sig: sigOf(t)}
 		}
 	}
 
@@ -516,21 +555,32 @@ func (g *Gateway) publish() {
 }
 
 // pinned checks an upstream tool's definition against its pin: false
-// (with the reason) withholds it. Something a person should know of (a
-// new pending definition, a flagged one) is audited as an alert.
+// (with the reason) withholds it.
 func (g *Gateway) pinned(u *upstream, name string, t *mcp.Tool) (bool, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	def := mcppin.Definition{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
 		OutputSchema: t.OutputSchema}
 	if t.Annotations != nil {
 		def.Annotations = t.Annotations
 	}
+	return g.pinnedDef(u, name, def)
+}
+
+// pinnedDef checks an upstream definition (a tool, a prompt, a resource, a
+// resource template) against its pin: false (with the reason) withholds
+// it. Something a person should know of (a new pending definition, a
+// flagged one) is audited as an alert. name is what clients are offered.
+func (g *Gateway) pinnedDef(u *upstream, name string, def mcppin.Definition) (bool, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	o := g.k.Pins.Check(ctx, u.name, def, g.pinCfg)
 	if o.New {
-		summary := fmt.Sprintf("MCP tool %s of server %s: %s", t.Name, u.name, firstLine(o.Why))
+		what := "tool"
+		if def.Kind != mcppin.KindTool {
+			what = strings.ReplaceAll(def.Kind.String(), "_", " ")
+		}
+		summary := fmt.Sprintf("MCP %s %s of server %s: %s", what, def.Key(), u.name, firstLine(o.Why))
 		g.logf("%s", summary)
-		al := kernel.Alert{Kind: "mcp_definition", Summary: summary, Server: u.name, Tool: t.Name}
+		al := kernel.Alert{Kind: "mcp_definition", Summary: summary, Server: u.name, Tool: def.Key()}
 		if o.Pin != nil {
 			al.Detail = o.Pin
 		}
@@ -542,6 +592,31 @@ func (g *Gateway) pinned(u *upstream, name string, t *mcp.Tool) (bool, string) {
 		return false, o.Why
 	}
 	return true, ""
+}
+
+// withheldKey is the key of a withheld definition in Gateway.withheld: a
+// tool's offered name as it is, other kinds prefixed with their kind.
+func withheldKey(kind mcppin.Kind, name string) string {
+	if kind == mcppin.KindTool {
+		return name
+	}
+	return string(kind) + ":" + name
+}
+
+// pinnedAnnotations is what is pinned of a resource's annotations: who it
+// is for and its priority, not when it last changed.
+func pinnedAnnotations(a *mcp.Annotations) any {
+	if a == nil || len(a.Audience) == 0 && a.Priority == 0 {
+		return nil
+	}
+	m := map[string]any{}
+	if len(a.Audience) > 0 {
+		m["audience"] = a.Audience
+	}
+	if a.Priority != 0 {
+		m["priority"] = a.Priority
+	}
+	return m
 }
 
 func firstLine(s string) string {
@@ -560,7 +635,8 @@ func (g *Gateway) withheldWhy(name string) (string, bool) {
 }
 
 // Withheld lists the tools withheld from clients, by offered name, with
-// the reason.
+// the reason; withheld prompts, resources and resource templates are
+// listed as "prompt:NAME", "resource:URI" and "resource_template:TEMPLATE".
 func (g *Gateway) Withheld() map[string]string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -704,6 +780,9 @@ func (g *Gateway) addTemplate(tpl string, t *templateEntry) {
 }
 
 func (g *Gateway) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	if why, ok := g.withheldWhy(withheldKey(mcppin.KindResource, req.Params.URI)); ok {
+		return nil, fmt.Errorf("Overseer: the resource %s is withheld: %s", req.Params.URI, why)
+	}
 	u := g.resourceOwner(req.Params.URI)
 	if u == nil {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
@@ -722,6 +801,9 @@ func (g *Gateway) readTemplate(tpl string) mcp.ResourceHandler {
 		g.mu.Unlock()
 		if e == nil {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+		if why, ok := g.withheldWhy(withheldKey(mcppin.KindResource, req.Params.URI)); ok {
+			return nil, fmt.Errorf("Overseer: the resource %s is withheld: %s", req.Params.URI, why)
 		}
 		cs, err := e.up.session()
 		if err != nil {

@@ -140,7 +140,7 @@ func Sign(secret string, body []byte) string {
 
 // WebhookPayload is the generic webhook's JSON body.
 type WebhookPayload struct {
-	Event string `json:"event"` // approval_requested
+	Event string `json:"event"` // approval_requested, alarm, alert (a security alert), audit_head
 	*Message
 	Text string `json:"text"`
 }
@@ -159,6 +159,9 @@ func (w *webhook) Send(ctx context.Context, m *Message) error {
 	}
 	if m.Alert != "" {
 		event = "alarm"
+		if m.Security {
+			event = "alert"
+		}
 	}
 	body, err := json.Marshal(WebhookPayload{Event: event, Message: m, Text: m.Text()})
 	if err != nil {

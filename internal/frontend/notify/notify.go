@@ -85,6 +85,10 @@ type Message struct {
 	// Alert names an alarm (AlertMessage) instead of an approval: the
 	// message then has a title and a summary only, and nothing to answer.
 	Alert string `json:"alert,omitempty"`
+	// Security marks an alert about what an agent met or did (AlertOf:
+	// prompt injection, an MCP rug pull, a secret sent), not about
+	// Overseer itself. Webhooks get it as the event "alert".
+	Security bool `json:"security,omitempty"`
 }
 
 // AlertMessage is the message of an alarm named name (the database's size,

@@ -65,7 +65,7 @@ func (m Model) proposalsDue() (Model, tea.Cmd) {
 		return m, nil
 	}
 	m.propNext = now.Add(proposalsEvery)
-	return m, m.fetchProposals()
+	return m, tea.Batch(m.fetchProposals(), m.fetchPins())
 }
 
 func (m Model) trustAPI() (TrustAPI, bool) {

@@ -26,6 +26,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/frontend/client"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/mcppin"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -76,7 +77,9 @@ type Model struct {
 	quitting      bool
 	proposals     []kernel.Proposal // trust.go
 	propSel       int
-	propNext      time.Time // when the proposals are read again
+	propNext      time.Time    // when the proposals are read again
+	pins          []mcppin.Pin // pins.go
+	pinSel        int
 
 	// after schedules the next refresh (tea.Tick); tests replace it so
 	// that a timer is never confused with a slow API call.
@@ -90,6 +93,7 @@ const (
 	modeReason      // typing a deny reason
 	modeHelp
 	modeProposals // trust.go: the proposed rules
+	modePins      // pins.go: the MCP definitions withheld or flagged
 )
 
 // New returns the UI's model over api. ctx bounds its API calls.
@@ -189,6 +193,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if mm, cmd, ok := m.updateTrust(msg); ok {
 		return mm, cmd
 	}
+	if mm, cmd, ok := m.updatePins(msg); ok {
+		return mm, cmd
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -209,7 +216,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.connected = true
 		m.setPending(msg.pending)
 		m.addAudit(msg.audit)
-		m, fetch := m.proposalsDue() // trust.go
+		m, fetch := m.proposalsDue() // trust.go (and the pins' header hint)
+		if m.mode == modePins {
+			fetch = tea.Batch(fetch, m.fetchPins())
+		}
 		return m, tea.Batch(m.tick(), fetch)
 	case answeredMsg:
 		delete(m.busy, msg.id)
@@ -333,6 +343,8 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case modeProposals:
 		return m.trustKey(s)
+	case modePins:
+		return m.pinsKey(s)
 	case modeReason:
 		switch s {
 		case "esc":
@@ -365,6 +377,12 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	case "?", "h":
 		m.mode = modeHelp
+	case "m":
+		if _, ok := m.pinsAPI(); ok {
+			m.mode = modePins
+			m.setStatus("", false)
+			return m, m.fetchPins()
+		}
 	case "p":
 		if _, ok := m.trustAPI(); ok {
 			m.mode = modeProposals
@@ -509,7 +527,7 @@ func (m Model) render() string {
 	if m.opts.Title != "" {
 		head += stFaint.Render("  " + m.opts.Title)
 	}
-	add(head + "  " + live + m.proposalsHint())
+	add(head + "  " + live + m.proposalsHint() + m.pinsHint())
 
 	if m.mode == modeHelp {
 		rule("Keys")
@@ -519,11 +537,25 @@ func (m Model) render() string {
 			"x       abort the agent's task",
 			"r       remember: once → session → rule",
 			"p       proposed rules (learned from your approvals): A accept, D dismiss",
+			"m       MCP definitions withheld (changed or suspicious): A accept",
 			"?       this help             q       quit",
 			"", "Press any key to go back.",
 		} {
 			add(l)
 		}
+		return strings.Join(lines, "\n")
+	}
+
+	if m.mode == modePins {
+		m.renderPins(add, rule)
+		foot := pinsFoot
+		if m.status != "" {
+			foot = stOK.Render(m.status)
+			if m.statusBad {
+				foot = stBad.Render(m.status)
+			}
+		}
+		add(foot)
 		return strings.Join(lines, "\n")
 	}
 

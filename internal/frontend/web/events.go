@@ -15,6 +15,8 @@ import (
 //
 //	event: queue   data: the pending queue (queueSnapshot), whenever it changes
 //	event: audit   data: {"records": [...]}, new audit records, oldest first
+//	event: pins    data: {"version": "…", "pending": n}, when the MCP pins change
+//	               (n definitions wait for a person)
 //	: ping         a comment every Heartbeat, to keep proxies from closing it
 //
 // Changes made in this process arrive at once through the gate's events;
@@ -53,6 +55,9 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, _ *session) {
 	if err := st.sendAudit(ctx); err != nil {
 		return
 	}
+	if err := st.sendPins(ctx); err != nil {
+		return
+	}
 	if _, err := fmt.Fprintf(w, "event: ready\ndata: {}\n\n"); err != nil {
 		return
 	}
@@ -84,7 +89,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, _ *session) {
 			}
 		case <-poll:
 			poll = c.clk.After(c.opts.Poll)
-			if st.sendQueue(ctx, false) != nil || st.sendAudit(ctx) != nil {
+			if st.sendQueue(ctx, false) != nil || st.sendAudit(ctx) != nil || st.sendPins(ctx) != nil {
 				return
 			}
 		case <-beat:
@@ -114,6 +119,7 @@ type streamState struct {
 	fl      http.Flusher
 	lastSeq int64
 	lastFP  string
+	pinsVer string
 }
 
 func (s *streamState) send(event string, id string, v any) error {
@@ -170,4 +176,39 @@ func (s *streamState) sendAudit(ctx context.Context) error {
 	}
 	s.lastSeq = items[len(items)-1].Seq
 	return s.send("audit", strconv.FormatInt(s.lastSeq, 10), map[string]any{"records": items})
+}
+
+// sendPins sends the MCP pins' version and the number of definitions
+// waiting for a person, when the pins changed (the gateway, another
+// process, writes them).
+func (s *streamState) sendPins(ctx context.Context) error {
+	ver, err := s.c.k.Pins.Version(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if s.pinsVer == "error" {
+			return nil
+		}
+		s.pinsVer = "error"
+		return s.send("problem", "", map[string]string{"message": "reading the MCP pins: " + err.Error()})
+	}
+	if ver == s.pinsVer {
+		return nil
+	}
+	pins, err := s.c.k.Pins.List(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return s.send("problem", "", map[string]string{"message": "reading the MCP pins: " + err.Error()})
+	}
+	n := 0
+	for _, p := range pins {
+		if p.Pending != nil {
+			n++
+		}
+	}
+	s.pinsVer = ver
+	return s.send("pins", "", map[string]any{"version": ver, "pending": n})
 }

@@ -253,7 +253,22 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		mem = m
 	}
 	an := g.analyzer(a.Cwd, mem)
+	if r := g.reported(ctx); r != nil {
+		an = an.With(r) // the agent's environment, as its hook reported it
+	}
 	var found []secrets.Finding
+	for i := range reqs {
+		r := &reqs[i]
+		if len(r.Files) == 0 {
+			continue
+		}
+		parts, unread := g.fileParts(r.Files, a.Cwd)
+		r.Parts = append(r.Parts, parts...)
+		for _, u := range unread {
+			fs = append(fs, guard.Finding{Check: "egress.file-unread", Level: action.Confirm, Hard: true,
+				Message: fmt.Sprintf("%s sends the content of a file to %s that could not be read to scan it for secrets: %s", r.By, r.Dest, u)})
+		}
+	}
 	for _, r := range reqs {
 		if len(r.Parts) > 0 {
 			found = append(found, an.ScanParts(r.Parts)...)

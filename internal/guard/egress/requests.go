@@ -22,6 +22,8 @@ type request struct {
 	By string
 	// Parts are what it carries, named for the findings.
 	Parts []secrets.Part
+	// Files are the files whose content it sends (read by Check).
+	Files []sentFile
 }
 
 // requests returns the outgoing requests of a, or nil when it sends
@@ -304,6 +306,7 @@ func shellRequests(a *action.Action) []request {
 			r := request{Dest: d, By: by}
 			if i == 0 {
 				r.Parts = parts
+				r.Files = sentFiles(c)
 			}
 			out = append(out, r)
 		}

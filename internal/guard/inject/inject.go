@@ -27,6 +27,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -143,9 +144,10 @@ type Detector struct {
 
 // Default returns the detector of the built-in rules. The built-in rules
 // are checked by the tests; Default panics only if they are broken.
-func Default() *Detector { return builtin }
+func Default() *Detector { return builtin() }
 
-var builtin = mustBuiltin()
+// builtin is compiled on first use, not at start-up.
+var builtin = sync.OnceValue(mustBuiltin)
 
 func mustBuiltin() *Detector {
 	d, err := Parse(builtinRules)

@@ -66,6 +66,7 @@ type Fingerprints struct {
 	whole   map[uint64]int32
 	bloom   []uint64           // 1<<16 bits over the windows' hashes
 	lens    [MaxWhole + 1]bool // the lengths of the whole values
+	short   bool               // some value is shorter than MinWindowed
 	srcs    []ValueFP
 }
 
@@ -172,6 +173,7 @@ func (f *Fingerprints) AddFP(fp ValueFP) {
 		f.whole[fp.Whole] = idx
 		if fp.Length <= MaxWhole {
 			f.lens[fp.Length] = true
+			f.short = f.short || fp.Length < MinWindowed
 		}
 	}
 	if b, err := base64.RawStdEncoding.DecodeString(fp.Windows); err == nil {
@@ -207,7 +209,7 @@ func (f *Fingerprints) Clone() *Fingerprints {
 	for k, v := range f.whole {
 		c.whole[k] = v
 	}
-	c.lens = f.lens
+	c.lens, c.short = f.lens, f.short
 	return c
 }
 
@@ -249,50 +251,47 @@ func (f *Fingerprints) scan(t, where string, c *collector) {
 		c.addAt(Finding{Rule: "known-value", Description: "the value of " + src.Source,
 			Masked: masked, Length: src.Length, Source: src.Source}, where, token)
 	}
-	// Values are found in runs of printable, non-space characters (a
-	// value holds no space or quote); prose words are too short to hold one.
+	// Windows: every eighth offset of the whole text. A window holding a
+	// separator cannot be a value's (a value holds no space or quote), so
+	// the text need not be cut into segments first; the segment around a
+	// hit is found when there is one (rarely).
 	n := len(t)
-	for i := 0; i < n; {
-		for i < n && segSep[t[i]] {
-			i++
+	if len(f.windows) > 0 {
+		for j := 0; j+window <= n; j += stride {
+			h := f.h16(t, j)
+			top := h >> 48
+			if f.bloom[top>>6]&(1<<(top&63)) == 0 {
+				continue
+			}
+			if idx, ok := f.windows[h]; ok {
+				s, e := j, j
+				for s > 0 && !segSep[t[s-1]] {
+					s--
+				}
+				for e < n && !segSep[t[e]] {
+					e++
+				}
+				report(idx, j, t[s:e])
+			}
 		}
-		start := i
-		for i < n && !segSep[t[i]] {
-			i++
-		}
-		if i-start < MinWhole {
+	}
+	// Whole tokens between separators, for the values too short to be
+	// found by their windows (a longer value always holds a hashed window
+	// where it occurs, and was reported above).
+	if !f.short {
+		return
+	}
+	ts := 0
+	for k := 0; k <= n; k++ {
+		if k < n && !wholeSep[t[k]] {
 			continue
 		}
-		seg := t[start:i]
-		if len(f.windows) > 0 && len(seg) >= window {
-			// Stride offsets of the text, not of the segment: any
-			// occurrence of a value of MinWindowed bytes holds one.
-			for j := (stride - start%stride) % stride; j+window <= len(seg); j += stride {
-				h := f.h16(seg, j)
-				top := h >> 48
-				if f.bloom[top>>6]&(1<<(top&63)) == 0 {
-					continue
-				}
-				if idx, ok := f.windows[h]; ok {
-					report(idx, start+j, seg)
-				}
+		if m := k - ts; m >= MinWhole && m < MinWindowed && f.lens[m] {
+			if idx, ok := f.whole[f.hashAny(t[ts:k])]; ok {
+				report(idx, ts, t[ts:k])
 			}
 		}
-		if len(f.whole) > 0 {
-			// Whole tokens between separators.
-			ts := 0
-			for k := 0; k <= len(seg); k++ {
-				if k < len(seg) && !wholeSep[seg[k]] {
-					continue
-				}
-				if m := k - ts; m >= MinWhole && m <= MaxWhole && f.lens[m] {
-					if idx, ok := f.whole[f.hashAny(seg[ts:k])]; ok {
-						report(idx, start+ts, seg[ts:k])
-					}
-				}
-				ts = k + 1
-			}
-		}
+		ts = k + 1
 	}
 }
 

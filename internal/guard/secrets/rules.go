@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	_ "embed"
 	"fmt"
 	"math"
 	"regexp"
@@ -10,18 +11,25 @@ import (
 	"sync"
 
 	toml "github.com/pelletier/go-toml/v2"
-	gitleaks "github.com/zricethezav/gitleaks/v8/config"
 )
 
 // The known credential formats are gitleaks' default rule set
-// (github.com/zricethezav/gitleaks/v8, config/gitleaks.toml, MIT), read from
-// the module at run time: upgrading the module upgrades the rules. Only the
-// embedded TOML is used, parsed here into the few fields a content scan
-// needs; gitleaks' detector (git, archives, files) is not linked. Rules are
+// (github.com/zricethezav/gitleaks/v8, config/gitleaks.toml, MIT; its
+// licence is next to it), copied into gitleaks/ by `go generate` from the
+// module version go.mod pins, and embedded: upgrading the module and
+// regenerating upgrades the rules (TestEmbeddedRulesAreTheModules fails when
+// the copy is stale). Only the TOML is used, parsed here into the few fields
+// a content scan needs; neither gitleaks' detector nor its configuration
+// stack (viper, HCL…) is linked. Rules are
 // parsed on the first scan of a process and each regular expression is
 // compiled the first time one of its keywords is met, so a process that
 // never scans pays nothing and one that scans pays only for the rules its
 // texts call for.
+
+//go:generate go run gen_rules.go
+
+//go:embed gitleaks/gitleaks.toml
+var gitleaksTOML string
 
 type tomlAllow struct {
 	Description string   `toml:"description"`
@@ -145,7 +153,7 @@ var (
 
 // loadRules parses gitleaks' default configuration once per process.
 func loadRules() (*ruleSet, error) {
-	rulesOnce.Do(func() { rulesVal, rulesErr = parseRules(gitleaks.DefaultConfig) })
+	rulesOnce.Do(func() { rulesVal, rulesErr = parseRules(gitleaksTOML) })
 	return rulesVal, rulesErr
 }
 
@@ -288,11 +296,11 @@ func compileAllow(t tomlAllow) *allowlist {
 }
 
 // keywordIndex finds rule keywords case-insensitively: a bitset of the
-// keywords' first two bytes (lower case) is checked at each position, and
-// only a hit compares the keywords that start with those two bytes.
+// keywords' first two bytes (in every case) is checked at each position,
+// and only a hit compares the keywords that start with those two bytes.
 type keywordIndex struct {
-	bigram  [65536 / 64]uint64
-	bucket  []uint16 // bigram → index+1 into buckets (65536 entries)
+	bigram  [65536 / 64]uint64 // over the bytes as written, every case of each keyword's
+	bucket  []uint16           // lower-cased bigram → index+1 into buckets (65536 entries)
 	buckets [][]kwEntry
 	maxLen  int
 }
@@ -311,7 +319,12 @@ func newKeywordIndex(kws map[string][]int) keywordIndex {
 	sort.Strings(keys)
 	for _, k := range keys {
 		b := uint16(k[0])<<8 | uint16(k[1])
-		ix.bigram[b>>6] |= 1 << (b & 63)
+		for _, c0 := range cases(k[0]) {
+			for _, c1 := range cases(k[1]) {
+				w := uint16(c0)<<8 | uint16(c1)
+				ix.bigram[w>>6] |= 1 << (w & 63)
+			}
+		}
 		if ix.bucket[b] == 0 {
 			ix.buckets = append(ix.buckets, nil)
 			ix.bucket[b] = uint16(len(ix.buckets))
@@ -336,6 +349,14 @@ func init() {
 	}
 }
 
+// cases are the bytes that lower-case to c (c is lower case).
+func cases(c byte) []byte {
+	if c >= 'a' && c <= 'z' {
+		return []byte{c, c - 'a' + 'A'}
+	}
+	return []byte{c}
+}
+
 // hasPrefixFold reports whether s[i:] starts with kw (lower case).
 func hasPrefixFold(s string, i int, kw string) bool {
 	if len(s)-i < len(kw) {
@@ -354,10 +375,11 @@ func hasPrefixFold(s string, i int, kw string) bool {
 func (ix *keywordIndex) each(s string, from, to int, fn func(pos int, e *kwEntry)) {
 	to = min(to, len(s)-1)
 	for i := max(from, 0); i < to; i++ {
-		b := uint16(lower[s[i]])<<8 | uint16(lower[s[i+1]])
-		if ix.bigram[b>>6]&(1<<(b&63)) == 0 {
+		w := uint16(s[i])<<8 | uint16(s[i+1])
+		if ix.bigram[w>>6]&(1<<(w&63)) == 0 {
 			continue
 		}
+		b := uint16(lower[s[i]])<<8 | uint16(lower[s[i+1]])
 		es := ix.buckets[ix.bucket[b]-1]
 		for k := range es {
 			if hasPrefixFold(s, i, es[k].kw) {

@@ -95,6 +95,20 @@ func TestKnownValues(t *testing.T) {
 	if fs := a.Scan("p=" + short[:7]); len(fs) != 0 {
 		t.Errorf("a piece of a short value: %+v", fs)
 	}
+	// With only long values known, the token pass is skipped: the windows
+	// still find a value standing alone, embedded, or at the text's end,
+	// and Redact replaces the token holding it.
+	fpl, _ := NewFingerprints(NewKey())
+	fpl.Add("env", v)
+	al := New(Options{Known: fpl})
+	for _, text := range []string{v, "x=" + v, `{"k":"` + v + `"}`, "abc" + v + "def ", "zz" + v[5:28]} {
+		if fs := al.Scan(text); len(fs) != 1 || fs[0].Rule != "known-value" {
+			t.Errorf("long values only, %q: %+v", text, fs)
+		}
+	}
+	if red, fs := al.Redact(`{"k":"` + v + `"}`); len(fs) != 1 || strings.Contains(red, v[:10]) {
+		t.Errorf("redact: %q %+v", red, fs)
+	}
 	// Stored and reloaded fingerprints find the same values.
 	st, _ := fp.Fingerprint("x", v)
 	fp2, _ := NewFingerprints(make([]byte, KeySize))

@@ -887,8 +887,12 @@ func (a *analyzer) redirects(rs []*syntax.Redirect, idx int) {
 			}
 		case syntax.RdrIn:
 			if v, dyn, _, _ := a.resolve(r.Word); !dyn {
-				if p, _ := a.abs(v); a.r.secret(p) && idx >= 0 {
+				p, _ := a.abs(v)
+				if a.r.secret(p) && idx >= 0 {
 					a.out.Segments[idx].flags |= fSecret
+				}
+				if idx >= 0 {
+					a.out.Segments[idx].Stdin = p
 				}
 				a.candidate(arg{val: v}, inRead, false) // cat < FILE and $(< FILE) read FILE
 			}

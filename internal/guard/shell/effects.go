@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -123,8 +124,10 @@ type effectSpec struct {
 	patch                 bool              // its operands (or standard input) are patches whose targets it writes
 }
 
-// effectSpecs are the compiled program specs of effects.yaml.
-var effectSpecs = mustCompileEffects(effectsYAML)
+// effectSpecs returns the compiled program specs of effects.yaml, compiled
+// on first use: a process that analyses no command (a hook that asks the
+// daemon) does not pay for it at start-up.
+var effectSpecs = sync.OnceValue(func() map[string]*effectSpec { return mustCompileEffects(effectsYAML) })
 
 func mustCompileEffects(b []byte) map[string]*effectSpec {
 	m, err := compileEffects(b)
@@ -251,7 +254,7 @@ func (a *analyzer) effects(s *segCtx) {
 		return
 	}
 	seg := &a.out.Segments[s.idx]
-	spec := effectSpecs[s.name]
+	spec := effectSpecs()[s.name]
 	args := s.args
 	readOnly := seg.Level <= action.Auto
 	// A directory option (tar -C, git -C, make -C) moves where the

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 	"mvdan.cc/sh/v3/syntax"
@@ -54,7 +55,9 @@ type selfSets struct {
 	readOnly                                                map[string]set
 }
 
-var selfRules = func() selfSets {
+// selfRules are the lists of selfapi.yaml, read on first use (not at
+// start-up).
+var selfRules = sync.OnceValue(func() selfSets {
 	var l selfLists
 	if err := yaml.Unmarshal(selfAPIYAML, &l); err != nil {
 		panic("shell: selfapi.yaml: " + err.Error())
@@ -73,7 +76,7 @@ var selfRules = func() selfSets {
 		url:       makeSet(l.URLClients, true),
 		shorthand: makeSet([]string{"http", "https", "httpie", "xh", "xhs", "curlie"}, true),
 	}
-}()
+})
 
 // defaultSelfAPI knows the daemon's default port only.
 var defaultSelfAPI = netguard.NewSelfAPI("")
@@ -101,11 +104,11 @@ func (a *analyzer) selfCheck(s *segCtx) {
 		}
 	}
 	switch {
-	case selfRules.http.has(name) || selfRules.socket.has(name) || a.r.downloaders.has(name) || a.r.netSenders.has(name):
+	case selfRules().http.has(name) || selfRules().socket.has(name) || a.r.downloaders.has(name) || a.r.netSenders.has(name):
 		a.selfNetArgs(s)
 	case a.interpreter(name) != nil:
 		a.selfCode(s)
-	case selfRules.url.has(name):
+	case selfRules().url.has(name):
 		// git ls-remote URL, pip install URL: a URL operand is fetched.
 		for _, x := range s.args {
 			if x.dyn || !strings.Contains(x.val, "://") {
@@ -130,20 +133,20 @@ func (a *analyzer) overseerCmd(args []arg, prog string) {
 	case sub.dyn:
 		a.selfApprove("runs `" + prog + "` with a sub-command computed at run time (" + sub.val + ")")
 		return
-	case selfRules.block.has(strings.ToLower(sub.val)):
+	case selfRules().block.has(strings.ToLower(sub.val)):
 	case strings.EqualFold(sub.val, "policy"):
 		next, j := overseerOperand(args, i+1)
-		if j < 0 || !next.dyn && selfRules.policyRO.has(strings.ToLower(next.val)) {
+		if j < 0 || !next.dyn && selfRules().policyRO.has(strings.ToLower(next.val)) {
 			return
 		}
 		label += " " + next.val
-	case selfRules.readOnly[strings.ToLower(sub.val)] != nil:
+	case selfRules().readOnly[strings.ToLower(sub.val)] != nil:
 		// `overseer limits`, `overseer budget`: reading is fine, a change
 		// (add, set, rm, prices) is not.
 		// The first word that is not an option names the change; options
 		// are skipped whatever they are (a value read as an operand only
 		// makes this stricter).
-		ro := selfRules.readOnly[strings.ToLower(sub.val)]
+		ro := selfRules().readOnly[strings.ToLower(sub.val)]
 		var next *arg
 		for j := i + 1; j < len(args); j++ {
 			if args[j].dyn || !strings.HasPrefix(args[j].val, "-") {
@@ -157,7 +160,7 @@ func (a *analyzer) overseerCmd(args []arg, prog string) {
 		label += " " + next.val
 	case strings.EqualFold(sub.val, "mcp"):
 		next, j := overseerOperand(args, i+1)
-		if j < 0 || !next.dyn && !selfRules.mcpBlock.has(strings.ToLower(next.val)) {
+		if j < 0 || !next.dyn && !selfRules().mcpBlock.has(strings.ToLower(next.val)) {
 			return
 		}
 		label += " " + next.val
@@ -238,8 +241,8 @@ func (a *analyzer) selfAPIFinding(what string) {
 func (a *analyzer) selfNetArgs(s *segCtx) {
 	sa := a.self()
 	name := s.name
-	bare := selfRules.http.has(name)
-	socket := selfRules.socket.has(name)
+	bare := selfRules().http.has(name)
+	socket := selfRules().socket.has(name)
 	var localHost, daemonPort, localMention bool
 	var selfPathURL string
 	for _, x := range a.selfNetWords(s) {

@@ -110,6 +110,9 @@ type Segment struct {
 	Wrappers []string
 	// Level is the strictest level of the findings about this segment.
 	Level action.Level
+	// Stdin is the file standard input is redirected from (< FILE), when
+	// static (see analyzer.abs).
+	Stdin string
 
 	flags segFlags
 	text  string // the static output of an echo, printf or cat feeding a pipe

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -396,11 +397,46 @@ func FuzzInputSchema(f *testing.F) {
 		}
 		b, err := json.Marshal(s)
 		if err != nil {
-			return // values the SDK cannot render are refused when sending
+			return // values JSON cannot render are refused when sending
 		}
 		var m map[string]any
 		if json.Unmarshal(b, &m) != nil || m["type"] != "object" {
 			t.Fatalf("schema %s rendered as %s", raw, b)
+		}
+	})
+}
+
+// FuzzDecodeStream feeds arbitrary streams to the event decoder: it must
+// never panic, and every reply it accepts has a stop reason, streamed the
+// text it returns, and carries only named tool calls whose arguments are a
+// JSON object.
+func FuzzDecodeStream(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.sse"))
+	for _, fn := range files {
+		b, err := os.ReadFile(fn)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`data: {"type":"content_block_delta","index":5,"delta":{"type":"text_delta","text":"x"}}` + "\n\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var streamed strings.Builder
+		resp, _, err := decodeStream(bytes.NewReader(in), func(d plugin.Delta) { streamed.WriteString(d.Text) })
+		if err != nil {
+			return
+		}
+		if resp.StopReason == "" {
+			t.Fatal("accepted a reply without a stop reason")
+		}
+		if streamed.String() != resp.Text {
+			t.Fatalf("streamed %q but reply text is %q", streamed.String(), resp.Text)
+		}
+		for _, c := range resp.ToolCalls {
+			var obj map[string]any
+			if c.Name == "" || json.Unmarshal(c.Arguments, &obj) != nil || obj == nil {
+				t.Fatalf("accepted a bad tool call %+v", c)
+			}
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/overseer-dev/overseer/plugin"
+	"github.com/overseer-dev/overseer/plugins/llm/sse"
 )
 
 // Sentinel errors of the stream decoder.
@@ -24,92 +24,10 @@ var (
 	// ErrServer: the server reported an error inside the stream.
 	ErrServer = errors.New("openai: server error in stream")
 	// ErrEventTooLarge: one server-sent event exceeded the size limit.
-	ErrEventTooLarge = errors.New("openai: stream event too large")
+	ErrEventTooLarge = sse.ErrEventTooLarge
 )
 
-// maxEvent caps one server-sent event.
-const maxEvent = 8 << 20
-
-// readSSE calls fn with each event's name and data, as the server-sent
-// events format defines them: "field: value" lines, several data lines joined
-// by newlines, comments starting with ':', a blank line ending the event.
-// fn returning errStop ends the read without error.
-func readSSE(r io.Reader, fn func(event, data string) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var event string
-	var data strings.Builder
-	hasData := false
-	dispatch := func() error {
-		defer func() { event, hasData = "", false; data.Reset() }()
-		if !hasData {
-			return nil
-		}
-		return fn(event, data.String())
-	}
-	for {
-		line, err := readLine(br)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		if err == nil || line != "" {
-			if perr := sseLine(line, &event, &data, &hasData, dispatch); perr != nil {
-				return perr
-			}
-		}
-		if err != nil { // EOF: a last event without its blank line still counts
-			if derr := dispatch(); derr != nil {
-				return derr
-			}
-			return err
-		}
-	}
-}
-
-// sseLine applies one line to the event being read.
-func sseLine(line string, event *string, data *strings.Builder, hasData *bool, dispatch func() error) error {
-	switch {
-	case line == "":
-		return dispatch()
-	case line[0] == ':':
-		return nil
-	}
-	field, value, _ := strings.Cut(line, ":")
-	value = strings.TrimPrefix(value, " ")
-	switch field {
-	case "event":
-		*event = value
-	case "data":
-		if *hasData {
-			data.WriteByte('\n')
-		}
-		if data.Len()+len(value) > maxEvent {
-			return ErrEventTooLarge
-		}
-		data.WriteString(value)
-		*hasData = true
-	}
-	return nil
-}
-
-// readLine reads one line without its "\n", "\r\n" or "\r" ending.
-func readLine(br *bufio.Reader) (string, error) {
-	var buf []byte
-	for {
-		frag, err := br.ReadSlice('\n')
-		if len(buf)+len(frag) > maxEvent {
-			return "", ErrEventTooLarge
-		}
-		buf = append(buf, frag...)
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		s := strings.TrimSuffix(string(buf), "\n")
-		s = strings.TrimSuffix(s, "\r")
-		return s, err
-	}
-}
-
-// errStop ends readSSE early at "data: [DONE]".
+// errStop ends sse.Read early at "data: [DONE]".
 var errStop = errors.New("stop")
 
 // chunk is one chat.completion.chunk.
@@ -313,7 +231,7 @@ func (a *assembler) result() (plugin.Response, error) {
 // each piece of text. delivered reports whether onDelta was called.
 func decodeStream(r io.Reader, onDelta func(plugin.Delta)) (resp plugin.Response, delivered bool, err error) {
 	a := newAssembler()
-	err = readSSE(r, func(event, data string) error {
+	err = sse.Read(r, func(event, data string) error {
 		if event == "error" {
 			return fmt.Errorf("%w: %s", ErrServer, truncate(data, 300))
 		}

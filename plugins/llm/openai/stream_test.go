@@ -10,40 +10,11 @@ import (
 	"testing"
 
 	"github.com/overseer-dev/overseer/plugin"
+	"github.com/overseer-dev/overseer/plugins/llm/sse"
 )
 
-func TestReadSSE(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		want []string // "event|data"
-	}{
-		{"lf", "data: a\n\ndata: b\n\n", []string{"|a", "|b"}},
-		{"crlf", "data: a\r\n\r\n", []string{"|a"}},
-		{"multi-line data", "data: a\ndata: b\n\n", []string{"|a\nb"}},
-		{"named event and comment", ": hi\nevent: error\ndata:x\n\n", []string{"error|x"}},
-		{"no final blank line", "data: a", []string{"|a"}},
-		{"event without data is skipped", "event: ping\n\n", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			err := readSSE(strings.NewReader(tt.in), func(ev, data string) error {
-				got = append(got, ev+"|"+data)
-				return nil
-			})
-			if err != nil && err.Error() != "EOF" {
-				t.Fatal(err)
-			}
-			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestEventTooLarge(t *testing.T) {
-	big := "data: " + strings.Repeat("x", maxEvent+1) + "\n\n"
+	big := "data: " + strings.Repeat("x", sse.MaxEvent+1) + "\n\n"
 	_, _, err := decodeStream(strings.NewReader(big), nil)
 	if !errors.Is(err, ErrEventTooLarge) {
 		t.Fatalf("err = %v, want ErrEventTooLarge", err)

@@ -106,7 +106,7 @@ function diffBlock(text) {
 
 // ---------------------------------------------------------------- router
 
-const pages = ["queue", "tasks", "audit", "policy", "dashboard", "controls"];
+const pages = ["queue", "tasks", "audit", "policy", "dashboard", "mcp", "controls"];
 let current = "";
 function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/");
@@ -121,6 +121,7 @@ function route() {
     if (page === "audit") loadAudit();
     if (page === "policy") loadPolicy();
     if (page === "dashboard") loadDashboard();
+    if (page === "mcp") loadPins();
     if (page === "controls" && window.loadControls) window.loadControls();
   }
 }
@@ -136,6 +137,7 @@ function connect() {
   es.addEventListener("ready", () => { live.className = "live on"; live.title = "live"; document.body.dataset.live = "on"; });
   es.addEventListener("queue", (e) => renderQueue(JSON.parse(e.data)));
   es.addEventListener("audit", (e) => onAudit(JSON.parse(e.data).records || []));
+  es.addEventListener("pins", (e) => onPins(JSON.parse(e.data)));
   es.addEventListener("problem", (e) => toast(JSON.parse(e.data).message, true));
   es.onerror = () => {
     live.className = "live off"; live.title = "reconnecting"; document.body.dataset.live = "off";
@@ -833,6 +835,142 @@ async function loadDashboard() {
   } catch (e) { toast(e.message, true); }
 }
 $("#days").addEventListener("change", loadDashboard);
+
+// ---------------------------------------------------------------- MCP pins
+
+// The MCP gateway's pinned definitions. A definition that changed since a
+// person accepted it, or that carries text aimed at the model, waits here
+// with what changed, field by field; Accept binds the answer to the exact
+// definition shown (its hash). Definitions are the upstream's text:
+// untrusted, only ever set as text.
+
+let pinsVersion = "";
+function onPins(ev) {
+  const c = $("#mcp-count");
+  c.hidden = !ev.pending;
+  c.textContent = String(ev.pending || 0);
+  if (ev.version !== pinsVersion && current === "mcp") loadPins();
+}
+
+function kindName(k) { return { prompt: "prompt", resource: "resource", resource_template: "resource template" }[k] || "tool"; }
+
+async function loadPins() {
+  let d;
+  try { d = await api("GET", "/ui/api/mcp/pins"); } catch (e) { toast(e.message, true); return; }
+  pinsVersion = d.version;
+  const pins = d.pins || [];
+  const pending = pins.filter((p) => p.pending);
+  const flagged = pins.filter((p) => !p.pending && p.flagged);
+  $("#mcp-count").hidden = pending.length === 0;
+  $("#mcp-count").textContent = String(pending.length);
+  $("#mcp-pending").replaceChildren(...(pending.length ? pending.map(pendingCard)
+    : [h("p", { class: "hint", id: "mcp-none", text: "Nothing is withheld. When an upstream changes what a tool, prompt or resource says, or offers one whose text is aimed at the model, it waits here." })]));
+  $("#mcp-flagged").replaceChildren(...(flagged.length ? flagged.map(flaggedCard)
+    : [h("p", { class: "hint", text: "None." })]));
+  const servers = new Map();
+  for (const p of pins) {
+    if (!servers.has(p.server)) servers.set(p.server, []);
+    servers.get(p.server).push(p);
+  }
+  $("#mcp-servers").replaceChildren(...(servers.size ? [...servers].map(([name, list]) => serverTable(name, list))
+    : [h("p", { class: "hint", text: "No MCP server has been seen yet: run agents through `overseer mcp` (see the MCP integration guide)." })]));
+}
+
+function pinState(p) {
+  if (p.pending) return h("span", { class: "badge bad", text: p.pending.reason === "poisoned" ? "withheld: suspicious" : "withheld: changed" });
+  if (p.flagged) return h("span", { class: "badge warn", text: "flagged" });
+  return h("span", { class: "badge ok", text: "pinned" });
+}
+
+function serverTable(name, list) {
+  return h("div", { class: "card mcp-server", dataset: { server: name } },
+    h("h3", {}, h("code", { text: name }), h("span", { class: "hint", text: ` · ${list.length} pinned` })),
+    h("table", { class: "pins" },
+      h("thead", {}, h("tr", {}, ["kind", "name", "state", "accepted"].map((x) => h("th", { text: x })))),
+      h("tbody", {}, list.map((p) => h("tr", { dataset: { tool: p.tool, kind: kindName(p.kind) } },
+        h("td", { text: kindName(p.kind) }), h("td", {}, h("code", { text: p.tool })), h("td", {}, pinState(p)),
+        h("td", { class: "hint", text: p.accepted_by ? `${p.accepted_by} · ${fmtTime(p.accepted_at)}` : "never" }))))));
+}
+
+// wordDiff marks the words removed from a and added in b (longest common
+// subsequence of words; long texts are compared as wholes).
+function wordDiff(a, b) {
+  const x = a.split(/(\s+)/), y = b.split(/(\s+)/);
+  if (x.length * y.length > 4e6) return { old: [{ t: a, op: a === b ? "" : "del" }], cur: [{ t: b, op: a === b ? "" : "add" }] };
+  const n = x.length, m = y.length;
+  const t = Array.from({ length: n + 1 }, () => new Int32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) t[i][j] = x[i] === y[j] ? t[i + 1][j + 1] + 1 : Math.max(t[i + 1][j], t[i][j + 1]);
+  const old = [], cur = [];
+  let i = 0, j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && x[i] === y[j]) { old.push({ t: x[i], op: "" }); cur.push({ t: y[j], op: "" }); i++; j++; }
+    else if (j < m && (i === n || t[i][j + 1] >= t[i + 1][j])) cur.push({ t: y[j++], op: "add" });
+    else old.push({ t: x[i++], op: "del" });
+  }
+  return { old, cur };
+}
+
+function marked(parts, cls) {
+  return h("div", { class: `text ${cls}` }, parts.map((p) => p.op ? h(p.op === "add" ? "ins" : "del", { text: p.t }) : p.t));
+}
+
+function changeBlock(c, accepted) {
+  const box = h("div", { class: "change", dataset: { field: c.field } }, h("h4", { text: c.field }));
+  if (c.text) {
+    const d = wordDiff(c.old, c.new);
+    if (accepted) box.append(h("div", { class: "was" }, h("span", { class: "label", text: "accepted" }), c.old ? marked(d.old, "old") : h("div", { class: "text old hint", text: "(none)" })));
+    box.append(h("div", { class: "now" }, h("span", { class: "label", text: accepted ? "now" : "says" }), c.new ? marked(d.cur, "new") : h("div", { class: "text new hint", text: "(none)" })));
+  } else if (accepted) {
+    box.append(diffBlock(c.diff || ""));
+  } else {
+    box.append(h("pre", { class: "json", text: c.new }));
+  }
+  return box;
+}
+
+function findingsList(r) {
+  if (!r || !r.findings || !r.findings.length) return null;
+  return h("ul", { class: "findings" }, r.findings.map((f) => h("li", {},
+    h("b", { text: f.class }), " ", h("code", { text: f.rule }), ": ", h("q", { text: f.excerpt }))));
+}
+
+function pendingCard(p) {
+  const accepted = !!p.hash;
+  const card = h("article", { class: "card pin-pending", dataset: { server: p.server, tool: p.tool, kind: kindName(p.kind) } },
+    h("header", {}, h("span", { class: "hint", text: kindName(p.kind) }), " ", h("code", { class: "pin-name", text: p.tool }),
+      h("span", { class: "hint", text: " of server " }), h("code", { text: p.server }), " ", pinState(p)),
+    h("p", { class: "why", text: p.why }),
+    findingsList(p.pending.findings),
+    h("p", { class: "hint", text: (!accepted ? "first seen " + fmtTime(p.first_seen) + "; "
+      : p.accepted_by === "first sight" ? `pinned at first sight ${fmtTime(p.accepted_at)}; ` : `accepted ${fmtTime(p.accepted_at)} by ${p.accepted_by}; `) +
+      `this definition seen ${fmtTime(p.pending.seen_at)} · ${p.pending.hash.slice(0, 12)}` }),
+    h("div", { class: "changes" }, (p.changes || []).map((c) => changeBlock(c, accepted))));
+  const btn = h("button", { class: "approve accept-pin", text: accepted ? "Accept the change" : "Accept this definition",
+    onclick: () => acceptPin(p, btn) });
+  card.append(h("div", { class: "row" }, btn,
+    h("span", { class: "hint", text: "Agents are offered it again within seconds. Not sure? Leave it: it stays withheld." })));
+  return card;
+}
+
+function flaggedCard(p) {
+  return h("article", { class: "card pin-flagged", dataset: { server: p.server, tool: p.tool } },
+    h("header", {}, h("span", { class: "hint", text: kindName(p.kind) }), " ", h("code", { text: p.tool }),
+      h("span", { class: "hint", text: " of server " }), h("code", { text: p.server }), " ", pinState(p)),
+    h("p", { class: "why", text: p.why }), findingsList(p.flagged));
+}
+
+async function acceptPin(p, btn) {
+  btn.disabled = true;
+  try {
+    await api("POST", `/ui/api/mcp/pins/${encodeURIComponent(p.server)}/${encodeURIComponent(p.tool)}/accept`,
+      { hash: p.pending.hash, kind: p.kind || "tool" });
+    toast(`Accepted: ${kindName(p.kind)} ${p.tool} of ${p.server}`);
+  } catch (e) {
+    toast(e.message, true);
+    btn.disabled = false;
+  }
+  loadPins();
+}
 
 // ---------------------------------------------------------------- alarms
 

@@ -1,0 +1,64 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/kernel"
+)
+
+// BenchmarkSubmit measures what POST /api/v1/actions costs inside the
+// kernel, without HTTP: an auto action (a Read in the project) submitted by
+// 32 goroutines per core against the built-in policy with its guards and a
+// real SQLite home. "recorded" is Submit (judged, the action and its
+// verdict durably in the audit log); "judged" is Evaluate alone (the API's
+// dry run). Their ratio is what the API's recorded/dry-run ratio is made of.
+func BenchmarkSubmit(b *testing.B) {
+	for _, mode := range []string{"recorded", "judged"} {
+		b.Run(mode, func(b *testing.B) {
+			home := b.TempDir()
+			proj := b.TempDir()
+			if err := os.WriteFile(filepath.Join(proj, "README.md"), []byte("# x\n"), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			k, err := kernel.Open(context.Background(), kernel.Config{Home: home})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer k.Close()
+			var n atomic.Int64
+			b.SetParallelism(32)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				for pb.Next() {
+					i := n.Add(1)
+					a := &action.Action{Tool: "Read", Kind: action.KindFileRead, Agent: "bench",
+						Session: "load-" + strconv.FormatInt(i, 10), Cwd: proj,
+						Args: map[string]any{"file_path": "README.md"}}
+					if mode == "judged" {
+						kernel.MintID(a)
+						if v := k.Evaluate(ctx, a); v.Level != action.Auto {
+							b.Fatalf("level %s, want auto", v.Level)
+						}
+						continue
+					}
+					sub, err := k.Submit(ctx, a)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if sub.Verdict.Level != action.Auto {
+						b.Fatalf("level %s, want auto", sub.Verdict.Level)
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "actions/s")
+		})
+	}
+}

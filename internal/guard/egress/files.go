@@ -1,0 +1,214 @@
+package egress
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/guard/secrets"
+)
+
+// sentFile is a file whose content a command sends: curl -d @FILE, -F
+// name=@FILE, -T FILE, wget --post-file FILE, httpie's name@FILE, and a
+// sender's standard input redirected from a file (nc host < FILE).
+type sentFile struct {
+	path string // as written (or resolved by the shell guard, for < FILE)
+	how  string // how it is sent, for a person ("curl -d @")
+}
+
+// curlDataOpts are curl's options whose value is data, or @FILE (the
+// file's content as the data).
+var curlDataOpts = map[string]bool{"-d": true, "--data": true, "--data-ascii": true, "--data-binary": true, "--json": true}
+
+// sentFiles returns the files command c sends the content of.
+func sentFiles(c action.Command) []sentFile {
+	var out []sentFile
+	add := func(p, how string) {
+		if p != "" && p != "-" {
+			out = append(out, sentFile{path: p, how: how})
+		}
+	}
+	switch c.Name {
+	case "curl", "curlie":
+		eachOption(c.Args, func(opt, val string) {
+			switch {
+			case curlDataOpts[opt]:
+				if f, ok := strings.CutPrefix(val, "@"); ok {
+					add(f, c.Name+" "+opt+" @")
+				}
+			case opt == "--data-urlencode":
+				// content, =content, name=content, @file or name@file
+				if i := strings.IndexByte(val, '@'); i >= 0 && !strings.Contains(val[:i], "=") {
+					add(val[i+1:], c.Name+" "+opt)
+				}
+			case opt == "-F" || opt == "--form":
+				// name=@file[;type=…] uploads the file, name=<file sends
+				// its content as the field's value.
+				if _, v, ok := strings.Cut(val, "="); ok && (strings.HasPrefix(v, "@") || strings.HasPrefix(v, "<")) {
+					f := v[1:]
+					if j := strings.IndexByte(f, ';'); j >= 0 {
+						f = f[:j]
+					}
+					add(strings.Trim(f, `"`), c.Name+" "+opt)
+				}
+			case opt == "-T" || opt == "--upload-file":
+				add(val, c.Name+" "+opt)
+			}
+		}, curlValueOpts)
+	case "wget":
+		eachOption(c.Args, func(opt, val string) {
+			if opt == "--post-file" || opt == "--body-file" {
+				add(val, "wget "+opt)
+			}
+		}, map[string]bool{"--post-file": true, "--body-file": true})
+	case "http", "https", "xh", "xhs", "httpie":
+		// Request items after the URL: name@FILE (a file field),
+		// name=@FILE (a field's value from a file), name:=@FILE (JSON
+		// from a file).
+		for _, x := range c.Args {
+			if strings.HasPrefix(x, "-") || strings.Contains(x, "://") {
+				continue
+			}
+			for _, sep := range []string{":=@", "=@", "@"} {
+				i := strings.Index(x, sep)
+				if i <= 0 {
+					continue
+				}
+				if sep == "@" && strings.ContainsAny(x[:i], "=:") {
+					break // name=a@b.com: a value holding an @
+				}
+				f := x[i+len(sep):]
+				if j := strings.IndexByte(f, ';'); j >= 0 {
+					f = f[:j]
+				}
+				add(f, c.Name+" "+x[:i]+sep)
+				break
+			}
+		}
+	}
+	if c.Stdin != "" {
+		add(c.Stdin, c.Name+" < (standard input)")
+	}
+	return out
+}
+
+// curlValueOpts are curl's options that take a value (as the next
+// argument, or attached).
+var curlValueOpts = map[string]bool{"-d": true, "--data": true, "--data-ascii": true, "--data-binary": true,
+	"--json": true, "--data-urlencode": true, "-F": true, "--form": true, "-T": true, "--upload-file": true,
+	"--data-raw": true, "--form-string": true, "-H": true, "--header": true, "-u": true, "--user": true,
+	"-X": true, "--request": true, "-o": true, "--output": true, "-A": true, "--user-agent": true, "-e": true,
+	"--referer": true, "-b": true, "--cookie": true, "-c": true, "--cookie-jar": true, "-K": true, "--config": true,
+	"-x": true, "--proxy": true, "-w": true, "--write-out": true, "-m": true, "--max-time": true,
+	"--connect-timeout": true, "-E": true, "--cert": true, "--key": true, "--cacert": true, "-r": true,
+	"--range": true, "--retry": true, "--resolve": true, "-D": true, "--dump-header": true}
+
+// eachOption calls fn for every option of args that takes a value: as the
+// next argument ("-d @f"), attached to a long option ("--data=@f") or to
+// a short one ("-d@f").
+func eachOption(args []string, fn func(opt, val string), takes map[string]bool) {
+	for i := 0; i < len(args); i++ {
+		x := args[i]
+		if !strings.HasPrefix(x, "-") || x == "-" {
+			continue
+		}
+		if x == "--" {
+			return
+		}
+		if strings.HasPrefix(x, "--") {
+			if name, val, ok := strings.Cut(x, "="); ok {
+				if takes[name] {
+					fn(name, val)
+				}
+				continue
+			}
+			if takes[x] && i+1 < len(args) {
+				fn(x, args[i+1])
+				i++
+			}
+			continue
+		}
+		if len(x) > 2 && takes[x[:2]] {
+			fn(x[:2], x[2:])
+			continue
+		}
+		if takes[x] && i+1 < len(args) {
+			fn(x, args[i+1])
+			i++
+		}
+	}
+}
+
+// maxSentFile is how much of a sent file is read and scanned (the
+// analyser's own limit; the rest is reported as not scanned).
+const maxSentFile = secrets.DefaultMaxBytes
+
+// errNotRegular: a sent path that is not a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// fileParts reads the files a request sends (not the secret files: their
+// reading is judged as such) and returns them as parts, and a finding for
+// each file that could not be read: its content is not known, so a person
+// is asked.
+func (g *Guard) fileParts(files []sentFile, cwd string) ([]secrets.Part, []string) {
+	var parts []secrets.Part
+	var unread []string
+	for _, f := range files {
+		p := f.path
+		switch {
+		case p == "~" || strings.HasPrefix(p, "~/"):
+			if g.env.UserHome == "" {
+				unread = append(unread, fmt.Sprintf("%s %s (the home directory is not known)", f.how, f.path))
+				continue
+			}
+			p = filepath.Join(g.env.UserHome, strings.TrimPrefix(p, "~"))
+		case strings.HasPrefix(p, "~"): // ~user/…
+			unread = append(unread, fmt.Sprintf("%s %s (another user's home)", f.how, f.path))
+			continue
+		case !filepath.IsAbs(p):
+			if cwd == "" || !filepath.IsAbs(cwd) {
+				unread = append(unread, fmt.Sprintf("%s %s (the working directory is not known)", f.how, f.path))
+				continue
+			}
+			p = filepath.Join(cwd, p)
+		}
+		p = filepath.Clean(p)
+		if g.env.SecretPath != nil {
+			if _, ok := g.env.SecretPath(p); ok {
+				continue // a secret file: its reading is judged as such
+			}
+		}
+		b, err := readCapped(p, maxSentFile+1)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			unread = append(unread, fmt.Sprintf("%s %s (%v)", f.how, f.path, err))
+			continue
+		}
+		parts = append(parts, secrets.Part{Name: "file " + f.path + " (" + f.how + ")", Text: string(b)})
+	}
+	return parts, unread
+}
+
+func readCapped(p string, n int64) ([]byte, error) {
+	fh, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, errNotRegular
+	}
+	return io.ReadAll(io.LimitReader(fh, n))
+}
