@@ -508,3 +508,60 @@ func TestTighteningBeatsLoosening(t *testing.T) {
 		t.Errorf("docker run > out.txt: %s, want approve (the stricter rule holds)", l)
 	}
 }
+
+// The baseline is the agent's own history, read from the audit trail: a
+// burst that is usual for a busy agent is not an anomaly; the same burst
+// by an agent that is usually quiet is.
+func TestAnomalyBaselineFromHistory(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	e := newControlsEnv(t, start)
+	ls := func(agent string) action.Verdict {
+		t.Helper()
+		sub, err := e.k.Submit(ctx, &action.Action{Agent: agent, Session: "s", Tool: "Bash", Args: map[string]any{"command": "ls"}, Cwd: e.proj})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sub.Verdict
+	}
+	// The busy agent's history: 10 calls an hour for 30 hours.
+	for range 30 * 10 {
+		ls("busy")
+		e.clk.Advance(6 * time.Minute)
+	}
+	e.clk.Advance(2 * time.Hour)
+	// The rule comes after the history it reads.
+	if _, err := e.k.PutAnomalyRule(ctx, autorule.AnomalyRule{Name: "burst", Tool: "shell", ThresholdCount: 6, WindowSeconds: 3600,
+		BaselineMultiplier: 2, BaselineDays: 2, Action: autorule.AnomalyNotify, Enabled: true}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	anomalies := func(v action.Verdict) int {
+		n := 0
+		for _, r := range v.Reasons {
+			if r.Source == action.SourceAnomaly {
+				n++
+			}
+		}
+		return n
+	}
+	fired := 0
+	for range 7 {
+		fired += anomalies(ls("busy"))
+		e.clk.Advance(time.Minute)
+	}
+	if fired != 0 {
+		t.Fatalf("7 calls in an hour is the busy agent's usual rate, yet %d anomalies", fired)
+	}
+	quiet := 0
+	for range 7 {
+		quiet += anomalies(ls("quiet"))
+		e.clk.Advance(time.Minute)
+	}
+	if quiet != 1 {
+		t.Fatalf("the quiet agent's burst: %d anomalies, want 1 (held after the first)", quiet)
+	}
+	evs, _ := e.k.AnomalyEvents(ctx)
+	if len(evs) != 1 || evs[0].Agent != "quiet" || evs[0].Baseline != 0 || evs[0].Stopped {
+		t.Fatalf("events %+v", evs)
+	}
+}
