@@ -565,3 +565,40 @@ func TestAnomalyBaselineFromHistory(t *testing.T) {
 		t.Fatalf("events %+v", evs)
 	}
 }
+
+// A link the agent planted at a path since it was kept is replaced by the
+// kept content, never followed: the link's target outside is untouched.
+func TestRollbackReplacesPlantedLink(t *testing.T) {
+	ctx := context.Background()
+	e := newControlsEnv(t, time.Date(2026, 11, 25, 23, 0, 0, 0, time.UTC))
+	if _, err := e.k.PutAnomalyRule(ctx, autorule.AnomalyRule{Name: "burst", Tool: "file_write", ThresholdCount: 2,
+		WindowSeconds: 60, Action: autorule.AnomalyStopRollback, Enabled: true}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(e.proj, "a.txt")
+	e.write(t, p, "kept\n")
+	if _, err := e.call(t, "nightly", "file_read", map[string]any{"file_path": p}); err != nil {
+		t.Fatal(err)
+	}
+	if run, err := e.call(t, "nightly", "file_write", map[string]any{"file_path": p, "content": "new"}); err != nil || !run.Ran || run.Result.IsError {
+		t.Fatalf("write: %v %+v", err, run)
+	}
+	outside := filepath.Join(e.other, "target.txt")
+	e.write(t, outside, "outside\n")
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.call(t, "nightly", "file_write", map[string]any{"file_path": filepath.Join(e.proj, "b.txt"), "content": "x"}); !errors.Is(err, kernel.ErrBlocked) {
+		t.Fatalf("second write: %v", err)
+	}
+	if got := content(t, outside); got != "outside\n" {
+		t.Fatalf("the rollback wrote through the link: %q", got)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode()&os.ModeSymlink != 0 || content(t, p) != "kept\n" {
+		t.Fatalf("%s: %v %v, want the kept regular file", p, fi.Mode(), err)
+	}
+}
