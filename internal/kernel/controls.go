@@ -587,25 +587,11 @@ func appliedReason(v *action.Verdict, name string) bool {
 	return slices.ContainsFunc(v.Reasons, func(r action.Reason) bool { return r.Name == name })
 }
 
-// Pauser is the paused-agent state (PauseAgent refuses every later call of
-// the agent until a person resumes it).
-type Pauser interface {
-	PauseAgent(ctx context.Context, agent, reason, by string) error
-}
-
-// ErrNoPause means this build has no paused-agent state: an agent is then
-// stopped call by call only.
-var ErrNoPause = errors.New("pausing agents is not available")
-
 // ControlsActor is who the controls act as in the audit trail.
 const ControlsActor = "overseer:controls"
 
 func (k *Kernel) pauseAgent(ctx context.Context, agent, reason string) error {
-	p, ok := any(k).(Pauser)
-	if !ok {
-		return ErrNoPause
-	}
-	return p.PauseAgent(ctx, agent, reason, ControlsActor)
+	return k.PauseAgent(ctx, agent, reason, ControlsActor)
 }
 
 // DefaultDryRunDays is how far back a dry run of a control reads the
