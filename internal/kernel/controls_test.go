@@ -602,3 +602,42 @@ func TestRollbackReplacesPlantedLink(t *testing.T) {
 		t.Fatalf("%s: %v %v, want the kept regular file", p, fi.Mode(), err)
 	}
 }
+
+// Rules that cannot be read put every call to a person (fail closed),
+// until they can.
+func TestUnreadableRulesFailClosed(t *testing.T) {
+	ctx := context.Background()
+	e := newControlsEnv(t, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	ls := &action.Action{Agent: "a", Session: "s", Tool: "Bash", Args: map[string]any{"command": "ls"}, Cwd: e.proj}
+	if v := e.k.Evaluate(ctx, ls); v.Level != action.Auto {
+		t.Fatalf("before: %s", v.Level)
+	}
+	if err := e.k.Raw().UpdateState(ctx, kernel.AutoRuleNS, "ar_bad", func([]byte) ([]byte, error) {
+		return []byte(`{"id":"ar_bad","name":"x","enabled":true,"trigger":{"type":"nope"}}`), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	k2, err := kernel.Open(ctx, kernel.Config{Home: e.home, Clock: e.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k2.Close()
+	v := k2.Evaluate(ctx, &action.Action{Agent: "a", Session: "s", Tool: "Bash", Args: map[string]any{"command": "ls"}, Cwd: e.proj})
+	if v.Level != action.Approve || v.Decider == nil || v.Decider.Source != action.SourceError {
+		t.Fatalf("with an unreadable rule: %s by %+v", v.Level, v.Decider)
+	}
+	if err := k2.Raw().UpdateState(ctx, kernel.AutoRuleNS, "ar_bad", func([]byte) ([]byte, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := k2.DeleteAutoRule(ctx, "ar_missing", "alice"); err == nil {
+		t.Fatal("deleting a missing rule succeeded")
+	}
+	// Any change reloads: a valid rule added makes the set readable again.
+	if _, err := k2.PutAutoRule(ctx, autorule.Rule{Name: "ok", Enabled: true, Trigger: autorule.Trigger{Type: autorule.TriggerPattern, Text: "zzz"},
+		Action: autorule.Action{Type: autorule.ActNotify}}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if v := k2.Evaluate(ctx, &action.Action{Agent: "a", Session: "s", Tool: "Bash", Args: map[string]any{"command": "ls"}, Cwd: e.proj}); v.Level != action.Auto {
+		t.Fatalf("after the fix: %s by %+v", v.Level, v.Decider)
+	}
+}
