@@ -10,6 +10,7 @@ echo "== installing test tools (idempotent)"
 ./scripts/install-agent-clis.sh
 ./scripts/install-mcp-servers.sh
 ./scripts/install-web-test-tools.sh
+./scripts/install-mail-test-tools.sh
 
 # The one build command (README, scripts/run.sh, the end-to-end tests'
 # overseertest.Binary): CGO off, the commit stamped for `overseer version`,

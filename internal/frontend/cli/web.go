@@ -65,13 +65,17 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 	go func() { <-ctx.Done(); stop() }() // ends with the daemon's stop signal
 	go announce(ctx, k.Home, os.Stdout)
 	if ncfg != nil {
-		n, err := notify.New(ncfg, notify.Options{
+		nopts := notify.Options{
 			Linker: &consoleLinker{con: con, home: k.Home, base: ncfg.BaseURL},
 			Logf:   func(f string, a ...any) { fmt.Fprintf(os.Stderr, "overseer: "+f+"\n", a...) },
-		})
+		}
+		twoWayOptions(&nopts, con, api.Alarms(), k.Gate.Get)
+		n, err := notify.New(ncfg, nopts)
 		if err != nil {
 			return err
 		}
+		go n.Listen(ctx) // two-way channels read answers until ctx ends
+		mountNotifyTest(k, api, n)
 		events := k.Gate.Subscribe(ctx)
 		pending := func(ctx context.Context) ([]*store.Approval, error) {
 			list, err := k.Gate.Pending(ctx)

@@ -46,6 +46,9 @@ func newChannel(cc ChannelConfig, opts Options) (Channel, error) {
 	case TypeDiscord:
 		return &discord{url: cc.URL, http: opts.HTTP}, nil
 	case TypeNtfy:
+		if cc.ReplyTopic != "" {
+			return newNtfyTwoWay(cc, opts), nil
+		}
 		return &ntfy{url: strings.TrimRight(cc.URL, "/") + "/" + cc.Topic, token: cc.Token, priority: cc.Priority, http: opts.HTTP}, nil
 	case TypeEmail:
 		pw := cc.Password
@@ -64,8 +67,16 @@ func newChannel(cc ChannelConfig, opts Options) (Channel, error) {
 		if err != nil {
 			return nil, fmt.Errorf("smtp: %w", err)
 		}
-		return &email{addr: cc.SMTP, host: host, from: cc.From, to: cc.To, user: cc.Username, pass: pw, mode: mode,
-			clock: opts.Clock}, nil
+		e := &email{addr: cc.SMTP, host: host, from: cc.From, to: cc.To, user: cc.Username, pass: pw, mode: mode,
+			clock: opts.Clock}
+		if cc.IMAP != "" {
+			return newEmailTwoWay(e, cc, opts)
+		}
+		return e, nil
+	case TypeTelegram:
+		return newTelegram(cc, opts)
+	case TypeSlackApp:
+		return newSlackApp(cc, opts)
 	case TypeDesktop:
 		cmd := cc.Command
 		if cmd == "" {

@@ -28,6 +28,8 @@ const (
 	TypeDiscord = "discord"
 	TypeNtfy    = "ntfy"
 	TypeEmail   = "email"
+	// TypeTelegram is a Telegram bot: two-way (see telegram.go).
+	TypeTelegram = "telegram"
 )
 
 // Sentinel errors.
@@ -95,6 +97,43 @@ type ChannelConfig struct {
 	// desktop: the notification command (default notify-send).
 	Command string `yaml:"command"`
 
+	// Two-way channels (telegram; ntfy with reply_topic): who may answer.
+	// telegram: user ids. An answer from anyone else is refused and audited.
+	Allow []string `yaml:"allow"`
+	// ntfy: the topic the phone's action buttons publish answers to (on
+	// the same server); setting it makes the channel two-way. reply_token
+	// is the access token the buttons publish with (on a server with
+	// access control: one that may only write the reply topic).
+	ReplyTopic string `yaml:"reply_topic"`
+	ReplyToken string `yaml:"reply_token"`
+
+	// telegram: the bot's token (or a file holding it), the chat the
+	// requests go to and the Bot API's address (default
+	// https://api.telegram.org; plain http only on loopback).
+	BotToken     string `yaml:"bot_token"`
+	BotTokenFile string `yaml:"bot_token_file"`
+	ChatID       string `yaml:"chat_id"`
+	APIURL       string `yaml:"api_url"`
+
+	// slack_app: the bot token (xoxb-, in bot_token) posts, the app-level
+	// token (xapp-) opens the Socket Mode connection; channel is the
+	// channel's id (C…); allow lists Slack user ids (U…).
+	AppToken     string `yaml:"app_token"`
+	AppTokenFile string `yaml:"app_token_file"`
+	Channel      string `yaml:"channel"`
+
+	// email: with imap (host:port) the channel is two-way: replies
+	// ("approve", "deny <reason>") are read from the mailbox (IDLE, or
+	// polling) with these credentials; imap_tls is "tls" (default, port
+	// 993), "starttls" or "none" (loopback only); allow lists the
+	// addresses that may answer.
+	IMAP             string `yaml:"imap"`
+	IMAPTLS          string `yaml:"imap_tls"`
+	IMAPUsername     string `yaml:"imap_username"`
+	IMAPPassword     string `yaml:"imap_password"`
+	IMAPPasswordFile string `yaml:"imap_password_file"`
+	Mailbox          string `yaml:"mailbox"`
+
 	// Timeout bounds one delivery attempt (default 10s).
 	Timeout Duration `yaml:"timeout"`
 }
@@ -125,8 +164,11 @@ var fieldsOf = map[string][]string{
 	TypeWebhook: {"url", "headers", "secret"},
 	TypeSlack:   {"url"},
 	TypeDiscord: {"url"},
-	TypeNtfy:    {"url", "topic", "token", "priority"},
-	TypeEmail:   {"smtp", "from", "to", "username", "password", "password_file", "tls"},
+	TypeNtfy:    {"url", "topic", "token", "priority", "reply_topic", "reply_token"},
+	TypeEmail: {"smtp", "from", "to", "username", "password", "password_file", "tls",
+		"imap", "imap_tls", "imap_username", "imap_password", "imap_password_file", "mailbox", "allow"},
+	TypeTelegram: {"bot_token", "bot_token_file", "chat_id", "api_url", "allow"},
+	TypeSlackApp: {"bot_token", "bot_token_file", "app_token", "app_token_file", "channel", "api_url", "allow"},
 }
 
 // Load reads and validates the configuration file at path. A missing file
@@ -214,7 +256,7 @@ func (c *Config) Validate() error {
 		ch := &c.Channels[i]
 		where := fmt.Sprintf("channel %d (%s)", i+1, ch.Type)
 		if _, ok := fieldsOf[ch.Type]; !ok {
-			return bad("channel %d: type %q (want desktop, webhook, slack, discord, ntfy or email)", i+1, ch.Type)
+			return bad("channel %d: type %q (want desktop, webhook, slack, slack_app, discord, ntfy, email or telegram)", i+1, ch.Type)
 		}
 		if ch.Name == "" {
 			ch.Name = ch.Type
@@ -242,6 +284,20 @@ func (c *Config) Validate() error {
 			}
 			if ch.Priority != "" && !validPriority(ch.Priority) {
 				return bad("%s: priority %q (want 1-5 or min, low, default, high, max, urgent)", where, ch.Priority)
+			}
+			if ch.ReplyTopic != "" && (ch.ReplyTopic == ch.Topic || strings.ContainsAny(ch.ReplyTopic, "/?#")) {
+				return bad("%s: reply_topic must differ from topic and may not contain / ? #", where)
+			}
+			if ch.ReplyToken != "" && ch.ReplyTopic == "" {
+				return bad("%s: reply_token needs reply_topic", where)
+			}
+		case TypeTelegram:
+			if err := validateTelegram(ch); err != nil {
+				return bad("%s: %v", where, err)
+			}
+		case TypeSlackApp:
+			if err := validateSlackApp(ch); err != nil {
+				return bad("%s: %v", where, err)
 			}
 		case TypeWebhook:
 			for k := range ch.Headers {
@@ -275,6 +331,9 @@ func (c *Config) Validate() error {
 			}
 			if ch.Password != "" && ch.PasswordFile != "" {
 				return bad("%s: set password or password_file, not both", where)
+			}
+			if err := validateEmailReplies(ch); err != nil {
+				return bad("%s: %v", where, err)
 			}
 		}
 	}

@@ -89,6 +89,11 @@ type Message struct {
 	// prompt injection, an MCP rug pull, a secret sent), not about
 	// Overseer itself. Webhooks get it as the event "alert".
 	Security bool `json:"security,omitempty"`
+	// AnswerToken is the single-use token a two-way channel's answer
+	// carries (see answers.go); never put in one-way payloads.
+	AnswerToken string `json:"-"`
+	// Reply, when set, tells how to answer by replying (a two-way email).
+	Reply string `json:"-"`
 }
 
 // AlertMessage is the message of an alarm named name (the database's size,
@@ -195,6 +200,9 @@ func (m *Message) Text() string {
 	if !m.Deadline.IsZero() {
 		fmt.Fprintf(&b, "Times out at %s (then: %s).\n", m.Deadline.Format(time.RFC1123), m.DefaultDecision)
 	}
+	if m.Reply != "" {
+		b.WriteString("\n" + m.Reply + "\n")
+	}
 	if m.Links.Approve != "" {
 		fmt.Fprintf(&b, "\nApprove: %s\nDeny:    %s\n", m.Links.Approve, m.Links.Deny)
 	}
@@ -233,6 +241,21 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// LookPath finds the desktop notification command (default exec.LookPath).
 	LookPath func(string) (string, error)
+
+	// Answerer verifies and applies the answers two-way channels read;
+	// without one they only send.
+	Answerer Answerer
+	// Status is told when a listening channel loses its connection (err)
+	// and when it is connected again (nil).
+	Status func(channel string, err error)
+	// ReconnectMin and ReconnectMax bound a listening channel's backoff.
+	ReconnectMin, ReconnectMax time.Duration
+	// Lookup reads an approval, so that Run can settle the messages of
+	// requests answered by another process (optional).
+	Lookup func(ctx context.Context, id string) (*store.Approval, error)
+	// LongPoll is how long a long-polling channel's request waits for
+	// news (default 30s).
+	LongPoll time.Duration
 }
 
 // Notifier sends messages to the configured channels.
@@ -240,14 +263,18 @@ type Notifier struct {
 	cfg   *Config
 	opts  Options
 	chans []namedChannel
+
+	hmu      sync.Mutex
+	handlers map[string]*channelHandler // of the listening channels, by name
 }
 
 type namedChannel struct {
-	name  string
-	typ   string
-	ch    Channel
-	retry bool
-	tmo   time.Duration
+	name    string
+	typ     string
+	ch      Channel
+	retry   bool
+	tmo     time.Duration
+	allowed identityCheck // who may answer a two-way channel
 }
 
 // New builds a notifier for a validated configuration.
@@ -276,6 +303,9 @@ func New(cfg *Config, opts Options) (*Notifier, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
+	if opts.LongPoll <= 0 {
+		opts.LongPoll = 30 * time.Second
+	}
 	n := &Notifier{cfg: cfg, opts: opts}
 	for _, cc := range cfg.Channels {
 		ch, err := newChannel(cc, opts)
@@ -286,7 +316,8 @@ func New(cfg *Config, opts Options) (*Notifier, error) {
 		if tmo <= 0 {
 			tmo = DefaultTimeout
 		}
-		n.chans = append(n.chans, namedChannel{name: cc.Name, typ: cc.Type, ch: ch, retry: cc.Type != TypeDesktop, tmo: tmo})
+		n.chans = append(n.chans, namedChannel{name: cc.Name, typ: cc.Type, ch: ch, retry: cc.Type != TypeDesktop, tmo: tmo,
+			allowed: allowedOf(cc)})
 	}
 	return n, nil
 }
@@ -307,6 +338,14 @@ func (n *Notifier) Notify(ctx context.Context, apr *store.Approval) error {
 				n.opts.Logf("notify: %s: no links for %s: %v", nc.name, apr.ID, err)
 			} else {
 				m.Links = l
+			}
+		}
+		if n.opts.Answerer != nil && n.twoWay(nc) {
+			tok, _, err := n.opts.Answerer.AnswerToken(ctx, apr, nc.name)
+			if err != nil {
+				n.opts.Logf("notify: %s: no answer token for %s (sent without buttons): %v", nc.name, apr.ID, err)
+			} else {
+				m.AnswerToken = tok
 			}
 		}
 		wg.Add(1)
@@ -425,8 +464,9 @@ func (n *Notifier) deliver(ctx context.Context, nc namedChannel, m *Message) err
 // the gate's events; Run returns after the worker has stopped.
 func (n *Notifier) Run(ctx context.Context, events <-chan gate.Event, pending func(context.Context) ([]*store.Approval, error)) error {
 	queue := make(chan *store.Approval, QueueSize)
+	settled := make(chan *store.Approval, QueueSize)
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() { // the delivery worker; exits when ctx ends or the queue closes
 		defer wg.Done()
 		for {
@@ -443,14 +483,39 @@ func (n *Notifier) Run(ctx context.Context, events <-chan gate.Event, pending fu
 			}
 		}
 	}()
+	go func() { // the settling worker (edits sent messages); exits like the other
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case apr, ok := <-settled:
+				if !ok {
+					return
+				}
+				n.settle(ctx, apr)
+			}
+		}
+	}()
 	defer func() {
 		close(queue)
+		close(settled)
 		wg.Wait()
 	}()
+	settle := func(apr *store.Approval) {
+		if apr == nil || apr.Status == store.StatusPending {
+			return
+		}
+		select {
+		case settled <- apr:
+		default:
+			n.opts.Logf("notify: the settling queue is full; the messages of %s stay as sent", apr.ID)
+		}
+	}
 
 	sent := map[string]bool{}
 	enqueue := func(apr *store.Approval) {
-		if apr == nil || sent[apr.ID] || apr.Status != store.StatusPending || !n.cfg.wantsLevel(apr.Level) {
+		if apr == nil || sent[apr.ID] || apr.Status != store.StatusPending || !n.cfg.wantsLevel(apr.Level) || apr.Tool == TestTool {
 			return
 		}
 		select {
@@ -479,6 +544,11 @@ func (n *Notifier) Run(ctx context.Context, events <-chan gate.Event, pending fu
 		for id := range sent {
 			if !still[id] {
 				delete(sent, id)
+				if n.opts.Lookup != nil {
+					if apr, err := n.opts.Lookup(ctx, id); err == nil {
+						settle(apr)
+					}
+				}
 			}
 		}
 	}
@@ -493,8 +563,11 @@ func (n *Notifier) Run(ctx context.Context, events <-chan gate.Event, pending fu
 				events = nil // keep polling
 				continue
 			}
-			if e.Type == gate.EventRequested {
+			switch e.Type {
+			case gate.EventRequested:
 				enqueue(e.Approval)
+			case gate.EventAnswered, gate.EventExpired:
+				settle(e.Approval)
 			}
 		case <-tick:
 			tick = n.opts.Clock.After(n.opts.Poll)

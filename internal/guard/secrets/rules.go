@@ -2,6 +2,7 @@ package secrets
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -9,8 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-
-	toml "github.com/pelletier/go-toml/v2"
 )
 
 // The known credential formats are gitleaks' default rule set
@@ -18,9 +17,9 @@ import (
 // licence is next to it), copied into gitleaks/ by `go generate` from the
 // module version go.mod pins, and embedded: upgrading the module and
 // regenerating upgrades the rules (TestEmbeddedRulesAreTheModules fails when
-// the copy is stale). Only the TOML is used, parsed here into the few fields
-// a content scan needs; neither gitleaks' detector nor its configuration
-// stack (viper, HCL…) is linked. Rules are
+// the copy is stale). The copy is the TOML turned into JSON, read here into
+// the few fields a content scan needs: neither gitleaks' detector, its
+// configuration stack (viper, HCL…) nor a TOML parser is linked. Rules are
 // parsed on the first scan of a process and each regular expression is
 // compiled the first time one of its keywords is met, so a process that
 // never scans pays nothing and one that scans pays only for the rules its
@@ -28,35 +27,35 @@ import (
 
 //go:generate go run gen_rules.go
 
-//go:embed gitleaks/gitleaks.toml
-var gitleaksTOML string
+//go:embed gitleaks/gitleaks.json
+var gitleaksJSON string
 
 type tomlAllow struct {
-	Description string   `toml:"description"`
-	Condition   string   `toml:"condition"`
-	RegexTarget string   `toml:"regexTarget"`
-	Regexes     []string `toml:"regexes"`
-	StopWords   []string `toml:"stopwords"`
-	Paths       []string `toml:"paths"`
-	Commits     []string `toml:"commits"`
+	Description string   `json:"description"`
+	Condition   string   `json:"condition"`
+	RegexTarget string   `json:"regexTarget"`
+	Regexes     []string `json:"regexes"`
+	StopWords   []string `json:"stopwords"`
+	Paths       []string `json:"paths"`
+	Commits     []string `json:"commits"`
 }
 
 type tomlRule struct {
-	ID          string      `toml:"id"`
-	Description string      `toml:"description"`
-	Regex       string      `toml:"regex"`
-	Path        string      `toml:"path"`
-	SecretGroup int         `toml:"secretGroup"`
-	Entropy     float64     `toml:"entropy"`
-	Keywords    []string    `toml:"keywords"`
-	Allowlists  []tomlAllow `toml:"allowlists"`
-	SkipReport  bool        `toml:"skipReport"`
+	ID          string      `json:"id"`
+	Description string      `json:"description"`
+	Regex       string      `json:"regex"`
+	Path        string      `json:"path"`
+	SecretGroup int         `json:"secretGroup"`
+	Entropy     float64     `json:"entropy"`
+	Keywords    []string    `json:"keywords"`
+	Allowlists  []tomlAllow `json:"allowlists"`
+	SkipReport  bool        `json:"skipReport"`
 }
 
 type tomlConfig struct {
-	Allowlist  *tomlAllow  `toml:"allowlist"`
-	Allowlists []tomlAllow `toml:"allowlists"`
-	Rules      []tomlRule  `toml:"rules"`
+	Allowlist  *tomlAllow  `json:"allowlist"`
+	Allowlists []tomlAllow `json:"allowlists"`
+	Rules      []tomlRule  `json:"rules"`
 }
 
 // lazyRe is a regular expression compiled on first use.
@@ -153,7 +152,7 @@ var (
 
 // loadRules parses gitleaks' default configuration once per process.
 func loadRules() (*ruleSet, error) {
-	rulesOnce.Do(func() { rulesVal, rulesErr = parseRules(gitleaksTOML) })
+	rulesOnce.Do(func() { rulesVal, rulesErr = parseRules(gitleaksJSON) })
 	return rulesVal, rulesErr
 }
 
@@ -167,7 +166,7 @@ var genericRules = map[string]bool{
 
 func parseRules(src string) (*ruleSet, error) {
 	var cfg tomlConfig
-	if err := toml.Unmarshal([]byte(src), &cfg); err != nil {
+	if err := json.Unmarshal([]byte(src), &cfg); err != nil {
 		return nil, fmt.Errorf("secrets: parsing gitleaks' rules: %w", err)
 	}
 	rs := &ruleSet{}
