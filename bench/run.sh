@@ -88,6 +88,11 @@ if go test -count="$COUNT" -run '^$' -bench '^BenchmarkEvaluateEgress$' -benchti
   fail "the egress Evaluate benchmark failed"
 fi
 echo
+echo "== Evaluate with 50 auto-rules and 10 anomaly rules, and without (internal/autorule)"
+if go test -count="$COUNT" -run '^$' -bench '^BenchmarkEvaluateAutoRules$' -benchtime "$BENCHTIME" ./bench/ | tee "$WORK/autorules.txt"; then :; else
+  fail "the auto-rules Evaluate benchmark failed"
+fi
+echo
 
 echo "== Evaluate with 50 rate limits and 10 budget caps (checked and counted), and without"
 if go test -count="$COUNT" -run '^$' -bench '^BenchmarkEvaluateControls$' -benchtime "$BENCHTIME" ./bench/ | tee "$WORK/controls.txt"; then :; else
@@ -328,6 +333,13 @@ printf '%-44s %14s %14s %8s\n' "watch: CPU of 10 idle panes (% of a core)" "${wc
 printf '%-44s %14s %14s %8s\n' "watch: prompt drawn to keys, auto (s)" "${wlat:-n/a}" "1.5" "$(ratio "$wlat" 1.5)"
 printf '%-44s %s\n' "watch CPU, 10 idle panes < 2% of a core" "$gw1"
 printf '%-44s %s\n' "watch prompt to keys < 1.5 s" "$gw2"
+# The auto-rules and anomaly rules may add at most 10 µs to Evaluate's p50.
+aw50="$(metric "$WORK/autorules.txt" BenchmarkEvaluateAutoRules/with-controls p50-ns)"
+ao50="$(metric "$WORK/autorules.txt" BenchmarkEvaluateAutoRules/without-controls p50-ns)"
+aadd=""
+if [ -n "$aw50" ] && [ -n "$ao50" ]; then aadd="$(awk -v a="$aw50" -v b="$ao50" 'BEGIN { print a - b }')"; fi
+printf '%-44s %14s %14s %8s\n' "Evaluate, 50 auto-rules: with / without" "$(us "$aw50")" "$(us "$ao50")" "$(ratio "$aw50" "$ao50")"
+printf '%-44s %s\n' "auto-rules add <= 10 µs to p50 ($(us "$aadd"))" "$(goal "$aadd" "<=" 10000)"
 
 if [ "$FAILED" != 0 ]; then
   exit 1

@@ -421,6 +421,12 @@ func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.D
 			r.l.printf("⏸  %s: task paused, checkpoint saved\n", d.Message)
 			return nil
 		}
+		if p, paused := r.l.k.AgentPause(AgentName); paused && tr.Verdict.Stop {
+			// An anomaly rule or a pause_agent auto-rule paused the
+			// agent with this call: the task pauses.
+			r.pauseForAgent(p.Reason)
+			return nil
+		}
 		if tr.Verdict.Stop {
 			// It keeps repeating a call a person refused: stop, as a
 			// person's abort would.

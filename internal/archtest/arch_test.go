@@ -43,6 +43,7 @@ func listPackages(t *testing.T) []pkg {
 var kernelPrefixes = []string{
 	"/internal/action", "/internal/firewall", "/internal/policy", "/internal/guard", "/internal/gate",
 	"/internal/perception", "/internal/audit", "/internal/store", "/internal/kernel", "/internal/clock",
+	"/internal/autorule",
 }
 
 var forbidden = []string{"/plugins/", "/internal/frontend/", "/internal/agent"}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/autorule"
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/grant"
 	"github.com/overseer-dev/overseer/internal/guard"
@@ -53,6 +54,8 @@ type Config struct {
 	// ToolsErr, when set, is why the configured tool table could not be
 	// read: every action is put to a person until it is fixed.
 	ToolsErr error
+	// Controls are the auto-rules and anomaly rules; nil means none.
+	Controls Controls
 	// Grants are delegated mode's grants; nil means none.
 	Grants Grants
 }
@@ -74,6 +77,7 @@ type Engine struct {
 	tools     *action.ToolTable
 	toolsErr  error
 	grants    Grants
+	controls  Controls
 
 	snap atomic.Pointer[snapshot]
 	mu   sync.Mutex // serialises reloads
@@ -104,6 +108,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		tools:    cfg.Tools,
 		toolsErr: cfg.ToolsErr,
 		grants:   cfg.Grants,
+		controls: cfg.Controls,
 	}
 	for _, p := range cfg.Protected {
 		if p != "" {
@@ -209,12 +214,21 @@ func prepare(tools *action.ToolTable, a *action.Action, now time.Time) (action.T
 // returns auto when any part of the evaluation failed. It fills in the
 // action's derived facts.
 func (e *Engine) Evaluate(ctx context.Context, a *action.Action) (v action.Verdict) {
+	return e.evaluate(ctx, a, nil)
+}
+
+// evaluate is Evaluate; findings, when not nil, is set to the hybrid
+// controls' findings.
+func (e *Engine) evaluate(ctx context.Context, a *action.Action, findings *[]autorule.Finding) (v action.Verdict) {
 	ev := evaluation{e: e, a: a, snap: e.snap.Load()}
 	defer func() {
 		if r := recover(); r != nil {
 			ev.add(action.Reason{Layer: "engine", Source: action.SourceError, Level: action.Approve,
 				Message: fmt.Sprintf("evaluation failed: %v", r)})
 			v = ev.verdict()
+		}
+		if findings != nil {
+			*findings = ev.findings
 		}
 	}()
 	ev.tool, ev.toolKnown = prepare(e.tools, a, e.clock.Now())
@@ -238,7 +252,8 @@ type evaluation struct {
 	// tool is what the tool table says of the action's tool, if it knows it.
 	tool      action.ToolMapping
 	toolKnown bool
-	stop      bool // the agent should stop: it keeps repeating a refused call
+	stop      bool               // the agent should stop: it keeps repeating a refused call
+	findings  []autorule.Finding // the hybrid controls'
 }
 
 func (ev *evaluation) add(r action.Reason) { ev.reasons = append(ev.reasons, r) }
@@ -254,6 +269,7 @@ func (ev *evaluation) run(ctx context.Context) {
 	// L2 reads the facts the guards derive (what the action writes,
 	// executes, sends), so it is judged after them.
 	ev.permission(ctx)
+	ev.controls()
 	ev.behaviour()
 	ev.sandbox()
 	ev.metacognition(ctx)

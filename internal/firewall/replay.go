@@ -28,7 +28,16 @@ type PastAction struct {
 	Answer string `json:"answer,omitempty"`
 	// Who answered, when a person did.
 	Who string `json:"who,omitempty"`
+	// Result is the recorded result of the call: ResultOK, ResultError, or
+	// empty when none was recorded.
+	Result string `json:"result,omitempty"`
 }
+
+// Results of a past action.
+const (
+	ResultOK    = "ok"
+	ResultError = "error"
+)
 
 // Refused reports whether a person refused the action.
 func (p *PastAction) Refused() bool { return p.Answer == "deny" || p.Answer == "abort" }

@@ -95,6 +95,8 @@ type Kernel struct {
 	pauses *pauses
 	// usage holds the rate limits and budget caps (usage.go).
 	usage *usageState
+	// controls are the auto-rules and anomaly rules (controls.go).
+	controls *controlState
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -209,9 +211,15 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	// An unreadable tool table does not stop Overseer: the engine puts
 	// every action to a person until it is fixed.
 	tools, toolsErr := LoadToolTable(cfg.Home)
+	// Rules that cannot be loaded put every call to a person (the
+	// controls keep the error) rather than stop Overseer.
+	k.controls = newControls(k)
+	if err := k.controls.load(ctx); err == nil {
+		_ = k.controls.sync(ctx)
+	}
 	k.Engine, err = firewall.New(ctx, firewall.Config{
 		Policy: pol, Rules: k.Store, Guards: guards, Signals: k.signals(), Clock: cfg.Clock,
-		Protected: protected, Tools: tools, ToolsErr: toolsErr, Grants: grantSource{k},
+		Protected: protected, Tools: tools, ToolsErr: toolsErr, Grants: grantSource{k}, Controls: k.controls,
 	})
 	if err != nil {
 		k.Close()
@@ -298,19 +306,23 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 	MintID(a)
 	a.Cut = nil
 	k.maybeReloadPauses(ctx)
+	// The auto-rules' counters read every process's calls up to now, and
+	// rules changed by another process are loaded. A failure only counts
+	// them later.
+	_ = k.controls.sync(ctx)
 	// The first evaluation counts the call against the rate limits (with
 	// the check, atomically); a second one, for a grant's edge, only
 	// checks — it sees the call counted already, which can only make it
 	// stricter.
 	counted := &countHolder{}
-	v := k.Engine.Evaluate(context.WithValue(ctx, countKey{}, counted), a)
+	v, fired := k.Engine.EvaluateControls(context.WithValue(ctx, countKey{}, counted), a)
 	if ok, err := k.consumeStep(ctx, &v); err != nil {
 		// A grant whose use cannot be counted is no grant.
-		v = k.Engine.Evaluate(firewall.WithoutGrants(ctx, err), a)
+		v, fired = k.Engine.EvaluateControls(firewall.WithoutGrants(ctx, err), a)
 	} else if !ok {
 		// Another call took the grant's last step: judged again, the call
 		// is at the grant's edge.
-		v = k.Engine.Evaluate(ctx, a)
+		v, fired = k.Engine.EvaluateControls(ctx, a)
 	}
 	sub := &Submission{Action: *a, Verdict: v}
 	// What is stored is bounded (settings.limits.stored_bytes): the whole
@@ -321,6 +333,9 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 	}
 	if len(counted.findings) > 0 {
 		k.afterCount(ctx, a, counted.findings)
+	}
+	if len(fired) > 0 {
+		k.controlsFired(ctx, a, &v, fired)
 	}
 	if err := k.observe(ctx, a, v.Level, false); err != nil {
 		return nil, err

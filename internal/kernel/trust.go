@@ -50,7 +50,7 @@ func (k *Kernel) History(ctx context.Context, limit int) ([]firewall.PastAction,
 		out = append(out, firewall.PastAction{Seq: r.Seq, Time: r.Time, Action: a})
 	}
 	rest, err := k.Store.QueryAudit(ctx, store.AuditQuery{AfterSeq: acts[0].Seq - 1,
-		Types: []string{audit.TypeVerdict, audit.TypeApprovalRequest, audit.TypeAnswer}})
+		Types: []string{audit.TypeVerdict, audit.TypeApprovalRequest, audit.TypeAnswer, audit.TypeResult}})
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +65,16 @@ func (k *Kernel) History(ctx context.Context, limit int) ([]firewall.PastAction,
 			_ = json.Unmarshal(r.Data, &p.Verdict)
 		case audit.TypeApprovalRequest:
 			p.Asked = true
+		case audit.TypeResult:
+			var res struct {
+				IsError bool `json:"is_error"`
+			}
+			if json.Unmarshal(r.Data, &res) == nil {
+				p.Result = firewall.ResultOK
+				if res.IsError {
+					p.Result = firewall.ResultError
+				}
+			}
 		case audit.TypeAnswer:
 			var ar answerRecord
 			if json.Unmarshal(r.Data, &ar) != nil || !ar.Answer.Applied {

@@ -467,6 +467,7 @@ func (k *Kernel) RecordUse(ctx context.Context, u Use) float64 {
 		cost = k.usage.counter.Set().Prices.Cost(u.Model, u.Input, u.Output)
 	}
 	alerts := k.usage.counter.Record(u.Agent, u.Session, usage.Spend{Input: u.Input, Output: u.Output, Cost: cost, Calls: 1}, k.Clock.Now())
+	k.controls.recordCost(u.Agent, cost) // cost_threshold auto-rules
 	for _, al := range alerts {
 		n := Notice{Kind: usage.SourceBudget, ID: al.Cap.ID, Agent: u.Agent, Session: u.Session, Action: string(al.Cap.Action),
 			Share: al.Share, Message: al.Message, At: k.Clock.Now().UTC()}

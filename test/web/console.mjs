@@ -38,6 +38,10 @@
 //           LIMITS [file]      the Limits page: the budget banner, paused agents, gauges, the cost
 //                              chart (screenshot into file); add a rate limit with the form and
 //                              resume the paused agent with its button: LIMITS <json>
+//           CONTROLS [dir]     the Unattended page: build a pattern rule (shell, "prod", require_approval),
+//                              dry-run it, save it; read the anomaly timeline: CONTROLS {dry: {summary,
+//                              rows: [{action, with, what}]}, rules: [names], events: [{id, text}]}
+//                              (with dir: screenshots controls.png and controls-dryrun.png)
 //           QUIT
 //
 // Environment: OVERSEER_URL (base URL), OVERSEER_TOKEN, CHROMIUM (default
@@ -361,6 +365,31 @@ for await (const line of rl) {
     // The proposals list is drawn again after the rules: wait for it.
     await page.waitForFunction(() => !document.querySelector("#proposals .proposal"), null, { timeout: 20000 }).catch(() => {});
     say("ACCEPTED " + JSON.stringify({ title, dry, empty: (await page.textContent("#proposals")).trim() }));
+  } else if (cmd === "CONTROLS") {
+    await page.goto(base + "/ui/#/controls");
+    await page.waitForSelector("#anomaly-events li", { timeout: 20000 });
+    const f = "#rule-builder";
+    await page.fill(`${f} [name=name]`, "no prod");
+    await page.selectOption(`${f} [name=ttype]`, "pattern_match");
+    await page.fill(`${f} [name=tool]`, "shell");
+    await page.fill(`${f} [name=text]`, "prod");
+    await page.selectOption(`${f} [name=atype]`, "require_approval");
+    await page.click("#rule-test");
+    await page.waitForSelector("#rule-test-out .summary", { timeout: 20000 });
+    const dry = await page.evaluate(() => ({
+      summary: document.querySelector("#rule-test-out .summary").textContent,
+      rows: [...document.querySelectorAll("#rule-test-out tbody tr")].map((tr) => ({
+        action: tr.dataset.action, with: tr.cells[5].textContent.trim(), what: tr.cells[6].textContent.trim() })),
+    }));
+    if (rest[0]) { await page.screenshot({ path: path.join(rest[0], "controls-dryrun.png"), fullPage: true }); say("SHOT controls-dryrun.png"); }
+    await page.click("#rule-save");
+    await page.waitForFunction(() => /no prod/.test(document.querySelector("#auto-rules").textContent), null, { timeout: 20000 });
+    const out = await page.evaluate(() => ({
+      rules: [...document.querySelectorAll("#auto-rules tr[data-id] td:nth-child(2)")].map((td) => td.textContent),
+      events: [...document.querySelectorAll("#anomaly-events li.event")].map((li) => ({ id: li.dataset.id, text: li.textContent.replace(/\s+/g, " ").trim() })),
+    }));
+    if (rest[0]) { await page.screenshot({ path: path.join(rest[0], "controls.png"), fullPage: true }); say("SHOT controls.png"); }
+    say("CONTROLS " + JSON.stringify({ dry, ...out }));
   } else if (cmd === "ALARM") {
     await page.goto(base + "/ui/#/queue");
     const el = await page.waitForSelector("#alarms .alarm", { state: "visible", timeout: 20000 });

@@ -248,6 +248,9 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 			if err := k.Engine.Reload(ctx); err != nil && ctx.Err() == nil {
 				fmt.Fprintln(a.stderr, "overseer: reloading the user policy (actions go to a person until fixed):", err)
 			}
+			if err := k.SyncControls(ctx); err != nil && ctx.Err() == nil {
+				fmt.Fprintln(a.stderr, "overseer: reading the auto-rules and anomaly rules:", err)
+			}
 		}
 	}
 }

@@ -116,6 +116,8 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 				return linker.consoleURL("#/" + page)
 			})
 		}()
+		// Anomalies and auto-rules that notify reach the channels they name.
+		go notifyControls(ctx, k, n, 2*time.Second, os.Stderr) // owned by ctx
 		fmt.Fprintf(os.Stdout, "  notify:    %d channels (%s)\n", len(ncfg.Channels), channelNames(ncfg))
 	}
 	return nil

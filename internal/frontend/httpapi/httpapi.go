@@ -172,6 +172,7 @@ func (s *Server) routes() {
 	s.agentRoutes()
 	s.pauseRoutes()
 	s.usageRoutes()
+	s.controlRoutes()
 }
 
 // healthz answers everyone: the daemon is up, with the alarms raised (the

@@ -246,6 +246,7 @@ func (c *Console) Mount(r *httpapi.Router) {
 	h("GET /ui/api/mcp/upstreams", session, c.session(c.apiUpstreams))
 	c.limitRoutes(h) // limits.go
 	c.agentRoutes(h)
+	c.mountControls(h)
 
 	// Approval links: no session; the signed single-use token is the credential.
 	h("GET /ui/a/{token}", httpapi.AccessLink, c.linkPage)

@@ -200,7 +200,10 @@ func (s *SelfAPI) LocalHost(host string) bool {
 // selfPaths are the API paths only Overseer serves that answer, change or
 // read what a person controls. They are refused on any port of this
 // machine.
-var selfPaths = []string{"/api/v1/approvals", "/api/v1/policy", "/api/v1/audit", "/api/v1/grants", "/api/v1/rate-limits", "/api/v1/budget/caps", "/api/v1/budget/prices"}
+var selfPaths = []string{"/api/v1/approvals", "/api/v1/policy", "/api/v1/audit", "/api/v1/grants", "/api/v1/rate-limits", "/api/v1/budget/caps", "/api/v1/budget/prices",
+	// The controls of unattended hours: auto-rules (an auto_approve rule
+	// is a self-approval) and anomaly rules.
+	"/api/v1/auto-rules", "/api/v1/anomaly"}
 
 // SelfPath reports whether an HTTP path (as written, percent-encoded or
 // not) is one of the API paths only Overseer serves for answering, policy,

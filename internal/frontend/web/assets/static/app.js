@@ -107,7 +107,7 @@ function diffBlock(text) {
 // ---------------------------------------------------------------- router
 
 // Pages of their own files register in window.extraPages (name → load).
-const pages = ["queue", "tasks", "audit", "policy", "dashboard", "mcp", "agents", ...Object.keys(window.extraPages || {})];
+const pages = ["queue", "tasks", "audit", "policy", "dashboard", "mcp", "agents", "controls", ...Object.keys(window.extraPages || {})];
 // Pages added by other scripts register here: page → load on entering.
 const pageLoaders = {};
 // auditListeners are called with every batch of new audit records.
@@ -130,6 +130,7 @@ function route() {
     if (page === "dashboard") loadDashboard();
     if (page === "mcp") loadPins();
     if (window.extraPages && window.extraPages[page]) window.extraPages[page]();
+    if (page === "controls" && window.loadControls) window.loadControls();
   }
 }
 window.addEventListener("hashchange", route);
@@ -663,6 +664,7 @@ function onAudit(records) {
   if (!records.length) return;
   lastSeq = Math.max(lastSeq, records[records.length - 1].seq);
   for (const fn of auditListeners) fn(records);
+  if (current === "controls" && window.onControlsAudit) window.onControlsAudit(records);
   if (current !== "audit") return;
   if (Object.values(auditFilters).some(Boolean)) {
     pendingAudit.push(...records);
