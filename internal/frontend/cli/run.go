@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/overseer-dev/overseer/internal/agent"
 	"github.com/overseer-dev/overseer/internal/agent/task"

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/overseer-dev/overseer/internal/kernel"
 )

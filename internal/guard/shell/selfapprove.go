@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/overseer-dev/overseer/internal/action"
