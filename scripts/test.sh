@@ -35,6 +35,16 @@ if ! go mod tidy -diff; then
   exit 1
 fi
 
+echo "== no merge conflict markers in tracked files"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  if git ls-files -z | xargs -0 grep -IlE '^(<<<<<<<|>>>>>>>) ' -- >&2; then
+    echo "the files above hold merge conflict markers: resolve them" >&2
+    exit 1
+  fi
+else
+  echo "not a git checkout: skipped"
+fi
+
 echo "== go vet"
 go vet ./...
 
