@@ -1,0 +1,296 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// scanPage is how many audit records ScanAudit reads per query, so that
+// fn runs without holding a connection open.
+const scanPage = 1000
+
+const auditColumns = `seq, time_ns, type, action_id, agent, session, tool, data, prev_hash, hash, epoch, tag`
+
+// insertAuditSQL inserts a batch of records from one array per column:
+// one statement, one round trip, whatever the batch's size.
+const insertAuditSQL = `INSERT INTO audit (` + auditColumns + `)
+	SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+		$8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[])`
+
+// lockTail takes the audit lock (held until tx ends) and then reads the
+// chain's tail. They are two statements: under READ COMMITTED each sees
+// its own snapshot, so the tail is read after the lock is held and is the
+// true tail.
+func lockTail(ctx context.Context, tx pgx.Tx) (store.AuditTail, error) {
+	var t store.AuditTail
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, lockClass, auditLock); err != nil {
+		return t, fmt.Errorf("audit lock: %w", err)
+	}
+	var data string
+	err := tx.QueryRow(ctx, `SELECT seq, hash, type, epoch, tag, data FROM audit ORDER BY seq DESC LIMIT 1`).
+		Scan(&t.Seq, &t.Hash, &t.Type, &t.Epoch, &t.Tag, &data)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return t, fmt.Errorf("read tail: %w", err)
+	}
+	if data != "" {
+		t.Data = json.RawMessage(data)
+	}
+	return t, nil
+}
+
+// insertAudit inserts recs, which must follow the tail without a gap.
+func insertAudit(ctx context.Context, tx pgx.Tx, tail int64, recs []store.AuditRecord) error {
+	n := len(recs)
+	var (
+		seq, tns, epoch                                         = make([]int64, n), make([]int64, n), make([]int64, n)
+		typ, act, agent, sess, tool, data, prev, hash, tag      = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	)
+	for i := range recs {
+		r := &recs[i]
+		if r.Seq <= tail || i > 0 && r.Seq != recs[i-1].Seq+1 {
+			return fmt.Errorf("sealed record has seq %d, not after the tail %d", r.Seq, tail)
+		}
+		seq[i], tns[i], epoch[i] = r.Seq, nanos(r.Time), r.Epoch
+		typ[i], act[i], agent[i], sess[i], tool[i] = r.Type, r.ActionID, r.Agent, r.Session, r.Tool
+		data[i], prev[i], hash[i], tag[i] = string(r.Data), r.PrevHash, r.Hash, r.Tag
+	}
+	if _, err := tx.Exec(ctx, insertAuditSQL, seq, tns, typ, act, agent, sess, tool, data, prev, hash, epoch, tag); err != nil {
+		return fmt.Errorf("insert records %d to %d: %w", recs[0].Seq, recs[n-1].Seq, err)
+	}
+	return nil
+}
+
+// AppendAudit implements store.AuditStore. The tail is read under the
+// audit lock, so seal sees the true tail even when other instances append
+// to the same database.
+func (d *DB) AppendAudit(ctx context.Context, recs []store.AuditRecord, seal func(tailSeq int64, tailHash string, recs []store.AuditRecord) error) error {
+	if seal == nil {
+		return errors.New("postgres: append audit: nil seal")
+	}
+	if len(recs) == 0 {
+		return d.check(ctx)
+	}
+	return d.write(ctx, "append audit", func(tx pgx.Tx) error {
+		tail, err := lockTail(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := seal(tail.Seq, tail.Hash, recs); err != nil {
+			return fmt.Errorf("seal: %w", err)
+		}
+		return insertAudit(ctx, tx, tail.Seq, recs)
+	})
+}
+
+// AppendAuditBatch implements store.AuditStore. Each effect runs under a
+// savepoint of its own, so that a failing one takes back only itself (and
+// its record); then Seal seals the records that remain, and they are
+// inserted with the markers Seal adds, all in one commit.
+func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
+	if b == nil || b.Seal == nil {
+		return errors.New("postgres: append audit: nil seal")
+	}
+	b.Extra = nil
+	for _, w := range b.Writes {
+		w.Err = nil
+	}
+	return d.write(ctx, "append audit", func(tx pgx.Tx) error {
+		tail, err := lockTail(ctx, tx)
+		if err != nil {
+			return err
+		}
+		recs := make([]*store.AuditRecord, 0, len(b.Writes))
+		for _, w := range b.Writes {
+			if w.Effect != nil {
+				if err := applyEffect(ctx, tx, w); err != nil {
+					if ctx.Err() != nil {
+						return err // not the effect's fault: the whole batch fails
+					}
+					w.Err = err
+					continue
+				}
+			}
+			recs = append(recs, &w.Rec)
+		}
+		extra, err := b.Seal(tail, recs)
+		if err != nil {
+			return fmt.Errorf("seal: %w", err)
+		}
+		all := make([]store.AuditRecord, 0, len(recs)+len(extra))
+		for _, r := range recs {
+			all = append(all, *r)
+		}
+		all = append(all, extra...)
+		if len(all) > 0 {
+			if err := insertAudit(ctx, tx, tail.Seq, all); err != nil {
+				return err
+			}
+		}
+		b.Extra = extra
+		return nil
+	})
+}
+
+// applyEffect runs w's effect under a savepoint, and sets w's data from its
+// outcome when the effect describes it.
+func applyEffect(ctx context.Context, outer pgx.Tx, w *store.AuditWrite) (err error) {
+	tx, err := outer.Begin(ctx) // a savepoint
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			if rerr := tx.Rollback(ctx); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+			return
+		}
+		err = tx.Commit(ctx) // releases the savepoint
+	}()
+	var data json.RawMessage
+	switch e := w.Effect.(type) {
+	case *store.CreateApprovalEffect:
+		return createApproval(ctx, tx, e.Approval)
+	case *store.AnswerApprovalEffect:
+		e.Result, e.Applied, err = answerApproval(ctx, tx, e.ID, e.Status, e.Answer)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(e.Result, e.Applied)
+		}
+	case *store.PutUserRuleEffect:
+		err = putUserRule(ctx, tx, e.Rule)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(e.Rule)
+		}
+	case *store.DeleteUserRuleEffect:
+		var r *store.UserRule
+		r, err = deleteUserRule(ctx, tx, e.ID)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(r)
+		}
+	default:
+		return fmt.Errorf("unknown effect %T", w.Effect)
+	}
+	if err == nil && data != nil {
+		w.Rec.Data = data
+	}
+	return err
+}
+
+// ScanAudit implements store.AuditStore. Records are read a page at a time;
+// when a record cannot be read, fn still gets every record before it.
+func (d *DB) ScanAudit(ctx context.Context, afterSeq int64, fn func(store.AuditRecord) error) error {
+	for {
+		recs, err := d.queryAudit(ctx, store.AuditQuery{AfterSeq: afterSeq, Limit: scanPage}, true)
+		for _, r := range recs {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if len(recs) < scanPage {
+			return nil
+		}
+		afterSeq = recs[len(recs)-1].Seq
+	}
+}
+
+// QueryAudit implements store.AuditStore. Since is inclusive and Until
+// exclusive; Text matches a case-sensitive substring of the record's data.
+func (d *DB) QueryAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditRecord, error) {
+	recs, err := d.queryAudit(ctx, q, false)
+	if err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery, strictAfter bool) ([]store.AuditRecord, error) {
+	query, args := auditSQL(q, strictAfter)
+	var out []store.AuditRecord
+	err := d.readOne(ctx, "query audit", func(db querier) error {
+		rows, err := db.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				r    store.AuditRecord
+				tns  int64
+				data string
+			)
+			if err := rows.Scan(&r.Seq, &tns, &r.Type, &r.ActionID, &r.Agent, &r.Session, &r.Tool, &data, &r.PrevHash, &r.Hash,
+				&r.Epoch, &r.Tag); err != nil {
+				return err
+			}
+			r.Time = fromNanos(tns)
+			r.Data = json.RawMessage(data)
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// auditSQL returns the SELECT statement and its arguments for q.
+func auditSQL(q store.AuditQuery, strictAfter bool) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, a any) {
+		args = append(args, a)
+		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
+	}
+	if q.AfterSeq != 0 || strictAfter {
+		add("seq > ?", q.AfterSeq)
+	}
+	if len(q.Types) > 0 {
+		add("type = ANY(?)", q.Types)
+	}
+	if q.ActionID != "" {
+		add("action_id = ? AND action_id <> ''", q.ActionID)
+	}
+	if q.Agent != "" {
+		add("agent = ? AND agent <> ''", q.Agent)
+	}
+	if q.Session != "" {
+		add("session = ?", q.Session)
+	}
+	if q.Tool != "" {
+		add("tool = ? AND tool <> ''", q.Tool)
+	}
+	if !q.Since.IsZero() {
+		add("time_ns >= ?", q.Since.UnixNano())
+	}
+	if !q.Until.IsZero() {
+		add("time_ns < ?", q.Until.UnixNano())
+	}
+	if q.Text != "" {
+		add("strpos(data, ?) > 0", q.Text)
+	}
+	query := `SELECT ` + auditColumns + ` FROM audit`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	if q.Desc {
+		query += " ORDER BY seq DESC"
+	} else {
+		query += " ORDER BY seq"
+	}
+	if q.Limit > 0 {
+		args = append(args, q.Limit)
+		query += " LIMIT $" + strconv.Itoa(len(args))
+	}
+	return query, args
+}
