@@ -50,8 +50,8 @@ func lockTail(ctx context.Context, tx pgx.Tx) (store.AuditTail, error) {
 func insertAudit(ctx context.Context, tx pgx.Tx, tail int64, recs []store.AuditRecord) error {
 	n := len(recs)
 	var (
-		seq, tns, epoch                                         = make([]int64, n), make([]int64, n), make([]int64, n)
-		typ, act, agent, sess, tool, data, prev, hash, tag      = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		seq, tns, epoch                                    = make([]int64, n), make([]int64, n), make([]int64, n)
+		typ, act, agent, sess, tool, data, prev, hash, tag = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	)
 	for i := range recs {
 		r := &recs[i]
