@@ -239,3 +239,58 @@ func TestParseHeads(t *testing.T) {
 func jsonString(s string) string {
 	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
 }
+
+// Instances with homes of their own, each with a copy of the sealing key
+// taken at setup, share one database: an instance whose copy fell behind
+// (the others closed epochs meanwhile) follows the chain forward, and the
+// chain verifies with the one verification key. A copy at an epoch whose
+// derived key does not seal the tail is refused.
+func TestSealSharedByInstances(t *testing.T) {
+	ctx := t.Context()
+	homeA, homeB := t.TempDir(), t.TempDir()
+	db, p := openDB(t)
+	db2, err := sqlite.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	clk := clock.NewFake(t0)
+	a, setup := sealed(t, homeA, db, clk)
+	key, err := os.ReadFile(filepath.Join(homeA, audit.SealFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(homeB, audit.SealFile), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A alone closes several epochs (every answer closes one).
+	for i := range 6 {
+		if _, err := a.Append(ctx, audit.Entry{Type: audit.TypeAnswer, Data: i, Seal: true}); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	b := audit.NewSealed(db2, clk, audit.NewSealer(homeB, audit.SealerOptions{}))
+	for i := range 4 {
+		l := []*audit.Log{a, b}[i%2]
+		if _, err := l.Append(ctx, audit.Entry{Type: audit.TypeAction, Data: i, Seal: i == 2}); err != nil {
+			t.Fatalf("shared append %d: %v", i, err)
+		}
+	}
+	a.Close()
+	b.Close()
+	k := setup.Key
+	if rep := mustVerify(t, db, audit.Options{Key: &k}); !rep.OK || rep.Epochs < 7 {
+		t.Fatalf("shared chain: %+v", rep)
+	}
+
+	// A key file of another setup (another seed) does not follow the chain.
+	homeC := t.TempDir()
+	other, _ := openDB(t)
+	oc, _ := sealed(t, homeC, other, clk)
+	oc.Close()
+	c := audit.NewSealed(db, clk, audit.NewSealer(homeC, audit.SealerOptions{}))
+	defer c.Close()
+	if _, err := c.Append(ctx, audit.Entry{Type: audit.TypeAction}); !errors.Is(err, audit.ErrSeal) {
+		t.Fatalf("an append with another setup's key: %v", err)
+	}
+}

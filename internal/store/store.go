@@ -406,7 +406,8 @@ type ControlStore interface {
 // which the others may have to act on at once: Kind "approval" (an
 // approval was created or answered; ID is its id) or "rules" (the user
 // policy layer changed). Kind "resync" means changes may have been missed
-// (the watch was interrupted): re-read everything waited on.
+// (the watch starts, or starts again after an interruption): re-read
+// everything waited on.
 type Change struct {
 	Kind string
 	ID   string
@@ -424,7 +425,9 @@ const (
 // its own included. Watchers may miss changes; they say so with a resync,
 // and readers that must not miss one also poll.
 type Watcher interface {
-	// Watch calls fn for each change until ctx ends, from one goroutine.
-	// It returns when ctx ends.
+	// Watch calls fn for each change until ctx ends, from one goroutine,
+	// and with a resync each time it starts listening (the first time
+	// included): changes committed after that resync are heard. It returns
+	// when ctx ends.
 	Watch(ctx context.Context, fn func(Change))
 }

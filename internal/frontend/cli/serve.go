@@ -214,6 +214,9 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 	dbPath := filepath.Join(k.Home, kernel.DBFile)
 	dbAlarm := k.Engine.Policy().Settings.Limits.DatabaseAlarmBytes
 	checkDB := func() {
+		if k.Shared() {
+			return // the shared database's size is its operator's to watch
+		}
 		if _, err := api.Alarms().CheckDatabase(dbPath, dbAlarm, time.Now()); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(a.stderr, "overseer: measuring the database:", err)
 		}

@@ -11,9 +11,10 @@ import (
 )
 
 // Watch implements store.Watcher with LISTEN on a connection of its own.
-// When the connection drops it reconnects (waiting up to a second between
-// tries) and reports a resync, since changes committed meanwhile were not
-// heard. It returns when ctx ends or the store is closed.
+// It reports a resync each time it starts listening: first, and after the
+// connection dropped and it reconnected (waiting up to a second between
+// tries), since changes committed meanwhile were not heard. It returns
+// when ctx ends or the store is closed.
 func (d *DB) Watch(ctx context.Context, fn func(store.Change)) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -25,7 +26,6 @@ func (d *DB) Watch(ctx context.Context, fn func(store.Change)) {
 		}
 	}()
 	backoff := 50 * time.Millisecond
-	first := true
 	for ctx.Err() == nil {
 		conn, err := pgx.ConnectConfig(ctx, d.cfg)
 		if err == nil {
@@ -43,10 +43,7 @@ func (d *DB) Watch(ctx context.Context, fn func(store.Change)) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
-		if !first {
-			fn(store.Change{Kind: store.ChangeResync})
-		}
-		first = false
+		fn(store.Change{Kind: store.ChangeResync})
 		for {
 			n, err := conn.WaitForNotification(ctx)
 			if err != nil {
