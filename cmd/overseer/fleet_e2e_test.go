@@ -370,4 +370,3 @@ func closedAfter(d time.Duration) <-chan struct{} {
 	time.AfterFunc(d, func() { close(ch) })
 	return ch
 }
-
