@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -242,4 +243,36 @@ func BenchmarkSharedWake(b *testing.B) {
 		wake += (<-got).Sub(asked)
 	}
 	b.ReportMetric(float64(wake.Microseconds())/1000/float64(b.N), "wake-ms")
+}
+
+// $OVERSEER_DATABASE_URL selects the database over the policy, and is not
+// passed on to the processes the kernel's process starts (it may hold the
+// database's password).
+func TestDatabaseURLFromEnvironment(t *testing.T) {
+	if os.Getenv("OVERSEER_TEST_CHILD") == "1" {
+		// In the child: the kernel opens the database the variable names,
+		// and the variable is gone from the environment.
+		k, err := kernel.Open(context.Background(), kernel.Config{Home: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.Close()
+		if !k.Shared() {
+			t.Fatal("the kernel did not open the database $" + kernel.DatabaseURLEnv + " names")
+		}
+		out, err := exec.Command("sh", "-c", "echo -n \"$"+kernel.DatabaseURLEnv+"\"").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != 0 {
+			t.Fatalf("a process started by the kernel's process inherited the URL %q", out)
+		}
+		return
+	}
+	t.Setenv(kernel.DatabaseURLEnv, pgtest.Database(t))
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestDatabaseURLFromEnvironment$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "OVERSEER_TEST_CHILD=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
 }

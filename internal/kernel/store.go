@@ -18,10 +18,20 @@ import (
 // the policy file must not).
 const DatabaseURLEnv = "OVERSEER_DATABASE_URL"
 
-// StoreURL returns the database the kernel of home uses with policy pol: a
-// postgres:// URL, or "" for the SQLite file home/DBFile.
+// envURL is $OVERSEER_DATABASE_URL as the process started with it. It is
+// read once and removed from the environment, so that the processes this
+// one starts (MCP servers, the tools of the agent loop) do not inherit the
+// database's password.
+var envURL = sync.OnceValue(func() string {
+	u := os.Getenv(DatabaseURLEnv)
+	os.Unsetenv(DatabaseURLEnv)
+	return u
+})
+
+// StoreURL returns the database the kernel uses with policy pol: a
+// postgres:// URL, or "" for the SQLite file in its home.
 func StoreURL(pol *policy.Policy) string {
-	if u := os.Getenv(DatabaseURLEnv); u != "" {
+	if u := envURL(); u != "" {
 		return u
 	}
 	if pol != nil && pol.Settings.Store != "sqlite" {
