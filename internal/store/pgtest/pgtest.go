@@ -1,8 +1,8 @@
 // Package pgtest runs a throwaway PostgreSQL server for tests: one cluster
 // per test process, started on first use in a temporary directory (initdb,
 // a random port, its socket in that directory, no TCP listener), and a
-// fresh, empty database per test (a schema of its own; see Database). Main stops the cluster and removes its files
-// when the tests are done.
+// fresh, empty database per test (a schema of its own; see Database).
+// Main stops the cluster and removes its files when the tests are done.
 //
 // PostgreSQL refuses to run as root: a root test process runs the server as
 // the unprivileged user "postgres" (created by Debian's postgresql package;
