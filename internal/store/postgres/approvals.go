@@ -35,7 +35,7 @@ func (d *DB) CreateApproval(ctx context.Context, a *store.Approval) error {
 	return d.write(ctx, "create approval", func(tx pgx.Tx) error { return createApproval(ctx, tx, a) })
 }
 
-func createApproval(ctx context.Context, tx pgx.Tx, a *store.Approval) error {
+func createApproval(ctx context.Context, tx querier, a *store.Approval) error {
 	if a == nil || a.ID == "" {
 		return errors.New("postgres: create approval: missing id")
 	}
@@ -213,7 +213,7 @@ func (d *DB) AnswerApproval(ctx context.Context, id string, status store.Approva
 	return out, applied, nil
 }
 
-func answerApproval(ctx context.Context, tx pgx.Tx, id string, status store.ApprovalStatus, ans store.Answer) (*store.Approval, bool, error) {
+func answerApproval(ctx context.Context, tx querier, id string, status store.ApprovalStatus, ans store.Answer) (*store.Approval, bool, error) {
 	if status != "" && !validStatus(status) {
 		return nil, false, fmt.Errorf("postgres: answer approval %q: unknown status %q", id, status)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/overseer-dev/overseer/internal/store"
 )
@@ -25,47 +26,117 @@ const insertAuditSQL = `INSERT INTO audit (` + auditColumns + `)
 	SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[])`
 
-// lockTail takes the audit lock (held until tx ends) and then reads the
-// chain's tail. They are two statements: under READ COMMITTED each sees
-// its own snapshot, so the tail is read after the lock is held and is the
-// true tail.
-func lockTail(ctx context.Context, tx pgx.Tx) (store.AuditTail, error) {
-	var t store.AuditTail
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, lockClass, auditLock); err != nil {
-		return t, fmt.Errorf("audit lock: %w", err)
-	}
-	var data string
-	err := tx.QueryRow(ctx, `SELECT seq, hash, type, epoch, tag, data FROM audit ORDER BY seq DESC LIMIT 1`).
-		Scan(&t.Seq, &t.Hash, &t.Type, &t.Epoch, &t.Tag, &data)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return t, fmt.Errorf("read tail: %w", err)
-	}
-	if data != "" {
-		t.Data = json.RawMessage(data)
-	}
-	return t, nil
-}
+// tailSQL reads the chain's last record.
+const tailSQL = `SELECT seq, hash, type, epoch, tag, data FROM audit ORDER BY seq DESC LIMIT 1`
 
-// insertAudit inserts recs, which must follow the tail without a gap.
-func insertAudit(ctx context.Context, tx pgx.Tx, tail int64, recs []store.AuditRecord) error {
+// auditArgs returns insertAuditSQL's arguments for recs, which must follow
+// the tail without a gap.
+func auditArgs(tail int64, recs []store.AuditRecord) ([]any, error) {
 	n := len(recs)
-	var (
-		seq, tns, epoch                                    = make([]int64, n), make([]int64, n), make([]int64, n)
-		typ, act, agent, sess, tool, data, prev, hash, tag = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	)
+	seq, tns, epoch := make([]int64, n), make([]int64, n), make([]int64, n)
+	cols := make([][]string, 9) // type, action_id, agent, session, tool, data, prev_hash, hash, tag
+	for i := range cols {
+		cols[i] = make([]string, n)
+	}
 	for i := range recs {
 		r := &recs[i]
 		if r.Seq <= tail || i > 0 && r.Seq != recs[i-1].Seq+1 {
-			return fmt.Errorf("sealed record has seq %d, not after the tail %d", r.Seq, tail)
+			return nil, fmt.Errorf("sealed record has seq %d, not after the tail %d", r.Seq, tail)
 		}
 		seq[i], tns[i], epoch[i] = r.Seq, nanos(r.Time), r.Epoch
-		typ[i], act[i], agent[i], sess[i], tool[i] = r.Type, r.ActionID, r.Agent, r.Session, r.Tool
-		data[i], prev[i], hash[i], tag[i] = string(r.Data), r.PrevHash, r.Hash, r.Tag
+		for j, v := range []string{r.Type, r.ActionID, r.Agent, r.Session, r.Tool, string(r.Data), r.PrevHash, r.Hash, r.Tag} {
+			cols[j][i] = v
+		}
 	}
-	if _, err := tx.Exec(ctx, insertAuditSQL, seq, tns, typ, act, agent, sess, tool, data, prev, hash, epoch, tag); err != nil {
-		return fmt.Errorf("insert records %d to %d: %w", recs[0].Seq, recs[n-1].Seq, err)
+	return []any{seq, tns, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], epoch, cols[8]}, nil
+}
+
+// appendTx is one audit append's transaction on a connection of its own.
+// Its statements are pipelined: BEGIN, the audit lock and the read of the
+// tail go in one round trip, the insert and COMMIT in another; effects
+// (which need their results one by one) run in between. The lock and the
+// tail are two statements, each with its own snapshot (READ COMMITTED),
+// so the tail is read after the lock is held and is the true tail.
+type appendTx struct {
+	conn *pgxpool.Conn
+	open bool // BEGIN was sent: roll back unless committed
+}
+
+func (d *DB) beginAppend(ctx context.Context) (*appendTx, store.AuditTail, error) {
+	var tail store.AuditTail
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return nil, tail, err
 	}
+	t := &appendTx{conn: conn, open: true}
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, lockClass, auditLock)
+	var data string
+	b.Queue(tailSQL).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&tail.Seq, &tail.Hash, &tail.Type, &tail.Epoch, &tail.Tag, &data)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		t.end()
+		return nil, tail, fmt.Errorf("audit lock and tail: %w", err)
+	}
+	if data != "" {
+		tail.Data = json.RawMessage(data)
+	}
+	return t, tail, nil
+}
+
+// commit inserts recs and commits.
+func (t *appendTx) commit(ctx context.Context, tail int64, recs []store.AuditRecord) error {
+	b := &pgx.Batch{}
+	if len(recs) > 0 {
+		args, err := auditArgs(tail, recs)
+		if err != nil {
+			return err
+		}
+		b.Queue(insertAuditSQL, args...)
+	}
+	b.Queue(`COMMIT`)
+	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+		if len(recs) > 0 {
+			return fmt.Errorf("insert records %d to %d: %w", recs[0].Seq, recs[len(recs)-1].Seq, err)
+		}
+		return err
+	}
+	t.open = false
 	return nil
+}
+
+// end rolls back what was not committed and gives the connection back.
+func (t *appendTx) end() {
+	if t.open {
+		// A connection left in a transaction is not given back to the
+		// pool (pgxpool closes it), so a failed rollback loses nothing.
+		_, _ = t.conn.Exec(context.Background(), `ROLLBACK`)
+	}
+	t.conn.Release()
+}
+
+// appendAudit runs one append: fn gets the transaction's connection and the
+// tail, and returns the records to insert after it.
+func (d *DB) appendAudit(ctx context.Context, fn func(q querier, tail store.AuditTail) ([]store.AuditRecord, error)) error {
+	if err := d.check(ctx); err != nil {
+		return d.wrap(ctx, "append audit", err)
+	}
+	t, tail, err := d.beginAppend(ctx)
+	if err != nil {
+		return d.wrap(ctx, "append audit", err)
+	}
+	defer t.end()
+	recs, err := fn(t.conn, tail)
+	if err == nil {
+		err = t.commit(ctx, tail.Seq, recs)
+	}
+	return d.wrap(ctx, "append audit", err)
 }
 
 // AppendAudit implements store.AuditStore. The tail is read under the
@@ -78,15 +149,11 @@ func (d *DB) AppendAudit(ctx context.Context, recs []store.AuditRecord, seal fun
 	if len(recs) == 0 {
 		return d.check(ctx)
 	}
-	return d.write(ctx, "append audit", func(tx pgx.Tx) error {
-		tail, err := lockTail(ctx, tx)
-		if err != nil {
-			return err
-		}
+	return d.appendAudit(ctx, func(_ querier, tail store.AuditTail) ([]store.AuditRecord, error) {
 		if err := seal(tail.Seq, tail.Hash, recs); err != nil {
-			return fmt.Errorf("seal: %w", err)
+			return nil, fmt.Errorf("seal: %w", err)
 		}
-		return insertAudit(ctx, tx, tail.Seq, recs)
+		return recs, nil
 	})
 }
 
@@ -102,17 +169,14 @@ func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
 	for _, w := range b.Writes {
 		w.Err = nil
 	}
-	return d.write(ctx, "append audit", func(tx pgx.Tx) error {
-		tail, err := lockTail(ctx, tx)
-		if err != nil {
-			return err
-		}
+	var extra []store.AuditRecord
+	err := d.appendAudit(ctx, func(q querier, tail store.AuditTail) ([]store.AuditRecord, error) {
 		recs := make([]*store.AuditRecord, 0, len(b.Writes))
 		for _, w := range b.Writes {
 			if w.Effect != nil {
-				if err := applyEffect(ctx, tx, w); err != nil {
+				if err := applyEffect(ctx, q, w); err != nil {
 					if ctx.Err() != nil {
-						return err // not the effect's fault: the whole batch fails
+						return nil, err // not the effect's fault: the whole batch fails
 					}
 					w.Err = err
 					continue
@@ -120,58 +184,57 @@ func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
 			}
 			recs = append(recs, &w.Rec)
 		}
-		extra, err := b.Seal(tail, recs)
+		var err error
+		extra, err = b.Seal(tail, recs)
 		if err != nil {
-			return fmt.Errorf("seal: %w", err)
+			return nil, fmt.Errorf("seal: %w", err)
 		}
 		all := make([]store.AuditRecord, 0, len(recs)+len(extra))
 		for _, r := range recs {
 			all = append(all, *r)
 		}
-		all = append(all, extra...)
-		if len(all) > 0 {
-			if err := insertAudit(ctx, tx, tail.Seq, all); err != nil {
-				return err
-			}
-		}
-		b.Extra = extra
-		return nil
+		return append(all, extra...), nil
 	})
+	if err != nil {
+		return err
+	}
+	b.Extra = extra
+	return nil
 }
 
 // applyEffect runs w's effect under a savepoint, and sets w's data from its
 // outcome when the effect describes it.
-func applyEffect(ctx context.Context, outer pgx.Tx, w *store.AuditWrite) (err error) {
-	tx, err := outer.Begin(ctx) // a savepoint
-	if err != nil {
+func applyEffect(ctx context.Context, q querier, w *store.AuditWrite) (err error) {
+	if _, err := q.Exec(ctx, `SAVEPOINT effect`); err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			if rerr := tx.Rollback(ctx); rerr != nil {
+			if _, rerr := q.Exec(ctx, `ROLLBACK TO SAVEPOINT effect`); rerr != nil {
 				err = errors.Join(err, rerr)
 			}
-			return
 		}
-		err = tx.Commit(ctx) // releases the savepoint
+		if _, rerr := q.Exec(ctx, `RELEASE SAVEPOINT effect`); rerr != nil && err == nil {
+			err = rerr
+		}
 	}()
 	var data json.RawMessage
 	switch e := w.Effect.(type) {
 	case *store.CreateApprovalEffect:
-		return createApproval(ctx, tx, e.Approval)
+		return createApproval(ctx, q, e.Approval)
 	case *store.AnswerApprovalEffect:
-		e.Result, e.Applied, err = answerApproval(ctx, tx, e.ID, e.Status, e.Answer)
+		e.Result, e.Applied, err = answerApproval(ctx, q, e.ID, e.Status, e.Answer)
 		if err == nil && e.Describe != nil {
 			data, err = e.Describe(e.Result, e.Applied)
 		}
 	case *store.PutUserRuleEffect:
-		err = putUserRule(ctx, tx, e.Rule)
+		err = putUserRule(ctx, q, e.Rule)
 		if err == nil && e.Describe != nil {
 			data, err = e.Describe(e.Rule)
 		}
 	case *store.DeleteUserRuleEffect:
 		var r *store.UserRule
-		r, err = deleteUserRule(ctx, tx, e.ID)
+		r, err = deleteUserRule(ctx, q, e.ID)
 		if err == nil && e.Describe != nil {
 			data, err = e.Describe(r)
 		}

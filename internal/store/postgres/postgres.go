@@ -201,7 +201,7 @@ type querier interface {
 }
 
 // notify announces a change on Channel when tx commits.
-func notify(ctx context.Context, tx pgx.Tx, kind, id string) error {
+func notify(ctx context.Context, tx querier, kind, id string) error {
 	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, kind+":"+id)
 	return err
 }

@@ -15,7 +15,7 @@ import (
 // lockRules serialises changes of the user layer across instances (the
 // position a new rule gets depends on the others), and bumps the version
 // readers reload on; the change is announced on commit.
-func lockRules(ctx context.Context, tx pgx.Tx) error {
+func lockRules(ctx context.Context, tx querier) error {
 	if _, err := tx.Exec(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'rules_version'`); err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (d *DB) PutUserRule(ctx context.Context, r *store.UserRule) error {
 	return d.write(ctx, "put user rule", func(tx pgx.Tx) error { return putUserRule(ctx, tx, r) })
 }
 
-func putUserRule(ctx context.Context, tx pgx.Tx, r *store.UserRule) error {
+func putUserRule(ctx context.Context, tx querier, r *store.UserRule) error {
 	if r == nil || r.ID == "" {
 		return errors.New("postgres: put user rule: missing id")
 	}
@@ -102,7 +102,7 @@ func (d *DB) DeleteUserRule(ctx context.Context, id string) error {
 	})
 }
 
-func deleteUserRule(ctx context.Context, tx pgx.Tx, id string) (*store.UserRule, error) {
+func deleteUserRule(ctx context.Context, tx querier, id string) (*store.UserRule, error) {
 	var (
 		r        = store.UserRule{ID: id}
 		rule     string
