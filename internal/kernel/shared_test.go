@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -274,5 +275,22 @@ func TestDatabaseURLFromEnvironment(t *testing.T) {
 	cmd.Env = append(os.Environ(), "OVERSEER_TEST_CHILD=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+func TestDescribeStore(t *testing.T) {
+	pol := func(store string) *policy.Policy { p := policy.Builtin(); p.Settings.Store = store; return p }
+	for _, tc := range []struct{ store, want string }{
+		{"", "/h/overseer.db (SQLite)"},
+		{"sqlite", "/h/overseer.db (SQLite)"},
+		{"postgres://ovs@db.internal:5433/overseer?sslmode=verify-full", "PostgreSQL ovs@db.internal:5433/overseer (shared)"},
+	} {
+		if got := kernel.DescribeStore("/h", pol(tc.store)); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.store, got, tc.want)
+		}
+	}
+	t.Setenv(kernel.DatabaseURLEnv, "")
+	if got := kernel.DescribeStore("/h", pol("postgres://ovs:secret@db/overseer")); strings.Contains(got, "secret") {
+		t.Errorf("the description shows the password: %q", got)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/internal/store/postgres"
@@ -66,6 +68,21 @@ func HasStore(home string) bool {
 	}
 	pol, _, err := LoadPolicy(home, "")
 	return err == nil && StoreURL(pol) != ""
+}
+
+// DescribeStore says which database the kernel with policy pol uses, for
+// people: the SQLite file, or the PostgreSQL server, database and user
+// (never a password).
+func DescribeStore(home string, pol *policy.Policy) string {
+	u := StoreURL(pol)
+	if u == "" {
+		return filepath.Join(home, DBFile) + " (SQLite)"
+	}
+	c, err := pgconn.ParseConfig(u)
+	if err != nil {
+		return "PostgreSQL (the URL does not parse)"
+	}
+	return fmt.Sprintf("PostgreSQL %s@%s:%d/%s (shared)", c.User, c.Host, c.Port, c.Database)
 }
 
 // Shared reports whether the kernel's store is shared by several

@@ -186,6 +186,7 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 		policyName = "built-in default"
 	}
 	fmt.Fprintf(a.stdout, "  policy:    %s\n", policyName)
+	fmt.Fprintf(a.stdout, "  database:  %s\n", kernel.DescribeStore(k.Home, k.Engine.Policy()))
 	fmt.Fprintf(a.stdout, "  token:     %s (for approve/deny/policy)\n", filepath.Join(k.Home, kernel.TokenFile))
 	fmt.Fprintf(a.stdout, "  metrics:   %s (read-only scrape token for /metrics)\n", filepath.Join(k.Home, httpapi.ScrapeTokenFile))
 	fmt.Fprintf(a.stdout, "  pending:   %d approvals\n", len(pending))
