@@ -232,7 +232,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	gs := pol.Settings.Gate
 	k.Gate = gate.New(k.Store, cfg.Clock, gate.Config{
 		Timeout: time.Duration(gs.Timeout), Default: gs.Default, Poll: cfg.Poll,
-		OnAnswer: k.onAnswer, Journal: journal{k},
+		OnAnswer: k.onAnswer, Journal: journal{k}, Shared: k.shared,
 	})
 	if w, ok := st.(store.Watcher); ok {
 		wctx, stop := context.WithCancel(context.Background())
