@@ -279,7 +279,7 @@ func TestDatabaseURLFromEnvironment(t *testing.T) {
 }
 
 func TestDescribeStore(t *testing.T) {
-	pol := func(store string) *policy.Policy { p := policy.Builtin(); p.Settings.Store = store; return p }
+	pol := func(store string) *policy.Policy { p := *policy.Builtin(); p.Settings.Store = store; return &p } // a copy: Builtin is shared
 	for _, tc := range []struct{ store, want string }{
 		{"", "/h/overseer.db (SQLite)"},
 		{"sqlite", "/h/overseer.db (SQLite)"},
