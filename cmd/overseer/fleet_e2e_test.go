@@ -144,6 +144,11 @@ func (f *fleet) checkRecorded(t *testing.T, acked []string) {
 	if err != nil || !rep.OK {
 		t.Fatalf("the fleet's audit log does not verify: %+v %v", rep, err)
 	}
+	// The same with the command line, from another instance's home.
+	r := overseertest.Run(t, f.homes[len(f.homes)-1], "", "audit", "verify", "--key", key.String())
+	if r.Code != 0 {
+		t.Fatalf("overseer audit verify on the shared database: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
 }
 
 // An approval opened on one instance and answered on a second wakes the

@@ -294,3 +294,52 @@ func TestSealSharedByInstances(t *testing.T) {
 		t.Fatalf("an append with another setup's key: %v", err)
 	}
 }
+
+// A lagging copy of the sealing key (an instance of a shared database that
+// has not written since others closed epochs) is a problem for a log of
+// one home, and not with KeyCopies; a copy ahead of the log is a cut
+// either way.
+func TestVerifyKeyCopies(t *testing.T) {
+	ctx := t.Context()
+	home, lagging := t.TempDir(), t.TempDir()
+	db, _ := openDB(t)
+	clk := clock.NewFake(t0)
+	l, setup := sealed(t, home, db, clk)
+	b, err := os.ReadFile(filepath.Join(home, audit.SealFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lagging, audit.SealFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := l.Append(ctx, audit.Entry{Type: audit.TypeAnswer, Data: i, Seal: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	key := setup.Key
+	lag := filepath.Join(lagging, audit.SealFile)
+	if rep := mustVerify(t, db, audit.Options{Key: &key, SealFile: lag}); rep.OK {
+		t.Fatalf("a lagging key file passed for a log of one home: %+v", rep)
+	}
+	if rep := mustVerify(t, db, audit.Options{Key: &key, SealFile: lag, KeyCopies: true}); !rep.OK {
+		t.Fatalf("a lagging copy with KeyCopies: %+v", rep)
+	}
+	// Ahead: the current key with the log's last epoch cut off.
+	if rep := mustVerify(t, db, audit.Options{Key: &key, SealFile: filepath.Join(home, audit.SealFile), KeyCopies: true}); !rep.OK {
+		t.Fatalf("the current key: %+v", rep)
+	}
+	st, err := audit.ReadSealState(filepath.Join(home, audit.SealFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := filepath.Join(t.TempDir(), audit.SealFile)
+	future := audit.SealState{Epoch: st.Epoch + 2, Key: st.Key.Next().Next(), Fingerprint: st.Fingerprint}
+	if err := audit.WriteSealStateForTest(ahead, future); err != nil {
+		t.Fatal(err)
+	}
+	if rep := mustVerify(t, db, audit.Options{Key: &key, SealFile: ahead, KeyCopies: true}); rep.OK {
+		t.Fatalf("a key ahead of the log passed with KeyCopies: %+v", rep)
+	}
+}

@@ -118,6 +118,9 @@ daemon). Exit status 1 when anything is wrong.`,
 			}
 			defer st.Close()
 			o.SealFile = filepath.Join(home, audit.SealFile)
+			// A database shared by several instances: each home holds a
+			// copy of the key, which may lag the log (docs/deploy.md).
+			_, o.KeyCopies = st.(store.Watcher)
 			rep, err := audit.VerifyWith(ctx, st, o)
 			if err != nil {
 				return err
