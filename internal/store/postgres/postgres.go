@@ -65,6 +65,10 @@ const (
 	stateClass    = lockClass + 1 // objects: the hash of a state key
 )
 
+// ConnectTimeout bounds a new connection to the server when the URL sets
+// none (connect_timeout).
+const ConnectTimeout = 5 * time.Second
+
 // Channel is the NOTIFY channel the store announces changes on.
 const Channel = "overseer_changes"
 
@@ -101,6 +105,12 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	}
 	if pc.MaxConns < 8 {
 		pc.MaxConns = int32(max(8, 2*runtime.GOMAXPROCS(0)))
+	}
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		// Without one, a server that drops packets holds every request
+		// that needs a new connection for the system's TCP timeout;
+		// with it, they fail (closed) in seconds.
+		pc.ConnConfig.ConnectTimeout = ConnectTimeout
 	}
 	pc.MaxConnIdleTime = time.Minute
 	pc.HealthCheckPeriod = 5 * time.Second

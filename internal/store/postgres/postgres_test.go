@@ -1,8 +1,11 @@
 package postgres_test
 
 import (
+	"net"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/internal/store/pgtest"
@@ -32,4 +35,40 @@ func TestConformanceShared(t *testing.T) {
 		url := pgtest.Database(t)
 		return open(t, url), open(t, url)
 	})
+}
+
+// A server that does not answer makes Open fail within the default
+// connect timeout (the URL sets none) rather than hang: a listener that
+// accepts and says nothing.
+func TestOpenUnansweredServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, silent
+		}
+	}()
+	start := time.Now()
+	_, err = postgres.Open(t.Context(), "postgres://x@"+ln.Addr().String()+"/db?sslmode=disable")
+	if err == nil {
+		t.Fatal("opened a database on a silent server")
+	}
+	if d := time.Since(start); d > postgres.ConnectTimeout+20*time.Second {
+		t.Fatalf("Open took %v", d)
+	}
+}
+
+// The URL is not repeated in an error: it may hold a password.
+func TestOpenBadURLKeepsThePassword(t *testing.T) {
+	_, err := postgres.Open(t.Context(), "postgres://u:s3cret@host:notaport/db")
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("err %v", err)
+	}
 }
