@@ -127,6 +127,8 @@ func (d *DB) appendAudit(ctx context.Context, fn func(q querier, tail store.Audi
 	if err := d.check(ctx); err != nil {
 		return d.wrap(ctx, "append audit", err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+	defer cancel()
 	t, tail, err := d.beginAppend(ctx)
 	if err != nil {
 		return d.wrap(ctx, "append audit", err)

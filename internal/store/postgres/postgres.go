@@ -69,6 +69,13 @@ const (
 // none (connect_timeout).
 const ConnectTimeout = 5 * time.Second
 
+// WriteTimeout bounds one write transaction, waits for locks included: a
+// server that stops answering in the middle of one (the network dropped)
+// fails it, and the action it records is refused, instead of holding the
+// audit log's writer, and every request behind it, until the system's TCP
+// timeout.
+const WriteTimeout = 30 * time.Second
+
 // Channel is the NOTIFY channel the store announces changes on.
 const Channel = "overseer_changes"
 
@@ -167,6 +174,8 @@ func (d *DB) write(ctx context.Context, op string, fn func(pgx.Tx) error) error 
 	if err := d.check(ctx); err != nil {
 		return d.wrap(ctx, op, err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+	defer cancel()
 	tx, err := d.pool.Begin(ctx)
 	if err != nil {
 		return d.wrap(ctx, op, err)
