@@ -95,16 +95,13 @@ func waitCross(t testing.TB, a, b, c *kernel.Kernel, decision string) *store.App
 
 // Three instances on one database: an approval opened by one, answered on
 // another, wakes the waiter on the third. Its gate polls only every
-// minute, so the answer reached it through the database's notification.
+// minute and the wait gives up after 20 s (waitCross), so the answer
+// reached it through the database's notification.
 func TestSharedApprovalWakesOtherInstance(t *testing.T) {
 	ks, _, _ := openShared(t, 3, time.Minute)
-	start := time.Now()
 	ap := waitCross(t, ks[0], ks[1], ks[2], "deny")
 	if ap == nil || ap.Status != store.StatusDenied || ap.Answer.Who != "ann" {
 		t.Fatalf("the waiter on the third instance got %+v", ap)
-	}
-	if d := time.Since(start); d > 30*time.Second {
-		t.Fatalf("took %v: the waiter was woken by its poll, not by the notification", d)
 	}
 }
 
