@@ -51,7 +51,8 @@ func auditArgs(tail int64, recs []store.AuditRecord) ([]any, error) {
 	return []any{seq, tns, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], epoch, cols[8]}, nil
 }
 
-// appendTx is one audit append's transaction on a connection of its own.
+// appendTx is one audit append's (or state update's) transaction on a
+// connection of its own.
 // Its statements are pipelined: BEGIN, the audit lock and the read of the
 // tail go in one round trip, the insert and COMMIT in another; effects
 // (which need their results one by one) run in between. The lock and the
