@@ -1150,9 +1150,9 @@ func RunShared(t *testing.T, open SharedOpener) {
 	})
 }
 
-// batchSeal is a Seal for AppendAuditBatch that chains recs as ChainSeal
+// markerSeal is a Seal for AppendAuditBatch that chains recs as ChainSeal
 // does and appends one marker record when marker is set.
-func batchSeal(marker bool, seen *store.AuditTail) func(store.AuditTail, []*store.AuditRecord) ([]store.AuditRecord, error) {
+func markerSeal(marker bool, seen *store.AuditTail) func(store.AuditTail, []*store.AuditRecord) ([]store.AuditRecord, error) {
 	return func(tail store.AuditTail, recs []*store.AuditRecord) ([]store.AuditRecord, error) {
 		*seen = tail
 		prev, seq := tail.Hash, tail.Seq
@@ -1197,7 +1197,7 @@ func testAuditBatch(t *testing.T, open Opener) {
 			{Rec: rec("action")},
 		}}
 		var tail store.AuditTail
-		b.Seal = batchSeal(true, &tail)
+		b.Seal = markerSeal(true, &tail)
 		if err := st.AppendAuditBatch(ctx, b); err != nil {
 			t.Fatal(err)
 		}
@@ -1236,7 +1236,7 @@ func testAuditBatch(t *testing.T, open Opener) {
 		}
 		// The next batch sees the marker as the tail.
 		b2 := &store.AuditBatch{Writes: []*store.AuditWrite{{Rec: rec("action")}}}
-		b2.Seal = batchSeal(false, &tail)
+		b2.Seal = markerSeal(false, &tail)
 		if err := st.AppendAuditBatch(ctx, b2); err != nil {
 			t.Fatal(err)
 		}
@@ -1266,7 +1266,7 @@ func testAuditBatch(t *testing.T, open Opener) {
 		st := open(t)
 		appendFixture(t, st)
 		var tail store.AuditTail
-		b := &store.AuditBatch{Seal: batchSeal(true, &tail)}
+		b := &store.AuditBatch{Seal: markerSeal(true, &tail)}
 		if err := st.AppendAuditBatch(t.Context(), b); err != nil {
 			t.Fatal(err)
 		}
