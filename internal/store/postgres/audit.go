@@ -241,6 +241,8 @@ func applyEffect(ctx context.Context, q querier, w *store.AuditWrite) (err error
 		if err == nil && e.Describe != nil {
 			data, err = e.Describe(r)
 		}
+	case *store.PutStateEffect:
+		err = putState(ctx, q, e)
 	default:
 		return fmt.Errorf("unknown effect %T", w.Effect)
 	}

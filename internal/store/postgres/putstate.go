@@ -1,13 +1,3 @@
-//go:build overseer_pending_putstate
-
-// This file is the PostgreSQL side of store.PutStateEffect (an ingested
-// record's state written with it, once), which is being added on another
-// branch and is not on main yet. When it lands: drop the build tag above
-// and add to applyEffect (audit.go):
-//
-//	case *store.PutStateEffect:
-//		err = putState(ctx, q, e)
-
 package postgres
 
 import (
