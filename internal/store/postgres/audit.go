@@ -243,6 +243,30 @@ func applyEffect(ctx context.Context, q querier, w *store.AuditWrite) (err error
 		}
 	case *store.PutStateEffect:
 		err = putState(ctx, q, e)
+	case *store.PauseAgentEffect:
+		var old *store.AgentPause
+		old, err = pauseAgent(ctx, q, e.Pause)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(old)
+		}
+	case *store.ResumeAgentEffect:
+		var old *store.AgentPause
+		old, err = resumeAgent(ctx, q, e.Agent)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(old)
+		}
+	case *store.PutControlEffect:
+		var old *store.Control
+		old, err = putControl(ctx, q, e.Control)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(old)
+		}
+	case *store.DeleteControlEffect:
+		var old *store.Control
+		old, err = deleteControl(ctx, q, e.ID, e.Kind)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(old)
+		}
 	default:
 		return fmt.Errorf("unknown effect %T", w.Effect)
 	}

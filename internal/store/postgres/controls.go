@@ -1,18 +1,7 @@
-//go:build overseer_pending_controls
-
-// This file is the PostgreSQL side of the paused agents, the hybrid
-// controls (rate limits, budget caps) and StateStore.UpdateStates, whose
-// interfaces (store.PauseStore, store.ControlStore) are being added on
-// another branch and are not on main yet. It was tested there against
-// storetest's pauses and controls suites. When they land: drop the build
-// tag above and add the four effects to applyEffect (audit.go):
-//
-//	case *store.PauseAgentEffect:    old, err = pauseAgent(ctx, q, e.Pause)      (then Describe(old))
-//	case *store.ResumeAgentEffect:   old, err = resumeAgent(ctx, q, e.Agent)
-//	case *store.PutControlEffect:    old, err = putControl(ctx, q, e.Control)
-//	case *store.DeleteControlEffect: old, err = deleteControl(ctx, q, e.ID, e.Kind)
-
 package postgres
+
+// The paused agents (store.PauseStore), the hybrid controls: rate limits
+// and budget caps (store.ControlStore), and StateStore.UpdateStates.
 
 import (
 	"context"
