@@ -11,6 +11,8 @@
 #   the release binary           <= 40 MB (the build command of scripts/test.sh)
 #   50 rate limits + 10 budget caps  add at most 10 µs to Evaluate's median, and
 #                                the API keeps 85% of its requests/s with them
+#   the API on PostgreSQL         >= 0.5x its requests/s on SQLite (a
+#                                throwaway server on the same machine)
 #
 # Usage: bench/run.sh            (from anywhere; takes a few minutes)
 # Tuning (environment): BENCHTIME (default 2s) and COUNT (3; the summary
@@ -28,10 +30,15 @@ STRICT="${STRICT:-0}"
 
 WORK="$(mktemp -d)"
 DAEMON=""
+PGCLUSTER=""
 cleanup() {
   if [ -n "$DAEMON" ] && kill -0 "$DAEMON" 2>/dev/null; then
     kill -TERM "$DAEMON" 2>/dev/null
     wait "$DAEMON" 2>/dev/null
+  fi
+  if [ -n "$PGCLUSTER" ] && kill -0 "$PGCLUSTER" 2>/dev/null; then
+    kill -TERM "$PGCLUSTER" 2>/dev/null
+    wait "$PGCLUSTER" 2>/dev/null
   fi
   rm -rf "$WORK"
 }
@@ -112,6 +119,14 @@ api() {
   [ -x "$WORK/overseer" ] && [ -x "$WORK/apiload" ] || return
   export OVERSEER_HOME="$WORK/home-$label"
   if [ "$label" = unsealed ]; then export OVERSEER_AUDIT_SEAL=off; else unset OVERSEER_AUDIT_SEAL; fi
+  # "postgres" is the sealed daemon on a PostgreSQL database (a throwaway
+  # server on this machine, fsync on) instead of its SQLite file.
+  if [ "$label" = postgres ]; then
+    [ -n "${PGURL:-}" ] || { fail "no PostgreSQL server for the API load"; return; }
+    export OVERSEER_DATABASE_URL="$PGURL"
+  else
+    unset OVERSEER_DATABASE_URL
+  fi
   export OVERSEER_NO_QR=1
   mkdir -p "$WORK/proj" "$OVERSEER_HOME"
   # The daemon's submission quotas (settings.limits) would refuse most of
@@ -181,11 +196,32 @@ YAML
   kill -TERM "$DAEMON" 2>/dev/null
   wait "$DAEMON" 2>/dev/null
   DAEMON=""
-  unset OVERSEER_AUDIT_SEAL
+  unset OVERSEER_AUDIT_SEAL OVERSEER_DATABASE_URL
 }
 api unsealed
 api sealed
 api controls
+# The same load on PostgreSQL (scripts/install-db-test-tools.sh installs it).
+PGURL=""
+if CGO_ENABLED=0 go build -o "$WORK/pgcluster" ./bench/cmd/pgcluster; then
+  "$WORK/pgcluster" >"$WORK/pg.url" 2>"$WORK/pg.log" &
+  PGCLUSTER=$!
+  for i in $(seq 1 300); do
+    [ -s "$WORK/pg.url" ] && break
+    kill -0 "$PGCLUSTER" 2>/dev/null || break
+    sleep 0.2
+  done
+  PGURL="$(head -n 1 "$WORK/pg.url")"
+  [ -n "$PGURL" ] || { fail "the PostgreSQL server did not start"; cat "$WORK/pg.log" >&2; }
+else
+  fail "building pgcluster failed"
+fi
+[ -n "$PGURL" ] && api postgres
+if [ -n "$PGCLUSTER" ]; then
+  kill -TERM "$PGCLUSTER" 2>/dev/null
+  wait "$PGCLUSTER" 2>/dev/null
+  PGCLUSTER=""
+fi
 echo
 
 # ---- the binary: the release build (above) against a plain `go build`
@@ -229,6 +265,11 @@ rpsc=""
 if [ -s "$WORK/api-controls.json" ]; then
   rpsc="$(jsonfield "$WORK/api-controls.json" rps)"
 fi
+rpspg="" ; aerrpg=""
+if [ -s "$WORK/api-postgres.json" ]; then
+  rpspg="$(jsonfield "$WORK/api-postgres.json" rps)"
+  aerrpg="$(jsonfield "$WORK/api-postgres.json" errors)"
+fi
 dry=""
 if [ -s "$WORK/dry.json" ]; then
   dry="$(jsonfield "$WORK/dry.json" rps)"
@@ -266,6 +307,10 @@ sr="$(ratio "$rps" "$rps0")"
 if [ -n "$aerr0" ] && [ "$aerr0" != "0" ]; then sr="n/a"; fi
 gs1="$(goal "$sa" ">=" 0.85)"
 gs2="$(goal "$sr" ">=" 0.85)"
+# PostgreSQL against SQLite, both sealed, from this run.
+rpg="$(ratio "$rpspg" "$rps")"
+if [ -n "$aerrpg" ] && [ "$aerrpg" != "0" ]; then rpg="n/a"; fi
+gpg="$(goal "$rpg" ">=" 0.5)"
 
 cw50="$(metric "$WORK/controls.txt" BenchmarkEvaluateControls/with-50-limits-10-caps p50-ns)"
 co50="$(metric "$WORK/controls.txt" BenchmarkEvaluateControls/without p50-ns)"
@@ -291,6 +336,9 @@ printf '%-44s %14s %14s %8s\n' "POST /api/v1/actions, auto: requests/s" "$(num "
 printf '%-44s %14s %14s\n' "  errors" "${aerr0:-n/a}" "${aerr:-n/a}"
 printf '%-44s %14s %14s\n' "  latency" "$( [ -n "$a50" ] && echo "$(num "$a50") µs" || echo n/a)" "$( [ -n "$a99" ] && echo "$(num "$a99") µs" || echo n/a)"
 printf '%-44s %14s\n' "  the same, dry run (not recorded)" "$(num "$dry")"
+printf '%-44s %14s %14s %8s\n' "POST /api/v1/actions, auto, sealed" "SQLite" "PostgreSQL" "ratio"
+printf '%-44s %14s %14s %8s\n' "  requests/s" "$(num "$rps")" "$(num "$rpspg")" "$rpg"
+printf '%-44s %14s %14s\n' "  errors" "${aerr:-n/a}" "${aerrpg:-n/a}"
 printf '%-44s %14s %14s\n' "secret analyser, 1 MB body (wall, cpu)" "$(us "$s1m")" "$(us "$s1mc")"
 printf '%-44s %14s %14s\n' "secret analyser, 1 KB request (wall, cpu)" "$(us "$s1k")" "$(us "$s1kc")"
 printf '%-44s %14s %14s\n' "Evaluate, 100 rules, guards without egress" "$(us "$ne50")" "ratio $re1"
@@ -314,6 +362,7 @@ printf '%-44s %s\n' "sealing costs <= 15% of API requests/s" "$gs2"
 printf '%-44s %s\n' "release binary <= 40 MB ($(mb "$rel_size"); 79 MB before)" "$(goal "$rel_size" "<=" 40000000)"
 printf '%-44s %s\n' "limits+caps add <= 10 µs to Evaluate p50" "$g9"
 printf '%-44s %s\n' "API with limits+caps >= 0.85x sealed" "$g10"
+printf '%-44s %s\n' "API on PostgreSQL >= 0.5x SQLite ($rpg)" "$gpg"
 # Wall-clock figures mean little on a busy machine: say how busy it was.
 printf '%-44s %s\n' "load average (1, 5, 15 min) at the end" "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a) on $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') CPUs"
 

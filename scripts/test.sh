@@ -11,6 +11,8 @@ echo "== installing test tools (idempotent)"
 ./scripts/install-mcp-servers.sh
 ./scripts/install-web-test-tools.sh
 ./scripts/install-mail-test-tools.sh
+# PostgreSQL for the shared-store tests (each test process starts its own).
+./scripts/install-db-test-tools.sh
 
 # The one build command (README, scripts/run.sh, the end-to-end tests'
 # overseertest.Binary): CGO off, the commit stamped for `overseer version`,

@@ -398,6 +398,25 @@ func (s *Sealer) sync(tail store.AuditTail) error {
 			return fmt.Errorf("%w: evolving the key: %v", ErrSeal, err)
 		}
 		st = next
+	} else if st.Epoch < tail.Epoch && tail.Tag != "" {
+		// Another instance with a copy of this key in its own home, sharing
+		// the database, closed epochs since this file was written: follow
+		// it, but only to a tail sealed by the key derived forward (so a
+		// record of anyone without the key cannot move the key on).
+		k := st.Key
+		for e := st.Epoch; e < tail.Epoch; e++ {
+			k = k.Next()
+		}
+		if hmac.Equal([]byte(Tag(k, tail.Epoch, tail.Seq, tail.Hash)), []byte(tail.Tag)) {
+			next := SealState{Epoch: tail.Epoch, Key: k, Fingerprint: st.Fingerprint}
+			if closed {
+				next.Epoch, next.Key = tail.Epoch+1, k.Next()
+			}
+			if err := writeSealState(s.path, next); err != nil {
+				return fmt.Errorf("%w: evolving the key: %v", ErrSeal, err)
+			}
+			st = next
+		}
 	}
 	if st.Epoch != want {
 		return fmt.Errorf("%w: the sealing key is at epoch %d but the audit log is at epoch %d "+

@@ -239,3 +239,107 @@ func TestParseHeads(t *testing.T) {
 func jsonString(s string) string {
 	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
 }
+
+// Instances with homes of their own, each with a copy of the sealing key
+// taken at setup, share one database: an instance whose copy fell behind
+// (the others closed epochs meanwhile) follows the chain forward, and the
+// chain verifies with the one verification key. A copy at an epoch whose
+// derived key does not seal the tail is refused.
+func TestSealSharedByInstances(t *testing.T) {
+	ctx := t.Context()
+	homeA, homeB := t.TempDir(), t.TempDir()
+	db, p := openDB(t)
+	db2, err := sqlite.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	clk := clock.NewFake(t0)
+	a, setup := sealed(t, homeA, db, clk)
+	key, err := os.ReadFile(filepath.Join(homeA, audit.SealFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(homeB, audit.SealFile), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A alone closes several epochs (every answer closes one).
+	for i := range 6 {
+		if _, err := a.Append(ctx, audit.Entry{Type: audit.TypeAnswer, Data: i, Seal: true}); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	b := audit.NewSealed(db2, clk, audit.NewSealer(homeB, audit.SealerOptions{}))
+	for i := range 4 {
+		l := []*audit.Log{a, b}[i%2]
+		if _, err := l.Append(ctx, audit.Entry{Type: audit.TypeAction, Data: i, Seal: i == 2}); err != nil {
+			t.Fatalf("shared append %d: %v", i, err)
+		}
+	}
+	a.Close()
+	b.Close()
+	k := setup.Key
+	if rep := mustVerify(t, db, audit.Options{Key: &k}); !rep.OK || rep.Epochs < 7 {
+		t.Fatalf("shared chain: %+v", rep)
+	}
+
+	// A key file of another setup (another seed) does not follow the chain.
+	homeC := t.TempDir()
+	other, _ := openDB(t)
+	oc, _ := sealed(t, homeC, other, clk)
+	oc.Close()
+	c := audit.NewSealed(db, clk, audit.NewSealer(homeC, audit.SealerOptions{}))
+	defer c.Close()
+	if _, err := c.Append(ctx, audit.Entry{Type: audit.TypeAction}); !errors.Is(err, audit.ErrSeal) {
+		t.Fatalf("an append with another setup's key: %v", err)
+	}
+}
+
+// A lagging copy of the sealing key (an instance of a shared database that
+// has not written since others closed epochs) is a problem for a log of
+// one home, and not with KeyCopies; a copy ahead of the log is a cut
+// either way.
+func TestVerifyKeyCopies(t *testing.T) {
+	ctx := t.Context()
+	home, lagging := t.TempDir(), t.TempDir()
+	db, _ := openDB(t)
+	clk := clock.NewFake(t0)
+	l, setup := sealed(t, home, db, clk)
+	b, err := os.ReadFile(filepath.Join(home, audit.SealFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lagging, audit.SealFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := l.Append(ctx, audit.Entry{Type: audit.TypeAnswer, Data: i, Seal: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	key := setup.Key
+	lag := filepath.Join(lagging, audit.SealFile)
+	if rep := mustVerify(t, db, audit.Options{Key: &key, SealFile: lag}); rep.OK {
+		t.Fatalf("a lagging key file passed for a log of one home: %+v", rep)
+	}
+	if rep := mustVerify(t, db, audit.Options{Key: &key, SealFile: lag, KeyCopies: true}); !rep.OK {
+		t.Fatalf("a lagging copy with KeyCopies: %+v", rep)
+	}
+	// Ahead: the current key with the log's last epoch cut off.
+	if rep := mustVerify(t, db, audit.Options{Key: &key, SealFile: filepath.Join(home, audit.SealFile), KeyCopies: true}); !rep.OK {
+		t.Fatalf("the current key: %+v", rep)
+	}
+	st, err := audit.ReadSealState(filepath.Join(home, audit.SealFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := filepath.Join(t.TempDir(), audit.SealFile)
+	future := audit.SealState{Epoch: st.Epoch + 2, Key: st.Key.Next().Next(), Fingerprint: st.Fingerprint}
+	if err := audit.WriteSealStateForTest(ahead, future); err != nil {
+		t.Fatal(err)
+	}
+	if rep := mustVerify(t, db, audit.Options{Key: &key, SealFile: ahead, KeyCopies: true}); rep.OK {
+		t.Fatalf("a key ahead of the log passed with KeyCopies: %+v", rep)
+	}
+}

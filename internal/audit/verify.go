@@ -72,6 +72,12 @@ type Options struct {
 	SealFile string
 	// Heads are published heads the log must contain.
 	Heads []Head
+	// KeyCopies says SealFile is one of several copies of the sealing key:
+	// the log is shared by several instances (one database), each with a
+	// copy in its own home that follows the chain when the instance writes.
+	// A copy behind the log's epoch is then an instance that has not
+	// written since, not a replaced file; one ahead still shows a cut.
+	KeyCopies bool
 }
 
 // Verify walks the whole chain in st and reports the first record that was
@@ -433,6 +439,8 @@ func (v *verifier) checkKeyFile(state SealState, err error) {
 			v.bad(end, "epochs %d to %d are missing: the sealing key is at epoch %d but the log ends in epoch %d: "+
 				"records after %d were cut off, or the log was replaced by an older copy", v.epoch, state.Epoch-1, state.Epoch, v.epoch, v.lastSeq)
 		}
+	case v.o.KeyCopies:
+		// A copy of an instance that has not written since the log moved on.
 	default:
 		v.bad(end, "the sealing key is at epoch %d, behind the log's epoch %d: the key file was replaced by an older copy",
 			state.Epoch, v.epoch)

@@ -45,7 +45,7 @@ func (g *Gate) WithdrawAsked(ctx context.Context, id, key, reason string) (*stor
 // The long-poll test counts only waiters of this gate, so WithdrawGone
 // belongs to the process whose API the askers poll: the daemon, which runs
 // it at start (after a restart, the grace counts from then) and every
-// second.
+// second. Daemons sharing a database (Config.Shared) skip that test.
 func (g *Gate) WithdrawGone(ctx context.Context) (int, error) {
 	pending, err := g.st.ListApprovals(ctx, store.ApprovalFilter{Status: store.StatusPending})
 	if err != nil {
@@ -100,7 +100,7 @@ func (g *Gate) gone(ap *store.Approval, now time.Time) string {
 	if a.PID > 0 && g.cfg.Process(proc.Identity{PID: a.PID, Start: a.Start, Host: a.Host}) == proc.Gone {
 		return fmt.Sprintf("%s (process %d) is gone", who, a.PID)
 	}
-	if a.Hold {
+	if a.Hold && !g.cfg.Shared {
 		// Nobody has waited since the last waiter left — or, if none came
 		// to this gate yet, since the request was made or the gate started.
 		since := left

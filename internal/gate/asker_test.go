@@ -196,3 +196,29 @@ func TestWithdrawAsked(t *testing.T) {
 		t.Fatalf("a request without a key: %v", err)
 	}
 }
+
+// TestWithdrawGoneShared: with a database shared by several daemons, a
+// request whose asker holds a long-poll is not withdrawn for want of a
+// waiter in this gate (the asker may be polling another daemon); its wait
+// running out still withdraws it.
+func TestWithdrawGoneShared(t *testing.T) {
+	procs := &fakeProcs{gone: map[int]bool{}}
+	g, clk, _ := newGate(t, Config{Timeout: time.Hour, Poll: longPoll, AskerGrace: 15 * time.Second, Process: procs.check, Shared: true})
+	ctx := context.Background()
+	a, v := rmAction("held")
+	held, err := g.RequestBy(ctx, a, v, &store.Asker{Kind: "hook", Hold: true, Until: t0.Add(10 * time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	if n, err := g.WithdrawGone(ctx); err != nil || n != 0 {
+		t.Fatalf("WithdrawGone = %d, %v; want 0 (the asker may poll another daemon)", n, err)
+	}
+	clk.Advance(10 * time.Minute)
+	if n, err := g.WithdrawGone(ctx); err != nil || n != 1 {
+		t.Fatalf("after the asker's wait ran out: %d, %v; want 1", n, err)
+	}
+	if ap, _ := g.Get(ctx, held.ID); ap.Status != store.StatusWithdrawn {
+		t.Fatalf("status %s", ap.Status)
+	}
+}

@@ -120,6 +120,12 @@ type Config struct {
 	// requests, answers) instead of the store: the kernel's journal commits
 	// each one with its audit record, in one transaction.
 	Journal Journal
+	// Shared says the store is shared with the gates of other daemons that
+	// an asker may hold its long-poll on instead (a fleet behind a load
+	// balancer): then no waiter in this gate does not mean nobody waits,
+	// so WithdrawGone leaves requests whose asker holds a long-poll to the
+	// asker's Until and the deadline.
+	Shared bool
 }
 
 // Journal writes the gate's changes to the approvals queue. person is true

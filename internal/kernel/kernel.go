@@ -33,7 +33,6 @@ import (
 	"github.com/overseer-dev/overseer/internal/perception"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
-	"github.com/overseer-dev/overseer/internal/store/sqlite"
 )
 
 // Config opens a kernel.
@@ -97,6 +96,10 @@ type Kernel struct {
 	usage *usageState
 	// controls are the auto-rules and anomaly rules (controls.go).
 	controls *controlState
+	// shared is set for a store shared by several instances; stopWatch
+	// ends the watch of its changes and waits for it.
+	shared    bool
+	stopWatch context.CancelFunc
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -162,7 +165,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlite.Open(filepath.Join(cfg.Home, DBFile))
+	st, err := OpenStore(ctx, cfg.Home, pol)
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +174,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 		sealer = audit.NewSealer(cfg.Home, cfg.Seal)
 	}
 	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Clock: cfg.Clock, raw: st, pauses: &pauses{}}
+	_, k.shared = st.(store.Watcher)
 	k.Store = audited{Store: st, k: k}
 	if sealer != nil {
 		if k.Sealing, err = sealer.SetUp(ctx, st, cfg.Home, cfg.Clock.Now); err != nil {
@@ -228,8 +232,20 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	gs := pol.Settings.Gate
 	k.Gate = gate.New(k.Store, cfg.Clock, gate.Config{
 		Timeout: time.Duration(gs.Timeout), Default: gs.Default, Poll: cfg.Poll,
-		OnAnswer: k.onAnswer, Journal: journal{k},
+		OnAnswer: k.onAnswer, Journal: journal{k}, Shared: k.shared,
 	})
+	if w, ok := st.(store.Watcher); ok {
+		wctx, stop := context.WithCancel(context.Background())
+		done, listening := make(chan struct{}), make(chan struct{})
+		k.stopWatch = func() { stop(); <-done }
+		go func() { defer close(done); k.watch(wctx, w, listening) }()
+		// Changes committed from now on are heard (or, should the watch
+		// not start in time, seen at the next poll and reload).
+		select {
+		case <-listening:
+		case <-time.After(5 * time.Second):
+		}
+	}
 	return k, nil
 }
 
@@ -247,6 +263,9 @@ func (k *Kernel) Close() error {
 	// limit asked for are already recorded).
 	uerr := k.closeUsage()
 	var err error
+	if k.stopWatch != nil {
+		k.stopWatch()
+	}
 	if k.Audit != nil {
 		err = k.Audit.Close()
 	}

@@ -250,6 +250,7 @@ func parse(name string, data []byte, opts Options, layer string) (*Policy, error
 		}
 	}
 	validateSettings(d, dc, &doc.Settings)
+	validateStore(d, dc, &doc.Settings)
 
 	seen := make(map[string]int, len(doc.Rules))
 	for i, r := range doc.Rules {

@@ -72,6 +72,10 @@ type Settings struct {
 	Params  ParamSettings   `yaml:"params" json:"params"`
 	Sandbox SandboxSettings `yaml:"sandbox" json:"sandbox"`
 	Limits  LimitSettings   `yaml:"limits" json:"limits"`
+	// Store is the database: empty (or "sqlite") for the SQLite file in
+	// Overseer's home, or a postgres:// URL shared by several instances
+	// (see StoreSetting). $OVERSEER_DATABASE_URL, when set, overrides it.
+	Store string `yaml:"store" json:"store,omitempty"`
 }
 
 // LoopSettings configure L2 repeat detection.

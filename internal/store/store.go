@@ -401,3 +401,33 @@ type ControlStore interface {
 	// process changed it.
 	ControlsVersion(ctx context.Context) (int64, error)
 }
+
+// Change is a change committed to a store shared by several processes,
+// which the others may have to act on at once: Kind "approval" (an
+// approval was created or answered; ID is its id) or "rules" (the user
+// policy layer changed). Kind "resync" means changes may have been missed
+// (the watch starts, or starts again after an interruption): re-read
+// everything waited on.
+type Change struct {
+	Kind string
+	ID   string
+}
+
+// Change kinds.
+const (
+	ChangeApproval = "approval"
+	ChangeRules    = "rules"
+	ChangeResync   = "resync"
+)
+
+// Watcher is an optional ability of a Store shared by several processes
+// (found by type assertion): it tells of the changes every process commits,
+// its own included. Watchers may miss changes; they say so with a resync,
+// and readers that must not miss one also poll.
+type Watcher interface {
+	// Watch calls fn for each change until ctx ends, from one goroutine,
+	// and with a resync each time it starts listening (the first time
+	// included): changes committed after that resync are heard. It returns
+	// when ctx ends.
+	Watch(ctx context.Context, fn func(Change))
+}

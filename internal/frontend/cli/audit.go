@@ -20,7 +20,6 @@ import (
 	"github.com/overseer-dev/overseer/internal/frontend/web"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/store"
-	"github.com/overseer-dev/overseer/internal/store/sqlite"
 )
 
 func (a *app) auditCmd() *cobra.Command {
@@ -45,7 +44,7 @@ type VerifyReport struct {
 
 // openStore opens the home's database without the kernel: verify and key
 // must work on a log whose sealing state the kernel would refuse.
-func (a *app) openStore(ctx context.Context) (string, *sqlite.DB, error) {
+func (a *app) openStore(ctx context.Context) (string, store.Store, error) {
 	home, err := a.homeDir()
 	if err != nil {
 		return "", nil, err
@@ -54,11 +53,17 @@ func (a *app) openStore(ctx context.Context) (string, *sqlite.DB, error) {
 		// No database here: say where the daemon's home is, if one runs.
 		return home, nil, exit(1, err)
 	}
-	p := filepath.Join(home, kernel.DBFile)
-	if _, err := os.Stat(p); err != nil {
-		return home, nil, fmt.Errorf("no audit log at %s: %w", p, err)
+	pol, _, err := kernel.LoadPolicy(home, a.policy)
+	if err != nil {
+		return home, nil, err
 	}
-	st, err := sqlite.OpenContext(ctx, p)
+	if kernel.StoreURL(pol) == "" {
+		p := filepath.Join(home, kernel.DBFile)
+		if _, err := os.Stat(p); err != nil {
+			return home, nil, fmt.Errorf("no audit log at %s: %w", p, err)
+		}
+	}
+	st, err := kernel.OpenStore(ctx, home, pol)
 	return home, st, err
 }
 
@@ -113,6 +118,9 @@ daemon). Exit status 1 when anything is wrong.`,
 			}
 			defer st.Close()
 			o.SealFile = filepath.Join(home, audit.SealFile)
+			// A database shared by several instances: each home holds a
+			// copy of the key, which may lag the log (docs/deploy.md).
+			_, o.KeyCopies = st.(store.Watcher)
 			rep, err := audit.VerifyWith(ctx, st, o)
 			if err != nil {
 				return err

@@ -43,8 +43,7 @@ func (a *app) warnOtherHome(home string) {
 }
 
 func hasDB(home string) bool {
-	_, err := os.Stat(filepath.Join(home, kernel.DBFile))
-	return err == nil
+	return kernel.HasStore(home)
 }
 
 // checkHome returns an error when home holds no database; daemons are the

@@ -186,6 +186,7 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 		policyName = "built-in default"
 	}
 	fmt.Fprintf(a.stdout, "  policy:    %s\n", policyName)
+	fmt.Fprintf(a.stdout, "  database:  %s\n", kernel.DescribeStore(k.Home, k.Engine.Policy()))
 	fmt.Fprintf(a.stdout, "  token:     %s (for approve/deny/policy)\n", filepath.Join(k.Home, kernel.TokenFile))
 	fmt.Fprintf(a.stdout, "  metrics:   %s (read-only scrape token for /metrics)\n", filepath.Join(k.Home, httpapi.ScrapeTokenFile))
 	fmt.Fprintf(a.stdout, "  pending:   %d approvals\n", len(pending))
@@ -214,6 +215,9 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 	dbPath := filepath.Join(k.Home, kernel.DBFile)
 	dbAlarm := k.Engine.Policy().Settings.Limits.DatabaseAlarmBytes
 	checkDB := func() {
+		if k.Shared() {
+			return // the shared database's size is its operator's to watch
+		}
 		if _, err := api.Alarms().CheckDatabase(dbPath, dbAlarm, time.Now()); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(a.stderr, "overseer: measuring the database:", err)
 		}

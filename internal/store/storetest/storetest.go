@@ -32,6 +32,7 @@ type SharedOpener func(t *testing.T) (a, b store.Store)
 // Run runs the conformance suite on the stores open makes.
 func Run(t *testing.T, open Opener) {
 	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
+	t.Run("AuditBatch", func(t *testing.T) { testAuditBatch(t, open) })
 	t.Run("Approvals", func(t *testing.T) { testApprovals(t, open) })
 	t.Run("Rules", func(t *testing.T) { testRules(t, open) })
 	t.Run("State", func(t *testing.T) { testState(t, open) })
@@ -1145,6 +1146,136 @@ func RunShared(t *testing.T, open SharedOpener) {
 		got, err := b.ListUserRules(t.Context(), T0)
 		if err != nil || len(got) != 1 {
 			t.Fatalf("other handle lists %v, %v", got, err)
+		}
+	})
+}
+
+// markerSeal is a Seal for AppendAuditBatch that chains recs as ChainSeal
+// does and appends one marker record when marker is set.
+func markerSeal(marker bool, seen *store.AuditTail) func(store.AuditTail, []*store.AuditRecord) ([]store.AuditRecord, error) {
+	return func(tail store.AuditTail, recs []*store.AuditRecord) ([]store.AuditRecord, error) {
+		*seen = tail
+		prev, seq := tail.Hash, tail.Seq
+		for _, r := range recs {
+			seq++
+			r.Seq, r.PrevHash = seq, prev
+			r.Hash = SimpleHash(prev, *r)
+			prev = r.Hash
+		}
+		if !marker {
+			return nil, nil
+		}
+		m := store.AuditRecord{Seq: seq + 1, Time: T0, Type: "seal", Data: json.RawMessage(`{"epoch":0}`), PrevHash: prev, Epoch: 3, Tag: "t"}
+		m.Hash = SimpleHash(prev, m)
+		return []store.AuditRecord{m}, nil
+	}
+}
+
+func testAuditBatch(t *testing.T, open Opener) {
+	t.Run("EffectsWithRecords", func(t *testing.T) {
+		st := open(t)
+		ctx := t.Context()
+		rec := func(typ string) store.AuditRecord {
+			return store.AuditRecord{Time: T0, Type: typ, Data: json.RawMessage(`{}`)}
+		}
+		described := json.RawMessage(`{"answered":true}`)
+		b := &store.AuditBatch{Writes: []*store.AuditWrite{
+			{Rec: rec("approval_request"), Effect: &store.CreateApprovalEffect{Approval: approvalFixture("x", T0, "s", "h")}},
+			// A duplicate: its effect fails, and it and its record are left out.
+			{Rec: rec("approval_request"), Effect: &store.CreateApprovalEffect{Approval: approvalFixture("x", T0, "s", "h")}},
+			{Rec: rec("policy_change"), Effect: &store.PutUserRuleEffect{Rule: rule("r", 0, time.Time{})}},
+			{Rec: rec("answer"), Effect: &store.AnswerApprovalEffect{ID: "x", Status: store.StatusApproved,
+				Answer: answer("approve", "ann", T0),
+				Describe: func(ap *store.Approval, applied bool) (json.RawMessage, error) {
+					if ap.Status != store.StatusApproved || !applied {
+						return nil, fmt.Errorf("described %s applied=%v", ap.Status, applied)
+					}
+					return described, nil
+				}}},
+			// Unknown approval: fails alone.
+			{Rec: rec("answer"), Effect: &store.AnswerApprovalEffect{ID: "nope", Status: store.StatusDenied, Answer: answer("deny", "bob", T0)}},
+			{Rec: rec("action")},
+		}}
+		var tail store.AuditTail
+		b.Seal = markerSeal(true, &tail)
+		if err := st.AppendAuditBatch(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range b.Writes {
+			if failed := i == 1 || i == 4; (w.Err != nil) != failed {
+				t.Errorf("write %d: err %v", i, w.Err)
+			}
+		}
+		if b.Writes[4].Err != nil && !errors.Is(b.Writes[4].Err, store.ErrNotFound) {
+			t.Errorf("answer of an unknown approval: %v, want ErrNotFound", b.Writes[4].Err)
+		}
+		if len(b.Extra) != 1 || b.Extra[0].Type != "seal" {
+			t.Fatalf("extra %+v", b.Extra)
+		}
+		recs, err := st.QueryAudit(ctx, store.AuditQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, r := range recs {
+			types = append(types, r.Type)
+		}
+		if got := fmt.Sprint(types); got != "[approval_request policy_change answer action seal]" {
+			t.Fatalf("records %s", got)
+		}
+		CheckChain(t, recs)
+		if string(recs[2].Data) != string(described) || recs[4].Epoch != 3 || recs[4].Tag != "t" {
+			t.Fatalf("stored %+v", recs)
+		}
+		ap, err := st.GetApproval(ctx, "x")
+		if err != nil || ap.Status != store.StatusApproved || len(ap.Answers) != 1 {
+			t.Fatalf("approval %+v, %v", ap, err)
+		}
+		if rs, err := st.ListUserRules(ctx, T0); err != nil || ruleIDs(rs) != "[r@1]" {
+			t.Fatalf("rules %v, %v", rs, err)
+		}
+		// The next batch sees the marker as the tail.
+		b2 := &store.AuditBatch{Writes: []*store.AuditWrite{{Rec: rec("action")}}}
+		b2.Seal = markerSeal(false, &tail)
+		if err := st.AppendAuditBatch(ctx, b2); err != nil {
+			t.Fatal(err)
+		}
+		if tail.Seq != 5 || tail.Type != "seal" || tail.Epoch != 3 || tail.Tag != "t" || string(tail.Data) != `{"epoch":0}` {
+			t.Fatalf("tail %+v", tail)
+		}
+	})
+
+	t.Run("SealErrorWritesNothing", func(t *testing.T) {
+		st := open(t)
+		ctx := t.Context()
+		boom := errors.New("boom")
+		b := &store.AuditBatch{
+			Writes: []*store.AuditWrite{{Rec: store.AuditRecord{Time: T0, Type: "approval_request", Data: json.RawMessage(`{}`)},
+				Effect: &store.CreateApprovalEffect{Approval: approvalFixture("x", T0, "s", "h")}}},
+			Seal: func(store.AuditTail, []*store.AuditRecord) ([]store.AuditRecord, error) { return nil, boom },
+		}
+		if err := st.AppendAuditBatch(ctx, b); !errors.Is(err, boom) {
+			t.Fatalf("err %v, want %v", err, boom)
+		}
+		if _, err := st.GetApproval(ctx, "x"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the effect of a batch whose seal failed was kept: %v", err)
+		}
+	})
+
+	t.Run("NoWritesStillSeals", func(t *testing.T) {
+		st := open(t)
+		appendFixture(t, st)
+		var tail store.AuditTail
+		b := &store.AuditBatch{Seal: markerSeal(true, &tail)}
+		if err := st.AppendAuditBatch(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := st.QueryAudit(t.Context(), store.AuditQuery{})
+		if err != nil || len(recs) != len(auditFixture())+1 || recs[len(recs)-1].Type != "seal" {
+			t.Fatalf("after an empty batch with a marker: %d records, %v", len(recs), err)
+		}
+		if tail.Seq != int64(len(auditFixture())) {
+			t.Fatalf("seal saw tail %d", tail.Seq)
 		}
 	})
 }

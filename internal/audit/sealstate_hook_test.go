@@ -1,0 +1,4 @@
+package audit
+
+// WriteSealStateForTest writes a sealing key file (tests that forge one).
+var WriteSealStateForTest = writeSealState

@@ -1,0 +1,293 @@
+package kernel_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/policy"
+	"github.com/overseer-dev/overseer/internal/store"
+	"github.com/overseer-dev/overseer/internal/store/pgtest"
+	"github.com/overseer-dev/overseer/internal/store/postgres"
+)
+
+// openShared opens n kernels, each with a home of its own, on one fresh
+// PostgreSQL database named by their policy files, as a fleet's daemons
+// are: the first sets up the audit log's seal and its key file is copied
+// to the others' homes. poll is how often their gates poll the store.
+func openShared(t testing.TB, n int, poll time.Duration) ([]*kernel.Kernel, audit.Setup, string) {
+	t.Helper()
+	url := pgtest.Database(t)
+	pol := []byte("settings:\n  store: '" + url + "'\n")
+	var (
+		ks    []*kernel.Kernel
+		setup audit.Setup
+	)
+	for i := range n {
+		home := t.TempDir()
+		if err := os.WriteFile(filepath.Join(home, kernel.PolicyName), pol, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			key, err := os.ReadFile(filepath.Join(ks[0].Home, audit.SealFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(home, audit.SealFile), key, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		k, err := kernel.Open(context.Background(), kernel.Config{Home: home, Poll: poll})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { k.Close() })
+		if !k.Shared() {
+			t.Fatal("the kernel does not use the shared database")
+		}
+		if i == 0 {
+			setup = k.Sealing
+		}
+		ks = append(ks, k)
+	}
+	return ks, setup, url
+}
+
+// waitCross opens an approval on a, waits for it on c, answers it on b,
+// and returns what c's waiter got.
+func waitCross(t testing.TB, a, b, c *kernel.Kernel, decision string) *store.Approval {
+	t.Helper()
+	ctx := context.Background()
+	sub, err := a.Submit(ctx, write("/etc/hosts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.Approval == nil {
+		t.Fatalf("no approval opened: %s", sub.Verdict.Level)
+	}
+	got := make(chan *store.Approval, 1)
+	waiting := make(chan struct{})
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		close(waiting)
+		ap, err := c.Wait(wctx, sub.Approval.ID)
+		if err != nil {
+			t.Errorf("wait on the third instance: %v", err)
+		}
+		got <- ap
+	}()
+	<-waiting
+	if _, applied, err := b.Answer(ctx, sub.Approval.ID, store.Answer{Decision: decision, Who: "ann", Channel: "test"}); err != nil || !applied {
+		t.Fatalf("answer on the second instance: applied %v, %v", applied, err)
+	}
+	return <-got
+}
+
+// Three instances on one database: an approval opened by one, answered on
+// another, wakes the waiter on the third. Its gate polls only every
+// minute and the wait gives up after 20 s (waitCross), so the answer
+// reached it through the database's notification.
+func TestSharedApprovalWakesOtherInstance(t *testing.T) {
+	ks, _, _ := openShared(t, 3, time.Minute)
+	ap := waitCross(t, ks[0], ks[1], ks[2], "deny")
+	if ap == nil || ap.Status != store.StatusDenied || ap.Answer.Who != "ann" {
+		t.Fatalf("the waiter on the third instance got %+v", ap)
+	}
+}
+
+// The first answer wins whichever instance gives it; the audit chain the
+// instances wrote together is one chain that verifies with the one key.
+func TestSharedFirstAnswerWinsAndOneChain(t *testing.T) {
+	ctx := context.Background()
+	ks, setup, url := openShared(t, 3, 20*time.Millisecond)
+	const rounds = 5
+	for r := range rounds {
+		sub, err := ks[r%3].Submit(ctx, write("/etc/x"+string(rune('a'+r))))
+		if err != nil || sub.Approval == nil {
+			t.Fatalf("submit: %v", err)
+		}
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			applied []string
+		)
+		for i, k := range ks {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				dec := []string{"approve", "deny", "approve"}[i]
+				_, ok, err := k.Answer(ctx, sub.Approval.ID, store.Answer{Decision: dec, Who: "p" + string(rune('0'+i)), Channel: "test"})
+				if err != nil {
+					t.Errorf("answer on instance %d: %v", i, err)
+				}
+				if ok {
+					mu.Lock()
+					applied = append(applied, dec)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if len(applied) != 1 {
+			t.Fatalf("round %d: %d answers applied, want 1", r, len(applied))
+		}
+		ap, err := ks[(r+1)%3].Gate.Get(ctx, sub.Approval.ID)
+		if err != nil || len(ap.Answers) != 3 || ap.Answer == nil || ap.Answer.Decision != applied[0] {
+			t.Fatalf("round %d: stored %+v, %v (applied %v)", r, ap, err, applied)
+		}
+	}
+	// Actions from all three at once, then the chain.
+	var wg sync.WaitGroup
+	for i, k := range ks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 20 {
+				a := write(filepath.Join("/proj", string(rune('a'+i)), string(rune('a'+j))+".go"))
+				a.Cwd = "/proj"
+				if _, err := k.Submit(ctx, a); err != nil {
+					t.Errorf("submit on instance %d: %v", i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, k := range ks {
+		k.Close() // each closes its sealing epoch
+	}
+	st, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	key := setup.Key
+	rep, err := audit.VerifyWith(ctx, st, audit.Options{Key: &key})
+	if err != nil || !rep.OK {
+		t.Fatalf("the shared chain does not verify: %+v %v", rep, err)
+	}
+	if rep.Records < 3*20*2+rounds*(2+1+3) {
+		t.Fatalf("the chain has %d records", rep.Records)
+	}
+}
+
+// A rule added on one instance is in force on the others at once: the
+// change is announced, and they reload their user layer.
+func TestSharedUserLayerReloads(t *testing.T) {
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 3, time.Minute)
+	before := ks[2].Evaluate(ctx, write("/etc/motd"))
+	if before.Level == action.Block {
+		t.Fatalf("already blocked: %+v", before)
+	}
+	r := policy.Rule{Name: "no-writes", Level: action.Block, Tool: []string{"Write"}}
+	if _, err := ks[1].AddUserRule(ctx, r, "ann", nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, k := range []*kernel.Kernel{ks[0], ks[2]} {
+		for len(k.Engine.UserRules()) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("another instance did not reload its user layer")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if v := k.Evaluate(ctx, write("/etc/motd")); v.Level != action.Block {
+			t.Fatalf("after the reload: %s", v.Level)
+		}
+	}
+}
+
+// BenchmarkSharedWake measures an approval's round across three instances
+// on one database: opened on one, answered on another, the waiter on the
+// third woken (by the notification: its poll is a minute). wake-ms is the
+// time from the answer's call on the second instance to the waiter's
+// return on the third (the goal: under 100 ms).
+func BenchmarkSharedWake(b *testing.B) {
+	ks, _, _ := openShared(b, 3, time.Minute)
+	ctx := context.Background()
+	var (
+		wake time.Duration
+		n    int
+	)
+	for b.Loop() {
+		n++
+		sub, err := ks[0].Submit(ctx, write(fmt.Sprintf("/etc/bench-%d", n)))
+		if err != nil || sub.Approval == nil {
+			b.Fatal(err)
+		}
+		got := make(chan time.Time, 1)
+		go func() {
+			if _, err := ks[2].Wait(ctx, sub.Approval.ID); err != nil {
+				b.Error(err)
+			}
+			got <- time.Now()
+		}()
+		time.Sleep(time.Millisecond) // let the waiter read the pending approval first
+		asked := time.Now()
+		if _, _, err := ks[1].Answer(ctx, sub.Approval.ID, store.Answer{Decision: "deny", Who: "ann", Channel: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+		wake += (<-got).Sub(asked)
+	}
+	b.ReportMetric(float64(wake.Microseconds())/1000/float64(b.N), "wake-ms")
+}
+
+// $OVERSEER_DATABASE_URL selects the database over the policy, and is not
+// passed on to the processes the kernel's process starts (it may hold the
+// database's password).
+func TestDatabaseURLFromEnvironment(t *testing.T) {
+	if os.Getenv("OVERSEER_TEST_CHILD") == "1" {
+		// In the child: the kernel opens the database the variable names,
+		// and the variable is gone from the environment.
+		k, err := kernel.Open(context.Background(), kernel.Config{Home: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.Close()
+		if !k.Shared() {
+			t.Fatal("the kernel did not open the database $" + kernel.DatabaseURLEnv + " names")
+		}
+		out, err := exec.Command("sh", "-c", "echo -n \"$"+kernel.DatabaseURLEnv+"\"").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != 0 {
+			t.Fatalf("a process started by the kernel's process inherited the URL %q", out)
+		}
+		return
+	}
+	t.Setenv(kernel.DatabaseURLEnv, pgtest.Database(t))
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestDatabaseURLFromEnvironment$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "OVERSEER_TEST_CHILD=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+func TestDescribeStore(t *testing.T) {
+	pol := func(store string) *policy.Policy { p := *policy.Builtin(); p.Settings.Store = store; return &p } // a copy: Builtin is shared
+	for _, tc := range []struct{ store, want string }{
+		{"", "/h/overseer.db (SQLite)"},
+		{"sqlite", "/h/overseer.db (SQLite)"},
+		{"postgres://ovs@db.internal:5433/overseer?sslmode=verify-full", "PostgreSQL ovs@db.internal:5433/overseer (shared)"},
+	} {
+		if got := kernel.DescribeStore("/h", pol(tc.store)); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.store, got, tc.want)
+		}
+	}
+	t.Setenv(kernel.DatabaseURLEnv, "")
+	if got := kernel.DescribeStore("/h", pol("postgres://ovs:secret@db/overseer")); strings.Contains(got, "secret") {
+		t.Errorf("the description shows the password: %q", got)
+	}
+}

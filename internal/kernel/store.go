@@ -1,0 +1,111 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/overseer-dev/overseer/internal/policy"
+	"github.com/overseer-dev/overseer/internal/store"
+	"github.com/overseer-dev/overseer/internal/store/postgres"
+	"github.com/overseer-dev/overseer/internal/store/sqlite"
+)
+
+// DatabaseURLEnv names the database when set: a postgres:// URL, which
+// overrides the policy's settings.store (it may carry a password, which
+// the policy file must not).
+const DatabaseURLEnv = "OVERSEER_DATABASE_URL"
+
+// envURL is $OVERSEER_DATABASE_URL as the process started with it. It is
+// read once and removed from the environment, so that the processes this
+// one starts (MCP servers, the tools of the agent loop) do not inherit the
+// database's password.
+var envURL = sync.OnceValue(func() string {
+	u := os.Getenv(DatabaseURLEnv)
+	os.Unsetenv(DatabaseURLEnv)
+	return u
+})
+
+// StoreURL returns the database the kernel uses with policy pol: a
+// postgres:// URL, or "" for the SQLite file in its home.
+func StoreURL(pol *policy.Policy) string {
+	if u := envURL(); u != "" {
+		return u
+	}
+	if pol != nil && pol.Settings.Store != "sqlite" {
+		return pol.Settings.Store
+	}
+	return ""
+}
+
+// OpenStore opens the store the environment and the policy select (see
+// StoreURL): PostgreSQL shared by several instances, or SQLite in home.
+func OpenStore(ctx context.Context, home string, pol *policy.Policy) (store.Store, error) {
+	u := StoreURL(pol)
+	if u == "" {
+		return sqlite.OpenContext(ctx, filepath.Join(home, DBFile))
+	}
+	if !postgres.IsURL(u) {
+		// Not repeated: it may hold a password.
+		return nil, fmt.Errorf("$%s (or settings.store) is not a postgres:// URL", DatabaseURLEnv)
+	}
+	st, err := postgres.Open(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("opening the shared database: %w", err)
+	}
+	return st, nil
+}
+
+// HasStore reports whether home has a database: the SQLite file, or a
+// shared database named by the environment or home's policy.
+func HasStore(home string) bool {
+	if _, err := os.Stat(filepath.Join(home, DBFile)); err == nil {
+		return true
+	}
+	pol, _, err := LoadPolicy(home, "")
+	return err == nil && StoreURL(pol) != ""
+}
+
+// DescribeStore says which database the kernel with policy pol uses, for
+// people: the SQLite file, or the PostgreSQL server, database and user
+// (never a password).
+func DescribeStore(home string, pol *policy.Policy) string {
+	u := StoreURL(pol)
+	if u == "" {
+		return filepath.Join(home, DBFile) + " (SQLite)"
+	}
+	c, err := pgconn.ParseConfig(u)
+	if err != nil {
+		return "PostgreSQL (the URL does not parse)"
+	}
+	return fmt.Sprintf("PostgreSQL %s@%s:%d/%s (shared)", c.User, c.Host, c.Port, c.Database)
+}
+
+// Shared reports whether the kernel's store is shared by several
+// instances (PostgreSQL), rather than the SQLite file in its home.
+func (k *Kernel) Shared() bool { return k.shared }
+
+// watch acts at once on the changes other instances commit to a shared
+// store: an answer wakes this instance's waiters, a change of the user
+// layer reloads it. It runs until ctx ends. Missing a change is not
+// dangerous: waiters poll the store, and the daemon reloads the user
+// layer every second. listening is closed once the watch listens.
+func (k *Kernel) watch(ctx context.Context, w store.Watcher, listening chan<- struct{}) {
+	var once sync.Once
+	w.Watch(ctx, func(c store.Change) {
+		switch c.Kind {
+		case store.ChangeApproval:
+			k.Gate.Nudge(c.ID)
+		case store.ChangeRules:
+			_ = k.Engine.Reload(ctx) // a failure is kept by the engine: actions go to a person
+		case store.ChangeResync:
+			once.Do(func() { close(listening) })
+			k.Gate.NudgeAll()
+			_ = k.Engine.Reload(ctx)
+		}
+	})
+}

@@ -1,0 +1,388 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// scanPage is how many audit records ScanAudit reads per query, so that
+// fn runs without holding a connection open.
+const scanPage = 1000
+
+const auditColumns = `seq, time_ns, type, action_id, agent, session, tool, data, prev_hash, hash, epoch, tag`
+
+// insertAuditSQL inserts a batch of records from one array per column:
+// one statement, one round trip, whatever the batch's size.
+const insertAuditSQL = `INSERT INTO audit (` + auditColumns + `)
+	SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+		$8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[])`
+
+// tailSQL reads the chain's last record.
+const tailSQL = `SELECT seq, hash, type, epoch, tag, data FROM audit ORDER BY seq DESC LIMIT 1`
+
+// auditArgs returns insertAuditSQL's arguments for recs, which must follow
+// the tail without a gap.
+func auditArgs(tail int64, recs []store.AuditRecord) ([]any, error) {
+	n := len(recs)
+	seq, tns, epoch := make([]int64, n), make([]int64, n), make([]int64, n)
+	cols := make([][]string, 9) // type, action_id, agent, session, tool, data, prev_hash, hash, tag
+	for i := range cols {
+		cols[i] = make([]string, n)
+	}
+	for i := range recs {
+		r := &recs[i]
+		if r.Seq <= tail || i > 0 && r.Seq != recs[i-1].Seq+1 {
+			return nil, fmt.Errorf("sealed record has seq %d, not after the tail %d", r.Seq, tail)
+		}
+		seq[i], tns[i], epoch[i] = r.Seq, nanos(r.Time), r.Epoch
+		for j, v := range []string{r.Type, r.ActionID, r.Agent, r.Session, r.Tool, string(r.Data), r.PrevHash, r.Hash, r.Tag} {
+			cols[j][i] = v
+		}
+	}
+	return []any{seq, tns, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], epoch, cols[8]}, nil
+}
+
+// appendTx is one audit append's (or state update's) transaction on a
+// connection of its own.
+// Its statements are pipelined: BEGIN, the audit lock and the read of the
+// tail go in one round trip, the insert and COMMIT in another; effects
+// (which need their results one by one) run in between. The lock and the
+// tail are two statements, each with its own snapshot (READ COMMITTED),
+// so the tail is read after the lock is held and is the true tail.
+type appendTx struct {
+	conn *pgxpool.Conn
+	open bool // BEGIN was sent: roll back unless committed
+}
+
+func (d *DB) beginAppend(ctx context.Context) (*appendTx, store.AuditTail, error) {
+	var tail store.AuditTail
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return nil, tail, err
+	}
+	t := &appendTx{conn: conn, open: true}
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, lockClass, auditLock)
+	var data string
+	b.Queue(tailSQL).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&tail.Seq, &tail.Hash, &tail.Type, &tail.Epoch, &tail.Tag, &data)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		t.end()
+		return nil, tail, fmt.Errorf("audit lock and tail: %w", err)
+	}
+	if data != "" {
+		tail.Data = json.RawMessage(data)
+	}
+	return t, tail, nil
+}
+
+// commit inserts recs and commits.
+func (t *appendTx) commit(ctx context.Context, tail int64, recs []store.AuditRecord) error {
+	b := &pgx.Batch{}
+	if len(recs) > 0 {
+		args, err := auditArgs(tail, recs)
+		if err != nil {
+			return err
+		}
+		b.Queue(insertAuditSQL, args...)
+	}
+	b.Queue(`COMMIT`)
+	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+		if len(recs) > 0 {
+			return fmt.Errorf("insert records %d to %d: %w", recs[0].Seq, recs[len(recs)-1].Seq, err)
+		}
+		return err
+	}
+	t.open = false
+	return nil
+}
+
+// end rolls back what was not committed and gives the connection back.
+func (t *appendTx) end() {
+	if t.open {
+		// A connection left in a transaction is not given back to the
+		// pool (pgxpool closes it), so a failed rollback loses nothing.
+		_, _ = t.conn.Exec(context.Background(), `ROLLBACK`)
+	}
+	t.conn.Release()
+}
+
+// appendAudit runs one append: fn gets the transaction's connection and the
+// tail, and returns the records to insert after it.
+func (d *DB) appendAudit(ctx context.Context, fn func(q querier, tail store.AuditTail) ([]store.AuditRecord, error)) error {
+	if err := d.check(ctx); err != nil {
+		return d.wrap(ctx, "append audit", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+	defer cancel()
+	t, tail, err := d.beginAppend(ctx)
+	if err != nil {
+		return d.wrap(ctx, "append audit", err)
+	}
+	defer t.end()
+	recs, err := fn(t.conn, tail)
+	if err == nil {
+		err = t.commit(ctx, tail.Seq, recs)
+	}
+	return d.wrap(ctx, "append audit", err)
+}
+
+// AppendAudit implements store.AuditStore. The tail is read under the
+// audit lock, so seal sees the true tail even when other instances append
+// to the same database.
+func (d *DB) AppendAudit(ctx context.Context, recs []store.AuditRecord, seal func(tailSeq int64, tailHash string, recs []store.AuditRecord) error) error {
+	if seal == nil {
+		return errors.New("postgres: append audit: nil seal")
+	}
+	if len(recs) == 0 {
+		return d.check(ctx)
+	}
+	return d.appendAudit(ctx, func(_ querier, tail store.AuditTail) ([]store.AuditRecord, error) {
+		if err := seal(tail.Seq, tail.Hash, recs); err != nil {
+			return nil, fmt.Errorf("seal: %w", err)
+		}
+		return recs, nil
+	})
+}
+
+// AppendAuditBatch implements store.AuditStore. Each effect runs under a
+// savepoint of its own, so that a failing one takes back only itself (and
+// its record); then Seal seals the records that remain, and they are
+// inserted with the markers Seal adds, all in one commit.
+func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
+	if b == nil || b.Seal == nil {
+		return errors.New("postgres: append audit: nil seal")
+	}
+	b.Extra = nil
+	for _, w := range b.Writes {
+		w.Err = nil
+	}
+	var extra []store.AuditRecord
+	err := d.appendAudit(ctx, func(q querier, tail store.AuditTail) ([]store.AuditRecord, error) {
+		recs := make([]*store.AuditRecord, 0, len(b.Writes))
+		for _, w := range b.Writes {
+			if w.Effect != nil {
+				if err := applyEffect(ctx, q, w); err != nil {
+					if ctx.Err() != nil {
+						return nil, err // not the effect's fault: the whole batch fails
+					}
+					w.Err = err
+					continue
+				}
+			}
+			recs = append(recs, &w.Rec)
+		}
+		var err error
+		extra, err = b.Seal(tail, recs)
+		if err != nil {
+			return nil, fmt.Errorf("seal: %w", err)
+		}
+		all := make([]store.AuditRecord, 0, len(recs)+len(extra))
+		for _, r := range recs {
+			all = append(all, *r)
+		}
+		return append(all, extra...), nil
+	})
+	if err != nil {
+		return err
+	}
+	b.Extra = extra
+	return nil
+}
+
+// applyEffect runs w's effect under a savepoint, and sets w's data from its
+// outcome when the effect describes it.
+func applyEffect(ctx context.Context, q querier, w *store.AuditWrite) (err error) {
+	if _, err := q.Exec(ctx, `SAVEPOINT effect`); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			if _, rerr := q.Exec(ctx, `ROLLBACK TO SAVEPOINT effect`); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+		if _, rerr := q.Exec(ctx, `RELEASE SAVEPOINT effect`); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	var data json.RawMessage
+	switch e := w.Effect.(type) {
+	case *store.CreateApprovalEffect:
+		return createApproval(ctx, q, e.Approval)
+	case *store.AnswerApprovalEffect:
+		e.Result, e.Applied, err = answerApproval(ctx, q, e.ID, e.Status, e.Answer)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(e.Result, e.Applied)
+		}
+	case *store.PutUserRuleEffect:
+		err = putUserRule(ctx, q, e.Rule)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(e.Rule)
+		}
+	case *store.DeleteUserRuleEffect:
+		var r *store.UserRule
+		r, err = deleteUserRule(ctx, q, e.ID)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(r)
+		}
+	case *store.PutStateEffect:
+		err = putState(ctx, q, e)
+	case *store.PauseAgentEffect:
+		var old *store.AgentPause
+		old, err = pauseAgent(ctx, q, e.Pause)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(old)
+		}
+	case *store.ResumeAgentEffect:
+		var old *store.AgentPause
+		old, err = resumeAgent(ctx, q, e.Agent)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(old)
+		}
+	case *store.PutControlEffect:
+		var old *store.Control
+		old, err = putControl(ctx, q, e.Control)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(old)
+		}
+	case *store.DeleteControlEffect:
+		var old *store.Control
+		old, err = deleteControl(ctx, q, e.ID, e.Kind)
+		if err == nil && e.Describe != nil {
+			data, err = e.Describe(old)
+		}
+	default:
+		return fmt.Errorf("unknown effect %T", w.Effect)
+	}
+	if err == nil && data != nil {
+		w.Rec.Data = data
+	}
+	return err
+}
+
+// ScanAudit implements store.AuditStore. Records are read a page at a time;
+// when a record cannot be read, fn still gets every record before it.
+func (d *DB) ScanAudit(ctx context.Context, afterSeq int64, fn func(store.AuditRecord) error) error {
+	for {
+		recs, err := d.queryAudit(ctx, store.AuditQuery{AfterSeq: afterSeq, Limit: scanPage}, true)
+		for _, r := range recs {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if len(recs) < scanPage {
+			return nil
+		}
+		afterSeq = recs[len(recs)-1].Seq
+	}
+}
+
+// QueryAudit implements store.AuditStore. Since is inclusive and Until
+// exclusive; Text matches a case-sensitive substring of the record's data.
+func (d *DB) QueryAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditRecord, error) {
+	recs, err := d.queryAudit(ctx, q, false)
+	if err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery, strictAfter bool) ([]store.AuditRecord, error) {
+	query, args := auditSQL(q, strictAfter)
+	var out []store.AuditRecord
+	err := d.readOne(ctx, "query audit", func(db querier) error {
+		rows, err := db.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				r    store.AuditRecord
+				tns  int64
+				data string
+			)
+			if err := rows.Scan(&r.Seq, &tns, &r.Type, &r.ActionID, &r.Agent, &r.Session, &r.Tool, &data, &r.PrevHash, &r.Hash,
+				&r.Epoch, &r.Tag); err != nil {
+				return err
+			}
+			r.Time = fromNanos(tns)
+			r.Data = json.RawMessage(data)
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// auditSQL returns the SELECT statement and its arguments for q.
+func auditSQL(q store.AuditQuery, strictAfter bool) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, a any) {
+		args = append(args, a)
+		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
+	}
+	if q.AfterSeq != 0 || strictAfter {
+		add("seq > ?", q.AfterSeq)
+	}
+	if len(q.Types) > 0 {
+		add("type = ANY(?)", q.Types)
+	}
+	if q.ActionID != "" {
+		add("action_id = ? AND action_id <> ''", q.ActionID)
+	}
+	if q.Agent != "" {
+		add("agent = ? AND agent <> ''", q.Agent)
+	}
+	if q.Session != "" {
+		add("session = ?", q.Session)
+	}
+	if q.Tool != "" {
+		add("tool = ? AND tool <> ''", q.Tool)
+	}
+	if !q.Since.IsZero() {
+		add("time_ns >= ?", q.Since.UnixNano())
+	}
+	if !q.Until.IsZero() {
+		add("time_ns < ?", q.Until.UnixNano())
+	}
+	if q.Text != "" {
+		add("strpos(data, ?) > 0", q.Text)
+	}
+	query := `SELECT ` + auditColumns + ` FROM audit`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	if q.Desc {
+		query += " ORDER BY seq DESC"
+	} else {
+		query += " ORDER BY seq"
+	}
+	if q.Limit > 0 {
+		args = append(args, q.Limit)
+		query += " LIMIT $" + strconv.Itoa(len(args))
+	}
+	return query, args
+}

@@ -1,0 +1,242 @@
+// Package postgres is the implementation of store.Store on PostgreSQL
+// (github.com/jackc/pgx/v5, pure Go), for a team or a fleet: several
+// Overseer daemons sharing one database share its policy's user layer, its
+// approvals queue, its state and one audit chain.
+//
+// Every write is one transaction, committed durably (the server's
+// synchronous_commit) before the method returns. What must be serialised
+// across processes is serialised by the database, never by this process:
+//
+//   - audit appends take a transaction-scoped advisory lock (auditLock)
+//     before they read the chain's tail, so each batch is sealed against the
+//     true tail and the chain stays one chain; the lock is held for one
+//     commit of one batch, and each daemon already gathers its concurrent
+//     appends into batches (package audit), so instances take turns per
+//     batch rather than per record;
+//   - an answer locks its approval's row (SELECT … FOR UPDATE), so the first
+//     terminal answer wins whichever instance gives it;
+//   - a state update locks its key (an advisory lock on the key's hash,
+//     which also covers a key not written yet);
+//   - a change of the user layer locks the rules version counter.
+//
+// Changes other instances act on at once — an answer, a new approval, a
+// change of the user layer — are announced with NOTIFY in the transaction
+// that makes them (delivered on commit); Watch listens for them. A waiter
+// that misses one (the listening connection dropped) still sees the change
+// at its next poll of the store.
+//
+// Times are stored as Unix nanoseconds (PostgreSQL's timestamps keep
+// microseconds; the audit chain's hashes cover nanoseconds), and JSON as
+// text, byte for byte as given.
+//
+// The schema is versioned like the SQLite store's: Open applies the missing
+// migrations in order, each in its own transaction under an advisory lock,
+// so instances starting at once apply each step exactly once; a database
+// written by a newer program is refused (ErrSchemaTooNew).
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// ErrSchemaTooNew is returned (wrapped) by Open for a database whose schema
+// was written by a newer version of the program.
+var ErrSchemaTooNew = errors.New("postgres: database schema is newer than this program")
+
+// Advisory lock keys (the two-key form: class, object). The class keeps
+// them apart from any other user of the database's advisory locks.
+const (
+	lockClass     = 0x0b5e // "overseer"
+	auditLock     = 1
+	migrationLock = 2
+	rulesLock     = 3
+	stateClass    = lockClass + 1 // objects: the hash of a state key
+)
+
+// ConnectTimeout bounds a new connection to the server when the URL sets
+// none (connect_timeout).
+const ConnectTimeout = 5 * time.Second
+
+// WriteTimeout bounds one write transaction, waits for locks included: a
+// server that stops answering in the middle of one (the network dropped)
+// fails it, and the action it records is refused, instead of holding the
+// audit log's writer, and every request behind it, until the system's TCP
+// timeout.
+const WriteTimeout = 30 * time.Second
+
+// Channel is the NOTIFY channel the store announces changes on.
+const Channel = "overseer_changes"
+
+// IsURL reports whether s names a PostgreSQL database (a postgres:// or
+// postgresql:// URL).
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// DB is a store.Store on a PostgreSQL database. It is safe for concurrent
+// use, and several DBs (in one or several processes, on one or several
+// machines) may share the same database.
+type DB struct {
+	pool   *pgxpool.Pool
+	cfg    *pgx.ConnConfig // for the listening connection
+	closed atomic.Bool
+	stop   context.CancelFunc // ends the listeners
+	ctx    context.Context    // the listeners' context
+}
+
+var (
+	_ store.Store   = (*DB)(nil)
+	_ store.Watcher = (*DB)(nil)
+)
+
+// Open connects to the database at url (a postgres:// URL, or key=value
+// connection string, as libpq reads them, including its passfile and
+// environment) and brings its schema up to date.
+func Open(ctx context.Context, url string) (*DB, error) {
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// The parse error may quote the URL, password and all.
+		return nil, errors.New("postgres: the database URL does not parse")
+	}
+	if pc.MaxConns < 8 {
+		pc.MaxConns = int32(max(8, 2*runtime.GOMAXPROCS(0)))
+	}
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		// Without one, a server that drops packets holds every request
+		// that needs a new connection for the system's TCP timeout;
+		// with it, they fail (closed) in seconds.
+		pc.ConnConfig.ConnectTimeout = ConnectTimeout
+	}
+	pc.MaxConnIdleTime = time.Minute
+	pc.HealthCheckPeriod = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	lctx, stop := context.WithCancel(context.Background())
+	d := &DB{pool: pool, cfg: pc.ConnConfig.Copy(), stop: stop, ctx: lctx}
+	if err := d.migrate(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Close closes the database's connections. Further calls of any method
+// return store.ErrClosed. Closing twice is not an error.
+func (d *DB) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	d.stop()
+	d.pool.Close()
+	return nil
+}
+
+// check reports whether an operation may start.
+func (d *DB) check(ctx context.Context) error {
+	if d.closed.Load() {
+		return store.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// wrap adds context to err and turns errors caused by a concurrent Close
+// into store.ErrClosed, and a context's end into its error.
+func (d *DB) wrap(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if d.closed.Load() && !errors.Is(err, store.ErrClosed) {
+		return fmt.Errorf("postgres: %s: %w (%v)", op, store.ErrClosed, err)
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("postgres: %s: %w (%v)", op, cerr, err)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+// write runs fn in a transaction and commits it. The transaction is rolled
+// back when fn fails.
+func (d *DB) write(ctx context.Context, op string, fn func(pgx.Tx) error) error {
+	if err := d.check(ctx); err != nil {
+		return d.wrap(ctx, op, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+	defer cancel()
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return d.wrap(ctx, op, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(context.Background())
+		return d.wrap(ctx, op, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return d.wrap(ctx, op, err)
+	}
+	return nil
+}
+
+// read runs fn in a read-only transaction that sees one snapshot.
+func (d *DB) read(ctx context.Context, op string, fn func(pgx.Tx) error) error {
+	if err := d.check(ctx); err != nil {
+		return d.wrap(ctx, op, err)
+	}
+	tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return d.wrap(ctx, op, err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }() // read-only: nothing to undo
+	return d.wrap(ctx, op, fn(tx))
+}
+
+// readOne runs a single read statement outside an explicit transaction
+// (one statement sees one snapshot).
+func (d *DB) readOne(ctx context.Context, op string, fn func(q querier) error) error {
+	if err := d.check(ctx); err != nil {
+		return d.wrap(ctx, op, err)
+	}
+	return d.wrap(ctx, op, fn(d.pool))
+}
+
+// querier is what pool, connection and transaction have in common.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// notify announces a change on Channel when tx commits.
+func notify(ctx context.Context, tx querier, kind, id string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, kind+":"+id)
+	return err
+}
+
+// nanos stores a time as Unix nanoseconds; the zero time as 0.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos reads a time stored by nanos, in UTC.
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}

@@ -1,0 +1,120 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// GetState implements store.StateStore.
+func (d *DB) GetState(ctx context.Context, ns, key string) ([]byte, error) {
+	var v string
+	err := d.readOne(ctx, "get state", func(q querier) error {
+		err := q.QueryRow(ctx, `SELECT value FROM state WHERE ns = $1 AND key = $2`, ns, key).Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("state %s/%s: %w", ns, key, store.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []byte(v), nil
+}
+
+// UpdateState implements store.StateStore. The key is locked (an advisory
+// lock on its hash, which also serialises the first writes of a key that
+// does not exist yet) for the transaction, so concurrent updates from any
+// instance apply one after the other. fn must be quick and must not call
+// back into the store. A value fn returns must be valid JSON.
+//
+// The transaction takes two round trips: BEGIN, the lock and the read are
+// pipelined, and so are the write and COMMIT (the lock and the read are
+// two statements, so the read sees what the lock's last holder committed).
+func (d *DB) UpdateState(ctx context.Context, ns, key string, fn func(old []byte) ([]byte, error)) error {
+	if fn == nil {
+		return errors.New("postgres: update state: nil fn")
+	}
+	if err := d.check(ctx); err != nil {
+		return d.wrap(ctx, "update state", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+	defer cancel()
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return d.wrap(ctx, "update state", err)
+	}
+	t := &appendTx{conn: conn, open: true}
+	defer t.end()
+	var (
+		old []byte
+		v   string
+	)
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, stateClass, ns, key)
+	b.Queue(`SELECT value FROM state WHERE ns = $1 AND key = $2`, ns, key).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&v)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil
+		case err != nil:
+			return err
+		}
+		old = []byte(v)
+		return nil
+	})
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return d.wrap(ctx, "update state", err)
+	}
+	nv, err := fn(old)
+	if err != nil {
+		return d.wrap(ctx, "update state", fmt.Errorf("state %s/%s: %w", ns, key, err))
+	}
+	b = &pgx.Batch{}
+	if nv == nil {
+		b.Queue(`DELETE FROM state WHERE ns = $1 AND key = $2`, ns, key)
+	} else {
+		if !json.Valid(nv) {
+			return d.wrap(ctx, "update state", fmt.Errorf("state %s/%s: value is not valid JSON", ns, key))
+		}
+		b.Queue(`INSERT INTO state (ns, key, value) VALUES ($1, $2, $3)
+			ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, ns, key, string(nv))
+	}
+	b.Queue(`COMMIT`)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return d.wrap(ctx, "update state", err)
+	}
+	t.open = false
+	return nil
+}
+
+// ListState implements store.StateStore. The map is empty, not nil, when
+// the namespace holds nothing.
+func (d *DB) ListState(ctx context.Context, ns string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := d.readOne(ctx, "list state", func(q querier) error {
+		rows, err := q.Query(ctx, `SELECT key, value FROM state WHERE ns = $1`, ns)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k, v string
+			if err := rows.Scan(&k, &v); err != nil {
+				return err
+			}
+			out[k] = []byte(v)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
