@@ -88,6 +88,8 @@ type Kernel struct {
 	Pins *mcppin.Registry
 	// observers are the guards that remember what recorded actions did.
 	observers []guard.Observer
+	// reads remembers what the agents' read tools read (reads.go).
+	reads readObserver
 	// grants are delegated mode's grants, as read from the audit log.
 	grants grantBook
 	// pauses are the paused agents (pauses.go).
@@ -201,7 +203,8 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 			k.observers = append(k.observers, o)
 		}
 	}
-	k.observers = append(k.observers, readObserver{paths.NewStoreTracker(st, cfg.Clock)})
+	k.reads = readObserver{paths.NewStoreTracker(st, cfg.Clock)}
+	k.observers = append(k.observers, k.reads)
 	k.Bus = perception.New(st, cfg.Clock)
 	// A failure is kept: every call then goes to a person until a read
 	// succeeds.
@@ -347,8 +350,24 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 	// What is stored is bounded (settings.limits.stored_bytes): the whole
 	// action was judged and its arguments hashed (v.ArgsHash) above.
 	sa, sv := k.stored(a, &v)
-	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, &sa, sa), entry(audit.TypeVerdict, &sa, sv)); err != nil {
+	verdict := entry(audit.TypeVerdict, &sa, sv)
+	var reads []*store.PutStateEffect
+	if v.Level.RunsWithoutPerson() {
+		// What it reads is remembered in the same commit as its verdict
+		// (one effect per record; a second file read is written after).
+		var err error
+		if reads, err = k.reads.effects(a); err != nil {
+			return nil, err
+		}
+		if len(reads) > 0 {
+			verdict.Effect, reads = reads[0], reads[1:]
+		}
+	}
+	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, &sa, sa), verdict); err != nil {
 		return nil, fmt.Errorf("recording the action and its verdict: %w", err)
+	}
+	if err := k.reads.put(ctx, reads); err != nil {
+		return nil, err
 	}
 	if len(counted.findings) > 0 {
 		k.afterCount(ctx, a, counted.findings)

@@ -68,11 +68,30 @@ func (t *StoreTracker) RecordRead(ctx context.Context, session, path string, ful
 	if t == nil || t.st == nil {
 		return errors.New("paths: read tracker has no store")
 	}
-	b, err := json.Marshal(ReadInfo{Full: full, Mtime: mtime, Hash: hash, At: t.clock.Now()})
+	key, b, err := t.ReadState(session, path, full, mtime, hash)
 	if err != nil {
 		return err
 	}
-	return t.st.UpdateState(ctx, ReadsNamespace, readKey(session, path), func([]byte) ([]byte, error) { return b, nil })
+	return t.PutState(ctx, key, b)
+}
+
+// PutState writes a read record made by ReadState.
+func (t *StoreTracker) PutState(ctx context.Context, key string, value []byte) error {
+	if t == nil || t.st == nil {
+		return errors.New("paths: read tracker has no store")
+	}
+	return t.st.UpdateState(ctx, ReadsNamespace, key, func([]byte) ([]byte, error) { return value, nil })
+}
+
+// ReadState returns the state key (in ReadsNamespace) and value that
+// RecordRead writes, for a caller that commits the read together with
+// other records (a store.PutStateEffect of an audit batch).
+func (t *StoreTracker) ReadState(session, path string, full bool, mtime time.Time, hash string) (key string, value []byte, err error) {
+	b, err := json.Marshal(ReadInfo{Full: full, Mtime: mtime, Hash: hash, At: t.clock.Now()})
+	if err != nil {
+		return "", nil, err
+	}
+	return readKey(session, path), b, nil
 }
 
 // LastRead implements ReadTracker.

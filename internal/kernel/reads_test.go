@@ -1,0 +1,62 @@
+package kernel_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/guard/paths"
+)
+
+// TestSubmittedReadIsRememberedWithItsVerdict: a hook agent's read that runs
+// without a person is remembered by the commit that records it (no write of
+// its own), whole or partial, and an edit after the file changed behind the
+// agent's back is refused until it reads again.
+func TestSubmittedReadIsRememberedWithItsVerdict(t *testing.T) {
+	k := open(t, clock.Real{}, "")
+	proj := t.TempDir()
+	f := filepath.Join(proj, "notes.txt")
+	if err := os.WriteFile(f, []byte("one\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	submit := func(tool string, args map[string]any) action.Verdict {
+		t.Helper()
+		sub, err := k.Submit(t.Context(), &action.Action{Tool: tool, Agent: "claude-code", Session: "s-reads", Cwd: proj, Args: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sub.Verdict
+	}
+	if v := submit("Read", map[string]any{"file_path": f, "limit": 1}); !v.Level.RunsWithoutPerson() {
+		t.Fatalf("a read in the project is %s, want it to run", v.Level)
+	}
+	ri, ok, err := k.Reads().LastRead(t.Context(), "s-reads", f)
+	if err != nil || !ok || ri.Full {
+		t.Fatalf("partial read remembered as %+v ok=%v err=%v, want a partial read", ri, ok, err)
+	}
+	submit("Read", map[string]any{"file_path": f})
+	h, _, _ := paths.HashFile(f)
+	ri, ok, err = k.Reads().LastRead(t.Context(), "s-reads", f)
+	if err != nil || !ok || !ri.Full || ri.Hash != h {
+		t.Fatalf("read remembered as %+v ok=%v err=%v, want the whole file with hash %s", ri, ok, err, h)
+	}
+	if err := os.WriteFile(f, []byte("one\ntwo, by someone else\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(f, later, later); err != nil {
+		t.Fatal(err)
+	}
+	v := submit("Edit", map[string]any{"file_path": f, "old_string": "one", "new_string": "uno"})
+	if v.Level != action.Block || !strings.Contains(v.Summary(), "changed since you read it") {
+		t.Fatalf("edit after a change behind the agent's back: %s (%s), want block for a stale read", v.Level, v.Summary())
+	}
+	submit("Read", map[string]any{"file_path": f})
+	if v := submit("Edit", map[string]any{"file_path": f, "old_string": "one", "new_string": "uno"}); v.Level == action.Block {
+		t.Fatalf("edit after reading again is still blocked: %s", v.Summary())
+	}
+}
