@@ -136,11 +136,19 @@ func (c *controlState) feed(ctx context.Context) (bool, error) {
 	now := c.k.Clock.Now()
 	feedTypes := []string{audit.TypeAction, audit.TypeResult}
 	holdTypes := []string{TypeAutoRule, TypeAnomalyDetected}
+	changeTypes := []string{TypeAutoRuleChange, TypeAnomalyRuleChange}
 	var recs []store.AuditRecord
 	if c.warmed.Load() {
+		types := append(append(feedTypes, holdTypes...), changeTypes...)
+		if c.set.Load().Empty() {
+			// Nothing counts and nothing is held: only a change of the
+			// rules matters, and reading just those (usually none) keeps
+			// the sync before every call cheap. Counting starts when rules
+			// are loaded (load reads the windows back).
+			types = changeTypes
+		}
 		var err error
-		recs, err = c.k.Store.QueryAudit(ctx, store.AuditQuery{AfterSeq: c.counters.Load().Seq(),
-			Types: append(append(feedTypes, holdTypes...), TypeAutoRuleChange, TypeAnomalyRuleChange)})
+		recs, err = c.k.Store.QueryAudit(ctx, store.AuditQuery{AfterSeq: c.counters.Load().Seq(), Types: types})
 		if err != nil {
 			return false, err
 		}

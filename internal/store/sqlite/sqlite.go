@@ -24,6 +24,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,8 +58,13 @@ type DB struct {
 	closed atomic.Bool
 
 	// Prepared on w at Open (see prepareAudit).
-	tailStmt    *sql.Stmt
-	insertStmts [len(insertSizes)]*sql.Stmt
+	tailStmt     *sql.Stmt
+	putStateStmt *sql.Stmt
+	insertStmts  [len(insertSizes)]*sql.Stmt
+
+	// Prepared audit queries on r, by their SQL (see queryStmt).
+	qmu     sync.Mutex
+	queries map[string]*sql.Stmt
 }
 
 var _ store.Store = (*DB)(nil)
@@ -83,7 +89,7 @@ func OpenContext(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{path: p.Path, w: p.Write, r: p.Read}
+	d := &DB{path: p.Path, w: p.Write, r: p.Read, queries: map[string]*sql.Stmt{}}
 	if err := d.prepareAudit(ctx); err != nil {
 		d.Close()
 		return nil, err
@@ -101,11 +107,17 @@ func (d *DB) Close() error {
 		return nil
 	}
 	var errs []error
-	for _, s := range append(d.insertStmts[:], d.tailStmt) {
+	for _, s := range append(d.insertStmts[:], d.tailStmt, d.putStateStmt) {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}
 	}
+	d.qmu.Lock()
+	for _, s := range d.queries {
+		errs = append(errs, s.Close())
+	}
+	d.queries = nil
+	d.qmu.Unlock()
 	return errors.Join(append(errs, d.w.Close(), d.r.Close())...)
 }
 
