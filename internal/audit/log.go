@@ -28,7 +28,17 @@ type Log struct {
 	mu     sync.RWMutex // guards closed and sends on queue
 	closed bool
 	queue  chan *request
-	done   chan struct{} // closed when the writer has exited
+	synq   chan *synced  // committed batches waiting for their sync
+	done   chan struct{} // closed when the writer and the syncer have exited
+
+	syncErr error // a sync failed: every later batch fails (syncer only)
+}
+
+// synced is a committed batch whose callers are answered once it is on
+// disk (see store.AuditBatch.DeferSync).
+type synced struct {
+	live []*request
+	sync func() error
 }
 
 type request struct {
@@ -57,9 +67,11 @@ func NewSealed(st store.AuditStore, clk clock.Clock, s *Sealer) *Log {
 		clk:    clk,
 		sealer: s,
 		queue:  make(chan *request, MaxBatch),
+		synq:   make(chan *synced, 64),
 		done:   make(chan struct{}),
 	}
 	go l.run()
+	go l.syncer()
 	return l
 }
 
@@ -195,7 +207,7 @@ func (l *Log) Close() error {
 // then closes the epoch it wrote in. While idle, a sealing log closes an
 // epoch that has been open for the interval.
 func (l *Log) run() {
-	defer close(l.done)
+	defer close(l.synq)
 	var tick <-chan time.Time
 	if l.sealer != nil {
 		t := time.NewTicker(min(l.sealer.interval/4, time.Second))
@@ -255,7 +267,10 @@ func (l *Log) commit(batch []*request, reason string) {
 	if len(live) == 0 && reason == "" {
 		return
 	}
-	b := &store.AuditBatch{Writes: make([]*store.AuditWrite, len(live))}
+	// The store may commit without waiting for the disk (DeferSync): the
+	// syncer then answers the callers once the batch is on disk, while
+	// this goroutine commits the next batch.
+	b := &store.AuditBatch{Writes: make([]*store.AuditWrite, len(live)), DeferSync: true}
 	for i, r := range live {
 		b.Writes[i] = &r.w
 	}
@@ -283,6 +298,15 @@ func (l *Log) commit(batch []*request, reason string) {
 			l.sealer.abandon()
 		}
 	}
+	if err == nil && b.Sync != nil {
+		l.synq <- &synced{live: append([]*request(nil), live...), sync: b.Sync}
+		return
+	}
+	answer(live, err)
+}
+
+// answer tells the callers of a batch its outcome.
+func answer(live []*request, err error) {
 	for _, r := range live {
 		switch {
 		case err != nil:
@@ -291,6 +315,36 @@ func (l *Log) commit(batch []*request, reason string) {
 			r.reply <- result{err: fmt.Errorf("audit: append: %w", r.w.Err)}
 		default:
 			r.reply <- result{rec: r.w.Rec}
+		}
+	}
+}
+
+// syncer answers the callers of committed batches once they are on disk:
+// one sync for every batch committed by then. After a failed sync nothing
+// is answered as written any more (a later sync could succeed without the
+// pages the failed one lost): the log fails closed until it is reopened.
+func (l *Log) syncer() {
+	defer close(l.done)
+	var ready []*synced
+	for s := range l.synq {
+		ready = append(ready[:0], s)
+	more:
+		for {
+			select {
+			case s, ok := <-l.synq:
+				if !ok {
+					break more
+				}
+				ready = append(ready, s)
+			default:
+				break more
+			}
+		}
+		if l.syncErr == nil {
+			l.syncErr = ready[len(ready)-1].sync()
+		}
+		for _, s := range ready {
+			answer(s.live, l.syncErr)
 		}
 	}
 }

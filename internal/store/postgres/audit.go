@@ -168,7 +168,7 @@ func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
 	if b == nil || b.Seal == nil {
 		return errors.New("postgres: append audit: nil seal")
 	}
-	b.Extra = nil
+	b.Extra, b.Sync = nil, nil // commits are durable: DeferSync is not needed
 	for _, w := range b.Writes {
 		w.Err = nil
 	}

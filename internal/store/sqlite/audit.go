@@ -81,15 +81,24 @@ func (d *DB) readTail(ctx context.Context, tx *sql.Tx) (store.AuditTail, error) 
 // savepoint of its own, so that a failing one takes back only itself (and
 // its record); then Seal seals the records that remain, and they are
 // inserted with the markers Seal adds, all in one durable commit.
-func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
+func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) (err error) {
 	if b == nil || b.Seal == nil {
 		return errors.New("sqlite: append audit: nil seal")
 	}
-	b.Extra = nil
+	b.Extra, b.Sync = nil, nil
 	for _, w := range b.Writes {
 		w.Err = nil
 	}
-	return d.write(ctx, "append audit", func(tx *sql.Tx) error {
+	write := d.write
+	if b.DeferSync && d.syncSelf {
+		write = d.commit
+		defer func() {
+			if err == nil {
+				b.Sync = func() error { return d.wrap("append audit", d.syncWAL()) }
+			}
+		}()
+	}
+	return write(ctx, "append audit", func(tx *sql.Tx) error {
 		tail, err := d.readTail(ctx, tx)
 		if err != nil {
 			return err
