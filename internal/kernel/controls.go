@@ -140,15 +140,18 @@ func (c *controlState) feed(ctx context.Context) (bool, error) {
 	var recs []store.AuditRecord
 	if c.warmed.Load() {
 		types := append(append(feedTypes, holdTypes...), changeTypes...)
+		qctx := ctx
 		if c.set.Load().Empty() {
 			// Nothing counts and nothing is held: only a change of the
-			// rules matters, and reading just those (usually none) keeps
-			// the sync before every call cheap. Counting starts when rules
-			// are loaded (load reads the windows back).
-			types = changeTypes
+			// rules matters, and reading just those (usually none, from
+			// the type index) keeps the sync before every call cheap; so
+			// short a read is not worth the watch a cancellable one costs.
+			// Counting starts when rules are loaded (load reads the
+			// windows back).
+			types, qctx = changeTypes, context.WithoutCancel(ctx)
 		}
 		var err error
-		recs, err = c.k.Store.QueryAudit(ctx, store.AuditQuery{AfterSeq: c.counters.Load().Seq(), Types: types})
+		recs, err = c.k.Store.QueryAudit(qctx, store.AuditQuery{AfterSeq: c.counters.Load().Seq(), Types: types})
 		if err != nil {
 			return false, err
 		}

@@ -59,6 +59,11 @@ func TestAuditQueryPlans(t *testing.T) {
 		{"type", store.AuditQuery{Types: []string{audit.TypePolicyChange}, Limit: 100}, "USING INDEX audit_type"},
 		{"time window", store.AuditQuery{Since: since, Until: since.Add(time.Hour)}, "USING INDEX audit_time"},
 		{"session reads newest first", store.AuditQuery{Session: "s", Desc: true, Limit: 100}, "SCAN audit"},
+		// The sync before every call without auto-rules: rule changes after
+		// a position far back (usually none) come from the type index, not
+		// a scan of every record since.
+		{"types after a position", store.AuditQuery{AfterSeq: 5, Types: []string{"auto_rule_change", "anomaly_rule_change"}},
+			"USING INDEX audit_type (type=? AND seq>?)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
