@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -31,8 +32,17 @@ type Log struct {
 	synq   chan *synced  // committed batches waiting for their sync
 	done   chan struct{} // closed when the writer and the syncer have exited
 
-	syncErr error // a sync failed: every later batch fails (syncer only)
+	syncErr  error         // a sync failed: every later batch fails (syncer only)
+	inflight atomic.Int32  // committed batches not yet answered
+	synced   chan struct{} // a sync returned (capacity 1)
 }
+
+// gatherWait is how long the writer lets a batch gather while the last
+// one's sync runs, before committing it beside that sync: batches stay as
+// large as without the overlap when the disk is fast (each costs the
+// writer a fixed share besides its records), and a slow disk does not
+// hold the writer idle.
+const gatherWait = time.Millisecond
 
 // synced is a committed batch whose callers are answered once it is on
 // disk (see store.AuditBatch.DeferSync).
@@ -69,6 +79,7 @@ func NewSealed(st store.AuditStore, clk clock.Clock, s *Sealer) *Log {
 		queue:  make(chan *request, MaxBatch),
 		synq:   make(chan *synced, 64),
 		done:   make(chan struct{}),
+		synced: make(chan struct{}, 1),
 	}
 	go l.run()
 	go l.syncer()
@@ -232,6 +243,7 @@ func (l *Log) run() {
 			}
 			continue
 		}
+		l.gather()
 		batch = append(batch[:0], req)
 	fill:
 		for len(batch) < MaxBatch {
@@ -246,6 +258,24 @@ func (l *Log) run() {
 			}
 		}
 		l.commit(batch, "")
+	}
+}
+
+// gather waits, while a committed batch waits for its sync, until the
+// sync returns or gatherWait has passed, so that more requests join the
+// next batch.
+func (l *Log) gather() {
+	if l.inflight.Load() == 0 {
+		return
+	}
+	t := time.NewTimer(gatherWait)
+	defer t.Stop()
+	for l.inflight.Load() > 0 {
+		select {
+		case <-l.synced:
+		case <-t.C:
+			return
+		}
 	}
 }
 
@@ -299,6 +329,7 @@ func (l *Log) commit(batch []*request, reason string) {
 		}
 	}
 	if err == nil && b.Sync != nil {
+		l.inflight.Add(1)
 		l.synq <- &synced{live: append([]*request(nil), live...), sync: b.Sync}
 		return
 	}
@@ -345,6 +376,11 @@ func (l *Log) syncer() {
 		}
 		for _, s := range ready {
 			answer(s.live, l.syncErr)
+		}
+		l.inflight.Add(-int32(len(ready)))
+		select {
+		case l.synced <- struct{}{}:
+		default:
 		}
 	}
 }

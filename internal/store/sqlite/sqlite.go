@@ -159,7 +159,7 @@ func (d *DB) syncWAL() error {
 		return fmt.Errorf("sync: %w", err)
 	}
 	defer f.Close()
-	if err := f.Sync(); err != nil {
+	if err := dataSync(f); err != nil {
 		d.syncErr = fmt.Errorf("sync: %w (no write is durable until the database is reopened)", err)
 		return d.syncErr
 	}

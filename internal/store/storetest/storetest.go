@@ -976,7 +976,7 @@ func testPutStateBatch(t *testing.T, st store.Store) {
 		w("z", `5`, true),
 		w("z", `6`, false), // after the IfAbsent put of z
 		w("x", `2`, false),
-		w("v", `not json`, false),  // refused alone
+		w("v", `not json`, false),    // refused alone
 		w("odd\x00\xff", `1`, false), // a store may refuse it, alone
 		w("y", `3`, false),
 	}
