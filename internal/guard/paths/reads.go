@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/clock"
@@ -156,11 +157,19 @@ func HashFile(p string) (hash string, mtime time.Time, err error) {
 		return "", time.Time{}, err
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	// A pooled buffer: io.Copy would allocate 32 KB per file (an
+	// *os.File copies through its WriterTo, which allocates), and every
+	// auto read hashes the file it reads.
+	buf := hashBufs.Get().(*[]byte)
+	defer hashBufs.Put(buf)
+	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, *buf); err != nil {
 		return "", time.Time{}, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), fi.ModTime(), nil
 }
+
+// hashBufs are HashFile's read buffers.
+var hashBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // HashBytes returns the hex SHA-256 of b, as HashFile computes it.
 func HashBytes(b []byte) string {
