@@ -309,9 +309,12 @@ func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery, strictAfter boo
 	// needed. Its prepared form is kept (parsing costs more than a small
 	// query), per shape of query.
 	err := func() error {
-		stmt, err := d.queryStmt(ctx, query)
+		stmt, kept, err := d.queryStmt(ctx, query)
 		if err != nil {
 			return err
+		}
+		if !kept {
+			defer stmt.Close()
 		}
 		rows, err := stmt.QueryContext(ctx, args...)
 		if err != nil {
@@ -344,29 +347,27 @@ func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery, strictAfter boo
 // another shape once the cache is full is prepared for its one use.
 const maxQueryStmts = 64
 
-// queryStmt returns the prepared form of query on the read pool, kept in
-// d.queries.
-func (d *DB) queryStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+// queryStmt returns the prepared form of query on the read pool, and
+// whether it is kept in d.queries; one that is not (the cache is full) is
+// the caller's to close.
+func (d *DB) queryStmt(ctx context.Context, query string) (*sql.Stmt, bool, error) {
 	d.qmu.Lock()
 	defer d.qmu.Unlock()
 	if s, ok := d.queries[query]; ok {
-		return s, nil
+		return s, true, nil
 	}
 	if d.closed.Load() {
-		return nil, store.ErrClosed
+		return nil, false, store.ErrClosed
 	}
 	s, err := d.r.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if len(d.queries) < maxQueryStmts {
-		d.queries[query] = s
-	} else {
-		// Not kept: closed once the query's rows are read, which
-		// database/sql allows (the statement lives until they are).
-		defer s.Close()
+	if len(d.queries) >= maxQueryStmts {
+		return s, false, nil
 	}
-	return s, nil
+	d.queries[query] = s
+	return s, true, nil
 }
 
 // auditSQL returns the SELECT statement and its arguments for q (see

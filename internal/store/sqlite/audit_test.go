@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -334,3 +335,27 @@ func BenchmarkAuditQuery100k(b *testing.B) {
 
 // benchActionID returns the scattered id of the i-th action.
 func benchActionID(i int) string { return fmt.Sprintf("act_%08x", uint32(i)*2654435761) }
+
+// Audit queries of more shapes than the statement cache keeps still run
+// (prepared for their one use), and the cache stays bounded.
+func TestAuditQueryShapesBeyondCache(t *testing.T) {
+	d := openT(t, filepath.Join(t.TempDir(), "shapes.db"))
+	b := auditBatch("t0", false)
+	if err := d.AppendAuditBatch(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for i := range maxQueryStmts + 10 {
+		types = append(types, "t"+strconv.Itoa(i))
+		recs, err := d.QueryAudit(t.Context(), store.AuditQuery{Types: types})
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("query with %d types: %d records, %v", len(types), len(recs), err)
+		}
+	}
+	d.qmu.Lock()
+	n := len(d.queries)
+	d.qmu.Unlock()
+	if n != maxQueryStmts {
+		t.Fatalf("%d statements kept, want %d", n, maxQueryStmts)
+	}
+}

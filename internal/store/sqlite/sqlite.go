@@ -78,8 +78,9 @@ type DB struct {
 	// syncSelf: the file is in WAL mode and w commits at
 	// synchronous=NORMAL; write syncs the WAL itself (see syncWAL).
 	syncSelf bool
-	smu      sync.Mutex  // one syncWAL at a time; guards synced and syncErr
-	synced   os.FileInfo // the last file syncWAL synced the directory of
+	smu      sync.Mutex  // one syncWAL at a time; guards wal, walInfo and syncErr
+	wal      *os.File    // the WAL file syncWAL syncs (nil before the first sync)
+	walInfo  os.FileInfo // wal's identity
 	syncErr  error       // a sync failed (see syncWAL)
 }
 
@@ -151,36 +152,57 @@ func (d *DB) syncWAL() error {
 	if d.syncErr != nil {
 		return d.syncErr
 	}
-	f, err := os.OpenFile(d.path+"-wal", os.O_RDWR, 0)
+	wal := d.path + "-wal"
+	fi, err := os.Stat(wal)
 	if errors.Is(err, fs.ErrNotExist) {
-		f, err = os.OpenFile(d.path, os.O_RDWR, 0)
+		f, err := os.OpenFile(d.path, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("sync: %w", err)
+		}
+		defer f.Close()
+		return d.failSync(dataSync(f))
 	}
 	if err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
-	defer f.Close()
-	if err := dataSync(f); err != nil {
-		d.syncErr = fmt.Errorf("sync: %w (no write is durable until the database is reopened)", err)
-		return d.syncErr
+	// The WAL file stays open between syncs (SQLite keeps it for as long
+	// as the store is open); a new file is opened, and its directory
+	// synced once.
+	fresh := d.wal == nil || !os.SameFile(fi, d.walInfo)
+	if fresh {
+		f, err := os.OpenFile(wal, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("sync: %w", err)
+		}
+		ffi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("sync: %w", err)
+		}
+		if d.wal != nil {
+			d.wal.Close()
+		}
+		d.wal, d.walInfo = f, ffi
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("sync: %w", err)
-	}
-	if d.synced != nil && os.SameFile(fi, d.synced) {
-		return nil
+	if err := d.failSync(dataSync(d.wal)); err != nil || !fresh {
+		return err
 	}
 	dir, err := os.Open(filepath.Dir(d.path))
 	if err != nil {
+		d.wal.Close()
+		d.wal = nil // synced again, with its directory, next time
 		return fmt.Errorf("sync directory: %w", err)
 	}
 	defer dir.Close()
-	if err := dir.Sync(); err != nil {
-		d.syncErr = fmt.Errorf("sync directory: %w (no write is durable until the database is reopened)", err)
-		return d.syncErr
+	return d.failSync(dir.Sync())
+}
+
+// failSync keeps a failed sync's error for every later one (under smu).
+func (d *DB) failSync(err error) error {
+	if err != nil {
+		d.syncErr = fmt.Errorf("sync: %w (no write is durable until the database is reopened)", err)
 	}
-	d.synced = fi
-	return nil
+	return d.syncErr
 }
 
 // Path returns the database file's absolute path.
@@ -198,6 +220,12 @@ func (d *DB) Close() error {
 			errs = append(errs, s.Close())
 		}
 	}
+	d.smu.Lock()
+	if d.wal != nil {
+		errs = append(errs, d.wal.Close())
+		d.wal = nil
+	}
+	d.smu.Unlock()
 	d.qmu.Lock()
 	for _, s := range d.queries {
 		errs = append(errs, s.Close())

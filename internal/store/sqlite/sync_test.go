@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -20,7 +21,7 @@ func auditBatch(typ string, deferSync bool) *store.AuditBatch {
 func TestDeferSync(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "x.db")
 	db := openT(t, p)
-	if db.synced == nil {
+	if db.wal == nil {
 		t.Fatal("Open did not sync the new WAL's directory")
 	}
 	other := openT(t, p)
@@ -67,5 +68,23 @@ func TestSyncFailureSticks(t *testing.T) {
 	}
 	if err := db.AppendAuditBatch(t.Context(), auditBatch("verdict", false)); !errors.Is(err, boom) {
 		t.Fatalf("audit batch after a failed sync: %v", err)
+	}
+}
+
+// The WAL file is synced through the descriptor opened once: taking its
+// permissions away (as a process of the same user could) does not make
+// every later write fail.
+func TestSyncKeepsTheWALOpen(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.db")
+	db := openT(t, p)
+	if err := db.AppendAuditBatch(t.Context(), auditBatch("action", false)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p+"-wal", 0); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(p+"-wal", 0o600)
+	if err := db.AppendAuditBatch(t.Context(), auditBatch("verdict", false)); err != nil {
+		t.Fatalf("write after the WAL's permissions were taken away: %v", err)
 	}
 }
