@@ -114,3 +114,28 @@ func FuzzSentFiles(f *testing.F) {
 		}
 	})
 }
+
+// scp and rsync send their local sources (every operand but the last that
+// is not on another host), and the files piped into a sender are sent.
+func TestCopySources(t *testing.T) {
+	for _, c := range []struct {
+		cmd  action.Command
+		want []string
+	}{
+		{action.Command{Name: "scp", Args: []string{"a.txt", "b/", "u@h:/srv/"}}, []string{"a.txt", "b/"}},
+		{action.Command{Name: "scp", Args: []string{"-i", "key", "-P", "22", "a.txt", "h:"}}, []string{"a.txt"}},
+		{action.Command{Name: "scp", Args: []string{"h:remote.txt", "."}}, nil},
+		{action.Command{Name: "rsync", Args: []string{"-az", "-e", "ssh -p 2", "--exclude", "x", "dist", "h::mod"}}, []string{"dist"}},
+		{action.Command{Name: "rsync", Args: []string{"-az", "--", "-odd", "h:/x"}}, []string{"-odd"}},
+		{action.Command{Name: "rsync", Args: []string{"only"}}, nil},
+		{action.Command{Name: "curl", Args: []string{"-d", "@-", "https://x"}, PipedFiles: []string{"/p/n.txt"}}, []string{"/p/n.txt"}},
+	} {
+		var got []string
+		for _, f := range sentFiles(c.cmd) {
+			got = append(got, f.path)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s %q: sent %q, want %q", c.cmd.Name, c.cmd.Args, got, c.want)
+		}
+	}
+}
