@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
@@ -322,7 +323,9 @@ func (g *Guard) dirParts(dir string, f sentFile) ([]secrets.Part, string) {
 }
 
 func readCapped(p string, n int64) ([]byte, error) {
-	fh, err := os.Open(p)
+	// Without blocking: opening a named pipe for reading waits for a
+	// writer, which would hold the judgement (and the agent) forever.
+	fh, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

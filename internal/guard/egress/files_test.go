@@ -1,11 +1,14 @@
 package egress
 
 import (
+	"github.com/overseer-dev/overseer/internal/guard/secrets"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
 )
@@ -137,5 +140,28 @@ func TestCopySources(t *testing.T) {
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s %q: sent %q, want %q", c.cmd.Name, c.cmd.Args, got, c.want)
 		}
+	}
+}
+
+// A named pipe among the sent files is not opened for reading (that would
+// wait for a writer): it is not a regular file, and a person is asked.
+func TestSentFIFODoesNotBlock(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o600); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	done := make(chan []secrets.Part, 1)
+	go func() {
+		g := New(Policy{}, Env{})
+		parts, unread := g.fileParts([]sentFile{{path: "pipe", how: "curl -d @"}, {path: ".", how: "rsync", tree: true}}, dir)
+		if len(unread) != 1 || !strings.Contains(unread[0], "pipe") {
+			t.Errorf("unread %q", unread)
+		}
+		done <- parts
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading a named pipe blocked the judgement")
 	}
 }
