@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -371,8 +372,11 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 	sub := &Submission{Action: *a, Verdict: v}
 	// What is stored is bounded (settings.limits.stored_bytes): the whole
 	// action was judged and its arguments hashed (v.ArgsHash) above.
-	sa, sv := k.stored(a, &v)
-	verdict := entry(audit.TypeVerdict, &sa, sv)
+	max := k.Engine.Policy().Settings.Limits.StoredBytes
+	sa, rawA := a.BoundedJSON(max)
+	sv, rawV := v.BoundedJSON(max)
+	// The records carry the encodings the cut made (not encoded again).
+	verdict := entry(audit.TypeVerdict, &sa, rawOr(rawV, sv))
 	var reads []*store.PutStateEffect
 	if v.Level.RunsWithoutPerson() {
 		// What it reads is remembered in the same commit as its verdict
@@ -385,7 +389,7 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 			verdict.Effect, reads = reads[0], reads[1:]
 		}
 	}
-	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, &sa, sa), verdict); err != nil {
+	if _, err := k.Audit.AppendAll(ctx, entry(audit.TypeAction, &sa, rawOr(rawA, sa)), verdict); err != nil {
 		return nil, fmt.Errorf("recording the action and its verdict: %w", err)
 	}
 	if err := k.reads.put(ctx, reads); err != nil {
@@ -447,6 +451,14 @@ func (k *Kernel) observe(ctx context.Context, a *action.Action, level action.Lev
 		}
 	}
 	return nil
+}
+
+// rawOr returns raw as a record's data, or v when raw is nil.
+func rawOr(raw []byte, v any) any {
+	if raw == nil {
+		return v
+	}
+	return json.RawMessage(raw)
 }
 
 func entry(typ string, a *action.Action, data any) audit.Entry {
