@@ -91,11 +91,11 @@ func TestPagesEscapeWhatAgentsAndPeopleWrite(t *testing.T) {
 	now := time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
 	apr := &store.Approval{Tool: hostile, Agent: hostile, Session: hostile, Level: action.Approve,
 		DefaultDecision: "deny", CreatedAt: now.Add(-90 * time.Second), Deadline: now.Add(5 * time.Minute),
-		Action: action.Action{Cwd: hostile, Args: map[string]any{"command": hostile, hostile: 1}},
+		Action:  action.Action{Cwd: hostile, Args: map[string]any{"command": hostile, hostile: 1}},
 		Verdict: action.Verdict{Preview: &action.Preview{Summary: hostile, Items: []string{hostile}, More: 2, Diff: hostile}}}
 	plainApr := &store.Approval{Tool: "x", Agent: "x", Session: "x", Level: action.Approve,
 		DefaultDecision: "deny", CreatedAt: apr.CreatedAt, Deadline: apr.Deadline,
-		Action: action.Action{Cwd: "x", Args: map[string]any{"command": "x", "y": 1}},
+		Action:  action.Action{Cwd: "x", Args: map[string]any{"command": "x", "y": 1}},
 		Verdict: action.Verdict{Preview: &action.Preview{Summary: "x", Items: []string{"x"}, More: 2, Diff: "x"}}}
 	render := func(p *page, vals map[string]frag) string {
 		t.Helper()
