@@ -10,7 +10,8 @@
 //
 // Functions panic when the module cannot be loaded or traps, as go-pgquery's
 // do; callers recover (the SQL guard turns a panic into ErrParser, which
-// never allows). An instance that panicked is dropped, never reused.
+// never allows). An instance that panicked is closed, never reused; the next
+// call instantiates the compiled module again (cheap: it is compiled once).
 package pgquery
 
 import (
@@ -22,6 +23,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -80,10 +82,17 @@ func ScanToProtobuf(sql string) ([]byte, error) {
 var (
 	mu   sync.Mutex
 	idle *abi // the instance not in use, if any
+
+	loadMu   sync.Mutex
+	rt       wazero.Runtime        // shared by the instances; nil until loaded
+	compiled wazero.CompiledModule // compiled once: most of the first call's cost
+
+	instances, compiles atomic.Int64 // for tests
 )
 
 // get takes the idle instance or makes one. put gives it back unless the
-// call panicked (it is then dropped with its runtime).
+// call panicked: that instance is closed (its memory may be inconsistent
+// after a trap) and the next call makes a new one from the compiled module.
 func get() *abi {
 	mu.Lock()
 	a := idle
@@ -97,7 +106,7 @@ func get() *abi {
 
 func put(a *abi) {
 	if r := recover(); r != nil {
-		_ = a.rt.Close(context.Background())
+		_ = a.mod.Close(context.Background())
 		panic(r)
 	}
 	mu.Lock()
@@ -106,7 +115,7 @@ func put(a *abi) {
 	}
 	mu.Unlock()
 	if a != nil {
-		_ = a.rt.Close(context.Background())
+		_ = a.mod.Close(context.Background())
 	}
 }
 
@@ -115,35 +124,50 @@ type abi struct {
 
 	mem api.Memory
 	mod api.Module
-	rt  wazero.Runtime
 }
 
-func newABI() *abi {
+// load makes the runtime and compiles the module, once; a failure is
+// retried by the next call.
+func load() (wazero.Runtime, wazero.CompiledModule) {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if rt != nil {
+		return rt, compiled
+	}
 	ctx := context.Background()
 	code, err := wasmModule()
 	if err != nil {
 		panic(err)
 	}
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
 		WithCoreFeatures(api.CoreFeaturesV2|experimental.CoreFeaturesThreads))
 	ok := false
 	defer func() {
 		if !ok {
-			_ = rt.Close(ctx)
+			_ = r.Close(ctx)
 		}
 	}()
-	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-	if err := instantiateWasix(ctx, rt); err != nil {
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	if err := instantiateWasix(ctx, r); err != nil {
 		panic(err)
 	}
-	compiled, err := rt.CompileModule(ctx, code)
+	c, err := r.CompileModule(ctx, code)
 	if err != nil {
 		panic(err)
 	}
-	ictx := experimental.WithMemoryAllocator(ctx, allocator.NewNonMoving())
-	// No stdout or stderr: the parser's output is its return values.
-	cfg := wazero.NewModuleConfig().WithSysNanotime().WithStartFunctions("_initialize")
-	mod, err := rt.InstantiateModule(ictx, compiled, cfg)
+	compiles.Add(1)
+	ok = true
+	rt, compiled = r, c
+	return rt, compiled
+}
+
+func newABI() *abi {
+	r, c := load()
+	ctx := experimental.WithMemoryAllocator(context.Background(), allocator.NewNonMoving())
+	// Anonymous, so that instances may coexist; no stdout or stderr: the
+	// parser's output is its return values.
+	cfg := wazero.NewModuleConfig().WithName("").WithSysNanotime().WithStartFunctions("_initialize")
+	mod, err := r.InstantiateModule(ctx, c, cfg)
 	if err != nil {
 		panic(err)
 	}
@@ -157,10 +181,15 @@ func newABI() *abi {
 		freeF:     lazyFunction{mod: mod, name: "free"},
 		mem:       mod.Memory(),
 		mod:       mod,
-		rt:        rt,
 	}
-	a.init.call(ctx)
-	ok = true
+	defer func() {
+		if r := recover(); r != nil {
+			_ = mod.Close(context.Background())
+			panic(r)
+		}
+	}()
+	a.init.call(context.Background())
+	instances.Add(1)
 	return a
 }
 

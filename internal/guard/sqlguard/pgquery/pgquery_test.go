@@ -52,3 +52,40 @@ func TestParseAndScan(t *testing.T) {
 		t.Fatalf("after an error, the same text parses to %q, %v; want %q", again, err, js)
 	}
 }
+
+// TestPanicDropsTheInstance: a call that panics (a trap in the parser)
+// never leaves its instance for the next call; the next one gets a fresh
+// instance of the module, which is not compiled again.
+func TestPanicDropsTheInstance(t *testing.T) {
+	want, err := ParseToJSON("SELECT 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, c := instances.Load(), compiles.Load()
+	func() {
+		defer func() {
+			if r := recover(); r != "trap" {
+				t.Errorf("the panic was %v, want it passed on", r)
+			}
+		}()
+		a := get()
+		defer put(a)
+		panic("trap")
+	}()
+	if got, err := ParseToJSON("SELECT 1"); err != nil || got != want {
+		t.Fatalf("after a panic: %q, %v; want %q", got, err, want)
+	}
+	if got := instances.Load(); got != n+1 {
+		t.Errorf("%d instances made after the panic, want 1", got-n)
+	}
+	if got := compiles.Load(); got != c {
+		t.Errorf("the module was compiled %d more times, want 0", got-c)
+	}
+	// Without a panic, the instance is reused.
+	if _, err := ScanToProtobuf("SELECT 2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := instances.Load(); got != n+1 {
+		t.Errorf("an instance was made for a call after a clean one")
+	}
+}
