@@ -21,7 +21,6 @@ import (
 	_ "embed" // the compressed module
 	"encoding/binary"
 	"errors"
-	"io"
 	"sync"
 	"sync/atomic"
 
@@ -58,7 +57,15 @@ func wasmModule() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return io.ReadAll(zr)
+	// The gzip trailer ends with the size (mod 2^32): one allocation.
+	var out bytes.Buffer
+	if n := len(wasmGz); n >= 4 {
+		out.Grow(min(int(binary.LittleEndian.Uint32(wasmGz[n-4:])), 64<<20) + bytes.MinRead)
+	}
+	if _, err := out.ReadFrom(zr); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), zr.Close()
 }
 
 // ParseToJSON parses sql into its parse tree, as JSON.

@@ -89,3 +89,13 @@ func TestPanicDropsTheInstance(t *testing.T) {
 		t.Errorf("an instance was made for a call after a clean one")
 	}
 }
+
+// BenchmarkWasmModule is what storing the module compressed adds to the
+// parser's first use (its compilation, which follows, takes far longer).
+func BenchmarkWasmModule(b *testing.B) {
+	for b.Loop() {
+		if _, err := wasmModule(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
