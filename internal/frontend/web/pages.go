@@ -80,10 +80,53 @@ func parsePage(text, file string, names ...string) (*page, error) {
 		if !ok || !slices.Contains(names, name) {
 			return nil, fmt.Errorf("%w %s: unknown hole {{%s}}", errPage, file, hole)
 		}
+		if err := holeContext(strings.Join(p.lits, "") + lit); err != nil {
+			return nil, fmt.Errorf("%w %s: {{%s}} %v", errPage, file, hole, err)
+		}
 		p.lits = append(p.lits, lit)
 		p.holes = append(p.holes, name)
 		text = rest[j+2:]
 	}
+}
+
+// urlOrCodeAttrs are attributes whose value is a URL, script or style:
+// escaping HTML is not enough there (javascript: URLs, expressions).
+var urlOrCodeAttrs = []string{"href", "src", "action", "formaction", "style", "srcdoc", "srcset", "poster",
+	"background", "cite", "data", "xlink:href", "ping", "manifest", "http-equiv"}
+
+// holeContext refuses a hole where esc would not make a value safe: inside
+// a script or style element, in an unquoted attribute value, or in an
+// attribute that holds a URL, script or style. before is the page's text
+// before the hole. It is a conservative check of the pages we write, not
+// an HTML parser.
+func holeContext(before string) error {
+	low := strings.ToLower(before)
+	for _, el := range []string{"script", "style"} {
+		if strings.LastIndex(low, "<"+el) > strings.LastIndex(low, "</"+el) {
+			return fmt.Errorf("is inside a %s element", el)
+		}
+	}
+	if strings.LastIndex(low, "<!--") > strings.LastIndex(low, "-->") {
+		return errors.New("is inside a comment")
+	}
+	lt, gt := strings.LastIndexByte(low, '<'), strings.LastIndexByte(low, '>')
+	if lt <= gt {
+		return nil // element text
+	}
+	tag := low[lt:]
+	q := strings.LastIndex(tag, `="`)
+	if q < 0 || strings.Count(tag[q+2:], `"`) != 0 {
+		return errors.New("is not inside a double-quoted attribute value")
+	}
+	f := strings.Fields(tag[:q])
+	if len(f) < 2 {
+		return errors.New("is not inside an attribute value")
+	}
+	attr := f[len(f)-1]
+	if strings.HasPrefix(attr, "on") || slices.Contains(urlOrCodeAttrs, attr) {
+		return fmt.Errorf("is in the %s attribute, which holds a URL, script or style", attr)
+	}
+	return nil
 }
 
 // loadPage parses the page file name in fsys.

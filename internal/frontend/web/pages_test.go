@@ -167,9 +167,26 @@ func TestParsePageRefusesTemplateActions(t *testing.T) {
 		"<p>{{.Who}</p>",
 		"<p>{{ .Who }}</p>",
 		"<p>{{Who}}</p>",
+		// Where escaping HTML is not enough.
+		`<a href="{{.Who}}">x</a>`,
+		`<img src="/{{.Who}}">`,
+		`<div onclick="f({{.Who}})">`,
+		`<div style="color: {{.Who}}">`,
+		`<p title={{.Who}}>`,
+		`<p title='{{.Who}}'>`,
+		`<script>var who = "{{.Who}}";</script>`,
+		`<style>p { content: "{{.Who}}" }</style>`,
+		`<!-- {{.Who}} -->`,
 	} {
 		if _, err := parsePage(page, "t", "Who"); !errors.Is(err, errPage) {
 			t.Errorf("parsePage(%q) = %v, want errPage", page, err)
+		}
+	}
+	for _, ok := range []string{`<title>{{.Who}}</title>`, `<meta name="who" content="{{.Who}}">`,
+		`<script src="/s.js"></script><p class="x-{{.Who}}">`, `<textarea>{{.Who}}</textarea>`,
+		`<input value="{{.Who}}" placeholder="a">`} {
+		if _, err := parsePage(ok, "t", "Who"); err != nil {
+			t.Errorf("parsePage(%q): %v", ok, err)
 		}
 	}
 	p, err := parsePage(`<p title="{{.Who}}">{{.Who}} {"a": {"b": 1}}</p>`, "t", "Who")
