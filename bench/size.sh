@@ -98,7 +98,7 @@ table() { # FILE TITLE
   sort -rn "$1" | awk -F'\t' -v size="$size" -v top="$TOP" 'NR <= top { printf "  %8.2f MB %5.1f%%  %s\n", $1 / 1e6, 100 * $1 / size, $2 }'
 }
 charged="$(cat "$WORK/charged.txt")"
-echo "release binary (CGO_ENABLED=0 go build -trimpath -ldflags='-s -w'): $(mb "$size") = $size bytes"
+echo "release binary (CGO_ENABLED=0 go build -buildvcs=auto -trimpath -ldflags='-s -w'): $(mb "$size") = $size bytes"
 echo "goal <= $(mb "$GOAL_BYTES"): $(awk -v s="$size" -v g="$GOAL_BYTES" 'BEGIN { if (s <= g) printf "PASS, %.2f MB to spare", (g - s) / 1e6; else printf "MISS by %.2f MB", (s - g) / 1e6 }'); ratio $(awk -v s="$size" -v g="$GOAL_BYTES" 'BEGIN { printf "%.3f", s / g }')"
 echo "charged to packages below: $(mb "$charged"); the rest ($(mb $((size - charged)))) is file layout, type links, build info and symbols the estimate cannot place"
 echo
