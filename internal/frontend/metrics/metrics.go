@@ -12,6 +12,7 @@ package metrics
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"math"
 	"net/http"
@@ -62,10 +63,19 @@ func (r *Registry) WriteTo(w io.Writer) (int64, error) {
 	slices.SortFunc(fams, func(a, b *family) int { return strings.Compare(a.name, b.name) })
 	cw := &countingWriter{w: w}
 	bw := bufio.NewWriter(cw)
+	var samples bytes.Buffer
+	sw := bufio.NewWriter(&samples)
 	for _, f := range fams {
+		samples.Reset()
+		sw.Reset(&samples)
+		f.write(sw, f.name)
+		sw.Flush()
+		if samples.Len() == 0 {
+			continue // a family without series is left out, as the official client does
+		}
 		bw.WriteString("# HELP " + f.name + " " + escapeHelp(f.help) + "\n")
 		bw.WriteString("# TYPE " + f.name + " " + f.typ + "\n")
-		f.write(bw, f.name)
+		bw.Write(samples.Bytes())
 	}
 	err := bw.Flush()
 	return cw.n, err

@@ -45,6 +45,7 @@ func ours(t *testing.T) string {
 	t.Helper()
 	r := NewRegistry()
 	vec := r.NewCounterVec("overseer_actions_total", actionsHelp, "level")
+	r.NewCounterVec("overseer_quota_refusals_total", "Never incremented here.", "scope", "limit")
 	plain := r.NewCounter("overseer_auth_failures_total", "Requests that presented a wrong credential.")
 	h := r.NewHistogram("overseer_submit_seconds", submitHelp, ExponentialBuckets(0.0001, 2, 14))
 	r.NewGaugeFunc("overseer_approvals_pending", "Approvals waiting for a person.", func() float64 { return 3 })
@@ -63,12 +64,13 @@ func official(t *testing.T) string {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "overseer_actions_total", Help: actionsHelp}, []string{"level"})
+	unused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "overseer_quota_refusals_total", Help: "Never incremented here."}, []string{"scope", "limit"})
 	plain := prometheus.NewCounter(prometheus.CounterOpts{Name: "overseer_auth_failures_total", Help: "Requests that presented a wrong credential."})
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "overseer_submit_seconds", Help: submitHelp,
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 14)})
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "overseer_approvals_pending", Help: "Approvals waiting for a person."}, func() float64 { return 3 })
 	db := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "overseer_database_bytes", Help: "Size of the database."}, func() float64 { return -1 })
-	reg.MustRegister(vec, plain, h, pending, db, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(vec, unused, plain, h, pending, db, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	apply(ops{inc: func(v ...string) { vec.WithLabelValues(v...).Inc() }, incPlain: plain.Inc, observe: h.Observe})
 	mfs, err := reg.Gather()
 	if err != nil {
