@@ -244,3 +244,75 @@ func TestAutoRulesThroughTheDaemon(t *testing.T) {
 		t.Errorf("%d auto_rule_change records, want 4", n)
 	}
 }
+
+// TestCostRuleSeesRunSpend: a cost_threshold auto-rule of the daemon counts
+// what an `overseer run` task (another process on the same database) spent:
+// once the task's two model calls ($1 each by the budget's price table) are
+// written behind and the daemon has read the spend again, the daemon blocks
+// the own loop's shell calls with the rule's reason; before the task it
+// does not.
+func TestCostRuleSeesRunSpend(t *testing.T) {
+	overseertest.Binary(t)
+	e := newEnv(t)
+	e.initDB()
+	e.mustRun("budget", "prices", "--set", `{"big": {"input_per_mtok": 1000}}`)
+	d := overseertest.StartDaemon(t, e.home)
+	rule := map[string]any{"name": "big spender", "trigger": map[string]any{"type": "cost_threshold", "usd": 1.5, "window_minutes": 60, "tool": "shell"},
+		"action": map[string]any{"type": "block_tool"}}
+	code, body := d.Do(t, "POST", "/api/v1/auto-rules", rule, true)
+	var saved struct {
+		ID string `json:"id"`
+	}
+	if code != 201 || json.Unmarshal(body, &saved) != nil || saved.ID == "" {
+		t.Fatalf("POST /api/v1/auto-rules: %d %s", code, body)
+	}
+	shell := map[string]any{"tool": "bash", "kind": "shell", "agent": "overseer", "session": "probe", "args": map[string]any{"command": "echo probe"}}
+	judge := func() (string, string) {
+		t.Helper()
+		code, body := d.Do(t, "POST", "/api/v1/evaluate?dry_run=1", shell, false)
+		var v struct {
+			Level  string `json:"level"`
+			Reason string `json:"reason"`
+		}
+		if code != 200 || json.Unmarshal(body, &v) != nil {
+			t.Fatalf("evaluate: %d %s", code, body)
+		}
+		return v.Level, v.Reason
+	}
+	if lv, why := judge(); lv == "block" {
+		t.Fatalf("blocked before any spend: %s", why)
+	}
+	big := llmtest.NewOpenAI(t, llmtest.Func(func(n int, req llmtest.Request) llmtest.Reply {
+		if n < 2 {
+			return costly(decision("", toolCall("file_read", map[string]any{"file_path": "notes.txt", "offset": n + 1}, "read the notes")))
+		}
+		return decision("", done("Read the notes"))
+	}))
+	cfg := filepath.Join(t.TempDir(), "llm.json")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"default": {"plugin": "llm.openai", "config": {"model": "big", "base_url": %q}}}`, big.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The task's process writes its spend behind every second; the daemon
+	// reads the stored spend again every 10 s or so. (The task then waits
+	// for a person to confirm it is done; it is ended with the test.)
+	p := e.start("run", "--no-plan", "--llm-config", cfg, "Read the notes")
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		lv, why := judge()
+		if lv == "block" {
+			if !strings.Contains(why, "big spender") && !strings.Contains(why, "$2.00") {
+				t.Fatalf("blocked, but not for the spend: %s", why)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon's rule never saw the task's spend (%s: %s)\n%s\n%s", lv, why, d.Log(), p.out.String())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	// Another agent spent nothing: not blocked.
+	shell["agent"] = "someone-else"
+	if lv, why := judge(); lv == "block" {
+		t.Fatalf("another agent was blocked: %s", why)
+	}
+}
