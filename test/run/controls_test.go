@@ -316,3 +316,96 @@ func TestCostRuleSeesRunSpend(t *testing.T) {
 		t.Fatalf("another agent was blocked: %s", why)
 	}
 }
+
+// TestNightModeWithInjectedClock: the "night mode" template (22:00–06:00
+// UTC: shell blocked) in a daemon built for tests with an injected clock
+// (tag overseer_testclock, OVERSEER_TEST_CLOCK): at 23:00 a shell call is
+// blocked by the rule and the rule log names it, a file read is not; the
+// same home's daemon started at 09:00 the next morning lets the shell
+// call through. The release binary does not carry the variable's name and
+// a daemon built from it judges by the real clock whatever it says.
+func TestNightModeWithInjectedClock(t *testing.T) {
+	testBin := overseertest.TestClockBinary(t)
+	release := overseertest.Binary(t)
+	e := newEnv(t)
+	const clockEnv = "OVERSEER_TEST_CLOCK"
+	shell := map[string]any{"tool": "bash", "kind": "shell", "agent": "nightly", "session": "n1", "args": map[string]any{"command": "echo tidy-up"}}
+	read := map[string]any{"tool": "file_read", "kind": "file_read", "agent": "nightly", "session": "n1", "args": map[string]any{"file_path": filepath.Join(e.work, "notes.txt")}}
+	type verdict struct {
+		Level   string `json:"level"`
+		Reason  string `json:"reason"`
+		Verdict struct {
+			Decider struct {
+				Name string `json:"name"`
+			} `json:"decider"`
+		} `json:"verdict"`
+	}
+	judge := func(d *overseertest.Daemon, call map[string]any, query string) verdict {
+		t.Helper()
+		code, body := d.Do(t, "POST", "/api/v1/evaluate"+query, call, false)
+		var v verdict
+		if code != 200 || json.Unmarshal(body, &v) != nil {
+			t.Fatalf("evaluate: %d %s", code, body)
+		}
+		return v
+	}
+
+	night := overseertest.StartDaemonWith(t, testBin, []string{clockEnv + "=2031-03-04T23:00:00Z"}, e.home)
+	if !strings.Contains(night.Log(), "TEST BUILD") {
+		t.Fatalf("the test build does not say its clock is injected:\n%s", night.Log())
+	}
+	code, body := night.Do(t, "POST", "/api/v1/auto-rules/templates/night-mode", map[string]any{}, true)
+	var rules []struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+	if code != 201 || json.Unmarshal(body, &rules) != nil || len(rules) == 0 {
+		t.Fatalf("night-mode template: %d %s", code, body)
+	}
+	noShell := ""
+	for _, r := range rules {
+		if r.Name == "night mode: no shell" {
+			noShell = r.ID
+		}
+	}
+	v := judge(night, shell, "")
+	if v.Level != "block" || v.Verdict.Decider.Name != "auto-rule:"+noShell {
+		t.Fatalf("at 23:00 the shell call was not blocked by %s: %+v", noShell, v)
+	}
+	if v := judge(night, read, "?dry_run=1"); v.Level == "block" {
+		t.Fatalf("at 23:00 a file read was blocked: %+v", v)
+	}
+	code, body = night.Do(t, "GET", "/api/v1/auto-rules/log", nil, true)
+	var log []struct {
+		Time  time.Time `json:"time"`
+		Fired struct {
+			RuleID string `json:"rule_id"`
+		} `json:"fired"`
+	}
+	if code != 200 || json.Unmarshal(body, &log) != nil || len(log) != 1 || log[0].Fired.RuleID != noShell ||
+		log[0].Time.Year() != 2031 || log[0].Time.UTC().Hour() != 23 {
+		t.Fatalf("rule log at 23:00: %d %s", code, body)
+	}
+	night.Kill()
+
+	morning := overseertest.StartDaemonWith(t, testBin, []string{clockEnv + "=2031-03-05T09:00:00Z"}, e.home)
+	if v := judge(morning, shell, "?dry_run=1"); v.Level == "block" || strings.HasPrefix(v.Verdict.Decider.Name, "auto-rule:") {
+		t.Fatalf("at 09:00 the shell call was judged by the night rule: %+v", v)
+	}
+	morning.Kill()
+
+	// The release binary: no trace of the variable, and the real clock.
+	b, err := os.ReadFile(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), clockEnv) {
+		t.Fatalf("the release binary carries %s", clockEnv)
+	}
+	real := overseertest.StartDaemonWith(t, release, []string{clockEnv + "=2031-03-04T23:00:00Z"}, e.home)
+	h := time.Now().UTC().Hour()
+	isNight := h >= 22 || h < 6
+	if v := judge(real, shell, "?dry_run=1"); (v.Level == "block") != isNight || strings.Contains(real.Log(), "TEST BUILD") {
+		t.Fatalf("the release daemon at real hour %d (night %v): %+v\n%s", h, isNight, v, real.Log())
+	}
+}
