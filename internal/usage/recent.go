@@ -44,8 +44,23 @@ type CostSample struct {
 // costWindow is one agent's recent spend.
 type costWindow struct {
 	base     []CostBucket // by End
+	ends     []int64      // base's ends, for the binary searches
+	prefix   []float64    // prefix[i]: the spend of base[:i]
 	fresh    []CostSample // by T
 	flushing int          // how many of fresh a flush under way took
+}
+
+// setBase replaces the stored buckets (sorting them by End) and their
+// prefix sums.
+func (w *costWindow) setBase(bs []CostBucket) {
+	w.base = slices.Clone(bs)
+	slices.SortStableFunc(w.base, func(a, b CostBucket) int { return cmpInt64(a.End, b.End) })
+	w.prefix = make([]float64, len(w.base)+1)
+	w.ends = make([]int64, len(w.base))
+	for i, b := range w.base {
+		w.prefix[i+1] = w.prefix[i] + b.USD
+		w.ends[i] = b.End
+	}
 }
 
 func (c *Counter) costWindowOf(agent string) *costWindow {
@@ -82,10 +97,16 @@ func (c *Counter) CostBetween(agent string, from, to time.Time) float64 {
 	}
 	f, t := from.UnixNano(), to.UnixNano()
 	var sum float64
-	i, _ := slices.BinarySearchFunc(w.base, f+1, func(b CostBucket, end int64) int { return cmpInt64(b.End, end) })
-	for ; i < len(w.base); i++ {
-		b := &w.base[i]
-		if b.End-b.Size < t { // (hour buckets may sort among minute ones)
+	// The buckets ending after from and by to all start before to: a
+	// difference of prefix sums. Those ending after to count when they
+	// start before it (a minute bucket cannot, an hour one may).
+	i, _ := slices.BinarySearch(w.ends, f+1)
+	j, _ := slices.BinarySearch(w.ends, t+1)
+	if j > i {
+		sum += w.prefix[j] - w.prefix[i]
+	}
+	for k := max(i, j); k < len(w.base) && w.base[k].End-int64(time.Hour) < t; k++ {
+		if b := &w.base[k]; b.End-b.Size < t {
 			sum += b.USD
 		}
 	}
@@ -152,7 +173,7 @@ func (c *Counter) PutCosts(agent string, buckets []CostBucket) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w := c.costWindowOf(agent)
-	w.base = slices.Clone(buckets)
+	w.setBase(buckets)
 	w.fresh = append(w.fresh[:0], w.fresh[min(w.flushing, len(w.fresh)):]...)
 	w.flushing = 0
 }
@@ -163,6 +184,6 @@ func (c *Counter) LoadCosts(stored map[string][]CostBucket) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for agent, bs := range stored {
-		c.costWindowOf(agent).base = slices.Clone(bs)
+		c.costWindowOf(agent).setBase(bs)
 	}
 }

@@ -3,6 +3,7 @@ package usage
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -428,6 +429,36 @@ func TestRecentSpend(t *testing.T) {
 	for _, x := range later {
 		if x.Size != int64(time.Hour) {
 			t.Fatalf("a day later %+v", later)
+		}
+	}
+}
+
+// CostBetween's prefix sums agree with summing every overlapping bucket,
+// for stored rows of minutes and hours and spans anywhere in them.
+func TestCostBetweenMatchesScan(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	var fresh []CostSample
+	for i := range 3000 {
+		at := now.Add(-time.Duration(i*i%(40*24*60)) * time.Minute).Add(-time.Duration(i%60) * time.Second)
+		fresh = append(fresh, CostSample{T: at.UnixNano(), USD: float64(i%7+1) / 100})
+	}
+	_, bs, err := MergeCosts(nil, fresh, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCounter(nil)
+	c.PutCosts("a", bs)
+	for i := range 500 {
+		from := now.Add(-time.Duration(i*97%(32*24*60)) * time.Minute).Add(time.Duration(i%3) * 20 * time.Second)
+		to := from.Add(time.Duration(i*31%(3*24*60)+1) * time.Minute)
+		var want float64
+		for _, b := range bs {
+			if b.End > from.UnixNano() && b.End-b.Size < to.UnixNano() {
+				want += b.USD
+			}
+		}
+		if got := c.CostBetween("a", from, to); math.Abs(got-want) > 1e-9 {
+			t.Fatalf("%v–%v: %v, want %v", from, to, got, want)
 		}
 	}
 }
