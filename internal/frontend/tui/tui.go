@@ -78,7 +78,7 @@ type Model struct {
 	busy          map[string]bool
 	quitting      bool
 	proposals     []kernel.Proposal // trust.go
-	propSel       int
+	propList      listView
 	propNext      time.Time    // when the proposals are read again
 	pins          []mcppin.Pin // pins.go
 	pinList       listView
