@@ -112,3 +112,49 @@ func TestClaudeCodeAnomalyRollback(t *testing.T) {
 		t.Fatalf("audit verify: %s %s", r.Stdout, r.Stderr)
 	}
 }
+
+// TestClaudeCodeCostRule: the spend Claude Code reports (its transcript's
+// usage, priced by the budget's table: $1 a turn) counts for a
+// cost_threshold auto-rule, as it does for budget caps: once the agent
+// has spent $1.50 within the hour, its Bash calls are blocked by the rule
+// (the first runs: at most one turn, $1, is spent by then).
+func TestClaudeCodeCostRule(t *testing.T) {
+	bin := findCLI(t, "claude")
+	e := newEnv(t, true)
+	if r := e.overseer(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
+		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
+	}
+	for _, args := range [][]string{
+		{"budget", "prices", "--set", `{"claude-sonnet-4-5*": {"input_per_mtok": 100000, "output_per_mtok": 0}}`},
+		{"auto-rules", "add", "--who", "alice", "--json", `{"name":"costly agent","trigger":{"type":"cost_threshold","tool":"Bash","agent":"claude-code","usd":1.5,"window_minutes":60},"action":{"type":"block_tool"}}`},
+	} {
+		if r := e.overseer(t, args...); r.Code != 0 {
+			t.Fatalf("overseer %v: %s %s", args, r.Stdout, r.Stderr)
+		}
+	}
+	// Claude Code may write a turn's usage to its transcript just after the
+	// hook of that turn's call runs, or before: the second or the third call
+	// is blocked.
+	_, srv, cli := e.claude(t, bin, modeltest.Steps(
+		modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo spend-1"}},
+		modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo spend-2"}},
+		modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo spend-3"}}))
+	rs := srv.Results()
+	blocked := -1
+	for i, r := range rs {
+		if r.IsError {
+			blocked = i
+			if !strings.Contains(r.Content, "costly agent") || strings.Contains(r.Content, fmt.Sprintf("spend-%d\n", i+1)) {
+				t.Fatalf("result %d: %+v\n%s", i, r, cli)
+			}
+			break
+		}
+	}
+	if blocked < 1 {
+		t.Fatalf("the cost rule did not block a call after the first turn's spend: %+v\n%s", rs, cli)
+	}
+	log := e.overseer(t, "auto-rules", "log")
+	if log.Code != 0 || !strings.Contains(log.Stdout, "costly agent") {
+		t.Fatalf("rule log: %s %s", log.Stdout, log.Stderr)
+	}
+}
