@@ -20,6 +20,9 @@
 #                                printed beside the figures of issue #18
 #                                (7,220 recorded, 15,600 dry run)
 #
+#   (and, for reference, the kernel's Submit recorded against judged only,
+#   BenchmarkSubmit, without HTTP)
+#
 # Usage: bench/run.sh            (from anywhere; takes a few minutes)
 # Tuning (environment): BENCHTIME (default 2s) and COUNT (3; the summary
 # takes the median of the runs) for the Go benchmarks, API_SECONDS (10) and
@@ -110,6 +113,12 @@ echo
 echo "== Evaluate with 50 rate limits and 10 budget caps (checked and counted), and without"
 if go test -count="$COUNT" -run '^$' -bench '^BenchmarkEvaluateControls$' -benchtime "$BENCHTIME" ./bench/ | tee "$WORK/controls.txt"; then :; else
   fail "the controls benchmark failed"
+fi
+echo
+
+echo "== Submit in the kernel (no HTTP): recorded against judged only"
+if go test -count="$COUNT" -run '^$' -bench '^BenchmarkSubmit$' -benchtime "$BENCHTIME" ./bench/ | tee "$WORK/submit.txt"; then :; else
+  fail "the Submit benchmark failed"
 fi
 echo
 
@@ -353,6 +362,9 @@ printf '%-44s %14s %14s\n' "  errors" "${aerr:-n/a}" "${aerrpg:-n/a}"
 printf '%-44s %14s %14s %8s\n' "POST /api/v1/actions, auto, SQLite" "recorded" "dry run" "ratio"
 printf '%-44s %14s %14s %8s\n' "  this run (requests/s)" "$(num "$rps")" "$(num "$dry")" "$rdry"
 printf '%-44s %14s %14s %8s\n' "  issue #18, quiet machine (requests/s)" "7220" "15600" "0.46"
+subr="$(metric "$WORK/submit.txt" BenchmarkSubmit/recorded actions/s)"
+subj="$(metric "$WORK/submit.txt" BenchmarkSubmit/judged actions/s)"
+printf '%-44s %14s %14s %8s\n' "  kernel Submit, no HTTP (actions/s)" "$(num "$subr")" "$(num "$subj")" "$(ratio "$subr" "$subj")"
 printf '%-44s %14s %14s\n' "secret analyser, 1 MB body (wall, cpu)" "$(us "$s1m")" "$(us "$s1mc")"
 printf '%-44s %14s %14s\n' "secret analyser, 1 KB request (wall, cpu)" "$(us "$s1k")" "$(us "$s1kc")"
 printf '%-44s %14s %14s\n' "Evaluate, 100 rules, guards without egress" "$(us "$ne50")" "ratio $re1"
