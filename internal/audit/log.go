@@ -314,6 +314,12 @@ func (l *Log) commit(batch []*request, reason string) {
 	// The batch is not bound to one caller's context: it is written for all
 	// of them, and Close waits for it.
 	err := l.st.AppendAuditBatch(context.Background(), b)
+	if l.sealer != nil && err == nil && len(b.Extra) > 0 && b.Sync != nil {
+		// The marker must be on disk before its key is erased: a key
+		// evolved past a marker the disk lost would seal nothing again.
+		err = b.Sync()
+		b.Sync = nil
+	}
 	if l.sealer != nil {
 		if err == nil && len(b.Extra) > 0 {
 			// An epoch closed: evolve the key now, under the write lock, so

@@ -46,7 +46,7 @@ func TestAppendWaitsForSync(t *testing.T) {
 	db, _ := openDB(t)
 	g := &gatedSync{DB: db, release: make(chan error)}
 	l := audit.New(g, clock.NewFake(t0))
-	defer l.Close()
+	defer closeGated(l, g)
 	ctx := t.Context()
 
 	done := make(chan error, 1)
@@ -148,4 +148,59 @@ func waitRecords(t *testing.T, db *sqlite.DB, n int) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// A batch that closes a sealing epoch is on disk before the epoch's key is
+// erased (evolved): a key evolved past a marker the disk then lost would
+// leave the log unsealable.
+func TestSealMarkerSyncedBeforeKeyEvolves(t *testing.T) {
+	home := t.TempDir()
+	db, _ := openDB(t)
+	clk := clock.NewFake(t0)
+	s := audit.NewSealer(home, audit.SealerOptions{Interval: time.Hour, Records: 1000})
+	if _, err := s.SetUp(t.Context(), db, home, clk.Now); err != nil {
+		t.Fatal(err)
+	}
+	g := &gatedSync{DB: db, release: make(chan error)}
+	l := audit.NewSealed(g, clk, s)
+	defer closeGated(l, g)
+	before, err := audit.ReadSealState(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		// An answer closes the epoch after its record.
+		_, err := l.Append(t.Context(), audit.Entry{Type: audit.TypeAnswer, ActionID: "a1", Seal: true})
+		done <- err
+	}()
+	waitRecords(t, db, 3) // seal_start, the answer, the marker: committed
+	time.Sleep(30 * time.Millisecond)
+	if st, err := audit.ReadSealState(s.Path()); err != nil || st.Epoch != before.Epoch {
+		t.Fatalf("key file at epoch %d (%v) before the marker was synced, want %d", st.Epoch, err, before.Epoch)
+	}
+	g.release <- nil
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st, err := audit.ReadSealState(s.Path()); err != nil || st.Epoch != before.Epoch+1 {
+		t.Fatalf("key file at epoch %d (%v) after the marker was synced, want %d", st.Epoch, err, before.Epoch+1)
+	}
+}
+
+// closeGated closes l, letting every sync still held through: a failing
+// test does not hang in Close.
+func closeGated(l *audit.Log, g *gatedSync) {
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case g.release <- nil:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	l.Close()
+	close(stop)
 }
