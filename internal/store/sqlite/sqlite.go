@@ -197,6 +197,17 @@ func (d *DB) syncWAL() error {
 	return d.failSync(dir.Sync())
 }
 
+// SyncCommitted makes every commit so far durable: a reader that tells
+// others of what it read (the audit head a daemon publishes) calls it
+// first, as a commit may be visible a moment before it is on disk (see the
+// package documentation).
+func (d *DB) SyncCommitted() error {
+	if !d.syncSelf {
+		return nil
+	}
+	return d.wrap("sync", d.syncWAL())
+}
+
 // failSync keeps a failed sync's error for every later one (under smu).
 func (d *DB) failSync(err error) error {
 	if err != nil {

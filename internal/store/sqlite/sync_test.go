@@ -88,3 +88,22 @@ func TestSyncKeepsTheWALOpen(t *testing.T) {
 		t.Fatalf("write after the WAL's permissions were taken away: %v", err)
 	}
 }
+
+// SyncCommitted syncs what was committed, and reports a failed sync.
+func TestSyncCommitted(t *testing.T) {
+	db := openT(t, filepath.Join(t.TempDir(), "x.db"))
+	b := auditBatch("action", true)
+	if err := db.AppendAuditBatch(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SyncCommitted(); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("EIO")
+	db.smu.Lock()
+	db.syncErr = boom
+	db.smu.Unlock()
+	if err := db.SyncCommitted(); !errors.Is(err, boom) {
+		t.Fatalf("SyncCommitted after a failed sync: %v", err)
+	}
+}
