@@ -129,7 +129,10 @@ func Parse(name string, data []byte, opts Options) (*Policy, error) {
 func Builtin() *Policy { return builtinPolicy() }
 
 var builtinPolicy = sync.OnceValue(func() *Policy {
-	p, err := parse(LayerBuiltin, builtinYAML, Options{}, LayerBuiltin)
+	// Its examples are checked by the tests (TestBuiltinExamplesPass), not
+	// at every start: running them is most of the cost of compiling it,
+	// and it is part of the binary.
+	p, err := parse(LayerBuiltin, builtinYAML, Options{SkipExamples: true}, LayerBuiltin)
 	if err != nil {
 		// builtin.yaml is embedded and tested; this cannot happen in a
 		// released binary.
