@@ -12,7 +12,6 @@ import (
 	"maps"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // Values of a policy file's `extends`.
@@ -178,8 +178,8 @@ const (
 )
 
 var (
-	yamlLineRE      = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	unknownAnchorRE = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+	yamlLineRE      = lazyre.New(`^yaml: line (\d+): (.*)$`)
+	unknownAnchorRE = lazyre.New(`^unknown anchor '(.*)' referenced$`)
 )
 
 // lineOf returns the 1-based line of the first occurrence of s in data, or 0.

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 //go:embed recognisers.yaml
@@ -554,7 +555,7 @@ func (r *recogniser) boxed(sc *Screen, p *Prompt, q int) (int, bool) {
 }
 
 // truncated marks what agents draw where they cut text short.
-var truncated = regexp.MustCompile(`…|\.\.\.\s*$|\+\d+ (more )?lines?`)
+var truncated = lazyre.New(`…|\.\.\.\s*$|\+\d+ (more )?lines?`)
 
 // fill sets the tool call from a header title, detail and subject lines.
 func (r *recogniser) fill(p *Prompt, title, detail string, body []string) {
@@ -634,10 +635,10 @@ func (r *recogniser) fill(p *Prompt, title, detail string, body []string) {
 
 // escapeRemnant matches what an agent that removes only the ESC (and BEL)
 // of a control sequence leaves on screen: "[2K", "[31m", "]0;".
-var escapeRemnant = regexp.MustCompile(`\[\d+(;\d+)*[A-Za-z]|\]\d*;`)
+var escapeRemnant = lazyre.New(`\[\d+(;\d+)*[A-Za-z]|\]\d*;`)
 
 // numberedLine is a line of file content as Claude Code shows it.
-var numberedLine = regexp.MustCompile(`^\s*(\d+) ?(.*)$`)
+var numberedLine = lazyre.New(`^\s*(\d+) ?(.*)$`)
 
 // unnumber strips line numbers; a gap in them means content not shown.
 func unnumber(lines []string, p *Prompt) []string {

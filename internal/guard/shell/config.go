@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 //go:embed rules.yaml
@@ -352,7 +352,7 @@ type rules struct {
 	envVars      map[string]*cenv // by name; npm_config_ names in lower case
 }
 
-var checkName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+var checkName = lazyre.New(`^[a-z0-9][a-z0-9-]*$`)
 
 func validGlob(p string) error {
 	_, err := path.Match(p, "")
