@@ -247,6 +247,11 @@ type Outcome struct {
 	// StatusToken reads this action's outcome (GET /api/v1/actions/{id}
 	// with Authorization: Bearer <status_token>); set when it is submitted.
 	StatusToken string `json:"status_token,omitempty"`
+	// Facts are what Overseer's analyzers derived from the action (a shell
+	// command's programs and the paths it reads, writes or deletes); set
+	// only when the submission asks for them (?facts=1), as the agents'
+	// hooks do to keep what a call changes without asking again.
+	Facts *action.Facts `json:"facts,omitempty"`
 }
 
 // OutcomeOf turns a verdict and approval into the agent's view.
@@ -352,6 +357,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	o := OutcomeOf(sub.Action.ID, &sub.Verdict, apr)
 	o.ClientID = sub.Action.ClientID
 	o.StatusToken = s.StatusToken(sub.Action.ID)
+	if r.URL.Query().Get("facts") != "" {
+		f := sub.Action.Facts
+		o.Facts = &f
+	}
 	writeJSON(w, http.StatusOK, o)
 }
 
