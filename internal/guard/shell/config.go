@@ -170,18 +170,10 @@ func ParseConfig(data []byte) (Config, error) {
 	return c, nil
 }
 
-// DefaultConfig returns the embedded default lists (a fresh copy): the
-// JSON form of rules.yaml (see embedded.go), which the tests check is
-// valid and up to date.
-func DefaultConfig() Config {
-	var c Config
-	err := decodeEmbedded(defaultRulesJSON, &c)
-	if err != nil {
-		// The embedded file is checked by the package's tests.
-		panic("shell: embedded rules.yaml: " + err.Error())
-	}
-	return c
-}
+// DefaultConfig returns the embedded default lists (a fresh copy): rules.yaml
+// as Go code (rules_gen.go, see embedded.go), which the tests check is valid
+// and up to date.
+func DefaultConfig() Config { return defaultConfigValue() }
 
 // defaultConfig is the parsed embedded defaults, shared read-only: merge
 // copies what it changes.

@@ -8,15 +8,14 @@ import (
 )
 
 // The shell guard's tables are written in YAML (rules.yaml, effects.yaml)
-// and embedded in their JSON form (rules.json, effects.json), which decodes
-// several times faster: a hook process that judges a call itself decodes
-// them at every start. The tests check that each JSON file is the YAML file
-// decoded and encoded again; after editing a YAML file, regenerate them:
+// and built into the binary in a form that is quicker to load: rules.yaml as
+// Go code (rules_gen.go, defaultConfigValue), effects.yaml as JSON
+// (effects.json). A hook process that judges a call itself loads them at
+// every start, and decoding the YAML was most of its time. The tests check
+// that both are the YAML files' content; after editing a YAML file,
+// regenerate them:
 //
 //go:generate go test -run ^TestEmbeddedJSON$ -update-json .
-
-//go:embed rules.json
-var defaultRulesJSON []byte
 
 //go:embed effects.json
 var effectsJSON []byte

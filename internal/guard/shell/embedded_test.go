@@ -4,15 +4,31 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"go/format"
 	"os"
+	"reflect"
+	"regexp"
 	"testing"
 )
 
-var updateJSON = flag.Bool("update-json", false, "rewrite rules.json and effects.json from their YAML files")
+var updateJSON = flag.Bool("update-json", false, "rewrite rules_gen.go and effects.json from their YAML files")
 
-// TestEmbeddedJSON checks that rules.json and effects.json are the JSON
-// forms of rules.yaml and effects.yaml, and that the defaults they give
-// are valid: the guard reads the JSON files, people edit the YAML ones.
+// genRules is rules_gen.go for the content of rules.yaml, c.
+func genRules(c Config) ([]byte, error) {
+	lit := fmt.Sprintf("%#v", c)
+	// Inside the package its types are named without it.
+	lit = regexp.MustCompile(`\bshell\.(Config|EnvVar|Pattern|Wrapper)\{`).ReplaceAllString(lit, "$1{")
+	src := "// Code generated from rules.yaml by `go generate` (TestEmbeddedJSON); DO NOT EDIT.\n\n" +
+		"package shell\n\n" +
+		"// defaultConfigValue is rules.yaml, decoded.\n" +
+		"func defaultConfigValue() Config {\n\treturn " + lit + "\n}\n"
+	return format.Source([]byte(src))
+}
+
+// TestEmbeddedJSON checks that rules_gen.go and effects.json hold what
+// rules.yaml and effects.yaml say, and that the defaults they give are
+// valid: the guard loads the generated forms, people edit the YAML files.
 func TestEmbeddedJSON(t *testing.T) {
 	rules, err := ParseConfig(defaultRulesYAML) // validates too
 	if err != nil {
@@ -25,42 +41,45 @@ func TestEmbeddedJSON(t *testing.T) {
 	if _, err := compileEffectsDoc(effects); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []struct {
-		name string
-		v    any
-		have []byte
-	}{{"rules.json", rules, defaultRulesJSON}, {"effects.json", effects, effectsJSON}} {
-		want, err := json.MarshalIndent(f.v, "", " ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, '\n')
-		if *updateJSON {
-			if err := os.WriteFile(f.name, want, 0o644); err != nil {
+	gen, err := genRules(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	effJSON, err := json.MarshalIndent(effects, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	effJSON = append(effJSON, '\n')
+	if *updateJSON {
+		for name, b := range map[string][]byte{"rules_gen.go": gen, "effects.json": effJSON} {
+			if err := os.WriteFile(name, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			continue
 		}
-		if !bytes.Equal(f.have, want) {
-			t.Errorf("%s is not the JSON form of its YAML file: run `go generate ./internal/guard/shell`", f.name)
-		}
-	}
-	if *updateJSON {
 		return
 	}
-	// What the guard decodes is what the YAML says.
-	if err := DefaultConfig().Validate(); err != nil {
-		t.Fatalf("rules.json: %v", err)
+	const regen = "run `go generate ./internal/guard/shell`"
+	if have, err := os.ReadFile("rules_gen.go"); err != nil || !bytes.Equal(have, gen) {
+		t.Errorf("rules_gen.go is not rules.yaml (%v): %s", err, regen)
 	}
-	for _, c := range []struct{ got, want any }{{DefaultConfig(), rules}} {
-		g, _ := json.Marshal(c.got)
-		w, _ := json.Marshal(c.want)
-		if !bytes.Equal(g, w) {
-			t.Error("DefaultConfig differs from rules.yaml")
-		}
+	if !bytes.Equal(effectsJSON, effJSON) {
+		t.Errorf("effects.json is not effects.yaml: %s", regen)
+	}
+	// What the guard loads is what the YAML says.
+	if !reflect.DeepEqual(DefaultConfig(), rules) {
+		t.Error("DefaultConfig differs from rules.yaml")
+	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("the generated defaults: %v", err)
 	}
 	if got, want := len(mustCompileEffects(effectsJSON)), len(effects.Programs); got != want {
 		t.Errorf("effects.json gives %d programs, effects.yaml %d", got, want)
+	}
+	// A fresh copy each time: a caller may change it.
+	a := DefaultConfig()
+	a.ReadOnly[0] = "changed"
+	if DefaultConfig().ReadOnly[0] == "changed" {
+		t.Error("DefaultConfig shares its lists between calls")
 	}
 }
 
