@@ -249,8 +249,9 @@ type Outcome struct {
 	StatusToken string `json:"status_token,omitempty"`
 	// Facts are what Overseer's analyzers derived from the action (a shell
 	// command's programs and the paths it reads, writes or deletes); set
-	// only when the submission asks for them (?facts=1), as the agents'
-	// hooks do to keep what a call changes without asking again.
+	// only when the submission asks for them (?facts=1) with the daemon's
+	// token, as the agents' hooks do to keep what a call changes without
+	// reading the audit log.
 	Facts *action.Facts `json:"facts,omitempty"`
 }
 
@@ -357,7 +358,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	o := OutcomeOf(sub.Action.ID, &sub.Verdict, apr)
 	o.ClientID = sub.Action.ClientID
 	o.StatusToken = s.StatusToken(sub.Action.ID)
-	if r.URL.Query().Get("facts") != "" {
+	// The facts (resolved paths, …) are the people's side's to read, as
+	// the audit log is: only with the daemon's token (the hooks have it).
+	if r.URL.Query().Get("facts") != "" && s.Authorized(r) {
 		f := sub.Action.Facts
 		o.Facts = &f
 	}
