@@ -251,7 +251,7 @@ func (a *app) withLoop(ctx context.Context, f runFlags, resumeID string,
 		return err
 	}
 	defer closeTools()
-	cfg := agent.Config{Kernel: k, Tasks: ts, LLM: llm, Tools: tools, Out: a.stdout, MaxRejections: f.maxRejections}
+	cfg := agent.Config{Kernel: k, Tasks: ts, LLM: llm, Tools: tools, Out: a.stdout, MaxRejections: f.maxRejections, SubTasks: true}
 	if f.answerHere || isTerminalIn(a.stdin) {
 		cfg.Answers, cfg.Who = readLines(a.stdin), whoami()
 	}
