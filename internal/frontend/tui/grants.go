@@ -54,13 +54,7 @@ func (m Model) fetchGrants() tea.Cmd {
 	if !ok {
 		return nil
 	}
-	ctx := m.ctx
-	return func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		list, err := g.Grants(cctx)
-		return grantsMsg{list: list, err: err}
-	}
+	return fetchCmd(m.ctx, g.Grants, func(list []kernel.GrantView, err error) tea.Msg { return grantsMsg{list: list, err: err} })
 }
 
 // updateGrants handles the grants view's messages; ok is false for any
@@ -71,8 +65,7 @@ func (m Model) updateGrants(msg tea.Msg) (Model, tea.Cmd, bool) {
 		if msg.err != nil {
 			m.setStatus("grants: "+msg.err.Error(), true)
 		} else {
-			m.grants = msg.list
-			m.grantSel = max(0, min(m.grantSel, len(m.grants)-1))
+			m.grants.set(msg.list)
 		}
 		return m, nil, true
 	case grantRevokedMsg:
@@ -95,18 +88,15 @@ func (m Model) grantsKey(s string) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	case "esc", "G":
 		m.mode = modeQueue
-	case "j", "down":
-		m.grantSel = min(len(m.grants)-1, m.grantSel+1)
-	case "k", "up":
-		m.grantSel = max(0, m.grantSel-1)
 	case "g":
 		return m, m.fetchGrants()
 	case "R":
 		api, ok := m.grantsAPI()
-		if !ok || m.grantSel < 0 || m.grantSel >= len(m.grants) {
+		cur, sel := m.grants.current()
+		if !ok || !sel {
 			return m, nil
 		}
-		id := m.grants[m.grantSel].ID
+		id := cur.ID
 		if m.busy[id] {
 			return m, nil
 		}
@@ -118,6 +108,8 @@ func (m Model) grantsKey(s string) (tea.Model, tea.Cmd) {
 			defer cancel()
 			return grantRevokedMsg{id: id, err: api.RevokeGrant(cctx, id, who)}
 		}
+	default:
+		m.grants.nav(s)
 	}
 	return m, nil
 }
@@ -129,20 +121,12 @@ func (m Model) renderGrants(add func(string), rule func(string)) {
 		add(stFaint.Render("  Not available here."))
 		return
 	}
-	if len(m.grants) == 0 {
-		add(stFaint.Render("  No active grant. Issue one with `overseer grant issue` or the web console."))
-	}
-	for i, g := range m.grants {
+	m.grants.render(add, "No active grant. Issue one with `overseer grant issue` or the web console.", func(g kernel.GrantView) (string, string) {
 		used := fmt.Sprintf("%d", g.Usage.Steps)
 		if g.Budget.Steps > 0 {
 			used += fmt.Sprintf("/%d", g.Budget.Steps)
 		}
 		row := fmt.Sprintf("%s  %s · %s steps · until %s", g.ID, g.Subject, used, g.Expires.Local().Format("15:04"))
-		if i == m.grantSel {
-			add(stSel.Render("▶ " + row))
-		} else {
-			add("  " + row)
-		}
 		var ps []string
 		for _, p := range g.Allow {
 			var parts []string
@@ -158,8 +142,8 @@ func (m Model) renderGrants(add func(string), rule func(string)) {
 			}
 			ps = append(ps, strings.Join(parts, " "))
 		}
-		add(stFaint.Render("    " + oneLine(strings.Join(ps, "; ")) + " · issued by " + g.IssuedBy))
-	}
+		return row, oneLine(strings.Join(ps, "; ")) + " · issued by " + g.IssuedBy
+	})
 }
 
 // grantsFoot is the grants view's key line.
