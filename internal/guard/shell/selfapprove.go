@@ -113,10 +113,10 @@ func (a *analyzer) selfCheck(s *segCtx) {
 	name := s.name
 	switch {
 	case name == "overseer":
-		a.overseerCmd(s.args, s.prog.val)
+		a.overseerCmd(s.args, s.prog.val, s.c.extraDyn)
 	case name == "go":
 		if rest, prog, ok := goRunOverseer(s.args); ok {
-			a.overseerCmd(rest, prog)
+			a.overseerCmd(rest, prog, s.c.extraDyn)
 		}
 	}
 	switch {
@@ -141,8 +141,13 @@ func (a *analyzer) selfCheck(s *segCtx) {
 // overseerCmd judges the arguments of the overseer CLI against the
 // allow-list of selfapi.yaml: a sub-command (or its first operand) not on
 // it is `block`.
-func (a *analyzer) overseerCmd(args []arg, prog string) {
+func (a *analyzer) overseerCmd(args []arg, prog string, extraDyn bool) {
 	sub, i := overseerOperand(args, 0)
+	if i < 0 && extraDyn {
+		// xargs appends the sub-command at run time.
+		a.selfApprove("runs `" + prog + "` with a sub-command computed at run time (arguments xargs appends)")
+		return
+	}
 	if i < 0 {
 		return // `overseer`, `overseer --help`: prints
 	}
