@@ -66,3 +66,55 @@ func TestCodexShellReadsCountAsReads(t *testing.T) {
 		t.Fatalf("notes.txt holds %q", b)
 	}
 }
+
+// TestClaudeCodeShellReadRefreshes: the real Claude Code, hooked, reads a
+// file with Read; someone changes it; its edit is refused as a stale read;
+// it reads the file again with `cat` in its Bash tool, and the edit goes
+// through — a shell read counts as a read.
+func TestClaudeCodeShellReadRefreshes(t *testing.T) {
+	bin := findCLI(t, "claude")
+	e := newEnv(t, true)
+	if r := e.overseer(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
+		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
+	}
+	notes := filepath.Join(e.proj, "notes.txt")
+	if err := os.WriteFile(notes, []byte("alpha\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	edit := modeltest.ToolCall{Name: "Edit", Input: map[string]any{"file_path": notes, "old_string": "beta", "new_string": "gamma"}}
+	calls := []modeltest.ToolCall{{Name: "Read", Input: map[string]any{"file_path": notes}}, edit,
+		{Name: "Bash", Input: map[string]any{"command": "cat notes.txt", "description": "read the notes again"}}, edit}
+	script := func(r *modeltest.Request) modeltest.Reply {
+		if !r.HasTools {
+			return modeltest.Reply{Text: "ok"}
+		}
+		n := len(r.Results)
+		if n == 1 {
+			if err := os.WriteFile(notes, []byte("beta\n"), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+		if n < len(calls) {
+			c := calls[n]
+			return modeltest.Reply{Tool: &c}
+		}
+		return modeltest.Reply{Text: "done"}
+	}
+	_, srv, out := e.claude(t, bin, script)
+	rs := srv.Results()
+	if len(rs) != 4 {
+		t.Fatalf("results %+v\n%s", rs, out)
+	}
+	if !rs[1].IsError || !strings.Contains(rs[1].Content, "changed since you read it") {
+		t.Fatalf("the edit of a stale read: %+v", rs[1])
+	}
+	if rs[2].IsError || !strings.Contains(rs[2].Content, "beta") {
+		t.Fatalf("the cat: %+v", rs[2])
+	}
+	if rs[3].IsError {
+		t.Fatalf("the edit after reading with cat: %+v", rs[3])
+	}
+	if b, _ := os.ReadFile(notes); string(b) != "gamma\n" {
+		t.Fatalf("the file holds %q", b)
+	}
+}
