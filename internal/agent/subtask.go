@@ -44,6 +44,7 @@ const SubTaskTool = "subtask"
 const (
 	defaultSubTaskSteps = 10
 	maxSubTaskSteps     = 50
+	maxSubTaskGoal      = 8 << 10
 )
 
 var subTaskSpec = plugin.ToolSpec{
@@ -112,6 +113,9 @@ func parseSubTaskArgs(args map[string]any, known map[string]plugin.Tool) (subTas
 	a.Goal = strings.TrimSpace(goal)
 	if a.Goal == "" {
 		return a, fmt.Errorf("a sub-task needs a goal")
+	}
+	if len(a.Goal) > maxSubTaskGoal {
+		return a, fmt.Errorf("the goal is longer than %d bytes", maxSubTaskGoal)
 	}
 	list, _ := args["tools"].([]any)
 	for _, v := range list {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
@@ -75,6 +76,22 @@ func (o readObserver) effects(a *action.Action) ([]*store.PutStateEffect, error)
 	return o.states(a.Session, a.Facts.Paths, readFull(a), action.PathRead)
 }
 
+// maxShownFile is the largest file a shell read is recorded for: no agent
+// sees more through its shell's output, and hashing it is the kernel's
+// time.
+const maxShownFile = 16 << 20
+
+// pseudoFS reports whether p lies in a file system of the kernel's own
+// (/proc, /sys, /dev), whose files are not read to record a read.
+func pseudoFS(p string) bool {
+	for _, d := range []string{"/proc", "/sys", "/dev"} {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // shellStates returns the read records of the files a shell command prints
 // to the agent whole. A file counts when the shell guard's effect model
 // also has the command reading it (Facts.Paths, symlinks resolved) and the
@@ -104,7 +121,7 @@ func (o readObserver) shellStates(a *action.Action) ([]*store.PutStateEffect, er
 			continue
 		}
 		fi, err := os.Stat(p)
-		if err != nil || !fi.Mode().IsRegular() {
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxShownFile || pseudoFS(p) {
 			continue
 		}
 		h, mt, lines, err := paths.HashFileLines(p)
