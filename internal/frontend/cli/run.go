@@ -617,6 +617,13 @@ func (a *app) tasksShowCmd() *cobra.Command {
 				if t.Model != "" {
 					fmt.Fprintf(w, "model: %s\n", t.Model)
 				}
+				if t.Parent != "" {
+					fmt.Fprintf(w, "sub-task of %s · tools %s", t.Parent, strings.Join(t.Tools, ", "))
+					if t.Grant != "" {
+						fmt.Fprintf(w, " · grant %s", t.Grant)
+					}
+					fmt.Fprintln(w)
+				}
 				if t.Plan != nil && len(t.Plan.Subtasks) > 0 {
 					fmt.Fprintln(w, "plan:")
 					for i, s := range t.Plan.Subtasks {
