@@ -14,14 +14,15 @@ import (
 	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
-// The agents view: earned trust, as on the console's Agents page. Each
-// agent with its mode; the selected one's record (live and ingested
-// actions, verdicts, refusals, violations, trust history) and what a
-// promotion would give it — the proposed grant for delegated mode, the
-// tools to auto-approve for supervised mode (those a violation or a
-// refusal touched cannot be picked). P promotes one step, D demotes one.
-// Agent names, tools and summaries may come from transcripts an agent
-// wrote itself: they are shown without control characters.
+// The agents view, on the shared list view (listview.go): earned trust,
+// as on the console's Agents page. Each agent with its mode; the selected
+// one's record (live and ingested actions, verdicts, refusals, violations,
+// trust history) and what a promotion would give it — the proposed grant
+// for delegated mode, the tools to auto-approve for supervised mode (those
+// a violation or a refusal touched cannot be picked). P promotes one step,
+// D demotes one. Agent names, tools and summaries may come from
+// transcripts an agent wrote itself: they are shown without control
+// characters.
 
 // AgentsAPI is what the agents view needs. An API that does not
 // implement it has no agents view.
@@ -92,24 +93,43 @@ func (m Model) fetchAgents() tea.Cmd {
 	if !ok {
 		return nil
 	}
-	return fetchCmd(m.ctx, a.Agents, func(list []*kernel.AgentTrust, err error) tea.Msg { return agentsMsg{list: list, err: err} })
+	ctx := m.ctx
+	return func() tea.Msg {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		list, err := a.Agents(cctx)
+		return agentsMsg{list: list, err: err}
+	}
+}
+
+// selectedAgent is the agent the selection is on.
+func (m Model) selectedAgent() (*kernel.AgentTrust, bool) {
+	i, ok := m.agentList.at()
+	if !ok || i >= len(m.agents) {
+		return nil, false
+	}
+	return m.agents[i], true
 }
 
 // fetchRecord reads the selected agent's record.
 func (m Model) fetchRecord() tea.Cmd {
 	a, ok := m.agentsAPI()
-	cur, sel := m.agents.current()
+	cur, sel := m.selectedAgent()
 	if !ok || !sel {
 		return nil
 	}
-	name := cur.Agent
-	return fetchCmd(m.ctx, func(ctx context.Context) (*kernel.AgentRecord, error) { return a.AgentRecord(ctx, name) },
-		func(rec *kernel.AgentRecord, err error) tea.Msg { return agentRecMsg{rec: rec, err: err} })
+	ctx, name := m.ctx, cur.Agent
+	return func() tea.Msg {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		rec, err := a.AgentRecord(cctx, name)
+		return agentRecMsg{rec: rec, err: err}
+	}
 }
 
 // record is the selected agent's record, when it was read.
 func (m Model) record() *kernel.AgentRecord {
-	cur, ok := m.agents.current()
+	cur, ok := m.selectedAgent()
 	if !ok || m.agentRec == nil || m.agentRec.Agent != cur.Agent {
 		return nil
 	}
@@ -141,14 +161,15 @@ func (m Model) updateAgents(msg tea.Msg) (Model, tea.Cmd, bool) {
 			m.setStatus("agents: "+msg.err.Error(), true)
 			return m, nil, true
 		}
-		m.agents.set(msg.list)
+		m.agents = msg.list
+		m.agentList.resize(len(m.agents))
 		return m, m.fetchRecord(), true
 	case agentRecMsg:
 		if msg.err != nil {
 			m.setStatus("agent record: "+msg.err.Error(), true)
 			return m, nil, true
 		}
-		if cur, ok := m.agents.current(); ok && msg.rec != nil && msg.rec.Agent == cur.Agent {
+		if cur, ok := m.selectedAgent(); ok && msg.rec != nil && msg.rec.Agent == cur.Agent {
 			if m.agentRec == nil || m.agentRec.Agent != msg.rec.Agent {
 				m.agentTools, m.agentAccept = map[string]bool{}, false
 			}
@@ -169,15 +190,14 @@ func (m Model) updateAgents(msg tea.Msg) (Model, tea.Cmd, bool) {
 }
 
 func (m Model) agentsKey(s string) (tea.Model, tea.Cmd) {
+	before := m.agentList.sel
+	if cmd, ok := m.listKey(s, "T", &m.agentList, m.fetchAgents); ok {
+		if m.mode == modeAgents && m.agentList.sel != before {
+			cmd = m.fetchRecord() // the selection moved: read its record
+		}
+		return m, cmd
+	}
 	switch s {
-	case "q":
-		m.quitting = true
-		return m, tea.Quit
-	case "esc", "T":
-		m.mode = modeQueue
-		return m, nil
-	case "g":
-		return m, m.fetchAgents()
 	case "v":
 		m.agentAccept = !m.agentAccept
 		return m, nil
@@ -197,9 +217,6 @@ func (m Model) agentsKey(s string) (tea.Model, tea.Cmd) {
 			m.agentTools[tools[i]] = !m.agentTools[tools[i]]
 		}
 		return m, nil
-	}
-	if m.agents.nav(s) {
-		return m, m.fetchRecord()
 	}
 	return m, nil
 }
@@ -261,17 +278,18 @@ func (m Model) renderAgents(add func(string), rule func(string)) {
 		add(stFaint.Render("  Not available here."))
 		return
 	}
-	m.agents.render(add, "No agent seen yet. `overseer audit ingest` reads what agents did without Overseer in the path.",
-		func(t *kernel.AgentTrust) (string, string) {
-			row := fmt.Sprintf("%-24s %s", plain(t.Agent), t.Mode)
-			if len(t.AutoTools) > 0 {
-				row += " · auto: " + plain(strings.Join(t.AutoTools, ", "))
-			}
-			if t.GrantID != "" {
-				row += " · grant " + t.GrantID
-			}
-			return row, ""
-		})
+	rows := make([]listRow, 0, len(m.agents))
+	for _, t := range m.agents {
+		row := fmt.Sprintf("%-24s %s", plain(t.Agent), t.Mode)
+		if len(t.AutoTools) > 0 {
+			row += " · auto: " + plain(strings.Join(t.AutoTools, ", "))
+		}
+		if t.GrantID != "" {
+			row += " · grant " + t.GrantID
+		}
+		rows = append(rows, listRow{line: row})
+	}
+	renderRows(add, rows, m.agentList.sel, "No agent seen yet. `overseer audit ingest` reads what agents did without Overseer in the path.")
 	rec := m.record()
 	if rec == nil {
 		return

@@ -54,7 +54,13 @@ func (m Model) fetchGrants() tea.Cmd {
 	if !ok {
 		return nil
 	}
-	return fetchCmd(m.ctx, g.Grants, func(list []kernel.GrantView, err error) tea.Msg { return grantsMsg{list: list, err: err} })
+	ctx := m.ctx
+	return func() tea.Msg {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		list, err := g.Grants(cctx)
+		return grantsMsg{list: list, err: err}
+	}
 }
 
 // updateGrants handles the grants view's messages; ok is false for any
@@ -65,7 +71,8 @@ func (m Model) updateGrants(msg tea.Msg) (Model, tea.Cmd, bool) {
 		if msg.err != nil {
 			m.setStatus("grants: "+msg.err.Error(), true)
 		} else {
-			m.grants.set(msg.list)
+			m.grants = msg.list
+			m.grantList.resize(len(m.grants))
 		}
 		return m, nil, true
 	case grantRevokedMsg:
@@ -82,36 +89,29 @@ func (m Model) updateGrants(msg tea.Msg) (Model, tea.Cmd, bool) {
 
 // grantsKey handles a key in the grants view.
 func (m Model) grantsKey(s string) (tea.Model, tea.Cmd) {
-	switch s {
-	case "q":
-		m.quitting = true
-		return m, tea.Quit
-	case "esc", "G":
-		m.mode = modeQueue
-	case "g":
-		return m, m.fetchGrants()
-	case "R":
-		api, ok := m.grantsAPI()
-		cur, sel := m.grants.current()
-		if !ok || !sel {
-			return m, nil
-		}
-		id := cur.ID
-		if m.busy[id] {
-			return m, nil
-		}
-		m.busy[id] = true
-		m.setStatus("revoking "+id+"…", false)
-		ctx, who := m.ctx, m.opts.Who
-		return m, func() tea.Msg {
-			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			return grantRevokedMsg{id: id, err: api.RevokeGrant(cctx, id, who)}
-		}
-	default:
-		m.grants.nav(s)
+	if cmd, ok := m.listKey(s, "G", &m.grantList, m.fetchGrants); ok {
+		return m, cmd
 	}
-	return m, nil
+	if s != "R" {
+		return m, nil
+	}
+	api, ok := m.grantsAPI()
+	i, sel := m.grantList.at()
+	if !ok || !sel {
+		return m, nil
+	}
+	id := m.grants[i].ID
+	if m.busy[id] {
+		return m, nil
+	}
+	m.busy[id] = true
+	m.setStatus("revoking "+id+"…", false)
+	ctx, who := m.ctx, m.opts.Who
+	return m, func() tea.Msg {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return grantRevokedMsg{id: id, err: api.RevokeGrant(cctx, id, who)}
+	}
 }
 
 // renderGrants renders the grants view below the header.
@@ -121,12 +121,12 @@ func (m Model) renderGrants(add func(string), rule func(string)) {
 		add(stFaint.Render("  Not available here."))
 		return
 	}
-	m.grants.render(add, "No active grant. Issue one with `overseer grant issue` or the web console.", func(g kernel.GrantView) (string, string) {
+	rows := make([]listRow, 0, len(m.grants))
+	for _, g := range m.grants {
 		used := fmt.Sprintf("%d", g.Usage.Steps)
 		if g.Budget.Steps > 0 {
 			used += fmt.Sprintf("/%d", g.Budget.Steps)
 		}
-		row := fmt.Sprintf("%s  %s · %s steps · until %s", g.ID, g.Subject, used, g.Expires.Local().Format("15:04"))
 		var ps []string
 		for _, p := range g.Allow {
 			var parts []string
@@ -142,8 +142,11 @@ func (m Model) renderGrants(add func(string), rule func(string)) {
 			}
 			ps = append(ps, strings.Join(parts, " "))
 		}
-		return row, oneLine(strings.Join(ps, "; ")) + " · issued by " + g.IssuedBy
-	})
+		rows = append(rows, listRow{line: fmt.Sprintf("%s  %s · %s steps · until %s", g.ID, g.Subject, used, g.Expires.Local().Format("15:04")),
+			sub: []string{oneLine(strings.Join(ps, "; ")) + " · issued by " + g.IssuedBy}})
+	}
+	sel, _ := m.grantList.at()
+	renderRows(add, rows, sel, "No active grant. Issue one with `overseer grant issue` or the web console.")
 }
 
 // grantsFoot is the grants view's key line.

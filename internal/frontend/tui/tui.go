@@ -79,17 +79,20 @@ type Model struct {
 	busy          map[string]bool
 	quitting      bool
 	proposals     []kernel.Proposal // trust.go
-	propSel       int
+	propList      listView
 	propNext      time.Time    // when the proposals are read again
 	pins          []mcppin.Pin // pins.go
-	pinSel        int
-	grants        listView[kernel.GrantView]   // grants.go
-	agents        listView[*kernel.AgentTrust] // agents.go
-	agentRec      *kernel.AgentRecord          // the selected agent's record
-	agentTools    map[string]bool              // tools picked for a promotion to supervised
-	agentAccept   bool                         // promote although violations were found
-	panes         []watch.PaneSet              // panes.go
-	paused        []store.AgentPause           // pauses.go
+	pinList       listView
+	grants        []kernel.GrantView // grants.go
+	grantList     listView
+	agents        []*kernel.AgentTrust // agents.go
+	agentList     listView
+	agentRec      *kernel.AgentRecord // the selected agent's record
+	agentTools    map[string]bool     // tools picked for a promotion to supervised
+	agentAccept   bool                // promote although violations were found
+	panes         []watch.PaneSet     // panes.go
+	paused        []store.AgentPause  // pauses.go
+	ctl           controlsState       // controls.go
 
 	// after schedules the next refresh (tea.Tick); tests replace it so
 	// that a timer is never confused with a slow API call.
@@ -106,6 +109,9 @@ const (
 	modePins      // pins.go: the MCP definitions withheld or flagged
 	modeGrants    // grants.go: the active grants
 	modePanes     // panes.go: the panes overseer watch watches
+	modeAutoRules // controls.go: the auto-rules and their log
+	modeAnomaly   // controls.go: the anomaly rules, anomalies and rollbacks
+	modeLimits    // controls.go: rate limits and budget caps, use against limit
 	modeAgents    // agents.go: the agents' records and trust
 )
 
@@ -221,6 +227,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if mm, cmd, ok := m.updatePauses(msg); ok {
 		return mm, cmd
 	}
+	if mm, cmd, ok := m.updateControls(msg); ok {
+		return mm, cmd
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -247,6 +256,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		if m.mode == modePanes {
 			fetch = tea.Batch(fetch, m.fetchPanes())
+		}
+		if m.mode == modeLimits || m.mode == modeAnomaly || m.mode == modeAutoRules {
+			fetch = tea.Batch(fetch, m.fetchControls(m.mode)) // live use, firings
 		}
 		return m, tea.Batch(m.tick(), fetch, m.fetchPaused())
 	case answeredMsg:
@@ -379,6 +391,8 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.agentsKey(s)
 	case modePanes:
 		return m.panesKey(s)
+	case modeAutoRules, modeAnomaly, modeLimits:
+		return m.controlsKey(s)
 	case modeReason:
 		switch s {
 		case "esc":
@@ -434,6 +448,12 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.mode = modePanes
 			m.setStatus("", false)
 			return m, m.fetchPanes()
+		}
+	case "R", "n", "l":
+		if _, ok := m.controlsAPI(); ok {
+			m.mode = map[string]mode{"R": modeAutoRules, "n": modeAnomaly, "l": modeLimits}[s]
+			m.setStatus("", false)
+			return m, m.fetchControls(m.mode)
 		}
 	case "U":
 		return m.resumeFirst() // pauses.go
@@ -576,6 +596,26 @@ func (m Model) View() tea.View {
 	return v
 }
 
+// view is one of the views besides the queue: what it shows below the
+// header, and its key line (replaced by the status while there is one).
+type view struct {
+	render func(add, rule func(string))
+	foot   string
+}
+
+func (m Model) views() map[mode]view {
+	return map[mode]view{
+		modePanes:     {m.renderPanes, panesFoot},
+		modePins:      {m.renderPins, pinsFoot},
+		modeGrants:    {m.renderGrants, grantsFoot},
+		modeAgents:    {m.renderAgents, agentsFoot},
+		modeProposals: {m.renderProposals, trustFoot},
+		modeAutoRules: {m.renderAutoRules, autoRulesFoot},
+		modeAnomaly:   {m.renderAnomaly, anomalyFoot},
+		modeLimits:    {m.renderLimits, limitsFoot},
+	}
+}
+
 func (m Model) render() string {
 	if m.quitting {
 		return ""
@@ -613,6 +653,9 @@ func (m Model) render() string {
 			"G       active grants (delegated mode): R revoke",
 			"T       agents and their trust (record, violations): P promote, D demote",
 			"w       panes watched by overseer watch (agent, last prompt, state)",
+			"R       auto-rules: on/off, times fired, last fired, the rule log; E turns one on or off",
+			"n       anomaly rules, the anomalies detected and their rollbacks; E turns a rule on or off",
+			"l       rate limits and budget caps: current use against the limit",
 			"?       this help             q       quit",
 			"", "Press any key to go back.",
 		} {
@@ -621,22 +664,17 @@ func (m Model) render() string {
 		return strings.Join(lines, "\n")
 	}
 
-	// The views that take the screen below the header.
-	for _, pg := range []struct {
-		mode   mode
-		render func(add func(string), rule func(string))
-		foot   string
-	}{
-		{modePanes, m.renderPanes, panesFoot},
-		{modePins, m.renderPins, pinsFoot},
-		{modeGrants, m.renderGrants, grantsFoot},
-		{modeAgents, m.renderAgents, agentsFoot},
-		{modeProposals, m.renderProposals, trustFoot},
-	} {
-		if m.mode == pg.mode {
-			m.page(pg.render, pg.foot, add, rule)
-			return strings.Join(lines, "\n")
+	if v, ok := m.views()[m.mode]; ok {
+		v.render(add, rule)
+		foot := v.foot
+		if m.status != "" {
+			foot = stOK.Render(m.status)
+			if m.statusBad {
+				foot = stBad.Render(m.status)
+			}
 		}
+		add(foot)
+		return strings.Join(lines, "\n")
 	}
 
 	now := m.opts.Now()
