@@ -75,10 +75,10 @@ func newWatchEnv(t *testing.T) *watchEnv {
 }
 
 // startWatcher runs `overseer watch tmux` on the test's tmux server.
-func (e *watchEnv) startWatcher(t *testing.T) {
+func (e *watchEnv) startWatcher(t *testing.T, args ...string) {
 	t.Helper()
 	e.log = &overseertest.SyncBuffer{}
-	e.watcher = exec.Command(overseertest.Binary(t), "--home", e.home, "watch", "tmux", "-S", e.tm.sock)
+	e.watcher = exec.Command(overseertest.Binary(t), append([]string{"--home", e.home, "watch", "tmux", "-S", e.tm.sock}, args...)...)
 	e.watcher.Env = append(os.Environ(), "OVERSEER_HOME="+e.home)
 	e.watcher.Stdout, e.watcher.Stderr = e.log, e.log
 	if err := e.watcher.Start(); err != nil {
@@ -311,4 +311,48 @@ func TestWatchAgents(t *testing.T) {
 			t.Errorf("the audit log has no %q", want)
 		}
 	}
+}
+
+// TestWatchWaitRunsOut: the watcher's wait for a person is bounded
+// (--max-wait): when nobody answers in time, the request is withdrawn,
+// nothing is typed — the prompt stays for the person at the terminal — the
+// panes view says so, the audit log records it, and the same prompt is not
+// put to a person again.
+func TestWatchWaitRunsOut(t *testing.T) {
+	e := newWatchEnv(t)
+	pane := e.tm.start(t, "w", t.TempDir(), "sh", "-c", `printf 'Delete the old builds? (y/n) '; read a; echo "got:$a"; exec sleep 600`)
+	e.tm.waitFor(t, pane, "(y/n)", 10*time.Second)
+	e.startWatcher(t, "--max-wait", "3s", "--interval", "300ms")
+	e.dump = func() string { return e.tm.capture(t, pane) + "\nwatcher:\n" + e.log.String() }
+	id := e.pending(t, "terminal", "Delete the old builds", 30*time.Second)
+	asked := time.Now()
+	pendingIDs := func() string {
+		res := overseertest.Run(t, e.home, "", "approvals", "--json")
+		return res.Stdout
+	}
+	eventually(t, 30*time.Second, "the unanswered request was withdrawn", func() bool { return !strings.Contains(pendingIDs(), id) }, e.dump)
+	if waited := time.Since(asked); waited > 20*time.Second {
+		t.Errorf("the request stayed %s, the wait is 3s", waited)
+	}
+	eventually(t, 15*time.Second, "the panes view shows the prompt left for a person", func() bool {
+		res := overseertest.Run(t, e.home, "", "watch", "panes", "--json")
+		return strings.Contains(res.Stdout, `"state":"left for a person"`) && strings.Contains(res.Stdout, "no person answered in time")
+	}, e.dump)
+	// Nothing was typed, and the prompt is not put to a person again.
+	time.Sleep(3 * time.Second)
+	if sc := e.tm.capture(t, pane); strings.Contains(sc, "got:") || !strings.Contains(sc, "(y/n)") {
+		t.Fatalf("keys were typed into the pane after the wait ran out:\n%s", sc)
+	}
+	if p := pendingIDs(); strings.Contains(p, "Delete the old builds") {
+		t.Fatalf("the prompt was put to a person again: %s", p)
+	}
+	res := overseertest.Run(t, e.home, "", "audit", "export")
+	for _, want := range []string{"overseer watch: left for a person at the terminal: denied: no person answered in time after 3s", "keys: []", "Delete the old builds? (y/n)"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("the audit log has no %q", want)
+		}
+	}
+	// The person at the terminal still answers it.
+	e.tm.cmd(t, "send-keys", "-t", pane, "n", "Enter")
+	e.tm.waitFor(t, pane, "got:n", 10*time.Second)
 }

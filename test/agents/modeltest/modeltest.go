@@ -21,6 +21,10 @@ import (
 type ToolCall struct {
 	Name  string
 	Input map[string]any
+	// Namespace is the namespace of a tool the agent offers in one (the
+	// Responses API: Codex offers each MCP server's tools in a namespace
+	// "mcp__<server>"); empty for the others.
+	Namespace string
 }
 
 // Reply is one scripted model turn: a tool call, or else a text answer.
