@@ -2,12 +2,14 @@ package watch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
@@ -26,16 +28,20 @@ const (
 
 // PaneView is one watched pane for the panes view.
 type PaneView struct {
-	ID     string    `json:"id"`
-	Target string    `json:"target"`
-	Agent  string    `json:"agent,omitempty"`
-	State  State     `json:"state"`
-	Prompt string    `json:"prompt,omitempty"` // the last prompt's question
-	Tool   string    `json:"tool,omitempty"`
-	Args   string    `json:"args,omitempty"` // the last prompt's extracted call, shortened
-	Answer string    `json:"answer,omitempty"`
-	Reason string    `json:"reason,omitempty"`
-	Since  time.Time `json:"since"`
+	ID     string `json:"id"`
+	Target string `json:"target"`
+	Agent  string `json:"agent,omitempty"`
+	// Session is the session of the calls judged for this pane
+	// ("tmux/<session>/<pane id>"): a person finds a waiting pane's
+	// request by it.
+	Session string    `json:"session,omitempty"`
+	State   State     `json:"state"`
+	Prompt  string    `json:"prompt,omitempty"` // the last prompt's question
+	Tool    string    `json:"tool,omitempty"`
+	Args    string    `json:"args,omitempty"` // the last prompt's extracted call, shortened
+	Answer  string    `json:"answer,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	Since   time.Time `json:"since"`
 }
 
 // Watcher watches the panes of a tmux server and answers the prompts it
@@ -331,11 +337,12 @@ func (w *Watcher) observe(ctx context.Context, c Capture) {
 	}
 	jctx, cancel := context.WithCancel(ctx)
 	st.judging, st.judgingKey, st.judgeStart = cancel, key, w.now()
-	w.setView(c, func(v *PaneView) { v.State, v.Answer, v.Reason = StateJudging, "", "" })
+	session := "tmux/" + c.Session + "/" + c.ID
+	w.setView(c, func(v *PaneView) { v.State, v.Answer, v.Reason, v.Session = StateJudging, "", "", session })
 	w.logf("%s: %s prompt: judging %s %s", c.Target, p.Recogniser, p.Tool, argsLine(p))
 	a := p.Action()
 	a.Cwd = c.Path
-	a.Session = "tmux/" + c.Session + "/" + c.ID
+	a.Session = session
 	go func() {
 		r, err := w.Judge.Judge(jctx, a)
 		if err == nil && r.Level.NeedsPerson() {
@@ -470,9 +477,14 @@ func (w *Watcher) record(ctx context.Context, c Capture, p *Prompt, r Ruling, ke
 // argsLine is the extracted call on one line, shortened for the view.
 func argsLine(p *Prompt) string {
 	var parts []string
-	for _, k := range []string{"command", "cmd", "file_path", "question"} {
+	for _, k := range []string{"command", "cmd", "file_path", "input", "question"} {
 		if v, ok := p.Args[k].(string); ok && v != "" {
 			parts = append(parts, v)
+		}
+	}
+	if p.Kind == action.KindMCP && len(parts) == 0 {
+		if b, err := json.Marshal(p.Args); err == nil {
+			parts = append(parts, string(b))
 		}
 	}
 	s := strings.ReplaceAll(strings.Join(parts, " "), "\n", "⏎")

@@ -24,9 +24,21 @@ async function loadPanes() {
       h("tbody", {}, ...s.panes.map((p) => h("tr", { dataset: { pane: p.id } },
         h("td", {}, h("code", { text: p.id }), " ", h("span", { class: "hint", text: p.target })),
         h("td", { text: p.agent || "–" }),
-        h("td", {}, h("span", { class: `badge ${paneStates[p.state] || ""}`, text: p.state }), p.reason ? h("div", { class: "hint", text: p.reason }) : null),
+        h("td", {}, h("span", { class: `badge ${paneStates[p.state] || ""}`, text: p.state }), p.reason ? h("div", { class: "hint", text: p.reason }) : null,
+          paneRequestLink(p)),
         h("td", {}, p.prompt ? h("div", { text: p.prompt }) : "–", p.args ? h("code", { text: p.args }) : null, p.answer ? h("div", { class: "hint", text: "answered " + p.answer }) : null),
         h("td", { class: "hint", text: dur(Date.now() - new Date(p.since).getTime()) }),
       )))))));
+}
+// A pane waiting for a person: its request is an ordinary approval in the
+// queue (the calls judged for a pane carry its session), answered there.
+function paneRequestLink(p) {
+  if (p.state !== "waiting" || !p.session) return null;
+  for (const [id, it] of items) {
+    if (it.apr.session === p.session) {
+      return h("a", { class: "pane-request", href: `#/queue/${encodeURIComponent(id)}`, text: "Answer the request →" });
+    }
+  }
+  return null;
 }
 setInterval(() => { if (current === "panes" && !document.hidden) loadPanes(); }, PANES_POLL_MS);
