@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/overseer-dev/overseer/internal/overseertest"
 	"github.com/overseer-dev/overseer/test/agents/modeltest"
 )
 
@@ -155,6 +157,7 @@ func startAgentWith(t testing.TB, tm *tmuxServer, session, agent, proj string, s
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
+
 	env := []string{"env", "-i", "PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8",
 		"TERM=xterm-256color", "COLORTERM=truecolor", "TMPDIR=" + os.TempDir()}
 	var srv *modeltest.Server
@@ -217,7 +220,28 @@ trust_level = "trusted"
 	default:
 		t.Fatalf("unknown agent %q", agent)
 	}
-	return &agentPane{pane: tm.start(t, session, proj, append(env, argv...)...), srv: srv}
+	pane := tm.start(t, session, proj, append(env, argv...)...)
+	pid, _ := strconv.Atoi(tm.info(t, pane, "#{pane_pid}"))
+	// Before the test's directories go: the agent, and what it left running
+	// from its home (Codex's app server daemon), so nothing writes there
+	// while they are removed.
+	t.Cleanup(func() {
+		kill := func(pid int) {
+			if pr, err := os.FindProcess(pid); err == nil {
+				_ = pr.Kill()
+			}
+		}
+		if pid > 0 {
+			kill(pid)
+		}
+		for _, p := range overseertest.Procs() {
+			if strings.HasPrefix(p.Cmdline, home+string(filepath.Separator)) {
+				kill(p.PID)
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	})
+	return &agentPane{pane: pane, srv: srv}
 }
 
 func nodeBin(t testing.TB) string {

@@ -36,6 +36,16 @@ rules:
     when: 'args.command.startsWith("mkdir ")'
     level: confirm
     message: a new directory needs a yes here
+  - name: e2e-files-in-project
+    kind: [file_write, file_edit]
+    when: 'size(facts.paths) > 0 && facts.paths.all(p, p.in_cwd)'
+    level: auto
+    message: files inside the project are the agent's work
+  - name: e2e-echo-auto
+    kind: [mcp]
+    when: 'tool == "mcp__everything__echo"'
+    level: auto
+    message: the echo tool is harmless
 `
 
 // watchEnv is an Overseer home with the test policy, a webhook standing in
@@ -355,4 +365,110 @@ func TestWatchWaitRunsOut(t *testing.T) {
 	// The person at the terminal still answers it.
 	e.tm.cmd(t, "send-keys", "-t", pane, "n", "Enter")
 	e.tm.waitFor(t, pane, "got:n", 10*time.Second)
+}
+
+// TestWatchFilesAndMCP: prompts about files and MCP tools, read from the
+// screen and judged as the hooks' calls: Claude Code's write of a small file
+// and Codex's patch inside the project are answered yes and made; Gemini
+// CLI's and Codex's MCP echo (a rule allows it) are answered yes and run;
+// Claude Code's MCP prompt, which does not name the tool, goes to a person,
+// whose yes is typed.
+func TestWatchFilesAndMCP(t *testing.T) {
+	e := newWatchEnv(t)
+	npm := overseertest.MCPPeers(t, "server-everything")
+	js := filepath.Join(npm, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	type run struct {
+		proj string
+		pane *agentPane
+	}
+	var runs []*run
+	start := func(agent string, o agentOpts, calls ...modeltest.ToolCall) *run {
+		proj := filepath.Join(t.TempDir(), agent)
+		if err := os.MkdirAll(proj, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := &run{proj: proj, pane: startAgentWith(t, e.tm, "agents", agent, proj, modeltest.Steps(calls...), o)}
+		runs = append(runs, r)
+		return r
+	}
+	cw := start("claude", agentOpts{}, modeltest.ToolCall{Name: "Write", Input: map[string]any{"file_path": "notes.txt", "content": "hello\nworld\n"}})
+	cm := start("claude", agentOpts{mcp: js}, modeltest.ToolCall{Name: "mcp__everything__echo", Input: map[string]any{"message": "from claude"}})
+	xp := start("codex", agentOpts{}, shellCall("codex", "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: notes.txt\n+hello\n+world\n*** End Patch\nEOF\n"))
+	xm := &run{proj: filepath.Join(t.TempDir(), "codex")}
+	if err := os.MkdirAll(xm.proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	xm.pane = startAgentWith(t, e.tm, "agents", "codex", xm.proj, whenOffered("mcp__everything",
+		modeltest.ToolCall{Namespace: "mcp__everything", Name: "echo", Input: map[string]any{"message": "from codex"}}), agentOpts{mcp: js})
+	runs = append(runs, xm)
+	gm := start("gemini", agentOpts{mcp: js}, modeltest.ToolCall{Name: "mcp_everything_echo", Input: map[string]any{"message": "from gemini"}})
+	e.startWatcher(t)
+	e.dump = func() string {
+		var b strings.Builder
+		for _, r := range runs {
+			b.WriteString("== " + r.proj + "\n" + e.tm.capture(t, r.pane.pane))
+		}
+		return b.String() + "\nwatcher:\n" + e.log.String()
+	}
+	echoed := func(r *run, want string) func() bool {
+		return func() bool {
+			for _, res := range r.pane.srv.Results() {
+				if strings.Contains(res.Content, want) && !res.IsError {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	made := func(r *run) func() bool {
+		return func() bool {
+			b, err := os.ReadFile(filepath.Join(r.proj, "notes.txt"))
+			return err == nil && string(b) == "hello\nworld\n"
+		}
+	}
+	eventually(t, 120*time.Second, "Claude Code's write was answered and made", made(cw), e.dump)
+	eventually(t, 120*time.Second, "Codex's patch was answered and made", made(xp), e.dump)
+	eventually(t, 120*time.Second, "Gemini CLI's MCP call was answered and ran", echoed(gm, "from gemini"), e.dump)
+	eventually(t, 120*time.Second, "Codex's MCP call was answered and ran", echoed(xm, "from codex"), e.dump)
+	id := e.pending(t, cliVersions["claude"], "everything", 120*time.Second)
+	if res := overseertest.Run(t, e.home, "", "approve", id, "--reason", "fine"); res.Code != 0 {
+		t.Fatalf("overseer approve: %d %s %s", res.Code, res.Stdout, res.Stderr)
+	}
+	eventually(t, 60*time.Second, "Claude Code's MCP call was approved and ran", echoed(cm, "from claude"), e.dump)
+
+	res := overseertest.Run(t, e.home, "", "audit", "export")
+	for _, want := range []string{"recogniser: claude-code/permission", "recogniser: codex/patch", "recogniser: gemini/mcp", "recogniser: codex/mcp", "overseer watch: answered yes"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("the audit log has no %q", want)
+		}
+	}
+}
+
+// whenOffered makes call once the agent offers the tool (or namespace)
+// named offered: Codex starts its MCP servers while the first turn runs and
+// leaves out one not ready yet. Until then the model waits with a command
+// Codex runs in its sandbox without asking.
+func whenOffered(offered string, call modeltest.ToolCall) modeltest.Script {
+	return func(r *modeltest.Request) modeltest.Reply {
+		if !r.HasTools {
+			return modeltest.Reply{Text: "ok"}
+		}
+		tools, _ := r.Body["tools"].([]any)
+		have := false
+		for _, x := range tools {
+			if m, _ := x.(map[string]any); m["name"] == offered {
+				have = true
+			}
+		}
+		switch {
+		case len(r.Results) > 0 && strings.Contains(r.Results[len(r.Results)-1].Content, "Echo"):
+			return modeltest.Reply{Text: "done"}
+		case have:
+			c := call
+			return modeltest.Reply{Tool: &c}
+		case len(r.Results) > 60:
+			return modeltest.Reply{Text: "the tool was never offered"}
+		}
+		return modeltest.Reply{Tool: &modeltest.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "sleep 1"}}}
+	}
 }
