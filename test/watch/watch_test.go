@@ -447,12 +447,16 @@ func TestWatchFilesAndMCP(t *testing.T) {
 // whenOffered makes call once the agent offers the tool (or namespace)
 // named offered: Codex starts its MCP servers while the first turn runs and
 // leaves out one not ready yet. Until then the model waits with a command
-// Codex runs in its sandbox without asking.
+// Codex runs in its sandbox without asking; after the call it answers.
 func whenOffered(offered string, call modeltest.ToolCall) modeltest.Script {
+	var mu sync.Mutex
+	called := false
 	return func(r *modeltest.Request) modeltest.Reply {
 		if !r.HasTools {
 			return modeltest.Reply{Text: "ok"}
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		tools, _ := r.Body["tools"].([]any)
 		have := false
 		for _, x := range tools {
@@ -461,9 +465,10 @@ func whenOffered(offered string, call modeltest.ToolCall) modeltest.Script {
 			}
 		}
 		switch {
-		case len(r.Results) > 0 && strings.Contains(r.Results[len(r.Results)-1].Content, "Echo"):
+		case called:
 			return modeltest.Reply{Text: "done"}
 		case have:
+			called = true
 			c := call
 			return modeltest.Reply{Tool: &c}
 		case len(r.Results) > 60:

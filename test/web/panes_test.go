@@ -1,7 +1,9 @@
 package webe2e
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +39,17 @@ func TestBrowserPanes(t *testing.T) {
 		"sh", "-c", "echo building; exec sleep 600")
 	waiting := tm("new-window", "-d", "-t", "=agents:", "-P", "-F", "#{pane_id}", "--",
 		"sh", "-c", `printf 'Deploy to production? (y/n) '; read a; echo "got:$a"; exec sleep 600`)
+
+	// A request someone else made in the pane's session (any local
+	// program may submit calls): the page must not take it for the pane's.
+	body, _ := json.Marshal(map[string]any{"tool": "deploy", "agent": "e2e-agent", "session": "tmux/agents/" + waiting,
+		"cwd": "/srv", "args": map[string]any{"target": "decoy"}})
+	go func() { // released when the daemon stops
+		if resp, err := http.Post(d.URL("/api/v1/actions?wait=100s"), "application/json", bytes.NewReader(body)); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	decoy := pendingID(t, d, "decoy")
 
 	log := &overseertest.SyncBuffer{}
 	w := exec.Command(overseertest.Binary(t), "--home", d.Home, "watch", "tmux", "-S", sock, "--interval", "2s")
@@ -87,8 +100,8 @@ func TestBrowserPanes(t *testing.T) {
 		!strings.Contains(text, "Answer the request") {
 		t.Errorf("the waiting pane is shown %q: %s", st, text)
 	}
-	if !strings.HasPrefix(got.Approval, "apr_") || got.Link != "#/queue/"+got.Approval {
-		t.Errorf("the waiting pane links to %q (approval %q)", got.Link, got.Approval)
+	if !strings.HasPrefix(got.Approval, "apr_") || got.Link != "#/queue/"+got.Approval || got.Approval == decoy {
+		t.Errorf("the waiting pane links to %q (approval %q; the decoy in its session is %s)", got.Link, got.Approval, decoy)
 	}
 	if st, text := state(got.After, waiting); st != "answered" || !strings.Contains(text, "answered yes") {
 		t.Errorf("after the approval the pane is shown %q: %s", st, text)

@@ -729,12 +729,17 @@ func (r *recogniser) patch(sc *Screen, p *Prompt, q, optTop int) (int, bool) {
 	t := r.tools[0]
 	p.Tool, p.Kind = t.Tool, action.Kind(t.Kind)
 	p.Args = map[string]any{}
-	dest := ""
+	dest, dests := "", 0
 	for i := q + 1; i < optTop; i++ {
 		l, _ := r.content(sc, i)
 		if m := r.destination.FindStringSubmatch(l); m != nil {
 			dest = strings.TrimSpace(m[1])
+			dests++
 		}
+	}
+	if dests > 1 {
+		// Several files ("Edited 2 files"): read by a person.
+		p.incomplete("the patch changes several files")
 	}
 	// Upwards from the question: the diff's lines, up to the header.
 	var diff []string

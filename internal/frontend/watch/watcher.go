@@ -34,14 +34,17 @@ type PaneView struct {
 	// Session is the session of the calls judged for this pane
 	// ("tmux/<session>/<pane id>"): a person finds a waiting pane's
 	// request by it.
-	Session string    `json:"session,omitempty"`
-	State   State     `json:"state"`
-	Prompt  string    `json:"prompt,omitempty"` // the last prompt's question
-	Tool    string    `json:"tool,omitempty"`
-	Args    string    `json:"args,omitempty"` // the last prompt's extracted call, shortened
-	Answer  string    `json:"answer,omitempty"`
-	Reason  string    `json:"reason,omitempty"`
-	Since   time.Time `json:"since"`
+	Session string `json:"session,omitempty"`
+	// ActionID is the call a pane waits on (while judging or waiting): its
+	// request in the queue is the approval of this action.
+	ActionID string    `json:"action_id,omitempty"`
+	State    State     `json:"state"`
+	Prompt   string    `json:"prompt,omitempty"` // the last prompt's question
+	Tool     string    `json:"tool,omitempty"`
+	Args     string    `json:"args,omitempty"` // the last prompt's extracted call, shortened
+	Answer   string    `json:"answer,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	Since    time.Time `json:"since"`
 }
 
 // Watcher watches the panes of a tmux server and answers the prompts it
@@ -338,11 +341,20 @@ func (w *Watcher) observe(ctx context.Context, c Capture) {
 	jctx, cancel := context.WithCancel(ctx)
 	st.judging, st.judgingKey, st.judgeStart = cancel, key, w.now()
 	session := "tmux/" + c.Session + "/" + c.ID
-	w.setView(c, func(v *PaneView) { v.State, v.Answer, v.Reason, v.Session = StateJudging, "", "", session })
+	w.setView(c, func(v *PaneView) {
+		v.State, v.Answer, v.Reason, v.Session, v.ActionID = StateJudging, "", "", session, ""
+	})
 	w.logf("%s: %s prompt: judging %s %s", c.Target, p.Recogniser, p.Tool, argsLine(p))
 	a := p.Action()
 	a.Cwd = c.Path
 	a.Session = session
+	jctx = WithSubmitted(jctx, func(id string) {
+		w.setView(c, func(v *PaneView) {
+			if v.State == StateJudging || v.State == StateWaiting {
+				v.ActionID = id
+			}
+		})
+	})
 	go func() {
 		r, err := w.Judge.Judge(jctx, a)
 		if err == nil && r.Level.NeedsPerson() {

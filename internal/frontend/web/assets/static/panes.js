@@ -31,11 +31,13 @@ async function loadPanes() {
       )))))));
 }
 // A pane waiting for a person: its request is an ordinary approval in the
-// queue (the calls judged for a pane carry its session), answered there.
+// queue, found by the action the watcher submitted (the id the daemon gave
+// it: a request someone else made in the pane's session is not it),
+// answered there.
 function paneRequestLink(p) {
-  if (p.state !== "waiting" || !p.session) return null;
+  if (p.state !== "waiting" || !p.action_id) return null;
   for (const [id, it] of items) {
-    if (it.apr.session === p.session) {
+    if (it.apr.action_id === p.action_id) {
       return h("a", { class: "pane-request", href: `#/queue/${encodeURIComponent(id)}`, text: "Answer the request →" });
     }
   }
