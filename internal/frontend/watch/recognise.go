@@ -621,7 +621,7 @@ func (r *recogniser) tool(sc *Screen, p *Prompt, q, optTop int) (int, bool) {
 	for i := q; i >= 0 && q-i < maxPromptLines; i-- {
 		l, ok := r.content(sc, i)
 		if !ok {
-			return 0, false
+			break // the frame's top: the call is not in it
 		}
 		m := r.call.FindStringSubmatch(l)
 		if m == nil {
