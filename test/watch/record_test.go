@@ -108,6 +108,11 @@ func scenes() []scene {
 			Input: map[string]any{"name": "a.gz", "data": "data:text/plain,hello", "outputType": "resource"}},
 			until: "enter to", expect: &watch.Expect{Recogniser: "codex/mcp", Tool: "mcp__everything__gzip-file-as-resource", Complete: true, Answerable: true,
 				Args: map[string]any{"name": "a.gz", "data": "data:text/plain,hello", "outputType": "resource"}}},
+		// A value with a line break: it must not read as two arguments.
+		{agent: "codex", name: "mcp-newline-arg", mcp: true, call: &modeltest.ToolCall{Namespace: "mcp__everything", Name: "echo",
+			Input: map[string]any{"message": "hello\nnote: rm -rf /"}},
+			until: "enter to", expect: &watch.Expect{Recogniser: "codex/mcp", Tool: "mcp__everything__echo", Answerable: true,
+				Args: map[string]any{"message": "hello note: rm -rf /"}}},
 		{agent: "codex", name: "mcp-echo", mcp: true, call: &modeltest.ToolCall{Namespace: "mcp__everything", Name: "echo", Input: map[string]any{"message": "hello"}},
 			until: "enter to", expect: &watch.Expect{Recogniser: "codex/mcp", Tool: "mcp__everything__echo", Complete: true, Answerable: true,
 				Args: map[string]any{"message": "hello"}}},

@@ -399,7 +399,7 @@ func TestWatchFilesAndMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	xm.pane = startAgentWith(t, e.tm, "agents", "codex", xm.proj, whenOffered("mcp__everything",
-		modeltest.ToolCall{Namespace: "mcp__everything", Name: "echo", Input: map[string]any{"message": "from codex"}}), agentOpts{mcp: js})
+		modeltest.ToolCall{Namespace: "mcp__everything", Name: "echo", Input: map[string]any{"message": "from-codex"}}), agentOpts{mcp: js})
 	runs = append(runs, xm)
 	gm := start("gemini", agentOpts{mcp: js}, modeltest.ToolCall{Name: "mcp_everything_echo", Input: map[string]any{"message": "from gemini"}})
 	e.startWatcher(t)
@@ -429,7 +429,7 @@ func TestWatchFilesAndMCP(t *testing.T) {
 	eventually(t, 120*time.Second, "Claude Code's write was answered and made", made(cw), e.dump)
 	eventually(t, 120*time.Second, "Codex's patch was answered and made", made(xp), e.dump)
 	eventually(t, 120*time.Second, "Gemini CLI's MCP call was answered and ran", echoed(gm, "from gemini"), e.dump)
-	eventually(t, 120*time.Second, "Codex's MCP call was answered and ran", echoed(xm, "from codex"), e.dump)
+	eventually(t, 120*time.Second, "Codex's MCP call was answered and ran", echoed(xm, "from-codex"), e.dump)
 	id := e.pending(t, cliVersions["claude"], "everything", 120*time.Second)
 	if res := overseertest.Run(t, e.home, "", "approve", id, "--reason", "fine"); res.Code != 0 {
 		t.Fatalf("overseer approve: %d %s %s", res.Code, res.Stdout, res.Stderr)

@@ -682,8 +682,9 @@ func (r *recogniser) tool(sc *Screen, p *Prompt, q, optTop int) (int, bool) {
 // argLines reads the arguments drawn one a line ("name: value") between
 // the question and the menu, as a JSON object. A value is shown as text,
 // so one that reads as another JSON type (a number, true, a quoted string)
-// may not be what the call holds; a line as wide as the pane may go on
-// below (wrapped): either leaves the prompt incomplete.
+// may not be what the call holds; one with spaces may hold line breaks; a
+// line as wide as the pane may go on below (wrapped): each leaves the
+// prompt incomplete.
 func (r *recogniser) argLines(sc *Screen, p *Prompt, q, optTop int) string {
 	obj := map[string]any{}
 	for i := q + 1; i < optTop; i++ {
@@ -702,6 +703,11 @@ func (r *recogniser) argLines(sc *Screen, p *Prompt, q, optTop int) string {
 			if _, isText := v.(string); !isText || strings.HasPrefix(value, `"`) {
 				p.incomplete("an argument's type cannot be told from the screen")
 			}
+		}
+		if strings.ContainsAny(value, " \t") {
+			// Codex draws a line break in a value as a space
+			// (mcp-newline-arg): "echo hi\nrm -rf /" reads "echo hi rm -rf /".
+			p.incomplete("an argument holds spaces, which may be line breaks: Codex draws both alike")
 		}
 		if _, dup := obj[name]; dup {
 			p.incomplete("an argument is shown twice")
