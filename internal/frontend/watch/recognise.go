@@ -27,6 +27,7 @@ const (
 	styleBoxed    = "boxed"
 	stylePatch    = "patch"
 	styleTool     = "tool"
+	stylePlan     = "plan"
 	styleNone     = "none"
 )
 
@@ -46,6 +47,9 @@ type spec struct {
 		Marker    string `yaml:"marker"`
 		AllowOnce string `yaml:"allow_once"`
 		Deny      string `yaml:"deny"`
+		// Hint matches a line the agent draws under the last option (a
+		// key hint), skipped.
+		Hint string `yaml:"hint"`
 	} `yaml:"menu"`
 	Never string `yaml:"never"`
 	// Scrolled is a line the agent draws under the menu when the prompt is
@@ -101,7 +105,7 @@ type recogniser struct {
 	spec
 	frame, bottom, question   *regexp.Regexp
 	allowOnce, deny, never    *regexp.Regexp
-	scrolled, call, arg       *regexp.Regexp
+	scrolled, call, arg, hint *regexp.Regexp
 	top, fence, intent, title *regexp.Regexp
 	file, destination, skip   *regexp.Regexp
 	option                    *regexp.Regexp
@@ -176,7 +180,7 @@ func compile(sp spec) (*recogniser, error) {
 		if sp.Menu.Marker == "" || sp.Menu.AllowOnce == "" || sp.Menu.Deny == "" {
 			return nil, errors.New("a menu needs marker, allow_once and deny")
 		}
-		r.allowOnce, r.deny = re(sp.Menu.AllowOnce), re(sp.Menu.Deny)
+		r.allowOnce, r.deny, r.hint = re(sp.Menu.AllowOnce), re(sp.Menu.Deny), re(sp.Menu.Hint)
 		r.option = re(`^(` + regexp.QuoteMeta(sp.Menu.Marker) + `\s*)?([1-9])\.\s+(\S.*)$`)
 	}
 	for _, t := range sp.Tools {
@@ -220,6 +224,10 @@ func compile(sp spec) (*recogniser, error) {
 		}
 		if r.call.SubexpIndex("args") < 0 && (r.arg == nil || r.arg.SubexpIndex("name") < 0 || r.arg.SubexpIndex("value") < 0) {
 			return nil, errors.New("a tool subject needs the call's args group, or an arg with the groups name and value")
+		}
+	case stylePlan:
+		if r.fence == nil || r.title == nil || len(r.tools) != 1 {
+			return nil, errors.New("a plan subject needs fence, title and one tool")
 		}
 	case styleNone:
 	default:
@@ -364,6 +372,9 @@ func (r *recogniser) recognise(sc *Screen) (*Prompt, bool) {
 		if l == "" && len(opts) == 0 {
 			continue
 		}
+		if len(opts) == 0 && r.hint != nil && r.hint.MatchString(l) {
+			continue
+		}
 		if len(opts) == 0 && r.scrolled != nil && r.scrolled.MatchString(l) {
 			scrolled = true
 			continue
@@ -446,6 +457,8 @@ func (r *recogniser) recognise(sc *Screen) (*Prompt, bool) {
 		top, ok = r.patch(sc, p, q, optTop)
 	case styleTool:
 		top, ok = r.tool(sc, p, q, optTop)
+	case stylePlan:
+		top, ok = r.plan(sc, p, q)
 	default:
 		top, ok = q, true
 		r.generic(p)
@@ -719,6 +732,43 @@ func (r *recogniser) argLines(sc *Screen, p *Prompt, q, optTop int) string {
 	}
 	b, _ := json.Marshal(obj)
 	return string(b)
+}
+
+// plan reads a Claude Code style plan prompt: above the question (and a
+// rule), the plan between two fences, titled. The plan is drawn rendered
+// from its markdown, not as written: it is read for the person, never
+// answered alone.
+func (r *recogniser) plan(sc *Screen, p *Prompt, q int) (int, bool) {
+	i := q - 1
+	for i >= 0 && (strings.TrimSpace(sc.Lines[i]) == "" || r.top != nil && r.top.MatchString(strings.TrimSpace(sc.Lines[i]))) {
+		i--
+	}
+	if i < 0 || !r.fence.MatchString(strings.TrimSpace(sc.Lines[i])) {
+		return 0, false
+	}
+	var body []string
+	for i--; i >= 0 && q-i < maxPromptLines && !r.fence.MatchString(strings.TrimSpace(sc.Lines[i])); i-- {
+		body = append(body, sc.Lines[i])
+	}
+	if i < 1 || q-i >= maxPromptLines || !r.title.MatchString(strings.TrimSpace(sc.Lines[i-1])) {
+		return 0, false
+	}
+	slices.Reverse(body)
+	t := r.tools[0]
+	p.Tool, p.Kind = t.Tool, action.Kind(t.Kind)
+	lines := make([]string, 0, len(body))
+	for _, l := range body {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	p.Args = map[string]any{t.Arg: strings.Join(lines, "\n")}
+	p.incomplete("a plan is drawn from its markdown, not as written: a person reads it")
+	top := i - 1
+	for top > 0 && q-top < maxPromptLines && (r.top == nil || !r.top.MatchString(strings.TrimSpace(sc.Lines[top]))) {
+		top--
+	}
+	return top, true
 }
 
 // patchLine is a line of a patch's diff as Codex shows it: its line
