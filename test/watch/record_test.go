@@ -211,7 +211,7 @@ func TestRecordScreens(t *testing.T) {
 			n := func(i int) int { v, _ := strconv.Atoi(info[i]); return v }
 			// Paths of this machine do not go into the repository.
 			screen = strings.ReplaceAll(screen, proj, "/home/dev/proj")
-			// Nor the test's temporary directories, even shortened ("/tmp/Test…").
+			// Nor the test's temporary directories (under os.TempDir()), even shortened with "…".
 			screen = regexp.MustCompile(regexp.QuoteMeta(os.TempDir())+`/[^\s…]*`).ReplaceAllString(screen, "/home/dev/proj")
 			f := &watch.Fixture{Source: cliVersions[sc.agent] + " " + cliVersion(t, sc.agent), Process: info[4],
 				Width: n(0), Height: n(1), CursorX: n(2), CursorY: n(3), Expect: sc.expect, Screen: screen}
