@@ -862,9 +862,8 @@ func (r *recogniser) patch(sc *Screen, p *Prompt, q, optTop int) (int, bool) {
 		for _, l := range add {
 			b.WriteString("+" + l + "\n")
 		}
-	case "Deleted":
-		fmt.Fprintf(&b, "*** Delete File: %s\n", dest)
 	default:
+		// Deletions and moves: not recorded yet, so not read.
 		bad = fmt.Sprintf("a patch that %s a file is not one the watcher can read", strings.ToLower(what))
 	}
 	b.WriteString("*** End Patch\n")
@@ -872,7 +871,7 @@ func (r *recogniser) patch(sc *Screen, p *Prompt, q, optTop int) (int, bool) {
 	switch {
 	case bad != "":
 		p.incomplete(bad)
-	case what != "Deleted" && (len(add) != nAdd || len(del) != nDel):
+	case len(add) != nAdd || len(del) != nDel:
 		p.incomplete(fmt.Sprintf("the patch shows %d added and %d removed lines of the %d and %d it makes", len(add), len(del), nAdd, nDel))
 	case !strings.HasPrefix(dest, "/") || !(dest == name || strings.HasSuffix(dest, "/"+name)) || !readablePath(dest):
 		p.incomplete("the patched file's full path is not shown whole")
