@@ -93,7 +93,7 @@ func TestFileAndMCPPromptsJudgedAsHooks(t *testing.T) {
 	for _, tc := range []struct {
 		fixture, agent, tool string
 		hookInput            map[string]any // what the agent's hook sends for the same call
-		git                  string         // the screen's file name, to move it into .git
+		git                  string         // the screen's file name, to move it into .git (an MCP tool: renamed)
 		want                 Answer
 	}{
 		{"claude-code-2.1.328/write-file.txt", "claude-code", "Write",
@@ -104,8 +104,8 @@ func TestFileAndMCPPromptsJudgedAsHooks(t *testing.T) {
 			patch("*** Add File: " + proj + "/notes.txt\n+hello\n+world\n"), "notes.txt", Yes},
 		{"codex-0.169.0/patch-update.txt", "codex", "apply_patch",
 			patch("*** Update File: " + proj + "/old.txt\n@@\n alpha\n-beta\n+BETA\n gamma\n"), "old.txt", Yes},
-		{"gemini-0.61.0/mcp-echo.txt", "gemini", "mcp__everything__echo", map[string]any{"message": "hello"}, "", Yes},
-		{"codex-0.169.0/mcp-echo.txt", "codex", "mcp__everything__echo", map[string]any{"message": "hello"}, "", Yes},
+		{"gemini-0.61.0/mcp-echo.txt", "gemini", "mcp__everything__echo", map[string]any{"message": "hello"}, "echo", Yes},
+		{"codex-0.169.0/mcp-echo.txt", "codex", "mcp__everything__echo", map[string]any{"message": "hello"}, "echo", Yes},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			// A home of its own: the calls of one case (the same file) do not
@@ -153,12 +153,18 @@ func TestFileAndMCPPromptsJudgedAsHooks(t *testing.T) {
 			if tc.git == "" {
 				return
 			}
-			// The same prompt about a file in .git: the firewall asks a
-			// person (nobody to ask here: the prompt is left on screen).
+			// The same prompt about a file in .git, or another MCP tool (no
+			// rule allows it): the firewall asks a person (nobody to ask
+			// here: the prompt is left on screen).
 			screen := strings.ReplaceAll(f.Screen, tc.git, ".git/hooks/"+tc.git)
+			if strings.HasPrefix(tc.tool, "mcp__") {
+				screen = strings.ReplaceAll(f.Screen, `"`+tc.git+`"`, `"get-env"`)
+				screen = strings.ReplaceAll(screen, "everything."+tc.git, "everything.get-env")
+				screen = strings.ReplaceAll(screen, "?  "+tc.git+" ", "?  get-env ")
+			}
 			p, r = judge(screen)
-			if !p.Complete() || r.Level.RunsWithoutPerson() || r.Answer == Yes {
-				t.Fatalf("a write into .git: %s %s (%s); read %v", r.Level, r.Answer, r.Reason, p.Args)
+			if !p.Complete() || r.Level.RunsWithoutPerson() || r.Answer == Yes || strings.HasPrefix(tc.tool, "mcp__") && p.Tool == tc.tool {
+				t.Fatalf("%s %v: %s %s (%s); incomplete: %s", p.Tool, p.Args, r.Level, r.Answer, r.Reason, p.Incomplete)
 			}
 		})
 	}
