@@ -2,6 +2,7 @@ package watch_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -475,5 +476,47 @@ func whenOffered(offered string, call modeltest.ToolCall) modeltest.Script {
 			return modeltest.Reply{Text: "the tool was never offered"}
 		}
 		return modeltest.Reply{Tool: &modeltest.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "sleep 1"}}}
+	}
+}
+
+// TestWatchPlanApproved: Claude Code's plan prompt (plan mode) goes to a
+// person with the plan's text; the person's yes, given with `overseer
+// approve`, is typed on "Yes, manually approve edits" — the watcher moves
+// the selection off "auto-accept edits" first — and Claude Code proceeds.
+func TestWatchPlanApproved(t *testing.T) {
+	e := newWatchEnv(t)
+	proj := filepath.Join(t.TempDir(), "plan")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ap := startAgentWith(t, e.tm, "agents", "claude", proj, planScript("# Plan\n\n1. Create notes.txt\n2. Write hello in it\n"),
+		agentOpts{args: []string{"--permission-mode", "plan"}})
+	e.startWatcher(t)
+	e.dump = func() string { return e.tm.capture(t, ap.pane) + "\nwatcher:\n" + e.log.String() }
+	id := e.pending(t, cliVersions["claude"], "Create notes.txt", 120*time.Second)
+	if res := overseertest.Run(t, e.home, "", "approve", id, "--reason", "good plan"); res.Code != 0 {
+		t.Fatalf("overseer approve: %d %s %s", res.Code, res.Stdout, res.Stderr)
+	}
+	eventually(t, 60*time.Second, "the watcher typed the person's yes", func() bool {
+		return strings.Contains(e.log.String(), "answered yes")
+	}, e.dump)
+	// The plan file's Write, then ExitPlanMode's result: approved.
+	results := func() string {
+		var b strings.Builder
+		for _, r := range ap.srv.Results() {
+			fmt.Fprintf(&b, "%v %q\n", r.IsError, r.Content)
+		}
+		return b.String()
+	}
+	eventually(t, 60*time.Second, "Claude Code learned the plan was approved", func() bool {
+		rs := ap.srv.Results()
+		return len(rs) >= 2 && !rs[1].IsError && strings.Contains(strings.ToLower(rs[1].Content), "approved")
+	}, func() string { return results() + e.dump() })
+	res := overseertest.Run(t, e.home, "", "audit", "export")
+	if !strings.Contains(res.Stdout, `keys: [\"Down\" \"Enter\"]`) || !strings.Contains(res.Stdout, "recogniser: claude-code/plan") {
+		t.Errorf("the audit log has no answer of the plan prompt with the moved selection:\n%s", res.Stdout)
+	}
+	if strings.Contains(e.tm.capture(t, ap.pane), "accept edits on") {
+		t.Errorf("Claude Code switched to accepting edits:\n%s", e.tm.capture(t, ap.pane))
 	}
 }
