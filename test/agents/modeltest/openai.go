@@ -80,6 +80,9 @@ func (s *Server) responses(w http.ResponseWriter, hr *http.Request) {
 		args, _ := json.Marshal(reply.Tool.Input)
 		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%03d", n), "call_id": fmt.Sprintf("call_%03d", n),
 			"name": reply.Tool.Name, "arguments": string(args), "status": "completed"}
+		if reply.Tool.Namespace != "" {
+			item["namespace"] = reply.Tool.Namespace
+		}
 	default:
 		item = map[string]any{"type": "message", "id": fmt.Sprintf("msg_%03d", n), "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": reply.Text, "annotations": []any{}}}}
