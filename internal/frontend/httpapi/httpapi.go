@@ -246,6 +246,12 @@ type Outcome struct {
 	// StatusToken reads this action's outcome (GET /api/v1/actions/{id}
 	// with Authorization: Bearer <status_token>); set when it is submitted.
 	StatusToken string `json:"status_token,omitempty"`
+	// Facts are what Overseer's analyzers derived from the action (a shell
+	// command's programs and the paths it reads, writes or deletes); set
+	// only when the submission asks for them (?facts=1) with the daemon's
+	// token, as the agents' hooks do to keep what a call changes without
+	// reading the audit log.
+	Facts *action.Facts `json:"facts,omitempty"`
 }
 
 // OutcomeOf turns a verdict and approval into the agent's view.
@@ -351,6 +357,12 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	o := OutcomeOf(sub.Action.ID, &sub.Verdict, apr)
 	o.ClientID = sub.Action.ClientID
 	o.StatusToken = s.StatusToken(sub.Action.ID)
+	// The facts (resolved paths, …) are the people's side's to read, as
+	// the audit log is: only with the daemon's token (the hooks have it).
+	if r.URL.Query().Get("facts") != "" && s.Authorized(r) {
+		f := sub.Action.Facts
+		o.Facts = &f
+	}
 	writeJSON(w, http.StatusOK, o)
 }
 
