@@ -18,6 +18,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/internal/store/pgtest"
 	"github.com/overseer-dev/overseer/internal/store/postgres"
+	"github.com/overseer-dev/overseer/internal/usage"
 )
 
 // openShared opens n kernels, each with a home of its own, on one fresh
@@ -289,5 +290,114 @@ func TestDescribeStore(t *testing.T) {
 	t.Setenv(kernel.DatabaseURLEnv, "")
 	if got := kernel.DescribeStore("/h", pol("postgres://ovs:secret@db/overseer")); strings.Contains(got, "secret") {
 		t.Errorf("the description shows the password: %q", got)
+	}
+}
+
+// sharedLimit puts a rate limit on ks[0] and waits until every instance
+// has it in force.
+func sharedLimit(t *testing.T, ks []*kernel.Kernel, l usage.RateLimit) {
+	t.Helper()
+	if _, err := ks[0].PutRateLimit(context.Background(), l, "ann"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, k := range ks {
+		for len(k.RateLimits()) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("an instance does not load the rate limit")
+			}
+			k.Evaluate(context.Background(), read("nobody")) // reloads the controls when due
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// Three instances count one agent against one rate limit, from many
+// goroutines at once: together they admit exactly the limit (no
+// overshoot, nothing refused below it), and after it every instance
+// refuses. The calls are not flushed in between: the sharing is the
+// leases', not the write-behind's.
+func TestSharedRateLimitNoOvershoot(t *testing.T) {
+	defer kernel.SetPauseRecheck(0)()
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 3, time.Second)
+	const limitN = 60
+	sharedLimit(t, ks, limit("rl", limitN, usage.Block))
+	var (
+		wg              sync.WaitGroup
+		mu              sync.Mutex
+		allowed, denied int
+	)
+	const perWorker = 15
+	for w := range 9 { // 135 calls, 3 workers per instance
+		k := ks[w%3]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range perWorker {
+				sub, err := k.Submit(ctx, read("codex"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				switch sub.Verdict.Level {
+				case action.Auto:
+					allowed++
+				case action.Block:
+					if !strings.Contains(sub.Verdict.Summary(), "rate limit rl") {
+						t.Errorf("refused for another reason: %s", sub.Verdict.Summary())
+					}
+					denied++
+				default:
+					t.Errorf("verdict %s", sub.Verdict.Summary())
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if allowed != limitN || denied != 9*perWorker-limitN {
+		t.Fatalf("the fleet admitted %d calls and refused %d; the limit is %d", allowed, denied, limitN)
+	}
+	for i, k := range ks {
+		if sub, _ := k.Submit(ctx, read("codex")); sub.Verdict.Level != action.Block {
+			t.Fatalf("instance %d after the limit: %s", i, sub.Verdict.Summary())
+		}
+		if sub, _ := k.Submit(ctx, read("claude")); sub.Verdict.Level != action.Auto {
+			t.Fatalf("instance %d, another agent: %s", i, sub.Verdict.Summary())
+		}
+	}
+}
+
+// A lease an instance did not use is given back when it closes: the other
+// instances may admit those calls.
+func TestSharedRateLimitLeaseGivenBack(t *testing.T) {
+	defer kernel.SetPauseRecheck(0)()
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 2, time.Second)
+	sharedLimit(t, ks, limit("rl", 100, usage.Block))
+	// Instance 0 takes leases as its use grows (1, 2, 4, … calls).
+	for range 10 {
+		if sub, _ := ks[0].Submit(ctx, read("codex")); sub.Verdict.Level != action.Auto {
+			t.Fatalf("instance 0: %s", sub.Verdict.Summary())
+		}
+	}
+	if err := ks[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		sub, _ := ks[1].Submit(ctx, read("codex"))
+		if sub.Verdict.Level != action.Auto {
+			break
+		}
+		n++
+		if n > 100 {
+			t.Fatal("instance 1 admits over the limit")
+		}
+	}
+	if n != 90 {
+		t.Fatalf("instance 1 admitted %d calls after instance 0 used 10 of 100", n)
 	}
 }

@@ -110,7 +110,36 @@ func (k *Kernel) openUsage(ctx context.Context) {
 		stop: make(chan struct{}), done: make(chan struct{})}
 	_ = k.reloadControls(ctx, true)
 	k.loadCounts(ctx)
+	if k.shared {
+		// Several instances count the same agents: a rate limit admits
+		// calls only from leases of the shared window (usage.Leaser).
+		k.usage.counter.SetLeaser(k.leaseWindow)
+	}
 	go k.flusher()
+}
+
+// leaseWindow takes a lease of a shared rate-limit window in one
+// transaction under the window's lock. It waits for a flush under way,
+// so that a flush's merged window and a lease's are not put back out of
+// order.
+func (k *Kernel) leaseWindow(ctx context.Context, key string, req usage.LeaseRequest) (usage.Lease, error) {
+	u := k.usage
+	u.flushMu.Lock()
+	defer u.flushMu.Unlock()
+	now := k.Clock.Now()
+	var l usage.Lease
+	err := k.raw.UpdateStates(ctx, nsRateCounters, []string{key}, func(_ string, old []byte) ([]byte, error) {
+		b, got, err := usage.LeaseWindow(old, req, now)
+		if err != nil { // an unreadable stored window starts again, as a flush does
+			b, got, err = usage.LeaseWindow(nil, req, now)
+		}
+		l = got
+		return b, err
+	})
+	if err != nil {
+		return usage.Lease{}, fmt.Errorf("counting rate limit %s through the shared database: %w", key, err)
+	}
+	return l, nil
 }
 
 // loadCounts reads the persisted windows, hosts and spend. A failure leaves
@@ -258,7 +287,7 @@ func (k *Kernel) closeUsage() error {
 		<-k.usage.done
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err = k.FlushUsage(ctx)
+		err = k.flushUsage(ctx, true)
 	})
 	return err
 }
@@ -266,11 +295,15 @@ func (k *Kernel) closeUsage() error {
 // FlushUsage writes what the counters changed since the last flush, in one
 // transaction per namespace, and reads back the merged windows. What a
 // failed write took is given back to the counter for the next flush.
-func (k *Kernel) FlushUsage(ctx context.Context) error {
+func (k *Kernel) FlushUsage(ctx context.Context) error { return k.flushUsage(ctx, false) }
+
+// flushUsage is FlushUsage; final gives back every lease not used (the
+// kernel closes).
+func (k *Kernel) flushUsage(ctx context.Context, final bool) error {
 	u := k.usage
 	u.flushMu.Lock()
 	defer u.flushMu.Unlock()
-	d := u.counter.TakeDirty()
+	d := u.counter.TakeDirtyAt(k.Clock.Now(), final)
 	u.mu.Lock()
 	var rep map[string]Reported
 	if len(u.dirtyReported) > 0 {
@@ -291,7 +324,7 @@ func (k *Kernel) FlushUsage(ctx context.Context) error {
 		merged := map[string][]usage.Bucket{}
 		err := k.raw.UpdateStates(ctx, nsRateCounters, keys, func(key string, old []byte) ([]byte, error) {
 			dw := d.Windows[key]
-			b, bs, err := usage.MergeBuckets(old, dw.Fresh, dw.Window, now)
+			b, bs, err := usage.MergeWindow(old, dw, now)
 			if err != nil { // an unreadable stored window starts again
 				b, bs, err = usage.MergeBuckets(nil, dw.Fresh, dw.Window, now)
 			}
@@ -408,7 +441,10 @@ func (s signals) Usage(ctx context.Context, a *action.Action, level action.Level
 	eff.Driven = a.Agent == OwnAgent
 	eff.Now = s.clock.Now()
 	h, count := ctx.Value(countKey{}).(*countHolder)
-	f := u.counter.Check(&eff, count)
+	f, cerr := u.counter.CheckContext(ctx, &eff, count)
+	if cerr != nil {
+		return nil, cerr // nothing counted: the call goes to a person
+	}
 	if count {
 		h.findings = f
 	}

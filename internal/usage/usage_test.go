@@ -2,6 +2,7 @@ package usage
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -369,4 +370,47 @@ func FuzzDecodeBudgetCap(f *testing.F) {
 		c.Record("a", "s", Spend{Cost: cp.MaxCostUSD * 2}, t0)
 		c.Check(&Call{Agent: "a", Session: "s", Now: t0}, true)
 	})
+}
+
+// A lease grants at most half of the room left (at least one call while
+// there is room), none when the window is full, is recorded in the bucket
+// of its validity's end, and what is given back is free again.
+func TestLeaseWindow(t *testing.T) {
+	req := LeaseRequest{Want: 100, Max: 10, Window: time.Minute, Until: t0.Add(time.Second).UnixNano()}
+	var stored []byte
+	var grants []int
+	for range 6 {
+		b, l, err := LeaseWindow(stored, req, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = b
+		grants = append(grants, l.Granted)
+	}
+	if got := fmt.Sprint(grants); got != "[5 2 1 1 1 0]" {
+		t.Fatalf("grants %s, want [5 2 1 1 1 0]", got)
+	}
+	var bs []Bucket
+	if err := json.Unmarshal(stored, &bs); err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) != 1 || bs[0].Count != 10 || bs[0].End <= req.Until {
+		t.Fatalf("stored %+v: the leases must be in one bucket ending after %d", bs, req.Until)
+	}
+	// Giving back 3 frees 3 (a lease of at most half of them is granted).
+	req.Return = Bucket{End: bs[0].End, Count: 3}
+	_, l, err := LeaseWindow(stored, req, t0)
+	if err != nil || l.Granted != 1 || l.Count != 8 {
+		t.Fatalf("after giving back 3: %+v, %v", l, err)
+	}
+	// A minute after the lease's end the window is empty again.
+	req.Return = Bucket{}
+	_, l, _ = LeaseWindow(stored, req, t0.Add(62*time.Second))
+	if l.Granted != 5 || l.Count != 5 {
+		t.Fatalf("after the window: %+v", l)
+	}
+	// An unreadable window is an error, counted as full.
+	if _, l, err := LeaseWindow([]byte("{"), req, t0); err == nil || l.Granted != 0 {
+		t.Fatalf("unreadable window: %+v, %v", l, err)
+	}
 }
