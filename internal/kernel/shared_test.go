@@ -401,3 +401,60 @@ func TestSharedRateLimitLeaseGivenBack(t *testing.T) {
 		t.Fatalf("instance 1 admitted %d calls after instance 0 used 10 of 100", n)
 	}
 }
+
+// Spend recorded on one instance near a cap counts against the cap on the
+// others at once: written through and announced, and an instance that
+// learns the fleet is near a cap writes what it has not written yet. The
+// write-behind and the ten-second re-read are turned off for the test.
+func TestSharedSpendAtTheEdge(t *testing.T) {
+	defer kernel.SetPauseRecheck(0)()
+	defer kernel.SetSpendReread(time.Hour)()
+	defer kernel.SetFlushInterval(time.Hour)()
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 2, time.Second)
+	a, b := ks[0], ks[1]
+	if _, err := a.PutBudgetCap(ctx, usage.BudgetCap{ID: "day", Scope: usage.ScopeGlobal, MaxCostUSD: 1, Period: usage.Daily,
+		Action: usage.Stop, Enabled: true}, "ann"); err != nil {
+		t.Fatal(err)
+	}
+	for len(b.BudgetCaps()) == 0 {
+		b.Evaluate(ctx, read("nobody"))
+		time.Sleep(10 * time.Millisecond)
+	}
+	spent := func(k *kernel.Kernel) float64 {
+		for _, st := range k.Budgets() {
+			return st.Spent
+		}
+		return -1
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	waitSpent := func(k *kernel.Kernel, want float64) {
+		t.Helper()
+		for spent(k) < want-0.001 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the instance sees $%.2f, want $%.2f", spent(k), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// Far from the cap, b's spend is written behind (not yet).
+	b.RecordUse(ctx, kernel.Use{Agent: "codex", Session: "s1", Model: "m", CostUSD: 0.5})
+	time.Sleep(100 * time.Millisecond)
+	if got := spent(a); got != 0 {
+		t.Fatalf("a sees $%.2f before anything near a cap was written", got)
+	}
+	// a comes near the cap on its own: its spend is written through; b
+	// reads it, is then near the cap with its own, and writes that
+	// through; a reads it. Both refuse.
+	a.RecordUse(ctx, kernel.Use{Agent: "claude", Session: "s2", Model: "m", CostUSD: 0.4})
+	b.RecordUse(ctx, kernel.Use{Agent: "claude", Session: "s2", Model: "m", CostUSD: 0.01})
+	a.RecordUse(ctx, kernel.Use{Agent: "claude", Session: "s2", Model: "m", CostUSD: 0.4})
+	waitSpent(b, 1.31)
+	waitSpent(a, 1.31)
+	for i, k := range ks {
+		sub, _ := k.Submit(ctx, read("codex"))
+		if sub.Verdict.Level != action.Block || !strings.Contains(sub.Verdict.Summary(), "budget cap day") {
+			t.Fatalf("instance %d over the cap: %s", i, sub.Verdict.Summary())
+		}
+	}
+}

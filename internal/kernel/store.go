@@ -102,8 +102,13 @@ func (k *Kernel) watch(ctx context.Context, w store.Watcher, listening chan<- st
 			k.Gate.Nudge(c.ID)
 		case store.ChangeRules:
 			_ = k.Engine.Reload(ctx) // a failure is kept by the engine: actions go to a person
+		case store.ChangeState:
+			if c.ID == nsBudgetUsage {
+				k.kickSpend()
+			}
 		case store.ChangeResync:
 			once.Do(func() { close(listening) })
+			k.kickSpend()
 			k.Gate.NudgeAll()
 			_ = k.Engine.Reload(ctx)
 		}

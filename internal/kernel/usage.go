@@ -72,6 +72,9 @@ type usageState struct {
 	// spendRead is when the spend was last read from the store (other
 	// processes' spend is seen from then on).
 	spendRead time.Time
+	// spendKick asks the spend reader (shared stores) to read the spend
+	// again: another instance wrote some.
+	spendKick chan struct{}
 }
 
 // Reported is an agent's cumulative token counts of a session, as it
@@ -114,8 +117,51 @@ func (k *Kernel) openUsage(ctx context.Context) {
 		// Several instances count the same agents: a rate limit admits
 		// calls only from leases of the shared window (usage.Leaser).
 		k.usage.counter.SetLeaser(k.leaseWindow)
+		// The spend other instances write is read again as soon as they
+		// announce it (the watch calls kickSpend).
+		k.usage.spendKick = make(chan struct{}, 1)
+		go k.spendReader()
 	}
 	go k.flusher()
+}
+
+// kickSpend asks the spend reader to read the stored spend again.
+func (k *Kernel) kickSpend() {
+	if k.usage == nil || k.usage.spendKick == nil {
+		return
+	}
+	select {
+	case k.usage.spendKick <- struct{}{}:
+	default: // a read is already due: it reads this change too
+	}
+}
+
+// spendReader reads the stored spend each time another instance announces
+// a change of it, until the kernel closes: what any instance spends counts
+// against every instance's caps once it is written (at once near a cap,
+// see RecordUse; within the write-behind's second otherwise).
+func (k *Kernel) spendReader() {
+	u := k.usage
+	for {
+		select {
+		case <-u.stop:
+			return
+		case <-u.spendKick:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		u.flushMu.Lock() // not while a flush has taken this process's spend
+		err := k.loadSpend(ctx)
+		if err == nil {
+			u.spendRead = time.Now()
+		}
+		u.flushMu.Unlock()
+		if err == nil && u.counter.NearAnyCap(k.Clock.Now()) {
+			// The fleet is near a cap: what this process spent and has
+			// not written yet is written now, for the others to count.
+			_ = k.FlushUsage(ctx)
+		}
+		cancel()
+	}
 }
 
 // leaseWindow takes a lease of a shared rate-limit window in one
@@ -502,11 +548,18 @@ func (k *Kernel) RecordUse(ctx context.Context, u Use) float64 {
 	if cost <= 0 {
 		cost = k.usage.counter.Set().Prices.Cost(u.Model, u.Input, u.Output)
 	}
-	alerts := k.usage.counter.Record(u.Agent, u.Session, usage.Spend{Input: u.Input, Output: u.Output, Cost: cost, Calls: 1}, k.Clock.Now())
+	now := k.Clock.Now()
+	alerts := k.usage.counter.Record(u.Agent, u.Session, usage.Spend{Input: u.Input, Output: u.Output, Cost: cost, Calls: 1}, now)
+	if k.shared && cost > 0 && k.usage.counter.NearCap(u.Agent, u.Session, now) {
+		// Near a cap the spend is written through, and the other
+		// instances read it at once (kickSpend), rather than after the
+		// write-behind's second. A failure leaves it to the next flush.
+		_ = k.FlushUsage(ctx)
+	}
 	k.controls.recordCost(u.Agent, cost) // cost_threshold auto-rules
 	for _, al := range alerts {
 		n := Notice{Kind: usage.SourceBudget, ID: al.Cap.ID, Agent: u.Agent, Session: u.Session, Action: string(al.Cap.Action),
-			Share: al.Share, Message: al.Message, At: k.Clock.Now().UTC()}
+			Share: al.Share, Message: al.Message, At: now.UTC()}
 		if al.Cap.Scope == usage.ScopeGlobal {
 			n.Agent, n.Session = "", ""
 		}

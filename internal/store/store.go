@@ -407,7 +407,8 @@ type ControlStore interface {
 // approval was created or answered; ID is its id) or "rules" (the user
 // policy layer changed). Kind "resync" means changes may have been missed
 // (the watch starts, or starts again after an interruption): re-read
-// everything waited on.
+// everything waited on. Kind "state" is a change of a namespace of the
+// state (UpdateStates; ID is the namespace).
 type Change struct {
 	Kind string
 	ID   string
@@ -418,6 +419,7 @@ const (
 	ChangeApproval = "approval"
 	ChangeRules    = "rules"
 	ChangeResync   = "resync"
+	ChangeState    = "state"
 )
 
 // Watcher is an optional ability of a Store shared by several processes

@@ -699,6 +699,48 @@ func (c *Counter) Rows() map[string]Spend {
 	return out
 }
 
+// NearCap reports whether a cap that applies to agent's session has
+// reached AlertAt of its amount at now: from there, the spend is shared
+// between processes at once rather than written behind.
+func (c *Counter) NearCap(agent, session string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.set.Caps {
+		cp := &c.set.Caps[i]
+		if !cp.Enabled {
+			continue
+		}
+		if key, ok := capScopeKey(cp, agent, session); ok && c.spentLocked(cp, key, now) >= AlertAt*cp.MaxCostUSD {
+			return true
+		}
+	}
+	return false
+}
+
+// NearAnyCap reports whether this process has spend not written yet while
+// some cap's spend (any scope key) has reached AlertAt of its amount at now.
+func (c *Counter) NearAnyCap(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		return false
+	}
+	p := periods{now: now}
+	for i := range c.set.Caps {
+		cp := &c.set.Caps[i]
+		if !cp.Enabled {
+			continue
+		}
+		c.spentIn(cp, "", &p) // brings the totals to the period
+		for k, v := range c.totals {
+			if k.cap == cp.ID && v >= AlertAt*cp.MaxCostUSD {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // CapState is a cap that applies to a call, with its spend in the period.
 type CapState struct {
 	Cap   BudgetCap
