@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/overseer-dev/overseer/internal/limits"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/internal/store/postgres"
@@ -83,6 +84,15 @@ func DescribeStore(home string, pol *policy.Policy) string {
 		return "PostgreSQL (the URL does not parse)"
 	}
 	return fmt.Sprintf("PostgreSQL %s@%s:%d/%s (shared)", c.User, c.Host, c.Port, c.Database)
+}
+
+// DatabaseSize is the size of the kernel's database: the SQLite file with
+// its write-ahead log, or the bytes Overseer's tables take in PostgreSQL.
+func (k *Kernel) DatabaseSize(ctx context.Context) (int64, error) {
+	if sz, ok := k.raw.(store.Sizer); ok {
+		return sz.Size(ctx)
+	}
+	return limits.DatabaseSize(filepath.Join(k.Home, DBFile))
 }
 
 // Shared reports whether the kernel's store is shared by several

@@ -422,6 +422,12 @@ const (
 	ChangeState    = "state"
 )
 
+// Sizer is an optional ability of a Store whose size is not a file's: the
+// bytes its tables and their indexes take (PostgreSQL).
+type Sizer interface {
+	Size(ctx context.Context) (int64, error)
+}
+
 // Watcher is an optional ability of a Store shared by several processes
 // (found by type assertion): it tells of the changes every process commits,
 // its own included. Watchers may miss changes; they say so with a resync,

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -828,9 +827,11 @@ func newMetrics(k *kernel.Kernel) *metrics {
 		Name: "overseer_auth_failures_total", Help: "Requests that presented a wrong credential.",
 	})
 	dbBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "overseer_database_bytes", Help: "Size of the database with its write-ahead log.",
+		Name: "overseer_database_bytes", Help: "Size of the database: the SQLite file with its write-ahead log, or Overseer's tables in PostgreSQL.",
 	}, func() float64 {
-		n, err := limits.DatabaseSize(filepath.Join(k.Home, kernel.DBFile))
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n, err := k.DatabaseSize(ctx)
 		if err != nil {
 			return -1
 		}

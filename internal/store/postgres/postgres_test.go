@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -118,5 +119,32 @@ func TestAppendWaitsForTheAuditLock(t *testing.T) {
 	got, err := db.QueryAudit(t.Context(), store.AuditQuery{})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("%d records (%v), want the one append that got the lock", len(got), err)
+	}
+}
+
+// Size counts the tables of the store's own schema: it grows as the store
+// is written, and another store's schema on the same server does not count.
+func TestSize(t *testing.T) {
+	ctx := t.Context()
+	db, other := open(t, pgtest.Database(t)), open(t, pgtest.Database(t))
+	before, err := db.Size(ctx)
+	if err != nil || before <= 0 {
+		t.Fatalf("size %d, %v", before, err)
+	}
+	otherBefore, _ := other.Size(ctx)
+	big := []byte(`"` + strings.Repeat("x", 4000) + `"`)
+	keys := make([]string, 200)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%03d", i)
+	}
+	if err := db.UpdateStates(ctx, "ns", keys, func(string, []byte) ([]byte, error) { return big, nil }); err != nil {
+		t.Fatal(err)
+	}
+	after, err := db.Size(ctx)
+	if err != nil || after <= before {
+		t.Fatalf("size %d after writing, %d before (%v)", after, before, err)
+	}
+	if otherAfter, _ := other.Size(ctx); otherAfter != otherBefore {
+		t.Fatalf("another schema's size moved from %d to %d", otherBefore, otherAfter)
 	}
 }
