@@ -95,6 +95,20 @@ func (k *Kernel) DatabaseSize(ctx context.Context) (int64, error) {
 	return limits.DatabaseSize(filepath.Join(k.Home, DBFile))
 }
 
+// Lead waits until this instance leads the task name among the instances
+// sharing the store (store.Locker), and returns a channel closed when it
+// loses the lead. With a store of its own (SQLite) the instance leads at
+// once, until ctx ends.
+func (k *Kernel) Lead(ctx context.Context, name string) (<-chan struct{}, error) {
+	if l, ok := k.raw.(store.Locker); ok {
+		return l.Lead(ctx, name)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return ctx.Done(), nil
+}
+
 // Shared reports whether the kernel's store is shared by several
 // instances (PostgreSQL), rather than the SQLite file in its home.
 func (k *Kernel) Shared() bool { return k.shared }

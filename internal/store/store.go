@@ -422,6 +422,17 @@ const (
 	ChangeState    = "state"
 )
 
+// Locker is an optional ability of a Store shared by several processes:
+// one of them at a time leads a named task (listening to a notification
+// channel's bot, say), and another takes over when it stops or dies.
+type Locker interface {
+	// Lead waits until this process leads name (or ctx ends: its error).
+	// The channel returned is closed when the lead is lost: ctx ended, the
+	// store was closed, or the process could no longer show the database
+	// it still holds the lead (the others may then take it over).
+	Lead(ctx context.Context, name string) (lost <-chan struct{}, err error)
+}
+
 // Sizer is an optional ability of a Store whose size is not a file's: the
 // bytes its tables and their indexes take (PostgreSQL).
 type Sizer interface {
