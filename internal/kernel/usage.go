@@ -116,7 +116,7 @@ func (k *Kernel) openUsage(ctx context.Context) {
 	if k.shared {
 		// Several instances count the same agents: a rate limit admits
 		// calls only from leases of the shared window (usage.Leaser).
-		k.usage.counter.SetLeaser(k.leaseWindow)
+		k.usage.counter.SetLeaser(k.leaseWindows)
 		// The spend other instances write is read again as soon as they
 		// announce it (the watch calls kickSpend).
 		k.usage.spendKick = make(chan struct{}, 1)
@@ -164,28 +164,34 @@ func (k *Kernel) spendReader() {
 	}
 }
 
-// leaseWindow takes a lease of a shared rate-limit window in one
-// transaction under the window's lock. It waits for a flush under way,
-// so that a flush's merged window and a lease's are not put back out of
-// order.
-func (k *Kernel) leaseWindow(ctx context.Context, key string, req usage.LeaseRequest) (usage.Lease, error) {
+// leaseWindows takes leases of shared rate-limit windows in one
+// transaction, each window under its lock. It waits for a flush under
+// way, so that a flush's merged window and a lease's are not put back out
+// of order.
+func (k *Kernel) leaseWindows(ctx context.Context, reqs []usage.KeyedLease) ([]usage.Lease, error) {
 	u := k.usage
 	u.flushMu.Lock()
 	defer u.flushMu.Unlock()
 	now := k.Clock.Now()
-	var l usage.Lease
-	err := k.raw.UpdateStates(ctx, nsRateCounters, []string{key}, func(_ string, old []byte) ([]byte, error) {
+	keys := make([]string, len(reqs))
+	idx := make(map[string]int, len(reqs))
+	for i, r := range reqs {
+		keys[i], idx[r.Key] = r.Key, i
+	}
+	out := make([]usage.Lease, len(reqs))
+	err := k.raw.UpdateStates(ctx, nsRateCounters, keys, func(key string, old []byte) ([]byte, error) {
+		req := reqs[idx[key]].LeaseRequest
 		b, got, err := usage.LeaseWindow(old, req, now)
 		if err != nil { // an unreadable stored window starts again, as a flush does
 			b, got, err = usage.LeaseWindow(nil, req, now)
 		}
-		l = got
+		out[idx[key]] = got
 		return b, err
 	})
 	if err != nil {
-		return usage.Lease{}, fmt.Errorf("counting rate limit %s through the shared database: %w", key, err)
+		return nil, fmt.Errorf("counting the rate limits through the shared database: %w", err)
 	}
-	return l, nil
+	return out, nil
 }
 
 // loadCounts reads the persisted windows, hosts and spend. A failure leaves

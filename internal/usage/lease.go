@@ -3,6 +3,7 @@ package usage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"time"
 )
@@ -63,8 +64,16 @@ type Lease struct {
 	Buckets []Bucket
 }
 
-// Leaser takes a lease of the stored window key (WindowKey) atomically.
-type Leaser func(ctx context.Context, key string, req LeaseRequest) (Lease, error)
+// KeyedLease is a lease request for the stored window Key (WindowKey).
+type KeyedLease struct {
+	Key string
+	LeaseRequest
+}
+
+// Leaser takes leases of stored windows atomically, all in one transaction
+// (a check that needs several leases makes one round trip), and returns
+// them in the order asked.
+type Leaser func(ctx context.Context, reqs []KeyedLease) ([]Lease, error)
 
 // LeaseWindow is a Leaser's work on a stored window (JSON buckets, or
 // nil): it gives back req.Return, drops what slid out of the window at
@@ -140,6 +149,7 @@ type leaseNeed struct {
 // taking (to be waited for). Callers hold c.mu.
 func (c *Counter) leasesNeeded(call *Call, now int64) (out []leaseNeed, wait []chan struct{}) {
 	s := c.set
+	var renew []int // limits whose lease is past half its time
 	for i := range s.Limits {
 		if !s.matches(i, call) {
 			continue
@@ -157,22 +167,43 @@ func (c *Counter) leasesNeeded(call *Call, now int64) (out []leaseNeed, wait []c
 			// A lease to use, or the store's answer that the window is
 			// full, still valid (a full window is asked again when that
 			// answer expires: stricter, never looser).
+			if w.lease == 0 || now+int64(LeaseTTL)/2 < w.leaseUntil {
+				continue
+			}
+			// Past half its time: renewed with the others this check
+			// takes, if any (see renewals below).
+			renew = append(renew, i)
 			continue
 		}
-		// Ask for about twice what the last lease covered, when it was
-		// used up in time.
-		want := 1
-		if w.leaseUsed > 0 {
-			want = min(maxLease, 2*w.leaseUsed)
+		out = append(out, c.startLease(l, call.Agent, w, now))
+	}
+	if len(out) > 0 {
+		// The round trip is made anyway: the leases past half their time
+		// are renewed in it, so that a call's windows expire together.
+		for _, i := range renew {
+			out = append(out, c.startLease(&s.Limits[i], call.Agent, c.windowOf(i, call.Agent), now))
 		}
-		req := LeaseRequest{Want: want, Max: l.MaxCalls, Window: l.Window(), Until: now + int64(LeaseTTL)}
-		if w.lease > 0 {
-			req.Return = Bucket{End: w.leaseEnd, Count: w.lease}
-		}
-		w.leasing, w.leaseDone = true, make(chan struct{})
-		out = append(out, leaseNeed{key: WindowKey(l.ID, call.Agent), w: w, req: req})
 	}
 	return out, wait
+}
+
+// startLease marks w as leasing and returns its request, giving back what
+// is left of its lease. Callers hold c.mu.
+func (c *Counter) startLease(l *RateLimit, agent string, w *window, now int64) leaseNeed {
+	// Ask for about twice what the last lease covered.
+	want := 1
+	if w.leaseUsed > 0 {
+		want = min(maxLease, 2*w.leaseUsed)
+	}
+	if used := w.leaseGranted - w.lease; used > 0 {
+		want = min(maxLease, max(want, 2*used))
+	}
+	req := LeaseRequest{Want: want, Max: l.MaxCalls, Window: l.Window(), Until: now + int64(LeaseTTL)}
+	if w.lease > 0 {
+		req.Return = Bucket{End: w.leaseEnd, Count: w.lease}
+	}
+	w.leasing, w.leaseDone = true, make(chan struct{})
+	return leaseNeed{key: WindowKey(l.ID, agent), w: w, req: req}
 }
 
 // applyLease takes a lease the store granted (or, with err, ends the
@@ -252,26 +283,25 @@ func (c *Counter) CheckContext(ctx context.Context, call *Call, count bool) ([]F
 				return nil, err
 			}
 		}
-		var firstErr error
+		reqs := make([]KeyedLease, len(need))
 		for i := range need {
-			var (
-				l   Lease
-				err error
-			)
-			if firstErr == nil {
-				l, err = leaser(ctx, need[i].key, need[i].req)
-			} else {
-				err = firstErr
-			}
-			c.mu.Lock()
-			c.applyLease(&need[i], l, err)
-			c.mu.Unlock()
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
+			reqs[i] = KeyedLease{Key: need[i].key, LeaseRequest: need[i].req}
 		}
-		if firstErr != nil {
-			return nil, firstErr
+		got, err := leaser(ctx, reqs)
+		if err == nil && len(got) != len(need) {
+			err = errors.New("usage: the store granted a different number of leases than asked")
+		}
+		c.mu.Lock()
+		for i := range need {
+			var l Lease
+			if err == nil {
+				l = got[i]
+			}
+			c.applyLease(&need[i], l, err)
+		}
+		c.mu.Unlock()
+		if err != nil {
+			return nil, err
 		}
 	}
 }
