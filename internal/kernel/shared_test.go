@@ -458,3 +458,55 @@ func TestSharedSpendAtTheEdge(t *testing.T) {
 		}
 	}
 }
+
+// Repeat detection counts a session's calls whichever instance judged
+// them: the same call made once on each of two instances and a third time
+// on the first is a loop (settings.loop: the third identical call within
+// five minutes), as it is on one instance. A person's approval of the call
+// the loop limit put to them starts the count again on both.
+func TestSharedRepeatDetection(t *testing.T) {
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 2, 20*time.Millisecond)
+	a, b := ks[0], ks[1]
+	same := func() *action.Action {
+		return &action.Action{Tool: "Read", Agent: "codex", Session: "loop", Cwd: "/proj",
+			Args: map[string]any{"file_path": "/proj/same.go"}}
+	}
+	looped := func(v action.Verdict) bool {
+		for _, r := range v.Reasons {
+			if r.Source == action.SourceLoop {
+				return true
+			}
+		}
+		return false
+	}
+	for i, k := range []*kernel.Kernel{a, b} {
+		if sub, err := k.Submit(ctx, same()); err != nil || looped(sub.Verdict) {
+			t.Fatalf("call %d: %v %s", i+1, err, sub.Verdict.Summary())
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !looped(a.Evaluate(ctx, same())) {
+		if time.Now().After(deadline) {
+			v := a.Evaluate(ctx, same())
+			t.Fatalf("the first instance does not count the call the second judged: %s", v.Summary())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sub, err := a.Submit(ctx, same())
+	if err != nil || !looped(sub.Verdict) || sub.Approval == nil {
+		t.Fatalf("the third call: %v %s", err, sub.Verdict.Summary())
+	}
+	// Approved on the second instance: neither counts the earlier calls.
+	if _, ok, err := b.Answer(ctx, sub.Approval.ID, store.Answer{Decision: "approve", Who: "ann", Channel: "test"}); err != nil || !ok {
+		t.Fatalf("answer: %v %v", ok, err)
+	}
+	for _, k := range ks {
+		for looped(k.Evaluate(ctx, same())) {
+			if time.Now().After(deadline) {
+				t.Fatal("the count did not start again after the approval")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}

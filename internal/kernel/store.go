@@ -126,6 +126,8 @@ func (k *Kernel) watch(ctx context.Context, w store.Watcher, listening chan<- st
 			k.Gate.Nudge(c.ID)
 		case store.ChangeRules:
 			_ = k.Engine.Reload(ctx) // a failure is kept by the engine: actions go to a person
+		case changeSamples:
+			k.takeSamples(c.ID)
 		case store.ChangeState:
 			if c.ID == nsBudgetUsage {
 				k.kickSpend()

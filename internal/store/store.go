@@ -433,6 +433,18 @@ type Locker interface {
 	Lead(ctx context.Context, name string) (lost <-chan struct{}, err error)
 }
 
+// Publisher is an optional ability of a Store shared by several
+// processes: a message to every process's Watch (its own included), as a
+// Change of kind with the payload as its ID, delivered at most once and
+// not kept (a process that does not listen then never hears it). Payloads
+// are bounded (MaxPublish bytes).
+type Publisher interface {
+	Publish(ctx context.Context, kind, payload string) error
+}
+
+// MaxPublish bounds a published payload.
+const MaxPublish = 7000
+
 // Sizer is an optional ability of a Store whose size is not a file's: the
 // bytes its tables and their indexes take (PostgreSQL).
 type Sizer interface {

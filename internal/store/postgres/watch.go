@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -68,4 +69,12 @@ func (d *DB) Size(ctx context.Context) (int64, error) {
 			WHERE ns.nspname = current_schema() AND c.relkind IN ('r', 'm', 'p')`).Scan(&n)
 	})
 	return n, err
+}
+
+// Publish implements store.Publisher with NOTIFY.
+func (d *DB) Publish(ctx context.Context, kind, payload string) error {
+	if len(payload) > store.MaxPublish {
+		return fmt.Errorf("postgres: publish: a payload of %d bytes is over %d", len(payload), store.MaxPublish)
+	}
+	return d.readOne(ctx, "publish", func(q querier) error { return notify(ctx, q, kind, payload) })
 }
