@@ -14,6 +14,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/limits"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/internal/store/pgtest"
@@ -508,5 +509,62 @@ func TestSharedRepeatDetection(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+}
+
+// Two instances' submission quotas draw on the same buckets: together they
+// serve exactly the burst of a quota that does not refill during the test,
+// from many goroutines, and refuse the rest with the shared bucket's wait.
+func TestSharedQuotas(t *testing.T) {
+	ks, _, _ := openShared(t, 2, time.Second)
+	const burst = 40
+	cfg := limits.Config{Agent: limits.Scope{Requests: limits.Rate{PerMinute: 0.001, Burst: burst}}}
+	qs := []*limits.Quotas{limits.NewQuotas(cfg, nil), limits.NewQuotas(cfg, nil)}
+	for i, q := range qs {
+		q.SetPool(ks[i].QuotaPool)
+	}
+	var (
+		wg             sync.WaitGroup
+		mu             sync.Mutex
+		served, denied int
+	)
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 15 {
+				d := qs[w%2].Take("codex", fmt.Sprint("s", w), 100)
+				mu.Lock()
+				if d == nil {
+					served++
+				} else {
+					if d.Scope != "agent" || d.RetryAfter < time.Minute {
+						t.Errorf("refused by %+v", d)
+					}
+					denied++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if served > burst {
+		t.Fatalf("the fleet served %d requests (%d refused); the burst is %d", served, denied, burst)
+	}
+	// Credit an instance still holds (its requests ended first) is served
+	// by its next requests: nothing is lost.
+	for _, q := range qs {
+		for range 3 {
+			for q.Take("codex", "drain", 1) == nil {
+				served++
+			}
+		}
+	}
+	if served != burst {
+		t.Fatalf("the fleet served %d requests in all; the burst is %d", served, burst)
+	}
+	// Another agent has its own bucket.
+	if d := qs[1].Take("claude", "s", 1); d != nil {
+		t.Fatalf("another agent: %+v", d)
 	}
 }

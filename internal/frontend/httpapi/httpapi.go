@@ -83,6 +83,11 @@ func New(k *kernel.Kernel, opts Options) (*Server, error) {
 	}
 	if opts.Quotas == nil {
 		opts.Quotas = limits.NewQuotas(QuotaConfig(k.Engine.Policy().Settings.Limits), k.Clock)
+		if k.Shared() {
+			// Several instances on one database: the quotas count for the
+			// fleet (credit drawn from buckets in the database).
+			opts.Quotas.SetPool(k.QuotaPool)
+		}
 	}
 	if opts.Throttle == nil {
 		opts.Throttle = limits.NewThrottle(k.Clock)
