@@ -194,6 +194,10 @@ type Command struct {
 	// when static: absolute, or as written under ~ or an unknown
 	// directory.
 	Stdin string `json:"stdin,omitempty"`
+	// PipedFiles are, for a command that sends data over the network, the
+	// files that the stages before it in its pipeline read: what a pipe
+	// may carry into it (cat notes.txt | curl -d @- …).
+	PipedFiles []string `json:"piped_files,omitempty"`
 }
 
 // PathIntent says what an action does to a path.

@@ -109,11 +109,16 @@ func egressWorld(t *testing.T) (home, ovh, proj string) {
 		"proj/report.json": `{"suite": "unit", "tests": 120, "failed": 0, "commit": "9fceb02d0ae598e95dc970b74767f19372d61af8", "run": "6bd8c676-56d0-50cd-6760-136783feb17b"}` + "\n",
 		// Files sent by commands (files.tsv): some hold secrets, their
 		// twins do not.
-		"proj/payload.json": `{"event": "deploy", "auth": {"token": "ghp_R8tXq2LmN5vK9wB3cF7hJ1dS4gA6zE0pYu2M"}}` + "\n",
-		"proj/build.log":    "step 3/7: loading settings\nINTERNAL_TOKEN resolved to " + worldEnvToken + "\nstep 4/7: compiling\n",
-		"proj/config.yaml":  "region: us-east-1\naws_secret_access_key: " + worldAWSSecret + "\n",
-		"proj/notes.txt":    "slack bot for alerts: xoxb-23023477286-014586627312-ZUljbQ6oP3Q0w7MQ0JTcKADr\n",
-		"proj/dump.sql":     "INSERT INTO settings VALUES ('db', 'postgresql://svc:" + worldDBPW + "@10.0.0.5/app');\n",
+		"proj/payload.json":        `{"event": "deploy", "auth": {"token": "ghp_R8tXq2LmN5vK9wB3cF7hJ1dS4gA6zE0pYu2M"}}` + "\n",
+		"proj/build.log":           "step 3/7: loading settings\nINTERNAL_TOKEN resolved to " + worldEnvToken + "\nstep 4/7: compiling\n",
+		"proj/config.yaml":         "region: us-east-1\naws_secret_access_key: " + worldAWSSecret + "\n",
+		"proj/backup/settings.ini": "[service]\nendpoint = https://api.example.com\napi_token = " + worldEnvToken + "\n",
+		"proj/backup/readme.txt":   "nightly copy of the service's settings\n",
+		"proj/report.tgz":          "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xed\xc1\x01\r\x00\x00\x00\xc2\xa0\xf7Om\x0e7\xa0\x00\x00",
+		"proj/dist/app.js":         "export function add(a, b) { return a + b }\n",
+		"proj/dist/index.html":     "<!doctype html><title>app</title><script src=app.js></script>\n",
+		"proj/notes.txt":           "slack bot for alerts: xoxb-23023477286-014586627312-ZUljbQ6oP3Q0w7MQ0JTcKADr\n",
+		"proj/dump.sql":            "INSERT INTO settings VALUES ('db', 'postgresql://svc:" + worldDBPW + "@10.0.0.5/app');\n",
 		"proj/data.csv": "id,uuid,sha\n1,179a071e-518a-e452-5b4b-1b75321c5296,9fceb02d0ae598e95dc970b74767f19372d61af8\n" +
 			"2,6bd8c676-56d0-50cd-6760-136783feb17b,3b18e512dba79e4c8300dd08aeb37f8e728b8dad\n",
 		"proj/logo.b64": "iVBORw0KGgof8jmhoJXyD5OVZQz5OAuO2yJKaySKHpJOj9CuLhqUkqMwXxiMthCQD540f66IbcZQd5XsdFxMP8sussc+FJNMhn7gV7pySZv6Eh6DayrBVybufWsK9qsTw46SyuDRUFexWZh/lMx0EdcX8UV5sqoQD7uzT6WT/q7Scki3YuOrWAXwdlornB1+DzfESSG9P2Vk6t9/FCpyZoxH4iPRbt2MR7Rq/Fuu4mH1OyYVLSY7qDsDfNSWLkNIASVriF6ckFHzILDbg/Oep629DXTm3sfz367Mj2RlZmQae6JmDzAR/DVwKRxXmQ0aAJEmiRnyXZ0GEt81nWAmokD0WJpdeR8d2Xz++nd6e08VJBq/V71DetSxKYQFNPPzh1wlsIvqBsKHTPqk3Rey2EKEXegqW8U5iIrHgFSiOZzPyfzC2jHOPdFmvc06M4R+W7sH/QfKR3hCMbGa9Fhyzu+5/Fn0+V0UOBo6eDJWNHuf/Oac1wB66KdYzKQV1ake6GPItsAzeuMtb8qiVRbN8vi4ZXZmvvIVuSgr/iAHJpfnd86nJZzTmPp5qO9ZJ4yMIQUDzPi5phqGv+8jb/zfMdPfNgdANkqAPcOWU0KLa9UhD+i9WuV1qZXQ54Rr0+rggCGIJoaCBN9wxi6bAcbMJiwkeZ65Ho4PU66Eh457yMYb4o8OPzBGCsUZgXOPB8Lk6RBxU5z5gZuDM7FGc4KIznqB8T+yheDg8e1C7I/k8TPXciNqH2RxUBKrPW0SNqtNyB/lxifwt6SpXSRA4iP3dzi/8xhl4nwp/arVOSm0bv4=\n",

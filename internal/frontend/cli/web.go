@@ -69,6 +69,7 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() { <-ctx.Done(); stop() }() // ends with the daemon's stop signal
 	go announce(ctx, k.Home, os.Stdout)
+	go con.PruneSpentEvery(ctx, time.Hour, func(f string, a ...any) { fmt.Fprintf(os.Stderr, "overseer: "+f+"\n", a...) })
 	if ncfg != nil {
 		nopts := notify.Options{
 			Linker: &consoleLinker{con: con, home: k.Home, base: ncfg.BaseURL},

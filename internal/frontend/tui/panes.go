@@ -73,16 +73,8 @@ func (m Model) updatePanes(msg tea.Msg) (Model, tea.Cmd, bool) {
 
 // panesKey handles a key in the panes view.
 func (m Model) panesKey(s string) (tea.Model, tea.Cmd) {
-	switch s {
-	case "q":
-		m.quitting = true
-		return m, tea.Quit
-	case "esc", "w":
-		m.mode = modeQueue
-	case "g":
-		return m, m.fetchPanes()
-	}
-	return m, nil
+	cmd, _ := m.listKey(s, "w", nil, m.fetchPanes)
+	return m, cmd
 }
 
 // panesFoot is the panes view's key line.

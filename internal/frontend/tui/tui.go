@@ -78,14 +78,15 @@ type Model struct {
 	busy          map[string]bool
 	quitting      bool
 	proposals     []kernel.Proposal // trust.go
-	propSel       int
+	propList      listView
 	propNext      time.Time    // when the proposals are read again
 	pins          []mcppin.Pin // pins.go
-	pinSel        int
+	pinList       listView
 	grants        []kernel.GrantView // grants.go
-	grantSel      int
+	grantList     listView
 	panes         []watch.PaneSet    // panes.go
 	paused        []store.AgentPause // pauses.go
+	ctl           controlsState      // controls.go
 
 	// after schedules the next refresh (tea.Tick); tests replace it so
 	// that a timer is never confused with a slow API call.
@@ -102,6 +103,9 @@ const (
 	modePins      // pins.go: the MCP definitions withheld or flagged
 	modeGrants    // grants.go: the active grants
 	modePanes     // panes.go: the panes overseer watch watches
+	modeAutoRules // controls.go: the auto-rules and their log
+	modeAnomaly   // controls.go: the anomaly rules, anomalies and rollbacks
+	modeLimits    // controls.go: rate limits and budget caps, use against limit
 )
 
 // New returns the UI's model over api. ctx bounds its API calls.
@@ -213,6 +217,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if mm, cmd, ok := m.updatePauses(msg); ok {
 		return mm, cmd
 	}
+	if mm, cmd, ok := m.updateControls(msg); ok {
+		return mm, cmd
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -239,6 +246,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		if m.mode == modePanes {
 			fetch = tea.Batch(fetch, m.fetchPanes())
+		}
+		if m.mode == modeLimits || m.mode == modeAnomaly || m.mode == modeAutoRules {
+			fetch = tea.Batch(fetch, m.fetchControls(m.mode)) // live use, firings
 		}
 		return m, tea.Batch(m.tick(), fetch, m.fetchPaused())
 	case answeredMsg:
@@ -369,6 +379,8 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.grantsKey(s)
 	case modePanes:
 		return m.panesKey(s)
+	case modeAutoRules, modeAnomaly, modeLimits:
+		return m.controlsKey(s)
 	case modeReason:
 		switch s {
 		case "esc":
@@ -418,6 +430,12 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.mode = modePanes
 			m.setStatus("", false)
 			return m, m.fetchPanes()
+		}
+	case "R", "n", "l":
+		if _, ok := m.controlsAPI(); ok {
+			m.mode = map[string]mode{"R": modeAutoRules, "n": modeAnomaly, "l": modeLimits}[s]
+			m.setStatus("", false)
+			return m, m.fetchControls(m.mode)
 		}
 	case "U":
 		return m.resumeFirst() // pauses.go
@@ -557,6 +575,25 @@ func (m Model) View() tea.View {
 	return v
 }
 
+// view is one of the views besides the queue: what it shows below the
+// header, and its key line (replaced by the status while there is one).
+type view struct {
+	render func(add, rule func(string))
+	foot   string
+}
+
+func (m Model) views() map[mode]view {
+	return map[mode]view{
+		modePanes:     {m.renderPanes, panesFoot},
+		modePins:      {m.renderPins, pinsFoot},
+		modeGrants:    {m.renderGrants, grantsFoot},
+		modeProposals: {m.renderProposals, trustFoot},
+		modeAutoRules: {m.renderAutoRules, autoRulesFoot},
+		modeAnomaly:   {m.renderAnomaly, anomalyFoot},
+		modeLimits:    {m.renderLimits, limitsFoot},
+	}
+}
+
 func (m Model) render() string {
 	if m.quitting {
 		return ""
@@ -593,6 +630,9 @@ func (m Model) render() string {
 			"m       MCP definitions withheld (changed or suspicious): A accept",
 			"G       active grants (delegated mode): R revoke",
 			"w       panes watched by overseer watch (agent, last prompt, state)",
+			"R       auto-rules: on/off, times fired, last fired, the rule log; E turns one on or off",
+			"n       anomaly rules, the anomalies detected and their rollbacks; E turns a rule on or off",
+			"l       rate limits and budget caps: current use against the limit",
 			"?       this help             q       quit",
 			"", "Press any key to go back.",
 		} {
@@ -601,48 +641,9 @@ func (m Model) render() string {
 		return strings.Join(lines, "\n")
 	}
 
-	if m.mode == modePanes {
-		m.renderPanes(add, rule)
-		foot := panesFoot
-		if m.status != "" {
-			foot = stOK.Render(m.status)
-			if m.statusBad {
-				foot = stBad.Render(m.status)
-			}
-		}
-		add(foot)
-		return strings.Join(lines, "\n")
-	}
-
-	if m.mode == modePins {
-		m.renderPins(add, rule)
-		foot := pinsFoot
-		if m.status != "" {
-			foot = stOK.Render(m.status)
-			if m.statusBad {
-				foot = stBad.Render(m.status)
-			}
-		}
-		add(foot)
-		return strings.Join(lines, "\n")
-	}
-
-	if m.mode == modeGrants {
-		m.renderGrants(add, rule)
-		foot := grantsFoot
-		if m.status != "" {
-			foot = stOK.Render(m.status)
-			if m.statusBad {
-				foot = stBad.Render(m.status)
-			}
-		}
-		add(foot)
-		return strings.Join(lines, "\n")
-	}
-
-	if m.mode == modeProposals {
-		m.renderProposals(add, rule)
-		foot := trustFoot
+	if v, ok := m.views()[m.mode]; ok {
+		v.render(add, rule)
+		foot := v.foot
 		if m.status != "" {
 			foot = stOK.Render(m.status)
 			if m.statusBad {

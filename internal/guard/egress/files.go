@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
@@ -19,6 +20,10 @@ import (
 type sentFile struct {
 	path string // as written (or resolved by the shell guard, for < FILE)
 	how  string // how it is sent, for a person ("curl -d @")
+	// tree: a directory's files are sent (scp -r, rsync -a, a pipe from
+	// grep -r or tar); else a directory sends nothing that can be known,
+	// and a person is asked.
+	tree bool
 }
 
 // curlDataOpts are curl's options whose value is data, or @FILE (the
@@ -90,11 +95,68 @@ func sentFiles(c action.Command) []sentFile {
 				break
 			}
 		}
+	case "scp", "rsync":
+		// The local sources: every operand but the last (the destination)
+		// that is not host:path (a copy from a remote host sends nothing
+		// of here).
+		ops := copyOperands(c.Args, copyValueOpts[c.Name])
+		if len(ops) < 2 {
+			break
+		}
+		for _, x := range ops[:len(ops)-1] {
+			if !remoteOperand(x) {
+				out = append(out, sentFile{path: x, how: c.Name, tree: true})
+			}
+		}
 	}
 	if c.Stdin != "" {
 		add(c.Stdin, c.Name+" < (standard input)")
 	}
+	for _, p := range c.PipedFiles {
+		out = append(out, sentFile{path: p, how: c.Name + " (piped into it)", tree: true})
+	}
 	return out
+}
+
+// copyValueOpts are the options of scp and rsync that take the next
+// argument as their value (as effects.yaml describes them).
+var copyValueOpts = map[string]map[string]bool{
+	"scp": {"-i": true, "-F": true, "-P": true, "-o": true, "-l": true, "-c": true, "-S": true, "-J": true, "-D": true, "-X": true},
+	"rsync": {"-e": true, "--rsh": true, "--exclude": true, "--include": true, "--filter": true, "-f": true,
+		"--files-from": true, "--exclude-from": true, "--include-from": true, "--password-file": true, "-T": true,
+		"--temp-dir": true, "--partial-dir": true, "--backup-dir": true, "--chmod": true, "--chown": true,
+		"--rsync-path": true, "--port": true, "--suffix": true, "--compare-dest": true, "--copy-dest": true,
+		"--link-dest": true, "--log-file": true, "--bwlimit": true, "--timeout": true, "-M": true, "--remote-option": true},
+}
+
+// copyOperands returns the operands of a copy command: its arguments that
+// are not options or options' values.
+func copyOperands(args []string, takes map[string]bool) []string {
+	var ops []string
+	for i := 0; i < len(args); i++ {
+		x := args[i]
+		switch {
+		case x == "--":
+			return append(ops, args[i+1:]...)
+		case strings.HasPrefix(x, "-") && x != "-":
+			if takes[x] && !strings.Contains(x, "=") {
+				i++
+			}
+		default:
+			ops = append(ops, x)
+		}
+	}
+	return ops
+}
+
+// remoteOperand reports an scp/rsync operand on another host:
+// [user@]host:path, host::module or a URL.
+func remoteOperand(x string) bool {
+	if strings.Contains(x, "://") {
+		return true
+	}
+	i := strings.IndexByte(x, ':')
+	return i > 0 && !strings.Contains(x[:i], "/")
 }
 
 // curlValueOpts are curl's options that take a value (as the next
@@ -183,6 +245,14 @@ func (g *Guard) fileParts(files []sentFile, cwd string) ([]secrets.Part, []strin
 				continue // a secret file: its reading is judged as such
 			}
 		}
+		if st, err := os.Stat(p); err == nil && st.IsDir() && f.tree {
+			ps, why := g.dirParts(p, f)
+			parts = append(parts, ps...)
+			if why != "" {
+				unread = append(unread, why)
+			}
+			continue
+		}
 		b, err := readCapped(p, maxSentFile+1)
 		if err != nil {
 			var pe *fs.PathError
@@ -197,8 +267,65 @@ func (g *Guard) fileParts(files []sentFile, cwd string) ([]secrets.Part, []strin
 	return parts, unread
 }
 
+// maxDirFiles is how many files of a sent directory are read to scan
+// them; a larger tree is not scanned, and a person is asked.
+const maxDirFiles = 256
+
+// dirParts reads the regular files under dir (rsync -a dir host:, grep -r
+// . dir | curl -d @- …) for scanning, at most maxDirFiles files and
+// maxSentFile bytes, skipping secret files (their reading is judged as
+// such) and .git. It returns why the tree could not be scanned whole.
+func (g *Guard) dirParts(dir string, f sentFile) ([]secrets.Part, string) {
+	var parts []secrets.Part
+	files, total := 0, 0
+	errStop := errors.New("stop")
+	why := ""
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			why = fmt.Sprintf("%s %s (%v)", f.how, f.path, err)
+			return errStop
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" && p != dir {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if g.env.SecretPath != nil {
+			if _, ok := g.env.SecretPath(p); ok {
+				return nil
+			}
+		}
+		if files++; files > maxDirFiles {
+			why = fmt.Sprintf("%s %s (a directory of more than %d files)", f.how, f.path, maxDirFiles)
+			return errStop
+		}
+		b, err := readCapped(p, int64(maxSentFile-total+1))
+		if errors.Is(err, errNotRegular) {
+			return nil // a device, a socket, a link to a directory
+		}
+		if err != nil {
+			why = fmt.Sprintf("%s %s (%v)", f.how, p, err)
+			return errStop
+		}
+		total += len(b)
+		parts = append(parts, secrets.Part{Name: "file " + p + " (" + f.how + ")", Text: string(b)})
+		if total > maxSentFile {
+			why = fmt.Sprintf("%s %s (more than %d bytes)", f.how, f.path, maxSentFile)
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) && why == "" {
+		why = fmt.Sprintf("%s %s (%v)", f.how, f.path, err)
+	}
+	return parts, why
+}
+
 func readCapped(p string, n int64) ([]byte, error) {
-	fh, err := os.Open(p)
+	// Without blocking: opening a named pipe for reading waits for a
+	// writer, which would hold the judgement (and the agent) forever.
+	fh, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

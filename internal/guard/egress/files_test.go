@@ -1,11 +1,14 @@
 package egress
 
 import (
+	"github.com/overseer-dev/overseer/internal/guard/secrets"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
 )
@@ -113,4 +116,52 @@ func FuzzSentFiles(f *testing.F) {
 			}
 		}
 	})
+}
+
+// scp and rsync send their local sources (every operand but the last that
+// is not on another host), and the files piped into a sender are sent.
+func TestCopySources(t *testing.T) {
+	for _, c := range []struct {
+		cmd  action.Command
+		want []string
+	}{
+		{action.Command{Name: "scp", Args: []string{"a.txt", "b/", "u@h:/srv/"}}, []string{"a.txt", "b/"}},
+		{action.Command{Name: "scp", Args: []string{"-i", "key", "-P", "22", "a.txt", "h:"}}, []string{"a.txt"}},
+		{action.Command{Name: "scp", Args: []string{"h:remote.txt", "."}}, nil},
+		{action.Command{Name: "rsync", Args: []string{"-az", "-e", "ssh -p 2", "--exclude", "x", "dist", "h::mod"}}, []string{"dist"}},
+		{action.Command{Name: "rsync", Args: []string{"-az", "--", "-odd", "h:/x"}}, []string{"-odd"}},
+		{action.Command{Name: "rsync", Args: []string{"only"}}, nil},
+		{action.Command{Name: "curl", Args: []string{"-d", "@-", "https://x"}, PipedFiles: []string{"/p/n.txt"}}, []string{"/p/n.txt"}},
+	} {
+		var got []string
+		for _, f := range sentFiles(c.cmd) {
+			got = append(got, f.path)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s %q: sent %q, want %q", c.cmd.Name, c.cmd.Args, got, c.want)
+		}
+	}
+}
+
+// A named pipe among the sent files is not opened for reading (that would
+// wait for a writer): it is not a regular file, and a person is asked.
+func TestSentFIFODoesNotBlock(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o600); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	done := make(chan []secrets.Part, 1)
+	go func() {
+		g := New(Policy{}, Env{})
+		parts, unread := g.fileParts([]sentFile{{path: "pipe", how: "curl -d @"}, {path: ".", how: "rsync", tree: true}}, dir)
+		if len(unread) != 1 || !strings.Contains(unread[0], "pipe") {
+			t.Errorf("unread %q", unread)
+		}
+		done <- parts
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading a named pipe blocked the judgement")
+	}
 }

@@ -95,6 +95,7 @@ func (a *Analyzer) scanSerial(rs *ruleSet, t string, c *collector) {
 		a.scanText(rs, it.text, &sv, it.where, c)
 		c.original, c.text = orig, text
 		if it.depth >= maxDepth {
+			sv.release()
 			continue
 		}
 		d := it.depth + 1
@@ -121,6 +122,7 @@ func (a *Analyzer) scanSerial(rs *ruleSet, t string, c *collector) {
 				push(dec.text, joinWhere(it.where, dec.kind), d)
 			}
 		}
+		sv.release()
 	}
 }
 
@@ -169,7 +171,7 @@ func decodeSegment(seg string) (decoded, bool) {
 		cls &= charClass[seg[i]]
 	}
 	if cls&classHex != 0 {
-		if s, ok := DecodeHex(seg); ok {
+		if s, ok := decodeHexDigits(seg); ok {
 			return decoded{s, "hex"}, true
 		}
 	}
@@ -334,6 +336,15 @@ func DecodeHex(s string) (string, bool) {
 		if !isHex(s[i]) {
 			return "", false
 		}
+	}
+	return decodeHexDigits(s)
+}
+
+// decodeHexDigits is DecodeHex of s that holds only hex digits: the start
+// is probed before anything is allocated.
+func decodeHexDigits(s string) (string, bool) {
+	if len(s) < minEncoded {
+		return "", false
 	}
 	s = s[:len(s)&^1]
 	var p textProbe

@@ -301,6 +301,7 @@ type keywordIndex struct {
 	bigram  [65536 / 64]uint64 // over the bytes as written, every case of each keyword's
 	bucket  []uint16           // lower-cased bigram → index+1 into buckets (65536 entries)
 	buckets [][]kwEntry
+	third   [][4]uint64 // per bucket: the lower-cased bytes its keywords have third (all for a 2-byte one)
 	maxLen  int
 }
 
@@ -326,10 +327,16 @@ func newKeywordIndex(kws map[string][]int) keywordIndex {
 		}
 		if ix.bucket[b] == 0 {
 			ix.buckets = append(ix.buckets, nil)
+			ix.third = append(ix.third, [4]uint64{})
 			ix.bucket[b] = uint16(len(ix.buckets))
 		}
 		i := ix.bucket[b] - 1
 		ix.buckets[i] = append(ix.buckets[i], kwEntry{kw: k, rules: kws[k]})
+		if len(k) == 2 {
+			ix.third[i] = [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}
+		} else {
+			ix.third[i][k[2]>>6] |= 1 << (k[2] & 63)
+		}
 		ix.maxLen = max(ix.maxLen, len(k))
 	}
 	return ix
@@ -379,7 +386,13 @@ func (ix *keywordIndex) each(s string, from, to int, fn func(pos int, e *kwEntry
 			continue
 		}
 		b := uint16(lower[s[i]])<<8 | uint16(lower[s[i+1]])
-		es := ix.buckets[ix.bucket[b]-1]
+		bi := ix.bucket[b] - 1
+		if i+2 < len(s) {
+			if c := lower[s[i+2]]; ix.third[bi][c>>6]&(1<<(c&63)) == 0 {
+				continue
+			}
+		}
+		es := ix.buckets[bi]
 		for k := range es {
 			if hasPrefixFold(s, i, es[k].kw) {
 				fn(i, &es[k])

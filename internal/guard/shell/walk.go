@@ -450,12 +450,33 @@ func (a *analyzer) pipeFlow(upStart, upEnd, prevStart, prevEnd, start, end int) 
 		if s.flags&fExecStdin != 0 {
 			a.execFromPipe(s, up, upNames, prevStart, prevEnd)
 		}
+		if s.flags&fNetSend != 0 {
+			s.PipedFiles = a.pipedFiles(upStart, upEnd, s.PipedFiles)
+		}
 		if s.flags&fNetSend != 0 && a.secretIn(upStart, upEnd) {
 			a.add(guard.Finding{Check: "shell.secret-exfil", Level: action.Approve, Hard: true,
 				Message: fmt.Sprintf("a secret file is piped into %s, which sends it over the network", s.Name)})
 		}
 	}
 	a.cur = -1
+}
+
+// pipedFiles adds to fs the files that segs[from:to] read, or have as
+// their standard input.
+func (a *analyzer) pipedFiles(from, to int, fs []string) []string {
+	for i := max(from, 0); i < to && i < len(a.out.Segments); i++ {
+		u := &a.out.Segments[i]
+		add := func(p string) {
+			if p != "" && len(fs) < maxSegmentReads && !slices.Contains(fs, p) {
+				fs = append(fs, p)
+			}
+		}
+		for _, p := range u.reads {
+			add(p)
+		}
+		add(u.Stdin)
+	}
+	return fs
 }
 
 // execFromPipe judges a shell or interpreter that runs code from a pipe.
