@@ -568,3 +568,35 @@ func TestSharedQuotas(t *testing.T) {
 		t.Fatalf("another agent: %+v", d)
 	}
 }
+
+// BenchmarkSharedSubmitLimited is a recorded submission on one of two
+// instances on one database, without a rate limit and with one that counts
+// every call (far from its maximum): what counting through leases adds
+// (a lease transaction per block of up to 256 calls or per second).
+func BenchmarkSharedSubmitLimited(b *testing.B) {
+	for _, limited := range []bool{false, true} {
+		name := "no-limit"
+		if limited {
+			name = "limit"
+		}
+		b.Run(name, func(b *testing.B) {
+			ks, _, _ := openShared(b, 2, time.Second)
+			ctx := context.Background()
+			if limited {
+				if _, err := ks[0].PutRateLimit(ctx, usage.RateLimit{ID: "rl", MaxCalls: usage.MaxCalls, WindowSeconds: 3600,
+					Action: usage.Block, Enabled: true}, "ann"); err != nil {
+					b.Fatal(err)
+				}
+				for len(ks[1].RateLimits()) == 0 {
+					ks[1].Evaluate(ctx, read("nobody"))
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			for i := 0; b.Loop(); i++ {
+				if sub, err := ks[i%2].Submit(ctx, read("codex")); err != nil || sub.Verdict.Level != action.Auto {
+					b.Fatalf("%v %v", err, sub)
+				}
+			}
+		})
+	}
+}
