@@ -76,6 +76,25 @@ func TestFleetTelegramOneListener(t *testing.T) {
 			others = append(others, d)
 		}
 	}
+	// The channels' state: the listener is connected, the others stand by.
+	state := func(d *overseertest.Daemon) string {
+		code, body := d.Do(t, "GET", "/api/v1/notify/channels", nil, true)
+		var hs []struct{ State string }
+		if code != 200 || json.Unmarshal(body, &hs) != nil || len(hs) != 1 {
+			t.Fatalf("channels: %d %s", code, body)
+		}
+		return hs[0].State
+	}
+	for _, d := range others {
+		if s := state(d); s != "standby" {
+			t.Fatalf("an instance that does not listen says %q", s)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); state(first) != "connected"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the listener says %q", state(first))
+		}
+	}
 	// A request opened on an instance that does not listen.
 	code, body := others[0].Do(t, "POST", "/api/v1/actions", f.askingAction("one.txt"), false)
 	if code != 200 {

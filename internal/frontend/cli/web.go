@@ -98,7 +98,10 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 		// instance of its own (SQLite) leads at once.
 		var leading atomic.Bool
 		linker := &consoleLinker{con: con, home: k.Home, base: ncfg.BaseURL}
+		n.SetStandby(k.Shared()) // until this instance leads
 		go leadChannels(ctx, k, ChannelsLead(ncfg), &leading, os.Stderr, func(lctx context.Context) {
+			n.SetStandby(false)
+			defer n.SetStandby(k.Shared())
 			var wg sync.WaitGroup
 			wg.Add(4)
 			go func() { defer wg.Done(); n.Listen(lctx) }() // two-way channels read answers until lctx ends

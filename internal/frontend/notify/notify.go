@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
@@ -271,6 +272,7 @@ type Notifier struct {
 
 	hmu      sync.Mutex
 	handlers map[string]*channelHandler // of the listening channels, by name
+	standby  atomic.Bool                // another process listens (SetStandby)
 }
 
 type namedChannel struct {
