@@ -35,3 +35,35 @@ func (k *Kernel) QuotaPool(ctx context.Context, draws []limits.Draw) ([]limits.D
 	}
 	return out, nil
 }
+
+// PruneQuotaBuckets forgets the shared quota buckets that have refilled
+// (the same as no bucket: a session or agent that stopped submitting), so
+// that names an agent makes up do not pile up in the database. It returns
+// how many it forgot.
+func (k *Kernel) PruneQuotaBuckets(ctx context.Context) (int, error) {
+	all, err := k.raw.ListState(ctx, nsQuotaBuckets)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for key, v := range all {
+		if !limits.FullBucket(v, k.Clock.Now()) {
+			continue
+		}
+		gone := false
+		err := k.raw.UpdateState(ctx, nsQuotaBuckets, key, func(old []byte) ([]byte, error) {
+			if old == nil || !limits.FullBucket(old, k.Clock.Now()) {
+				return old, nil // drawn on meanwhile: kept
+			}
+			gone = true
+			return nil, nil
+		})
+		if err != nil {
+			return n, err
+		}
+		if gone {
+			n++
+		}
+	}
+	return n, nil
+}

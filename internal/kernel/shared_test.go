@@ -567,6 +567,19 @@ func TestSharedQuotas(t *testing.T) {
 	if d := qs[1].Take("claude", "s", 1); d != nil {
 		t.Fatalf("another agent: %+v", d)
 	}
+	// A bucket that refilled is forgotten; the others are kept.
+	fast := limits.NewQuotas(limits.Config{Agent: limits.Scope{Requests: limits.Rate{PerMinute: 60000, Burst: 5}}}, nil)
+	fast.SetPool(ks[0].QuotaPool)
+	if d := fast.Take("brief", "s", 1); d != nil {
+		t.Fatalf("fast: %+v", d)
+	}
+	time.Sleep(50 * time.Millisecond) // 1,000 a second: full again
+	if n, err := ks[1].PruneQuotaBuckets(context.Background()); err != nil || n != 1 {
+		t.Fatalf("pruned %d buckets (%v), want the refilled one", n, err)
+	}
+	if d := qs[0].Take("codex", "after", 1); d == nil {
+		t.Fatal("the empty bucket was forgotten")
+	}
 }
 
 // BenchmarkSharedSubmitLimited is a recorded submission on one of two

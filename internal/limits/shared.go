@@ -49,6 +49,20 @@ type Pool func(ctx context.Context, draws []Draw) ([]Drawn, error)
 type sharedBucket struct {
 	Level float64 `json:"l"`
 	Last  int64   `json:"t"` // unix nanoseconds
+	// Rate is the bucket's rate when it was last drawn on (FullBucket).
+	PerMinute float64 `json:"r,omitempty"`
+	Burst     float64 `json:"b,omitempty"`
+}
+
+// FullBucket reports whether a stored bucket has refilled to its burst by
+// now: it is then the same as no bucket, and may be forgotten.
+func FullBucket(stored []byte, now time.Time) bool {
+	var b sharedBucket
+	if json.Unmarshal(stored, &b) != nil || b.Burst <= 0 {
+		return false
+	}
+	dt := float64(now.UnixNano()-b.Last) / float64(time.Second)
+	return b.Level+math.Max(0, dt)*b.PerMinute/60 >= b.Burst
 }
 
 // DrawBucket is a Pool's work on one stored bucket (JSON, or nil for a
@@ -69,6 +83,7 @@ func DrawBucket(stored []byte, d Draw, now time.Time) ([]byte, Drawn, error) {
 		b.Last = now.UnixNano()
 	}
 	b.Level = math.Min(d.Rate.Burst, b.Level+math.Max(0, d.Back))
+	b.PerMinute, b.Burst = d.Rate.PerMinute, d.Rate.Burst
 	var out Drawn
 	need := math.Min(d.Need, d.Rate.Burst)
 	if b.Level >= need {

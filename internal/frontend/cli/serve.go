@@ -286,4 +286,12 @@ func (a *app) pruneUndo(ctx context.Context, k *kernel.Kernel) {
 	if _, err := k.PruneConflicts(ctx); err != nil && ctx.Err() == nil {
 		fmt.Fprintln(a.stderr, "overseer: pruning the conflict guard's touches:", err)
 	}
+	if k.Shared() {
+		if _, err := k.PruneQuotaBuckets(ctx); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(a.stderr, "overseer: pruning the shared quota buckets:", err)
+		}
+		if _, err := pruneAnnounced(ctx, k, time.Now().Add(-AnnouncedKeep)); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(a.stderr, "overseer: pruning the announcements:", err)
+		}
+	}
 }

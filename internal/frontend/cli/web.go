@@ -222,6 +222,38 @@ func announceClaim(k *kernel.Kernel) func(context.Context, string) (bool, error)
 // AnnouncedNS is the state namespace of the requests announced.
 const AnnouncedNS = "notify_announced"
 
+// AnnouncedKeep is how long an announcement's claim is kept (a request
+// still pending after it is announced again if the lead moves).
+const AnnouncedKeep = 48 * time.Hour
+
+// pruneAnnounced forgets the announcements claimed before cutoff.
+func pruneAnnounced(ctx context.Context, k *kernel.Kernel, cutoff time.Time) (int, error) {
+	all, err := k.Store.ListState(ctx, AnnouncedNS)
+	if err != nil {
+		return 0, err
+	}
+	old := func(v []byte) bool {
+		var c struct{ At int64 }
+		return json.Unmarshal(v, &c) == nil && c.At < cutoff.Unix()
+	}
+	n := 0
+	for id, v := range all {
+		if !old(v) {
+			continue
+		}
+		if err := k.Store.UpdateState(ctx, AnnouncedNS, id, func(cur []byte) ([]byte, error) {
+			if cur == nil || !old(cur) {
+				return cur, nil
+			}
+			return nil, nil
+		}); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
 func channelNames(cfg *notify.Config) string {
 	var names []string
 	for _, c := range cfg.Channels {
