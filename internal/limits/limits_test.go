@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -191,4 +192,29 @@ func TestDrawBucket(t *testing.T) {
 	if _, d, _ := DrawBucket([]byte("{"), Draw{Rate: r, Need: 1, Want: 1}, now); d.Granted != 0 {
 		t.Fatalf("unreadable %+v", d)
 	}
+}
+
+// FuzzDrawBucket: whatever the stored bucket holds, a draw grants the need
+// or nothing (never less, never negative), and a refusal says how long.
+func FuzzDrawBucket(f *testing.F) {
+	f.Add([]byte(`{"l":3,"t":0}`), 60.0, 10.0, 1.0, 4.0, 0.0)
+	f.Add([]byte(`{`), 1.0, 1.0, 5.0, 5.0, 2.0)
+	f.Fuzz(func(t *testing.T, stored []byte, perMin, burst, need, want, back float64) {
+		for _, v := range []float64{perMin, burst, need, want, back} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1e12 {
+				return
+			}
+		}
+		if burst <= 0 || need <= 0 || want < need {
+			return
+		}
+		now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+		_, d, err := DrawBucket(stored, Draw{Rate: Rate{PerMinute: perMin, Burst: burst}, Need: need, Want: want, Back: back}, now)
+		if err != nil {
+			return
+		}
+		if d.Granted != 0 && (d.Granted < need || d.Granted > want+1e-9) || d.Wait < 0 {
+			t.Fatalf("drawn %+v", d)
+		}
+	})
 }

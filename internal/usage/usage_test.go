@@ -505,3 +505,22 @@ func TestCostBetweenMatchesScan(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLeaseWindow: whatever the stored window holds, a lease never takes
+// the window past its limit and never grants a negative count.
+func FuzzLeaseWindow(f *testing.F) {
+	f.Add([]byte(`[{"e":1,"n":3}]`), 5, 10, int64(0), 0)
+	f.Add([]byte(`[]`), 1, 1, int64(1e9), 2)
+	f.Add([]byte(`{`), 3, 2, int64(-5), 1)
+	f.Fuzz(func(t *testing.T, stored []byte, want, maxCalls int, endBack int64, back int) {
+		if maxCalls < 1 || maxCalls > MaxCalls {
+			return
+		}
+		req := LeaseRequest{Want: want, Max: maxCalls, Window: time.Minute, Until: t0.Add(time.Second).UnixNano(),
+			Return: Bucket{End: endBack, Count: back}}
+		_, l, err := LeaseWindow(stored, req, t0)
+		if l.Granted < 0 || err == nil && l.Granted > 0 && l.Count > maxCalls {
+			t.Fatalf("lease %+v (%v) for %+v", l, err, req)
+		}
+	})
+}
