@@ -21,6 +21,9 @@ import (
 type ToolCall struct {
 	Name  string
 	Input map[string]any
+	// Freeform, when set, is the input of a free-form tool (the Responses
+	// API's custom_tool_call, as Codex's apply_patch): Input is not sent.
+	Freeform string
 }
 
 // Reply is one scripted model turn: a tool call, or else a text answer.
