@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -83,6 +82,11 @@ func New(k *kernel.Kernel, opts Options) (*Server, error) {
 	}
 	if opts.Quotas == nil {
 		opts.Quotas = limits.NewQuotas(QuotaConfig(k.Engine.Policy().Settings.Limits), k.Clock)
+		if k.Shared() {
+			// Several instances on one database: the quotas count for the
+			// fleet (credit drawn from buckets in the database).
+			opts.Quotas.SetPool(k.QuotaPool)
+		}
 	}
 	if opts.Throttle == nil {
 		opts.Throttle = limits.NewThrottle(k.Clock)
@@ -829,8 +833,10 @@ func newMetrics(k *kernel.Kernel) *metrics {
 	})
 	m.refusals = r.NewCounterVec("overseer_quota_refusals_total", "Submissions refused (429) by a quota, by scope and limit.", "scope", "limit")
 	m.authFailures = r.NewCounter("overseer_auth_failures_total", "Requests that presented a wrong credential.")
-	r.NewGaugeFunc("overseer_database_bytes", "Size of the database with its write-ahead log.", func() float64 {
-		n, err := limits.DatabaseSize(filepath.Join(k.Home, kernel.DBFile))
+	r.NewGaugeFunc("overseer_database_bytes", "Size of the database: the SQLite file with its write-ahead log, or Overseer's tables in PostgreSQL.", func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n, err := k.DatabaseSize(ctx)
 		if err != nil {
 			return -1
 		}
