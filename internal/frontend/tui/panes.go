@@ -114,6 +114,15 @@ func (m Model) renderPanes(add func(string), rule func(string)) {
 			if last != "" {
 				add(stFaint.Render("      " + short(oneLine(last), max(20, m.width-8))))
 			}
+			if v.State == watch.StateWaiting && v.ActionID != "" {
+				// Its request, found by the call the watcher submitted.
+				for _, a := range m.pending {
+					if a.ActionID == v.ActionID {
+						add(stBold.Render("      waiting on request " + a.ID + " in the queue (Esc, then answer it there)"))
+						break
+					}
+				}
+			}
 		}
 	}
 }
