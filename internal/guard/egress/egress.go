@@ -74,6 +74,11 @@ var DefaultAllow = []string{
 	"cran.r-project.org", "conda.anaconda.org", "repo.anaconda.com",
 }
 
+// publicPaste are hosts under known domains that publish what is sent to
+// them (a public gist): they are never known destinations by default,
+// only when the policy's allow list names them.
+var publicPaste = map[string]bool{"gist.github.com": true, "gist.githubusercontent.com": true}
+
 // Validate reports the first entry of p that cannot be used.
 func (p Policy) Validate() error {
 	_, err := p.compile()
@@ -82,7 +87,10 @@ func (p Policy) Validate() error {
 
 type compiled struct {
 	allow, deny hostSet
-	onSecret    action.Level
+	// named are the policy's own allow entries (a public paste host is
+	// known only when named there).
+	named    hostSet
+	onSecret action.Level
 }
 
 type hostSet struct {
@@ -128,6 +136,9 @@ func (p Policy) compile() (*compiled, error) {
 	c := &compiled{onSecret: action.Approve}
 	var err error
 	if c.allow, err = makeHostSet(allow); err != nil {
+		return nil, fmt.Errorf("allow: %w", err)
+	}
+	if c.named, err = makeHostSet(p.Allow); err != nil {
 		return nil, fmt.Errorf("allow: %w", err)
 	}
 	if c.deny, err = makeHostSet(p.Deny); err != nil {
@@ -289,7 +300,52 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	if f, ok := g.flowFinding(reqs[0].By, dests, mem); ok {
 		fs = append(fs, f)
 	}
+	if cmd, ok := a.Args["command"].(string); ok && len(a.Facts.Commands) > 0 {
+		if f, ok := g.variableFinding(reqs[0].By, cmd, a.Facts.Commands, dests); ok {
+			fs = append(fs, f)
+		}
+	}
 	return fs, nil
+}
+
+// variableFinding reports a shell command that sends data and reads secret
+// environment variables (or the whole environment), when a destination is
+// neither known nor the variables' vendor: the shell, or the interpreter,
+// puts their values into what is sent, and the guard cannot see them.
+// Destinations used before in the session do not lower it: an agent could
+// use a host once with nothing in it to make it "used".
+func (g *Guard) variableFinding(by, cmd string, cmds []action.Command, dests []string) (guard.Finding, bool) {
+	vars := secretVars(cmd, cmds)
+	if len(vars) == 0 {
+		return guard.Finding{}, false
+	}
+	var fresh []string
+	for _, d := range dests {
+		if g.known(d) {
+			continue
+		}
+		vendor := true
+		for _, v := range vars {
+			if !vendorDest(v, d) {
+				vendor = false
+			}
+		}
+		if !vendor {
+			fresh = append(fresh, d)
+		}
+	}
+	if len(fresh) == 0 {
+		return guard.Finding{}, false
+	}
+	to := strings.Join(fresh, ", ")
+	what := strings.Join(vars, ", ")
+	items := make([]string, 0, len(vars))
+	for _, v := range vars {
+		items = append(items, fmt.Sprintf("%s (its value is put in by the shell or the interpreter: not seen by Overseer)", v))
+	}
+	return guard.Finding{Check: "egress.secret-variable", Level: action.Approve, Hard: true,
+		Message: fmt.Sprintf("%s sends data to %s, and the command reads the secret environment variable(s) %s", by, to, what),
+		Preview: &action.Preview{Summary: fmt.Sprintf("%s may send %s to %s", by, what, to), Items: items}}, true
 }
 
 // Analyzer returns the secret analyser with the known values the guard
@@ -375,6 +431,15 @@ type setCache struct {
 	set *secrets.Fingerprints
 }
 
+// known reports a destination on the allow list (the defaults and the
+// policy's), a public paste host only when the policy names it.
+func (g *Guard) known(d string) bool {
+	if publicPaste[d] {
+		return g.pol.named.names[d]
+	}
+	return g.pol.allow.has(d)
+}
+
 // secretFinding reports the secrets a request carries.
 func (g *Guard) secretFinding(by, to string, found []secrets.Finding) guard.Finding {
 	generic := true
@@ -413,7 +478,7 @@ func (g *Guard) flowFinding(by string, dests []string, mem Memory) (guard.Findin
 	}
 	var fresh []string
 	for _, d := range dests {
-		if !g.pol.allow.has(d) && !mem.seen(d) {
+		if !g.known(d) && !mem.seen(d) {
 			fresh = append(fresh, d)
 		}
 	}

