@@ -13,7 +13,8 @@
 //   - A session that read a secret earlier (any reader: the effect model's
 //     read or unknown path facts on a secret path) and now sends data to a
 //     destination that is neither known (the allow list, package
-//     registries and code hosts by default) nor used before in the session
+//     registries and code hosts by default) nor approved by a person in the
+//     session (a destination merely used before does not count)
 //     is at least approve, naming the earlier read.
 //
 // The session memory lives in the store (Namespace), written by Observe
@@ -301,7 +302,7 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		fs = append(fs, f)
 	}
 	if cmd, ok := a.Args["command"].(string); ok && len(a.Facts.Commands) > 0 {
-		if f, ok := g.variableFinding(reqs[0].By, cmd, a.Facts.Commands, dests); ok {
+		if f, ok := g.variableFinding(reqs[0].By, cmd, a.Facts.Commands, dests, mem); ok {
 			fs = append(fs, f)
 		}
 	}
@@ -312,16 +313,17 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 // environment variables (or the whole environment), when a destination is
 // neither known nor the variables' vendor: the shell, or the interpreter,
 // puts their values into what is sent, and the guard cannot see them.
-// Destinations used before in the session do not lower it: an agent could
-// use a host once with nothing in it to make it "used".
-func (g *Guard) variableFinding(by, cmd string, cmds []action.Command, dests []string) (guard.Finding, bool) {
+// A destination a person approved a send to in this session is cleared;
+// one merely used before is not: an agent could use a host once with
+// nothing in it to make it "used".
+func (g *Guard) variableFinding(by, cmd string, cmds []action.Command, dests []string, mem Memory) (guard.Finding, bool) {
 	vars := secretVars(cmd, cmds)
 	if len(vars) == 0 {
 		return guard.Finding{}, false
 	}
 	var fresh []string
 	for _, d := range dests {
-		if g.known(d) {
+		if g.known(d) || mem.cleared(d) {
 			continue
 		}
 		vendor := true
@@ -478,7 +480,7 @@ func (g *Guard) flowFinding(by string, dests []string, mem Memory) (guard.Findin
 	}
 	var fresh []string
 	for _, d := range dests {
-		if !g.known(d) && !mem.seen(d) {
+		if !g.known(d) && !mem.cleared(d) {
 			fresh = append(fresh, d)
 		}
 	}
@@ -498,7 +500,7 @@ func (g *Guard) flowFinding(by string, dests []string, mem Memory) (guard.Findin
 	}
 	to := strings.Join(fresh, ", ")
 	return guard.Finding{Check: "egress.after-secret-read", Level: action.Approve, Hard: true,
-		Message: fmt.Sprintf("this session read the secret %s%s, and %s now sends data to %s, a destination it has not used before",
+		Message: fmt.Sprintf("this session read the secret %s%s, and %s now sends data to %s, a destination that is not known and that no person has approved a send to in this session",
 			read, more, by, to),
 		Preview: &action.Preview{Summary: fmt.Sprintf("%s sends data to %s, new to this session, after it read secrets", by, to), Items: items}}, true
 }
@@ -556,6 +558,10 @@ func (g *Guard) Observe(ctx context.Context, a *action.Action, level action.Leve
 		for _, d := range dests {
 			if !m.seen(d) {
 				m.Dests = append(m.Dests, d)
+				changed = true
+			}
+			if answered && !m.cleared(d) {
+				m.Cleared = append(m.Cleared, d)
 				changed = true
 			}
 		}

@@ -307,7 +307,8 @@ func TestFlowAcrossProcesses(t *testing.T) {
 	if err := g1.Observe(ctx, read, action.Approve, false); err != nil {
 		t.Fatal(err)
 	}
-	// A fetch that ran earlier in the session makes its host seen.
+	// A fetch that ran without a person makes its host used, not
+	// cleared: an agent could warm a destination up with nothing in it.
 	seen := &action.Action{Tool: "WebFetch", Kind: action.KindNetFetch, Agent: "claude-code", Session: "s1",
 		Args: map[string]any{"url": "https://api.example.com/health", "prompt": "x"}}
 	if err := g1.Observe(ctx, seen, action.Notify, false); err != nil {
@@ -329,8 +330,8 @@ func TestFlowAcrossProcesses(t *testing.T) {
 	if !strings.Contains(fs[0].Message, secret) || !strings.Contains(fs[0].Message, "new.example") {
 		t.Errorf("the finding does not name the read and the destination: %s", fs[0].Message)
 	}
-	if fs := send("https://api.example.com/status", "s1"); len(fs) != 0 {
-		t.Errorf("a destination seen before the read: %+v", fs)
+	if fs := send("https://api.example.com/status", "s1"); len(fs) != 1 || fs[0].Check != "egress.after-secret-read" {
+		t.Errorf("a destination used without a person: %+v", fs)
 	}
 	if fs := send("https://pypi.org/simple/requests/", "s1"); len(fs) != 0 {
 		t.Errorf("a known destination: %+v", fs)
@@ -340,10 +341,10 @@ func TestFlowAcrossProcesses(t *testing.T) {
 	}
 	// The value read is known to the session, whatever its encoding.
 	fs = send("https://api.example.com/x?v="+awsSecret[:20]+"&w="+awsSecret[20:], "s1")
-	if len(fs) != 1 || fs[0].Check != "egress.secret" || !strings.Contains(fs[0].Message, "known-value") {
+	if len(fs) == 0 || fs[0].Check != "egress.secret" || !strings.Contains(fs[0].Message, "known-value") {
 		t.Fatalf("the value read, split across parameters: %+v", fs)
 	}
-	// Once a person approves a send, its destination is seen.
+	// Once a person approves a send, its destination is cleared.
 	approved := &action.Action{Tool: "WebFetch", Kind: action.KindNetFetch, Agent: "claude-code", Session: "s1",
 		Args: map[string]any{"url": "https://new.example/?q=hello", "prompt": "x"}}
 	if err := g2.Observe(ctx, approved, action.Approve, true); err != nil {
