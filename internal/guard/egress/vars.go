@@ -139,3 +139,65 @@ func vendorDest(v, dest string) bool {
 	}
 	return false
 }
+
+// textFilters transform text and print it.
+var textFilters = map[string]bool{"grep": true, "egrep": true, "rg": true, "head": true, "tail": true, "cut": true,
+	"rev": true, "tr": true, "base64": true, "base32": true, "basenc": true, "xxd": true, "od": true, "hexdump": true,
+	"sed": true, "awk": true, "cat": true, "sort": true, "uniq": true, "fold": true, "tee": true, "less": true,
+	"more": true, "nl": true, "column": true, "jq": true, "openssl": true, "gzip": true, "sha256sum": false}
+
+// printers show their arguments to the agent.
+var printers = map[string]bool{"echo": true, "printf": true, "print": true}
+
+// printedSecretVars returns the secret variables an action shows to the
+// agent (so that the agent knows their values afterwards, and can send
+// them in a form no analyser undoes): echo or printf of $NAME, printenv
+// NAME, and the whole environment (env, printenv, set, export -p …) unless
+// it is filtered by a grep for words that name no secret (env | grep PATH).
+//
+// A value given to another program (echo "$T" | gh auth login
+// --with-token) is not shown: only actions whose every command prints or
+// transforms text count.
+func printedSecretVars(cmds []action.Command) []string {
+	for _, c := range cmds {
+		if !printers[c.Name] && !textFilters[c.Name] && !isEnvDump(c) && c.Name != "printenv" {
+			return nil
+		}
+	}
+	seen := map[string]bool{}
+	dump := false
+	for _, c := range cmds {
+		switch {
+		case printers[c.Name]:
+			for _, a := range c.Args {
+				for _, m := range varRef.FindAllStringSubmatch(a, -1) {
+					if SecretVarName(m[1]) {
+						seen["$"+m[1]] = true
+					}
+				}
+			}
+		case c.Name == "printenv" && len(nonOptions(c.Args)) > 0:
+			for _, a := range nonOptions(c.Args) {
+				if SecretVarName(a) {
+					seen["$"+a] = true
+				}
+			}
+		case isEnvDump(c):
+			dump = true
+		case dump && (c.Name == "grep" || c.Name == "egrep" || c.Name == "rg"):
+			w := nonOptions(c.Args)
+			if len(w) > 0 && !secretEnvName.MatchString(strings.ToUpper(w[0])) {
+				dump = false // env | grep PATH
+			}
+		}
+	}
+	if dump {
+		seen["the whole environment"] = true
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
