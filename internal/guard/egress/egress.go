@@ -302,6 +302,11 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		fs = append(fs, f)
 	}
 	if cmd, ok := a.Args["command"].(string); ok && len(a.Facts.Commands) > 0 {
+		for _, r := range reqs {
+			for _, sc := range r.Scripts {
+				cmd += "\n" + sc
+			}
+		}
 		if f, ok := g.variableFinding(reqs[0].By, cmd, a.Facts.Commands, dests, mem); ok {
 			fs = append(fs, f)
 		}

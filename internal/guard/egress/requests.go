@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
@@ -24,6 +25,44 @@ type request struct {
 	Parts []secrets.Part
 	// Files are the files whose content it sends (read by Check).
 	Files []sentFile
+	// Scripts are the texts of the scripts an interpreter runs (their
+	// variables are judged like the command line's).
+	Scripts []string
+}
+
+// maxScript bounds the script read for an interpreter.
+const maxScript = 256 << 10
+
+// scriptOf reads the script an interpreter runs (python x.py, node
+// x.js, deno run x.ts): the first operand after the options, when it is a
+// regular file of at most maxScript bytes. Inline code (-c, -e) has no
+// script.
+func scriptOf(args []string, cwd string) (string, string) {
+	for i := 0; i < len(args); i++ {
+		x := args[i]
+		switch {
+		case x == "-c" || x == "-e" || x == "-E" || x == "-r" || x == "-m" || x == "--eval" || x == "-p" ||
+			x == "--print" || x == "eval" || x == "-Command" || x == "-command":
+			return "", "" // inline code or a module
+		case x == "run" && i == 0:
+			continue // deno run, bun run
+		case strings.HasPrefix(x, "-"):
+			continue
+		}
+		p := x
+		if !filepath.IsAbs(p) {
+			if cwd == "" || !filepath.IsAbs(cwd) {
+				return "", ""
+			}
+			p = filepath.Join(cwd, p)
+		}
+		b, err := readCapped(p, maxScript)
+		if err != nil || !utf8.Valid(b) {
+			return "", ""
+		}
+		return x, string(b)
+	}
+	return "", ""
 }
 
 // requests returns the outgoing requests of a, or nil when it sends
@@ -353,8 +392,13 @@ func shellRequests(a *action.Action) []request {
 	var out []request
 	for _, c := range a.Facts.Commands {
 		fn, ok := senders[c.Name]
+		var script, scriptName string
 		if !ok && isInterpreter(c.Name) {
 			fn, ok = interpreterDests, true
+			// A script the interpreter runs is judged like inline code.
+			if scriptName, script = scriptOf(c.Args, a.Cwd); script != "" {
+				c.Args = append(append([]string(nil), c.Args...), script)
+			}
 		}
 		if !ok {
 			continue
@@ -396,11 +440,17 @@ func shellRequests(a *action.Action) []request {
 				}
 			}
 		}
+		if script != "" {
+			by += " " + scriptName
+		}
 		for i, d := range dests {
 			r := request{Dest: d, By: by}
 			if i == 0 {
 				r.Parts = parts
 				r.Files = sentFiles(c)
+				if script != "" {
+					r.Scripts = []string{script}
+				}
 			}
 			out = append(out, r)
 		}
