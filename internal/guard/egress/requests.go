@@ -72,6 +72,15 @@ func requests(a *action.Action) []request {
 	if kind == "" {
 		kind = action.InferKind(a.Tool)
 	}
+	if webSearchTools[a.Tool] {
+		// The query is sent to the model provider's search engine (and
+		// from there to the sites it searches).
+		var parts []secrets.Part
+		for _, k := range sortedKeys(a.Args) {
+			parts = append(parts, valueParts(k, a.Args[k])...)
+		}
+		return []request{{Dest: "web search", By: a.Tool, Parts: parts}}
+	}
 	switch kind {
 	case action.KindNetFetch:
 		return []request{fetchRequest(a)}
@@ -85,6 +94,10 @@ func requests(a *action.Action) []request {
 	}
 	return toolRequests(a, kind)
 }
+
+// webSearchTools are the agents' web search tools: the query leaves the
+// machine.
+var webSearchTools = map[string]bool{"WebSearch": true, "web_search": true, "google_web_search": true}
 
 // fetchRequest is a web fetch: its URL, headers and body. The prompt of
 // Claude Code's WebFetch is given to a local model, not sent, and is left
@@ -303,6 +316,28 @@ var senders = map[string]func(args []string, cwd string) []string{
 	"lynx": urlDests, "w3m": urlDests, "links": urlDests, "elinks": urlDests, "websocat": urlDests,
 	"wscat": urlDests, "grpcurl": urlDests, "ab": urlDests, "hey": urlDests, "wrk": urlDests, "siege": urlDests,
 	"gh": ghDests,
+	// Programs that fetch from a URL they are given: the URL itself (its
+	// path, query, user) is what they send. A browser opened on a URL
+	// sends it too.
+	"npm": urlArgDests, "pnpm": urlArgDests, "yarn": urlArgDests, "bun": urlArgDests, "pip": urlArgDests,
+	"pip3": urlArgDests, "pipx": urlArgDests, "uv": urlArgDests, "gem": urlArgDests, "cargo": urlArgDests,
+	"helm": urlArgDests, "kubectl": urlArgDests, "docker": urlArgDests, "podman": urlArgDests, "brew": urlArgDests,
+	"composer": urlArgDests, "xdg-open": urlArgDests, "open": urlArgDests, "wslview": urlArgDests,
+	"sensible-browser": urlArgDests, "firefox": urlArgDests, "chromium": urlArgDests, "google-chrome": urlArgDests,
+}
+
+// urlArgDests: the hosts of the URLs among the arguments (nil when there
+// is none: npm test, docker ps).
+func urlArgDests(args []string, _ string) []string {
+	var out []string
+	for _, x := range args {
+		for _, u := range urlInText.FindAllString(x, -1) {
+			if h := hostOf(u); h != "" {
+				out = appendNew(out, h)
+			}
+		}
+	}
+	return out
 }
 
 // interpreters run code given inline (python -c, node -e …) or a script:
@@ -795,7 +830,22 @@ func dnsDests(args []string, _ string) []string {
 // for a named remote.
 func gitDests(args []string, cwd string) []string {
 	w := nonOptions(args)
-	if len(w) == 0 || w[0] != "push" {
+	if len(w) == 0 {
+		return nil
+	}
+	switch w[0] {
+	case "push":
+	case "clone", "fetch", "pull", "ls-remote", "submodule", "archive", "remote":
+		// A URL given to git is sent (its path and user too); a named
+		// remote's URL is the repository's own configuration.
+		var out []string
+		for _, x := range args {
+			if strings.Contains(x, "://") && !strings.HasPrefix(x, "file://") {
+				out = appendNew(out, remoteHost(x))
+			}
+		}
+		return out
+	default:
 		return nil
 	}
 	remote := "origin"
