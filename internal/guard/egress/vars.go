@@ -109,31 +109,34 @@ func secretVars(cmd string, cmds []action.Command) []string {
 
 // vendors are the official API hosts of the services whose credentials
 // are commonly kept in variables named after them (OPENAI_API_KEY): such
-// a variable sent to its vendor is the ordinary use of it.
+// a variable sent to its vendor's API is the ordinary use of it. Exact
+// host names only: hosts under which anyone can have a name (buckets,
+// webhooks, tenants, apps: *.s3.amazonaws.com, hooks.slack.com,
+// *.atlassian.net) would let a key out to its vendor's customer.
 var vendors = map[string][]string{
-	"OPENAI": {"openai.com"}, "ANTHROPIC": {"anthropic.com"}, "CLAUDE": {"anthropic.com"},
-	"STRIPE": {"stripe.com"}, "SLACK": {"slack.com"}, "GITHUB": {"github.com"}, "GH": {"github.com"},
-	"GITLAB": {"gitlab.com"}, "HF": {"huggingface.co"}, "HUGGINGFACE": {"huggingface.co"},
-	"HUGGING": {"huggingface.co"}, "SENTRY": {"sentry.io"}, "DATADOG": {"datadoghq.com", "datadoghq.eu"},
-	"DD": {"datadoghq.com", "datadoghq.eu"}, "TWILIO": {"twilio.com"}, "SENDGRID": {"sendgrid.com"},
-	"CLOUDFLARE": {"cloudflare.com"}, "CF": {"cloudflare.com"}, "VERCEL": {"vercel.com"},
-	"NETLIFY": {"netlify.com"}, "HEROKU": {"heroku.com"}, "DIGITALOCEAN": {"digitalocean.com"},
-	"GOOGLE": {"googleapis.com"}, "GEMINI": {"googleapis.com"}, "GCP": {"googleapis.com"},
-	"MISTRAL": {"mistral.ai"}, "GROQ": {"groq.com"}, "COHERE": {"cohere.com", "cohere.ai"},
-	"AWS": {"amazonaws.com"}, "AZURE": {"azure.com", "windows.net"}, "LINEAR": {"linear.app"},
-	"NOTION": {"notion.com"}, "NPM": {"npmjs.org"}, "PYPI": {"pypi.org"}, "TWINE": {"pypi.org"},
-	"DOCKER": {"docker.io", "docker.com"}, "CARGO": {"crates.io"}, "JIRA": {"atlassian.net"},
-	"ATLASSIAN": {"atlassian.net"}, "PAGERDUTY": {"pagerduty.com"}, "SUPABASE": {"supabase.co"},
-	"REPLICATE": {"replicate.com"}, "PERPLEXITY": {"perplexity.ai"}, "DEEPSEEK": {"deepseek.com"},
+	"OPENAI": {"api.openai.com"}, "ANTHROPIC": {"api.anthropic.com"}, "CLAUDE": {"api.anthropic.com"},
+	"STRIPE": {"api.stripe.com"}, "SLACK": {"slack.com"}, "GITLAB": {"gitlab.com"},
+	"HF": {"huggingface.co"}, "HUGGINGFACE": {"huggingface.co"}, "HUGGING": {"huggingface.co"},
+	"SENTRY": {"sentry.io"}, "DATADOG": {"api.datadoghq.com", "api.datadoghq.eu"},
+	"DD": {"api.datadoghq.com", "api.datadoghq.eu"}, "TWILIO": {"api.twilio.com"},
+	"SENDGRID": {"api.sendgrid.com"}, "CLOUDFLARE": {"api.cloudflare.com"}, "CF": {"api.cloudflare.com"},
+	"VERCEL": {"api.vercel.com"}, "NETLIFY": {"api.netlify.com"}, "HEROKU": {"api.heroku.com"},
+	"DIGITALOCEAN": {"api.digitalocean.com"}, "GEMINI": {"generativelanguage.googleapis.com"},
+	"GOOGLE": {"generativelanguage.googleapis.com"}, "MISTRAL": {"api.mistral.ai"}, "GROQ": {"api.groq.com"},
+	"COHERE": {"api.cohere.com", "api.cohere.ai"}, "LINEAR": {"api.linear.app"}, "NOTION": {"api.notion.com"},
+	"NPM": {"registry.npmjs.org"}, "PYPI": {"upload.pypi.org"}, "TWINE": {"upload.pypi.org"},
+	"DOCKER": {"hub.docker.com", "registry-1.docker.io"}, "CARGO": {"crates.io"},
+	"PAGERDUTY": {"api.pagerduty.com", "events.pagerduty.com"}, "REPLICATE": {"api.replicate.com"},
+	"PERPLEXITY": {"api.perplexity.ai"}, "DEEPSEEK": {"api.deepseek.com"},
 }
 
-// vendorDest reports whether dest is the vendor's own host for variable
-// v ("$OPENAI_API_KEY" to api.openai.com).
+// vendorDest reports whether dest is the vendor's own API host for
+// variable v ("$OPENAI_API_KEY" to api.openai.com).
 func vendorDest(v, dest string) bool {
 	name := strings.ToUpper(strings.TrimPrefix(v, "$"))
 	first, _, _ := strings.Cut(name, "_")
 	for _, d := range vendors[first] {
-		if dest == d || strings.HasSuffix(dest, "."+d) {
+		if dest == d {
 			return true
 		}
 	}
