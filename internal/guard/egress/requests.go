@@ -451,6 +451,13 @@ func shellRequests(a *action.Action) []request {
 		if len(dests) == 0 {
 			dests = []string{"(" + by + ": destination not static)"}
 		}
+		// A proxy set for the command (HTTPS_PROXY=… curl …) receives the
+		// request too (all of it, for a plain-HTTP URL).
+		for _, m := range proxyAssign.FindAllStringSubmatch(cmd, -1) {
+			if h := proxyHost(m[1]); h != "" {
+				dests = appendNew(dests, h)
+			}
+		}
 		parts := []secrets.Part{{Name: "command", Text: cmd}}
 		for _, x := range c.Args {
 			parts = append(parts, secrets.Part{Name: by + " argument", Text: x})
@@ -511,6 +518,17 @@ func shellRequests(a *action.Action) []request {
 		out = append(out, r)
 	}
 	return out
+}
+
+// proxyAssign matches a proxy variable assigned in a command line.
+var proxyAssign = regexp.MustCompile(`(?i)\b(?:https?|all|ftp|socks)_proxy=["']?([^\s"';&|]+)`)
+
+// proxyHost is the host of a proxy setting (a URL or host:port).
+func proxyHost(v string) string {
+	if !strings.Contains(v, "://") {
+		v = "http://" + v
+	}
+	return hostOf(v)
 }
 
 func firstWord(args []string) string {
