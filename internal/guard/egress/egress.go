@@ -245,6 +245,7 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	if err := g.init(); err != nil {
 		return nil, err
 	}
+	reqs = append(reqs, g.configRequests(reqs, a.Cwd)...)
 	var fs []guard.Finding
 	dests := make([]string, 0, len(reqs))
 	for _, r := range reqs {

@@ -24,6 +24,10 @@ type sentFile struct {
 	// grep -r or tar); else a directory sends nothing that can be known,
 	// and a person is asked.
 	tree bool
+	// nested: named in a file the command reads (a curl config), not on
+	// its command line: a secret file is read and scanned, since the
+	// paths guard never saw its name.
+	nested bool
 }
 
 // curlDataOpts are curl's options whose value is data, or @FILE (the
@@ -277,7 +281,7 @@ func (g *Guard) fileParts(files []sentFile, cwd string) ([]secrets.Part, []strin
 			p = filepath.Join(cwd, p)
 		}
 		p = filepath.Clean(p)
-		if g.env.SecretPath != nil {
+		if g.env.SecretPath != nil && !f.nested {
 			if _, ok := g.env.SecretPath(p); ok {
 				continue // a secret file: its reading is judged as such
 			}

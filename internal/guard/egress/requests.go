@@ -28,6 +28,11 @@ type request struct {
 	// Scripts are the texts of the scripts an interpreter runs (their
 	// variables are judged like the command line's).
 	Scripts []string
+	// Configs are the config files curl reads (-K files first, then the
+	// default .curlrc); ExplicitConfigs counts the -K ones, whose text is
+	// scanned as a sent file already.
+	Configs         []string
+	ExplicitConfigs int
 }
 
 // maxScript bounds the script read for an interpreter.
@@ -492,6 +497,10 @@ func shellRequests(a *action.Action) []request {
 				r.Files = sentFiles(c)
 				if script != "" {
 					r.Scripts = []string{script}
+				}
+				if c.Name == "curl" {
+					ex, im := curlConfigs(c, cmd)
+					r.Configs, r.ExplicitConfigs = append(ex, im...), len(ex)
 				}
 			}
 			out = append(out, r)
