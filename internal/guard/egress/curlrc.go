@@ -17,6 +17,59 @@ import (
 // options — a secret file named there is read and scanned, since the paths
 // guard never sees its name.
 
+// wgetHome matches the variables that move wget's startup file.
+var wgetHome = regexp.MustCompile(`(?:^|[\s;&|(])(WGETRC|HOME)=["']?([^\s"';&|]+)`)
+
+// wgetConfigs returns the startup files wget command c reads: $WGETRC, or
+// .wgetrc in a HOME the command sets, else ~/.wgetrc (none with
+// --no-config). --config=FILE is explicit.
+func wgetConfigs(c action.Command, cmd string) (explicit, implicit []string) {
+	for i, a := range c.Args {
+		switch {
+		case a == "--no-config":
+			return nil, nil
+		case strings.HasPrefix(a, "--config="):
+			explicit = append(explicit, strings.TrimPrefix(a, "--config="))
+		case a == "--config" && i+1 < len(c.Args):
+			explicit = append(explicit, c.Args[i+1])
+		}
+	}
+	moved := false
+	for _, m := range wgetHome.FindAllStringSubmatch(cmd, -1) {
+		moved = true
+		if m[1] == "WGETRC" {
+			implicit = append(implicit, m[2])
+		} else {
+			implicit = append(implicit, filepath.Join(m[2], ".wgetrc"))
+		}
+	}
+	if !moved {
+		implicit = append(implicit, "~/.wgetrc")
+	}
+	return explicit, implicit
+}
+
+// parseWgetrc turns a wgetrc ("post_file = x", "header = …") into wget's
+// long options (--post-file=x).
+func parseWgetrc(text string) []string {
+	var args []string
+	for _, line := range strings.Split(text, "\n") {
+		l := strings.TrimSpace(line)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			continue
+		}
+		k = strings.ReplaceAll(strings.ToLower(strings.TrimSpace(k)), "_", "-")
+		k = strings.ReplaceAll(k, "postfile", "post-file")
+		k = strings.ReplaceAll(k, "bodyfile", "body-file")
+		args = append(args, "--"+k+"="+strings.Trim(strings.TrimSpace(v), `"'`))
+	}
+	return args
+}
+
 // configHome matches the variables that move curl's default config file
 // when assigned in the command line.
 var configHome = regexp.MustCompile(`(?:^|[\s;&|(])(CURL_HOME|XDG_CONFIG_HOME|HOME)=["']?([^\s"';&|]+)`)
@@ -100,11 +153,14 @@ func (g *Guard) configRequests(reqs []request, cwd string) []request {
 			if err != nil {
 				continue // a missing implicit config: nothing; an explicit one is a sent file already
 			}
-			args := parseCurlrc(string(b))
-			files := sentFiles(action.Command{Name: "curl", Args: args})
+			prog, args := "curl", parseCurlrc(string(b))
+			if strings.HasPrefix(r.By, "wget") {
+				prog, args = "wget", parseWgetrc(string(b))
+			}
+			files := sentFiles(action.Command{Name: prog, Args: args})
 			for j := range files {
 				files[j].nested = true
-				files[j].how = "curl config " + p + ": " + files[j].how
+				files[j].how = prog + " config " + p + ": " + files[j].how
 			}
 			dests := urlDests(args, cwd)
 			if len(dests) == 0 {
@@ -115,8 +171,8 @@ func (g *Guard) configRequests(reqs []request, cwd string) []request {
 			// is scanned; the person's own ~/.curlrc may hold their
 			// credentials for every request, and writing it is asked
 			// about, so only the files and URLs it names are judged.
-			if i >= r.ExplicitConfigs && p != "~/.curlrc" {
-				nr.Parts = []secrets.Part{{Name: "curl config " + p, Text: string(b)}}
+			if i >= r.ExplicitConfigs && p != "~/.curlrc" && p != "~/.wgetrc" {
+				nr.Parts = []secrets.Part{{Name: prog + " config " + p, Text: string(b)}}
 			}
 			out = append(out, nr)
 			for _, d := range dests[1:] {

@@ -498,8 +498,12 @@ func shellRequests(a *action.Action) []request {
 				if script != "" {
 					r.Scripts = []string{script}
 				}
-				if c.Name == "curl" {
+				switch c.Name {
+				case "curl":
 					ex, im := curlConfigs(c, cmd)
+					r.Configs, r.ExplicitConfigs = append(ex, im...), len(ex)
+				case "wget":
+					ex, im := wgetConfigs(c, cmd)
 					r.Configs, r.ExplicitConfigs = append(ex, im...), len(ex)
 				}
 			}
