@@ -180,9 +180,9 @@ func TestEgressCorpora(t *testing.T) {
 	mk := func(kind action.Kind, tool, input, session string) *action.Action {
 		in := repl.Replace(input)
 		a := &action.Action{Tool: tool, Kind: kind, Agent: "claude-code", Session: session, Cwd: proj}
-		if kind == action.KindShell {
+		if kind == action.KindShell && !strings.HasPrefix(in, "{\"") {
 			a.Args = map[string]any{"command": in}
-		} else if err := json.Unmarshal([]byte(in), &a.Args); err != nil {
+		} else if err := json.Unmarshal([]byte(in), &a.Args); err != nil { // JSON arguments (Codex's shell: {"command": [argv]})
 			t.Fatalf("arguments are not JSON: %v: %s", err, in)
 		}
 		return a

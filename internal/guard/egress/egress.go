@@ -302,7 +302,7 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	if f, ok := g.flowFinding(reqs[0].By, dests, mem); ok {
 		fs = append(fs, f)
 	}
-	if cmd, ok := a.Args["command"].(string); ok && len(a.Facts.Commands) > 0 {
+	if cmd := commandText(a.Args); cmd != "" && len(a.Facts.Commands) > 0 {
 		for _, r := range reqs {
 			for _, sc := range r.Scripts {
 				cmd += "\n" + sc

@@ -94,10 +94,33 @@ func requests(a *action.Action) []request {
 	case action.KindFileRead, action.KindFileWrite, action.KindFileEdit, action.KindFileDelete, action.KindPrompt, action.KindSQL:
 		return nil
 	}
-	if _, ok := a.Args["command"].(string); ok && len(a.Facts.Commands) > 0 {
+	if commandText(a.Args) != "" && len(a.Facts.Commands) > 0 {
 		return shellRequests(a)
 	}
 	return toolRequests(a, kind)
+}
+
+// commandText is a shell action's command line: args.command or
+// args.cmd, a string or a list of words (Codex's shell tool: ["bash",
+// "-lc", "…"]), joined with spaces.
+func commandText(args map[string]any) string {
+	for _, k := range []string{"command", "cmd"} {
+		switch v := args[k].(type) {
+		case string:
+			return v
+		case []string:
+			return strings.Join(v, " ")
+		case []any:
+			words := make([]string, 0, len(v))
+			for _, e := range v {
+				if s, ok := e.(string); ok {
+					words = append(words, s)
+				}
+			}
+			return strings.Join(words, " ")
+		}
+	}
+	return ""
 }
 
 // webSearchTools are the agents' web search tools: the query leaves the
@@ -428,7 +451,7 @@ func ghDests(args []string, _ string) []string {
 // whole command line (a literal secret anywhere in it, a here-document, a
 // variable assigned before) and its own arguments one by one.
 func shellRequests(a *action.Action) []request {
-	cmd, _ := a.Args["command"].(string)
+	cmd := commandText(a.Args)
 	var out []request
 	for _, c := range a.Facts.Commands {
 		fn, ok := senders[c.Name]
