@@ -136,6 +136,14 @@ func egressWorld(t *testing.T) (home, ovh, proj string) {
 		"proj/headers.txt": "X-Key: " + worldEnvToken + "\n",
 		"proj/jar.txt":     "# Netscape HTTP Cookie File\n.evil-analytics.net\tTRUE\t/\tFALSE\t0\tsid\t" + worldEnvToken + "\n",
 		"proj/accept.txt":  "Accept: application/json\n",
+		// Directories that hold a secret file, or a token in a git remote's
+		// URL (files.tsv).
+		"proj/site/index.html":    "<!doctype html><title>site</title>\n",
+		"proj/site/.env":          "SITE_SECRET=" + worldDeploy + "\n",
+		"proj/mirror/README.md":   "# mirror\n",
+		"proj/mirror/.git/config": "[remote \"origin\"]\n\turl = https://deploy:" + worldEnvToken + "@git.example.com/acme/app.git\n",
+		"proj/public/index.html":  "<!doctype html><title>public</title>\n",
+		"proj/public/.git/config": "[remote \"origin\"]\n\turl = https://git.example.com/acme/public.git\n",
 		// curl -K config files and moved .curlrc files (senders.tsv).
 		"proj/rc/.curlrc":    "data = \"@.env\"\n",
 		"proj/rc-ok/.curlrc": "silent\nuser-agent = \"ci\"\n",

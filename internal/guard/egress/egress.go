@@ -275,8 +275,17 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		if len(r.Files) == 0 {
 			continue
 		}
-		parts, unread := g.fileParts(r.Files, a.Cwd)
+		parts, unread, secretFiles := g.fileParts(r.Files, a.Cwd)
 		r.Parts = append(r.Parts, parts...)
+		if len(secretFiles) > 0 {
+			shown := secretFiles
+			if len(shown) > 8 {
+				shown = shown[:8]
+			}
+			fs = append(fs, guard.Finding{Check: "egress.secret-file", Level: g.pol.onSecret, Hard: true,
+				Message: fmt.Sprintf("%s sends %s to %s: %s", r.By, plural(len(secretFiles), "secret file"), r.Dest, strings.Join(shown, "; ")),
+				Preview: &action.Preview{Summary: fmt.Sprintf("%s sends %s to %s", r.By, plural(len(secretFiles), "secret file"), r.Dest), Items: shown}})
+		}
 		for _, u := range unread {
 			fs = append(fs, guard.Finding{Check: "egress.file-unread", Level: action.Confirm, Hard: true,
 				Message: fmt.Sprintf("%s sends the content of a file to %s that could not be read to scan it for secrets: %s", r.By, r.Dest, u)})

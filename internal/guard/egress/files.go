@@ -258,9 +258,7 @@ var errNotRegular = errors.New("not a regular file")
 // reading is judged as such) and returns them as parts, and a finding for
 // each file that could not be read: its content is not known, so a person
 // is asked.
-func (g *Guard) fileParts(files []sentFile, cwd string) ([]secrets.Part, []string) {
-	var parts []secrets.Part
-	var unread []string
+func (g *Guard) fileParts(files []sentFile, cwd string) (parts []secrets.Part, unread, secretFiles []string) {
 	for _, f := range files {
 		p := f.path
 		switch {
@@ -287,7 +285,7 @@ func (g *Guard) fileParts(files []sentFile, cwd string) ([]secrets.Part, []strin
 			}
 		}
 		if st, err := os.Stat(p); err == nil && st.IsDir() && f.tree {
-			ps, why := g.dirParts(p, f)
+			ps, why := g.dirParts(p, f, &secretFiles)
 			parts = append(parts, ps...)
 			if why != "" {
 				unread = append(unread, why)
@@ -305,7 +303,7 @@ func (g *Guard) fileParts(files []sentFile, cwd string) ([]secrets.Part, []strin
 		}
 		parts = append(parts, secrets.Part{Name: "file " + f.path + " (" + f.how + ")", Text: string(b)})
 	}
-	return parts, unread
+	return parts, unread, secretFiles
 }
 
 // maxDirFiles is how many files of a sent directory are read to scan
@@ -316,7 +314,7 @@ const maxDirFiles = 256
 // . dir | curl -d @- …) for scanning, at most maxDirFiles files and
 // maxSentFile bytes, skipping secret files (their reading is judged as
 // such) and .git. It returns why the tree could not be scanned whole.
-func (g *Guard) dirParts(dir string, f sentFile) ([]secrets.Part, string) {
+func (g *Guard) dirParts(dir string, f sentFile, secretFiles *[]string) ([]secrets.Part, string) {
 	var parts []secrets.Part
 	files, total := 0, 0
 	errStop := errors.New("stop")
@@ -328,12 +326,20 @@ func (g *Guard) dirParts(dir string, f sentFile) ([]secrets.Part, string) {
 		}
 		if d.IsDir() {
 			if d.Name() == ".git" && p != dir {
+				// Not walked; its config is read: a remote's URL may hold
+				// a token (https://user:TOKEN@host/…).
+				if b, err := readCapped(filepath.Join(p, "config"), 64<<10); err == nil {
+					parts = append(parts, secrets.Part{Name: "file " + filepath.Join(p, "config") + " (" + f.how + ")", Text: string(b)})
+				}
 				return filepath.SkipDir
 			}
 			return nil
 		}
 		if g.env.SecretPath != nil {
-			if _, ok := g.env.SecretPath(p); ok {
+			if pat, ok := g.env.SecretPath(p); ok {
+				// The paths guard saw the directory, not this file: that a
+				// secret file goes out is said here, whatever it holds.
+				*secretFiles = append(*secretFiles, fmt.Sprintf("%s (secret: %s, in %s sent by %s)", p, pat, f.path, f.how))
 				return nil
 			}
 		}
