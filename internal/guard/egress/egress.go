@@ -358,10 +358,10 @@ func (g *Guard) variableFinding(by, cmd string, cmds []action.Command, dests []s
 	what := strings.Join(vars, ", ")
 	items := make([]string, 0, len(vars))
 	for _, v := range vars {
-		items = append(items, fmt.Sprintf("%s (its value is put in by the shell or the interpreter: not seen by Overseer)", v))
+		items = append(items, fmt.Sprintf("%s (put in by the shell, the interpreter or a pipe when it runs: not seen by Overseer)", v))
 	}
 	return guard.Finding{Check: "egress.secret-variable", Level: action.Approve, Hard: true,
-		Message: fmt.Sprintf("%s sends data to %s, and the command reads the secret environment variable(s) %s", by, to, what),
+		Message: fmt.Sprintf("%s sends data to %s, and the command reads secrets whose values Overseer cannot see: %s", by, to, what),
 		Preview: &action.Preview{Summary: fmt.Sprintf("%s may send %s to %s", by, what, to), Items: items}}, true
 }
 

@@ -95,6 +95,9 @@ func secretVars(cmd string, cmds []action.Command) []string {
 		if isEnvDump(c) {
 			dump = true
 		}
+		if cp := credPrinter(c); cp != "" {
+			seen[cp] = true
+		}
 	}
 	if dump {
 		seen["the whole environment"] = true
@@ -163,11 +166,16 @@ var printers = map[string]bool{"echo": true, "printf": true, "print": true}
 // transforms text count.
 func printedSecretVars(cmds []action.Command) []string {
 	for _, c := range cmds {
-		if !printers[c.Name] && !textFilters[c.Name] && !isEnvDump(c) && c.Name != "printenv" {
+		if !printers[c.Name] && !textFilters[c.Name] && !isEnvDump(c) && c.Name != "printenv" && credPrinter(c) == "" {
 			return nil
 		}
 	}
 	seen := map[string]bool{}
+	for _, c := range cmds {
+		if cp := credPrinter(c); cp != "" {
+			seen[cp] = true
+		}
+	}
 	dump := false
 	for _, c := range cmds {
 		switch {
@@ -203,4 +211,93 @@ func printedSecretVars(cmds []action.Command) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// credPrinter names a command that prints credentials (gh auth token,
+// gcloud auth print-access-token, kubectl get secret, git credential fill,
+// vault kv get, ps e …: other processes' environments), or "".
+func credPrinter(c action.Command) string {
+	w := nonOptions(c.Args)
+	has := func(words ...string) bool {
+		if len(w) < len(words) {
+			return false
+		}
+		for i, x := range words {
+			if w[i] != x {
+				return false
+			}
+		}
+		return true
+	}
+	name := ""
+	switch c.Name {
+	case "gh":
+		if has("auth", "token") {
+			name = "gh auth token"
+		}
+	case "gcloud":
+		if has("auth", "print-access-token") || has("auth", "print-identity-token") ||
+			has("auth", "application-default", "print-access-token") {
+			name = "gcloud auth print-*-token"
+		}
+	case "aws":
+		if has("sts", "get-session-token") || has("sts", "assume-role") || has("configure", "export-credentials") ||
+			has("ecr", "get-login-password") || has("secretsmanager", "get-secret-value") || has("ssm", "get-parameter") ||
+			has("ssm", "get-parameters") || has("configure", "get") && len(w) > 2 && secretEnvName.MatchString(strings.ToUpper(w[2])) {
+			name = "aws " + w[0] + " " + w[1]
+		}
+	case "az":
+		if has("account", "get-access-token") || has("keyvault", "secret", "show") {
+			name = "az " + w[0] + " " + w[1]
+		}
+	case "kubectl", "oc":
+		if has("get", "secret") || has("get", "secrets") {
+			name = c.Name + " get secret"
+		}
+	case "git":
+		if has("credential", "fill") {
+			name = "git credential fill"
+		}
+	case "vault":
+		if has("kv", "get") || has("read") || has("print", "token") {
+			name = "vault " + w[0]
+		}
+	case "op":
+		if has("read") || has("item", "get") {
+			name = "op " + w[0]
+		}
+	case "pass", "gopass":
+		if len(w) > 0 && (w[0] == "show" || !strings.HasPrefix(w[0], "-") && w[0] != "ls" && w[0] != "list" && w[0] != "init") {
+			name = c.Name + " show"
+		}
+	case "security":
+		if len(w) > 0 && (w[0] == "find-generic-password" || w[0] == "find-internet-password") {
+			for _, a := range c.Args {
+				if a == "-w" || a == "-g" {
+					name = "security " + w[0]
+				}
+			}
+		}
+	case "secret-tool":
+		if has("lookup") {
+			name = "secret-tool lookup"
+		}
+	case "heroku":
+		if has("auth:token") {
+			name = "heroku auth:token"
+		}
+	case "doppler":
+		if has("secrets") {
+			name = "doppler secrets"
+		}
+	case "ps":
+		// BSD-style options with e show every process's environment.
+		if len(c.Args) > 0 && !strings.HasPrefix(c.Args[0], "-") && strings.Contains(c.Args[0], "e") {
+			name = "ps " + c.Args[0] + " (other processes' environments)"
+		}
+	}
+	if name == "" {
+		return ""
+	}
+	return "the output of " + name
 }
