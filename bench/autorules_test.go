@@ -9,18 +9,21 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/autorule"
 	"github.com/overseer-dev/overseer/internal/firewall"
+	"github.com/overseer-dev/overseer/internal/usage"
 )
 
 // benchAutoRules is the kernel's view of the auto-rules (kernel/controls.go)
-// without a store: the compiled set, counters and holds in memory.
+// without a store: the compiled set, counters, the spend and holds in
+// memory.
 type benchAutoRules struct {
 	set      *autorule.Set
 	counters *autorule.Counters
+	spend    *usage.Counter
 	holds    *autorule.Holds
 }
 
 func (c *benchAutoRules) Check(a *action.Action, now time.Time) ([]autorule.Finding, error) {
-	return c.set.Check(a, autorule.Env{Now: now, Counters: c.counters, Holds: c.holds}), nil
+	return c.set.Check(a, autorule.Env{Now: now, Counters: c.counters, Spend: c.spend, Holds: c.holds}), nil
 }
 
 // fiftyAutoRules are 50 auto-rules of every trigger type over a spread of
@@ -65,7 +68,9 @@ func fiftyAutoRules(tb testing.TB) ([]autorule.Rule, []autorule.AnomalyRule) {
 // BenchmarkEvaluateAutoRules measures Evaluate of the 100-rule policy's
 // bench case with the default guards, without and with 50 auto-rules and
 // 10 anomaly rules, counters holding 150 calls and results of the agent
-// in the last five minutes (below every threshold): the controls may add at most 10 µs to the median.
+// in the last five minutes and the budget store a day of its spend to the
+// minute (below every threshold): the controls may add at most 10 µs to
+// the median.
 func BenchmarkEvaluateAutoRules(b *testing.B) {
 	rs, p := loadPolicy(b)
 	c, ok := rs.Case(rs.Bench)
@@ -86,7 +91,17 @@ func BenchmarkEvaluateAutoRules(b *testing.B) {
 		counters.Add(now, autorule.Sample{Seq: int64(2*i + 1), At: at, Agent: tmpl.Agent, Tool: "Bash", Kind: "shell", Call: true},
 			autorule.Sample{Seq: int64(2*i + 2), At: at, Agent: tmpl.Agent, Tool: "Bash", Kind: "shell", Result: true, Failed: i%7 == 0})
 	}
-	ctl := &benchAutoRules{set: set, counters: counters, holds: autorule.NewHolds()}
+	var costs []usage.CostSample
+	for i := range 24 * 60 {
+		costs = append(costs, usage.CostSample{T: now.Add(-time.Duration(i) * time.Minute).UnixNano(), USD: 0.01})
+	}
+	_, buckets, err := usage.MergeCosts(nil, costs, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	spend := usage.NewCounter(nil)
+	spend.PutCosts(tmpl.Agent, buckets)
+	ctl := &benchAutoRules{set: set, counters: counters, spend: spend, holds: autorule.NewHolds()}
 	// A quiet afternoon in Berlin: no time rule fires.
 	for _, with := range []bool{false, true} {
 		name := "without-controls"

@@ -49,6 +49,14 @@ fi
 
 echo "== go vet"
 go vet ./...
+# The test build (an injected clock for the end-to-end tests of time rules;
+# never shipped, see docs/threat-model.md) is vetted too.
+go vet -tags overseer_testclock ./internal/frontend/cli
+
+# The release binary's goal (issue 18): at most 40 MB, and no reachable
+# call of a method by reflection (which keeps every method of every type).
+echo "== release binary size (bench/size.sh)"
+STRICT=1 ./bench/size.sh -n 10
 
 echo "== go test (unit, integration and end-to-end; fuzz seed corpora included)"
 go test -count=1 -timeout 20m ./...

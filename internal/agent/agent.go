@@ -25,6 +25,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/agent/task"
 	"github.com/overseer-dev/overseer/internal/firewall"
 	"github.com/overseer-dev/overseer/internal/gate"
+	"github.com/overseer-dev/overseer/internal/grant"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/perception"
 	"github.com/overseer-dev/overseer/internal/store"
@@ -76,6 +77,10 @@ type Config struct {
 	// Who names that person.
 	Answers <-chan Line
 	Who     string
+	// SubTasks offers the model the "subtask" tool: a task may start a
+	// sub-task with its own goal, tools and steps, under a grant carved out
+	// of the task's (subtask.go).
+	SubTasks bool
 }
 
 // Line is a line a person typed, and when.
@@ -263,6 +268,17 @@ func (r *run) heartbeat(ctx context.Context, cancel context.CancelFunc) {
 			}
 		}
 	}
+}
+
+// act returns the action of a call of tool by the task: agent "overseer"
+// in the task's session; a sub-task is the sub-agent of type "subtask"
+// with its own id.
+func (r *run) act(tool string) *action.Action {
+	a := &action.Action{Agent: AgentName, Session: r.t.Session, Tool: tool, Cwd: r.t.Cwd}
+	if r.t.Parent != "" {
+		a.SubagentType, a.SubagentID = grant.SubTaskType, r.t.ID
+	}
+	return a
 }
 
 // sessionKey is the PerceptionBus key of the task's session.
@@ -503,7 +519,7 @@ func (r *run) memories(ctx context.Context) []string {
 func (r *run) ask(ctx context.Context, tool, question string) (*store.Approval, error) {
 	pending := r.takeResumed(ctx)
 	if pending == nil || pending.Tool != tool {
-		a := &action.Action{Agent: AgentName, Session: r.t.Session, Tool: tool, Cwd: r.t.Cwd}
+		a := r.act(tool)
 		sub, err := r.l.k.Ask(ctx, a, question)
 		if err != nil {
 			return nil, err

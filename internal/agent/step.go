@@ -148,7 +148,7 @@ func (r *run) decide(ctx context.Context, n int, extra string) (reply, error) {
 		if err != nil {
 			return reply{}, err
 		}
-		req := plugin.Request{Purpose: plugin.PurposeDecide, System: firewall.SystemPrompt(r.l.specs),
+		req := plugin.Request{Purpose: plugin.PurposeDecide, System: firewall.SystemPrompt(r.specs()),
 			Messages: msgs, MaxTokens: t.MaxTokens}
 		resp, looped, err := r.stream(ctx, n, req)
 		if err != nil {
@@ -299,8 +299,7 @@ func (r *run) account(step int, purpose string, resp plugin.Response) {
 	// A task under a grant spends the grant's token and cost budgets too;
 	// a failure to count only leaves the grant's next check to the step
 	// count (the budgets are checked before each call).
-	_ = r.l.k.ChargeCaller(context.Background(), &action.Action{Agent: AgentName, Session: r.t.Session},
-		int64(u.InputTokens+u.OutputTokens), u.CostUSD)
+	_ = r.l.k.ChargeCaller(context.Background(), r.act(""), int64(u.InputTokens+u.OutputTokens), u.CostUSD)
 	r.t.StepUsage = append(r.t.StepUsage, task.StepUsage{Step: step, Purpose: purpose, Model: resp.Model, Usage: resp.Usage})
 }
 
@@ -364,15 +363,15 @@ func nativeDecision(tc plugin.ToolCall) (firewall.Decision, bool) {
 // callTool runs a tool call through the kernel.
 func (r *run) callTool(ctx context.Context, rec *plugin.StepRecord, d firewall.Decision) error {
 	t := r.t
-	tool, ok := r.l.tools[d.Tool]
+	tool, ok := r.tool(d.Tool)
 	if !ok {
 		rec.Outcome, rec.Note = plugin.OutcomeError, fmt.Sprintf("there is no tool named %q", d.Tool)
 		rec.Output = "no such tool: choose one of the listed tools"
 		r.l.printf("✗  %s: no such tool\n", d.Tool)
 		return nil
 	}
-	a := &action.Action{Agent: AgentName, Session: t.Session, Tool: d.Tool, Args: d.Args, Cwd: t.Cwd,
-		Confidence: d.Confidence, Intent: d.Intent, HumanRequested: d.HumanRequired}
+	a := r.act(d.Tool)
+	a.Args, a.Confidence, a.Intent, a.HumanRequested = d.Args, d.Confidence, d.Intent, d.HumanRequired
 	if a.Args == nil {
 		a.Args = map[string]any{}
 	}
@@ -599,6 +598,14 @@ func (r *run) confirmDone(ctx context.Context, rec *plugin.StepRecord, d firewal
 	summary := strings.TrimSpace(d.Reason)
 	if summary == "" {
 		summary = thought(rec.Thought)
+	}
+	if r.t.Parent != "" {
+		// A sub-task's end is its parent's to judge: the result goes back
+		// to the parent's model; the parent's own end is confirmed.
+		rec.Outcome = plugin.OutcomeAsked
+		r.t.Status, r.t.Result = task.Done, summary
+		r.l.printf("✓  sub-task done: %s\n", OneLine(summary, 400))
+		return nil
 	}
 	r.l.printf("?  the agent says the task is done: %s\n", OneLine(summary, 400))
 	apr, err := r.ask(ctx, kernel.ConfirmDoneTool, "The agent says the task is done. Confirm? Its summary: "+summary)

@@ -84,3 +84,43 @@ func TestEveryPackageHasDoc(t *testing.T) {
 		}
 	}
 }
+
+// sizeForbidden are packages the release binary must not link, each for
+// its cost (see bench/size.sh): executing a text/template or html/template
+// calls methods by reflection, which makes the linker keep every exported
+// method of every type (4.5 MB); the Prometheus client and go-pgquery's
+// uncompressed parser module have lighter replacements in the tree.
+var sizeForbidden = map[string]string{
+	"html/template": "render pages as internal/frontend/web does (pages.go)",
+	"github.com/prometheus/client_golang/prometheus":          "use internal/frontend/metrics",
+	"github.com/wasilibs/go-pgquery/parser":                   "use internal/guard/sqlguard/pgquery",
+	"github.com/prometheus/client_golang/prometheus/promhttp": "use internal/frontend/metrics",
+}
+
+// TestReleaseBinaryLinksNoHeavyPackage: cmd/overseer depends on none of
+// sizeForbidden, and no package of ours imports text/template (libraries
+// link it, but only parse with it; bench/size.sh reports whether a
+// reflective method call is reachable).
+func TestReleaseBinaryLinksNoHeavyPackage(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"/cmd/overseer").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, d := range strings.Fields(string(out)) {
+		if why, ok := sizeForbidden[d]; ok {
+			t.Errorf("the release binary links %s: %s", d, why)
+		}
+	}
+	out, err = exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			if imp == "text/template" || imp == "html/template" {
+				t.Errorf("%s imports %s: executing templates keeps every method of every type in the binary", f[0], imp)
+			}
+		}
+	}
+}

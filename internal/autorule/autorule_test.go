@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/usage"
 )
 
 // t0 is a Wednesday, 23:30 UTC.
@@ -184,7 +185,8 @@ func TestErrorRateAndCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewCounters(2 * time.Hour)
-	env := Env{Now: t0, Counters: c}
+	spend := usage.NewCounter(nil) // the budget store's record
+	env := Env{Now: t0, Counters: c, Spend: spend}
 	add := func(seq int64, failed bool) {
 		c.Add(t0, Sample{Seq: seq, At: t0, Agent: "a", Tool: "Bash", Kind: "shell", Result: true, Failed: failed})
 	}
@@ -200,11 +202,21 @@ func TestErrorRateAndCost(t *testing.T) {
 	if len(fs) != 1 || !fs[0].Stop || fs[0].Level != action.Block {
 		t.Fatalf("2 of 4 failed: %+v", fs)
 	}
-	c.Add(t0, Sample{Seq: 5, At: t0, Agent: "a", Cost: 2.0}, Sample{Seq: 6, At: t0, Agent: "a", Cost: 0.5})
+	spend.Record("a", "s1", usage.Spend{Cost: 2.0}, t0.Add(-61*time.Minute)) // out of the window
+	spend.Record("b", "s2", usage.Spend{Cost: 2.0}, t0)                      // another agent's
+	spend.Record("a", "s1", usage.Spend{Cost: 2.0}, t0.Add(-30*time.Minute))
+	if fs := set.Check(a, env); len(fs) != 1 {
+		t.Fatalf("$2 within the hour fired %+v", fs)
+	}
+	spend.Record("a", "s3", usage.Spend{Cost: 0.5}, t0)
 	fs = set.Check(a, env)
 	// Same priority: by id ("r-cost" before "r-errors").
 	if len(fs) != 2 || fs[0].RuleName != "cost" || fs[0].Level != action.Notify || fs[0].Channels[0] != "ntfy" || fs[1].RuleName != "errors" {
 		t.Fatalf("cost: %+v", fs)
+	}
+	// Without the spend record a cost trigger cannot fire.
+	if fs := set.Check(a, Env{Now: t0, Counters: c}); len(fs) != 1 || fs[0].RuleName != "errors" {
+		t.Fatalf("without spend: %+v", fs)
 	}
 }
 

@@ -6,11 +6,14 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/usage"
 )
 
 // BenchmarkCheck50 is Set.Check with 50 auto-rules of every trigger type
 // and 10 anomaly rules, none firing, counters holding 150 calls and
-// results of the agent in the last five minutes.
+// results of the agent in the last five minutes and the budget store a
+// day of its spend, to the minute (the cost triggers' 24-hour windows sum
+// all of it).
 func BenchmarkCheck50(b *testing.B) {
 	tools := []string{"shell", "Bash", "file_write", "Write", "file_edit", "net_fetch", "sql", "mcp__github__*", "file_delete", ""}
 	var rules []Rule
@@ -47,13 +50,31 @@ func BenchmarkCheck50(b *testing.B) {
 		c.Add(now, Sample{Seq: int64(2*i + 1), At: at, Agent: "a", Tool: "Bash", Kind: "shell", Call: true},
 			Sample{Seq: int64(2*i + 2), At: at, Agent: "a", Tool: "Bash", Kind: "shell", Result: true, Failed: i%7 == 0})
 	}
-	env := Env{Now: now, Counters: c, Holds: NewHolds()}
+	var fresh []usage.CostSample
+	for i := range 24 * 60 {
+		fresh = append(fresh, usage.CostSample{T: now.Add(-time.Duration(i) * time.Minute).UnixNano(), USD: 0.01})
+	}
+	_, bs, err := usage.MergeCosts(nil, fresh, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	spend := usage.NewCounter(nil)
+	spend.PutCosts("a", bs)
 	a := &action.Action{Agent: "a", Tool: "Bash", Kind: action.KindShell, Args: map[string]any{"command": "git status"}}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if fs := set.Check(a, env); len(fs) != 0 {
-			b.Fatalf("fired: %+v", fs)
-		}
+	// Side by side in one run: without the spend record the cost triggers
+	// are skipped; with it each sums a day of spend.
+	for _, v := range []struct {
+		name  string
+		spend Spend
+	}{{"no-spend", nil}, {"day-of-spend", spend}} {
+		b.Run(v.name, func(b *testing.B) {
+			env := Env{Now: now, Counters: c, Spend: v.spend, Holds: NewHolds()}
+			b.ReportAllocs()
+			for b.Loop() {
+				if fs := set.Check(a, env); len(fs) != 0 {
+					b.Fatalf("fired: %+v", fs)
+				}
+			}
+		})
 	}
 }

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// Sample is one recorded call, result or cost the triggers count.
+// Sample is one recorded call or result the triggers count. (Costs are
+// not here: cost triggers read the budget store, see Spend.)
 type Sample struct {
 	Seq   int64
 	At    time.Time
@@ -14,14 +15,13 @@ type Sample struct {
 	Tool  string
 	Kind  string
 	// What the sample is.
-	Call   bool    // an action was submitted
-	Result bool    // a result was recorded; Failed when it was an error
-	Failed bool    //
-	Cost   float64 // USD a model call cost
+	Call   bool // an action was submitted
+	Result bool // a result was recorded; Failed when it was an error
+	Failed bool //
 }
 
 // Counters are the sliding windows the triggers read: per agent, the
-// recent calls, results and costs, kept for Keep. They are fed from the
+// recent calls and results, kept for Keep. They are fed from the
 // audit trail (by the kernel, which reads every process's records) and
 // read under a read lock on the hot path. Safe for concurrent use.
 type Counters struct {
@@ -39,7 +39,6 @@ type Counters struct {
 type agentWindow struct {
 	calls, results, failed map[string][]time.Time
 	rawCalls, rawResults   []Sample
-	costs                  []Sample
 }
 
 func (w *agentWindow) index(m map[string][]time.Time, s Sample) {
@@ -107,13 +106,11 @@ func (c *Counters) Add(now time.Time, samples ...Sample) {
 			if s.Failed {
 				w.index(w.failed, s)
 			}
-		case s.Cost > 0:
-			w.costs = append(w.costs, s)
 		}
 	}
 	cut := now.Add(-c.keep)
 	for a, w := range c.agents {
-		w.rawCalls, w.rawResults, w.costs = prune(w.rawCalls, cut), prune(w.rawResults, cut), prune(w.costs, cut)
+		w.rawCalls, w.rawResults = prune(w.rawCalls, cut), prune(w.rawResults, cut)
 		for _, m := range []map[string][]time.Time{w.calls, w.results, w.failed} {
 			for k, ts := range m {
 				if ts = pruneTimes(ts, cut); len(ts) == 0 {
@@ -123,7 +120,7 @@ func (c *Counters) Add(now time.Time, samples ...Sample) {
 				}
 			}
 		}
-		if len(w.rawCalls)+len(w.rawResults)+len(w.costs) == 0 {
+		if len(w.rawCalls)+len(w.rawResults) == 0 {
 			delete(c.agents, a)
 		}
 	}
@@ -204,22 +201,4 @@ func (c *Counters) Results(agent string, from time.Time, m matcher) (total, fail
 		}
 	}
 	return total, failed
-}
-
-// Cost sums what the agent's model calls cost since since.
-func (c *Counters) Cost(agent string, since time.Time) float64 {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	w := c.agents[agent]
-	if w == nil {
-		return 0
-	}
-	var sum float64
-	for i := len(w.costs) - 1; i >= 0; i-- {
-		if w.costs[i].At.Before(since) {
-			break
-		}
-		sum += w.costs[i].Cost
-	}
-	return sum
 }

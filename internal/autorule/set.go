@@ -217,10 +217,18 @@ type Finding struct {
 // rule whose threshold was reached. ok false means unknown.
 type Baseline func(agent string, r *AnomalyRule) (avg float64, ok bool)
 
+// Spend tells what an agent's model calls cost after from and up to to:
+// the budget store's record (package usage), which every process sharing
+// the database writes — costs are not in the audit trail.
+type Spend interface {
+	CostBetween(agent string, from, to time.Time) float64
+}
+
 // Env is what a check reads besides the call.
 type Env struct {
 	Now      time.Time
-	Counters *Counters // nil: no counts (count, error and cost triggers and anomalies cannot fire)
+	Counters *Counters // nil: no counts (count and error triggers and anomalies cannot fire)
+	Spend    Spend     // nil: no spend (cost triggers cannot fire)
 	Holds    *Holds    // nil: no holds
 	Baseline Baseline  // nil: the baseline test is skipped (the threshold alone decides)
 }
@@ -386,10 +394,19 @@ func (c *compiledRule) fires(a *action.Action, env Env, self bool, argText **[2]
 		}
 		return "", false
 	}
+	since := env.Now.Add(-c.window)
+	if t.Type == TriggerCost {
+		if env.Spend == nil {
+			return "", false
+		}
+		if usd := env.Spend.CostBetween(a.Agent, since, env.Now); usd >= t.USD {
+			return fmt.Sprintf("model calls cost $%.2f within %s, at least $%.2f", usd, c.window, t.USD), true
+		}
+		return "", false
+	}
 	if env.Counters == nil {
 		return "", false
 	}
-	since := env.Now.Add(-c.window)
 	switch t.Type {
 	case TriggerCount:
 		n := env.Counters.Calls(a.Agent, since, c.toolMatch) + this
@@ -401,10 +418,6 @@ func (c *compiledRule) fires(a *action.Action, env Env, self bool, argText **[2]
 		if total > 0 && total >= max(t.MinCalls, 1) && float64(failed)*100 >= t.Percent*float64(total) {
 			return fmt.Sprintf("%d of %d results of %s within %s were errors (%.0f%%, threshold %.0f%%)",
 				failed, total, orAll(t.Tool), c.window, float64(failed)*100/float64(total), t.Percent), true
-		}
-	case TriggerCost:
-		if usd := env.Counters.Cost(a.Agent, since); usd >= t.USD {
-			return fmt.Sprintf("model calls cost $%.2f within %s, at least $%.2f", usd, c.window, t.USD), true
 		}
 	}
 	return "", false

@@ -80,3 +80,15 @@ func (f *Fake) Waiters() int {
 	defer f.mu.Unlock()
 	return len(f.waiters)
 }
+
+// Shifted is the system clock moved by a fixed offset: it runs at the
+// real pace from another instant. It exists for test builds (a daemon
+// built with the overseer_testclock tag starts its clock at an injected
+// time); release binaries never make one.
+type Shifted struct{ By time.Duration }
+
+// StartingAt returns a Shifted clock that reads t now.
+func StartingAt(t time.Time) Shifted { return Shifted{By: time.Until(t)} }
+
+func (s Shifted) Now() time.Time                       { return time.Now().Add(s.By) }
+func (Shifted) After(d time.Duration) <-chan time.Time { return time.After(d) }

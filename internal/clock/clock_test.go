@@ -38,3 +38,15 @@ func TestFake(t *testing.T) {
 		t.Fatal("After(0) must fire at once")
 	}
 }
+
+func TestShifted(t *testing.T) {
+	at := time.Date(2031, 3, 4, 23, 0, 0, 0, time.UTC)
+	s := StartingAt(at)
+	if d := s.Now().Sub(at); d < 0 || d > time.Minute {
+		t.Fatalf("StartingAt(%v).Now() = %v", at, s.Now())
+	}
+	a, b := s.Now(), s.Now()
+	if b.Before(a) {
+		t.Fatal("a shifted clock went back")
+	}
+}

@@ -63,21 +63,24 @@ func (c fixedClock) After(time.Duration) <-chan time.Time {
 type replaySetControls struct {
 	set      *autorule.Set
 	counters *autorule.Counters
+	spend    autorule.Spend
 	holds    *autorule.Holds
 }
 
 func (c replaySetControls) Check(a *action.Action, now time.Time) ([]autorule.Finding, error) {
-	return c.set.Check(a, autorule.Env{Now: now, Counters: c.counters, Holds: c.holds}), nil
+	return c.set.Check(a, autorule.Env{Now: now, Counters: c.counters, Spend: c.spend, Holds: c.holds}), nil
 }
 
 // ReplayControls is the dry run of auto-rules or anomaly rules (set) over
 // past calls, oldest first: each call is judged again by the engine as it
 // is now without the rules and with them, at the time it was made (time
 // windows), with counts rebuilt from the calls and results before it
-// (an anomaly's baseline is not asked for: the threshold alone decides).
+// (an anomaly's baseline is not asked for: the threshold alone decides)
+// and the spend as spend recorded it up to the call (nil: cost triggers
+// do not fire).
 // Holds and pauses carry over to later calls. It changes nothing. It
 // shares the learned-trust dry run's history and replay engine (Replay).
-func (e *Engine) ReplayControls(ctx context.Context, set *autorule.Set, past []PastAction) (*ControlReplay, error) {
+func (e *Engine) ReplayControls(ctx context.Context, set *autorule.Set, past []PastAction, spend autorule.Spend) (*ControlReplay, error) {
 	rep := &ControlReplay{Cases: []ControlCase{}}
 	counters := autorule.NewCounters(max(set.MaxWindow(), time.Hour))
 	holds := autorule.NewHolds()
@@ -95,7 +98,7 @@ func (e *Engine) ReplayControls(ctx context.Context, set *autorule.Set, past []P
 		vWo := without.Evaluate(ctx, replayCopy(a))
 		with := e.replayEngine(nil)
 		with.clock = fixedClock(p.Time)
-		with.controls = replaySetControls{set: set, counters: counters, holds: holds}
+		with.controls = replaySetControls{set: set, counters: counters, spend: spend, holds: holds}
 		vWi, fs := with.EvaluateControls(ctx, replayCopy(a))
 		c := ControlCase{Seq: p.Seq, ActionID: a.ID, Time: p.Time, Agent: a.Agent, Tool: a.Tool,
 			Summary: CallSummary(a, 160), Then: p.Verdict.Level, Without: vWo.Level, With: vWi.Level, Fired: fs}

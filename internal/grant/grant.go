@@ -331,6 +331,33 @@ func Within(child *Spec, parent *Grant, used Usage) error {
 	return nil
 }
 
+// SubTaskType is the sub-agent type of Overseer's own loop's sub-tasks:
+// a task's sub-task acts as agent "overseer" in its parent's session with
+// this type and its own id (Action.SubagentType, SubagentID).
+const SubTaskType = "subtask"
+
+// WithinAsSubTask is Within for a grant the holder of parent carves out
+// for one of its own sub-tasks (the own loop): the child's subject is one
+// sub-task — agent the parent's, session the parent's (or, for a parent
+// of any session, one session), type SubTaskType, one id — of a parent
+// that is for a main agent; everything else (permits, budgets left,
+// expiry) must lie within the parent as for Within. The parent's own
+// calls never match the child, so a sub-task's call outside the child is
+// at the child's edge (a person decides), not inside the parent.
+func WithinAsSubTask(child *Spec, parent *Grant, used Usage) error {
+	s, p := child.Subject, parent.Subject
+	switch {
+	case p.SubagentType != "" || p.SubagentID != "":
+		return fmt.Errorf("%w %s: a sub-task's grant is carved out of a main agent's grant only", ErrExceeds, parent.ID)
+	case s.Agent != p.Agent || s.SubagentType != SubTaskType || s.SubagentID == "" || s.Session == "" ||
+		(p.Session != "" && s.Session != p.Session):
+		return fmt.Errorf("%w %s: the subject %s is not a sub-task of the parent's (%s)", ErrExceeds, parent.ID, s, p)
+	}
+	c := *child
+	c.Subject = Subject{Agent: p.Agent, Session: s.Session}
+	return Within(&c, parent, used)
+}
+
 func unlimited(n int64) string {
 	if n == 0 {
 		return "no limit"

@@ -84,7 +84,7 @@ func (c *controlState) Check(a *action.Action, now time.Time) ([]autorule.Findin
 	if s.Empty() {
 		return nil, nil
 	}
-	return s.Check(a, autorule.Env{Now: now, Counters: c.counters.Load(), Holds: c.holds, Baseline: c.baseline}), nil
+	return s.Check(a, autorule.Env{Now: now, Counters: c.counters.Load(), Spend: c.k.usage.counter, Holds: c.holds, Baseline: c.baseline}), nil
 }
 
 // load reads and compiles the rules. On failure the previous set stays
@@ -663,17 +663,8 @@ func (k *Kernel) dryRun(ctx context.Context, set *autorule.Set, days int) (*fire
 	for i < len(past) && past[i].Time.Before(from) {
 		i++
 	}
-	rep, err := k.Engine.ReplayControls(ctx, set, past[i:])
+	// The spend is the budget store's (to the minute for a day, to the
+	// hour before), as every process recorded it.
+	rep, err := k.Engine.ReplayControls(ctx, set, past[i:], k.usage.counter)
 	return rep, days, err
-}
-
-// recordCost counts what an agent's model call cost for cost_threshold
-// auto-rules. Costs are counted in the process that records them (the own
-// loop's, the daemon's for what agents report): the audit trail does not
-// carry them.
-func (c *controlState) recordCost(agent string, usd float64) {
-	if c == nil || usd <= 0 {
-		return
-	}
-	c.counters.Load().Add(c.k.Clock.Now(), autorule.Sample{At: c.k.Clock.Now(), Agent: agent, Cost: usd})
 }

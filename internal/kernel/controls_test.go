@@ -482,6 +482,70 @@ func TestCostThresholdRule(t *testing.T) {
 	}
 }
 
+// A cost_threshold rule counts what another process on the same database
+// recorded (an `overseer run` task, a hooked agent's report to the
+// daemon): the spend is the budget store's, read back after that
+// process's flush. The dry run reads the same record, call by call.
+func TestCostThresholdSeesOtherProcess(t *testing.T) {
+	defer kernel.SetSpendReread(0)()
+	ctx := context.Background()
+	e := newControlsEnv(t, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	rule := autorule.Rule{Name: "spend", Enabled: true, Priority: 1,
+		Trigger: autorule.Trigger{Type: autorule.TriggerCost, USD: 1, WindowMinutes: 60},
+		Action:  autorule.Action{Type: autorule.ActRequireApproval}}
+	r, err := e.k.PutAutoRule(ctx, rule, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := kernel.Open(ctx, kernel.Config{Home: e.k.Home, Clock: e.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ls := func() *action.Action {
+		return &action.Action{Agent: "loop", Session: "s", Tool: "Bash", Args: map[string]any{"command": "ls"}, Cwd: e.proj}
+	}
+	before, err := e.k.Submit(ctx, ls())
+	if err != nil || before.Verdict.Level != action.Auto {
+		t.Fatalf("before spending: %+v %v", before, err)
+	}
+	e.clk.Advance(2 * time.Minute)
+	other.RecordUse(ctx, kernel.Use{Agent: "loop", Session: "s", Model: "m", CostUSD: 0.7})
+	other.RecordUse(ctx, kernel.Use{Agent: "elsewhere", Session: "x", Model: "m", CostUSD: 5})
+	other.RecordUse(ctx, kernel.Use{Agent: "loop", Session: "s", Model: "m", CostUSD: 0.6})
+	if err := other.FlushUsage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.k.FlushUsage(ctx); err != nil { // reads the spend again
+		t.Fatal(err)
+	}
+	e.clk.Advance(30 * time.Second)
+	after, err := e.k.Submit(ctx, ls())
+	if err != nil || after.Verdict.Level != action.Approve || after.Verdict.Decider.Name != firewall.AutoRulePrefix+r.ID {
+		t.Fatalf("after $1.30 spent by another process: %+v %v", after.Verdict, err)
+	}
+	// The dry run of the same rule over the trail: the first call (before
+	// the spend) does not fire, the second does.
+	dry, err := e.k.DryRunAutoRule(ctx, rule, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fired []string
+	for _, c := range dry.Cases {
+		if len(c.Fired) > 0 {
+			fired = append(fired, c.ActionID)
+		}
+	}
+	if fmt.Sprint(fired) != fmt.Sprint([]string{after.Action.ID}) {
+		t.Fatalf("dry run fired on %v, want only %s (before: %s)", fired, after.Action.ID, before.Action.ID)
+	}
+	// An hour after the spend the window no longer holds it.
+	e.clk.Advance(61 * time.Minute)
+	if v := e.k.Evaluate(ctx, ls()); v.Level != action.Auto {
+		t.Fatalf("an hour later: %s", v.Level)
+	}
+}
+
 // A tightening auto-rule is never undone by a loosening one, whatever
 // their priorities; patterns match text as written (< > & included).
 func TestTighteningBeatsLoosening(t *testing.T) {

@@ -231,22 +231,49 @@ func (k *Kernel) IssueGrant(ctx context.Context, spec GrantSpec, who, channel st
 	if who == "" {
 		return nil, fmt.Errorf("%w: a grant needs the name of who issues it", grant.ErrInvalid)
 	}
-	return k.issueGrant(ctx, spec, who, channel)
+	return k.issueGrant(ctx, spec, who, channel, false)
 }
 
 // IssueChildGrant issues a grant carved out of parent on behalf of the
 // agent that holds parent (Overseer's own loop giving a sub-task part of
 // its task's grant): the child must lie within the parent, which must be
 // active.
+//
+// A spec whose subject is a sub-task (sub-agent type grant.SubTaskType) is
+// carved for one of the holder's own sub-tasks: see grant.WithinAsSubTask.
 func (k *Kernel) IssueChildGrant(ctx context.Context, parent string, spec GrantSpec) (*Grant, error) {
 	spec.Parent = parent
 	if parent == "" {
 		return nil, fmt.Errorf("%w: a child grant needs its parent", grant.ErrInvalid)
 	}
-	return k.issueGrant(ctx, spec, "grant:"+parent, "agent")
+	return k.issueGrant(ctx, spec, "grant:"+parent, "agent", spec.Subject.SubagentType == grant.SubTaskType)
 }
 
-func (k *Kernel) issueGrant(ctx context.Context, spec GrantSpec, who, channel string) (*Grant, error) {
+// ActiveGrantOf returns the newest grant of a's caller that can be used
+// now, and its use; nil when it holds none.
+func (k *Kernel) ActiveGrantOf(ctx context.Context, a *action.Action) (*Grant, GrantUsage, error) {
+	states, err := grantSource{k}.GrantsFor(ctx, a)
+	if err != nil {
+		return nil, GrantUsage{}, err
+	}
+	now := k.Clock.Now()
+	for i := range states {
+		st := &states[i]
+		if grant.Active(st.Grant, st.Usage, now) != "" {
+			continue
+		}
+		usable := true
+		for _, an := range st.Ancestors {
+			usable = usable && grant.Active(an.Grant, an.Usage, now) == ""
+		}
+		if usable {
+			return st.Grant, st.Usage, nil
+		}
+	}
+	return nil, GrantUsage{}, nil
+}
+
+func (k *Kernel) issueGrant(ctx context.Context, spec GrantSpec, who, channel string, subTask bool) (*Grant, error) {
 	now := k.Clock.Now()
 	if err := spec.Validate(now); err != nil {
 		return nil, err
@@ -271,7 +298,11 @@ func (k *Kernel) issueGrant(ctx context.Context, spec GrantSpec, who, channel st
 				return nil, fmt.Errorf("%w: %s", grant.ErrInactive, why)
 			}
 		}
-		if err := grant.Within(&spec, p, st.Usage); err != nil {
+		within := grant.Within
+		if subTask {
+			within = grant.WithinAsSubTask
+		}
+		if err := within(&spec, p, st.Usage); err != nil {
 			return nil, err
 		}
 	}

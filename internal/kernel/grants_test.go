@@ -339,3 +339,85 @@ func TestMalformedGrantRecordIsNoGrant(t *testing.T) {
 		t.Fatal("the grants listed despite a malformed record")
 	}
 }
+
+// TestSubTaskGrantNeverExceedsParent: the own loop carves a sub-task's
+// grant out of its task's (a main agent's grant): the child's subject is
+// one sub-task in the task's session; everything else lies within the
+// parent. A person cannot use the sub-task rule, and the task's own calls
+// are never inside the child.
+func TestSubTaskGrantNeverExceedsParent(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))
+	k := open(t, clk, "")
+	parentSpec := docsGrant(clk.Now())
+	parentSpec.Subject = grant.Subject{Agent: "overseer"}
+	parentSpec.Budget.Steps = 10
+	p, err := k.IssueGrant(ctx, parentSpec, "alice", "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := docsGrant(clk.Now())
+	child.Subject = grant.Subject{Agent: "overseer", Session: "t1", SubagentType: grant.SubTaskType, SubagentID: "t2"}
+	child.Budget.Steps = 2
+	for name, mut := range map[string]func(s *kernel.GrantSpec){
+		"wider path":       func(s *kernel.GrantSpec) { s.Allow[0].Under = []string{"/proj"} },
+		"more steps":       func(s *kernel.GrantSpec) { s.Budget.Steps = 11 },
+		"no step limit":    func(s *kernel.GrantSpec) { s.Budget.Steps = 0 },
+		"later expiry":     func(s *kernel.GrantSpec) { s.Expires = s.Expires.Add(time.Minute) },
+		"another agent":    func(s *kernel.GrantSpec) { s.Subject.Agent = "claude-code" },
+		"any sub-agent":    func(s *kernel.GrantSpec) { s.Subject.SubagentType = "*" },
+		"no sub-task id":   func(s *kernel.GrantSpec) { s.Subject.SubagentID = "" },
+		"any session":      func(s *kernel.GrantSpec) { s.Subject.Session = "" },
+		"other agent type": func(s *kernel.GrantSpec) { s.Subject.SubagentType = "general-purpose" },
+	} {
+		c := child
+		c.Allow = []grant.Permit{{Kinds: []action.Kind{action.KindFileRead}, Under: []string{"/proj/docs"}, ReadOnly: true}}
+		mut(&c)
+		if _, err := k.IssueChildGrant(ctx, p.ID, c); !errors.Is(err, grant.ErrExceeds) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	child.Allow = []grant.Permit{{Kinds: []action.Kind{action.KindFileRead}, Under: []string{"/proj/docs"}, ReadOnly: true}}
+	// A person nesting by hand keeps the plain rule: a sub-task's subject
+	// is not among a main agent's.
+	spec := child
+	spec.Parent = p.ID
+	if _, err := k.IssueGrant(ctx, spec, "alice", "cli"); !errors.Is(err, grant.ErrExceeds) {
+		t.Fatalf("a person's sub-task grant under a main agent's: %v", err)
+	}
+	c, err := k.IssueChildGrant(ctx, p.ID, child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(sub bool) *action.Action {
+		a := &action.Action{Agent: "overseer", Session: "t1", Tool: "file_read", Kind: action.KindFileRead, Cwd: "/proj",
+			Args: map[string]any{"file_path": "/proj/docs/x.md"}}
+		if sub {
+			a.SubagentType, a.SubagentID = grant.SubTaskType, "t2"
+		}
+		return a
+	}
+	if v := submit(t, k, read(true)); firewall.InsideGrant(&v) != c.ID {
+		t.Fatalf("the sub-task's read: %+v", v.Reasons)
+	}
+	if v := submit(t, k, read(false)); firewall.InsideGrant(&v) != p.ID {
+		t.Fatalf("the task's own read: %+v", v.Reasons)
+	}
+	// A sub-task's call outside its grant is at its edge, not inside the
+	// parent.
+	w := read(true)
+	w.Tool, w.Kind, w.Args = "file_write", action.KindFileWrite, map[string]any{"file_path": "/proj/docs/x.md", "content": "x"}
+	if v := submit(t, k, w); v.Level < action.Confirm || firewall.InsideGrant(&v) != "" {
+		t.Fatalf("the sub-task's write: %s %+v", v.Level, v.Reasons)
+	}
+	g, used, err := k.ActiveGrantOf(ctx, read(false))
+	if err != nil || g == nil || g.ID != p.ID || used.Steps != 2 {
+		t.Fatalf("the task's active grant: %+v %+v %v", g, used, err)
+	}
+	if _, err := k.RevokeGrant(ctx, p.ID, "alice", "cli", "done"); err != nil {
+		t.Fatal(err)
+	}
+	if g, _, err := k.ActiveGrantOf(ctx, read(true)); err != nil || g != nil {
+		t.Fatalf("the sub-task's grant after the parent's revocation: %+v %v", g, err)
+	}
+}

@@ -135,6 +135,11 @@ type FileChange struct {
 	// Before is the content before the call; nil: the call created the file.
 	Before *string `json:"before"`
 	After  string  `json:"after"`
+	// Patch, when set, is the body of an apply_patch update of Path (a
+	// Codex rollout holds the patch, not the previous content): the content
+	// before the call is what reversing the patch on the file gives, where
+	// the file is what the patch made it. Before and After are unset.
+	Patch string `json:"patch,omitempty"`
 }
 
 // IngestedResult is an ingested call's recorded result.
@@ -157,14 +162,20 @@ type changeSummary struct {
 	Path         string `json:"path"`
 	Created      bool   `json:"created,omitempty"`
 	BeforeSHA256 string `json:"before_sha256,omitempty"`
-	AfterSHA256  string `json:"after_sha256"`
+	AfterSHA256  string `json:"after_sha256,omitempty"`
 	BeforeBytes  int    `json:"before_bytes"`
 	AfterBytes   int    `json:"after_bytes"`
+	// PatchSHA256 and PatchBytes describe a change known by its patch.
+	PatchSHA256 string `json:"patch_sha256,omitempty"`
+	PatchBytes  int    `json:"patch_bytes,omitempty"`
 }
 
 func summarize(c *FileChange) *changeSummary {
 	if c == nil {
 		return nil
+	}
+	if c.Patch != "" {
+		return &changeSummary{Path: c.Path, PatchSHA256: sha(c.Patch), PatchBytes: len(c.Patch)}
 	}
 	s := &changeSummary{Path: c.Path, Created: c.Before == nil, AfterSHA256: sha(c.After), AfterBytes: len(c.After)}
 	if c.Before != nil {
@@ -198,6 +209,9 @@ func (k *Kernel) IngestResult(ctx context.Context, r IngestedResult) (string, bo
 	}
 	if _, err := k.Store.GetState(ctx, nsIngestResults, id); err == nil {
 		return id, false, nil
+	}
+	if c := r.Change; c != nil && (c.Patch != "" && (c.Before != nil || c.After != "")) {
+		r.Change = nil // a patch change is known by its patch alone
 	}
 	if c := r.Change; c != nil && (!filepath.IsAbs(c.Path) || filepath.Clean(c.Path) != c.Path || !k.callWrites(ctx, id, c.Path)) {
 		// Only clean absolute paths the call itself wrote can be rolled
@@ -279,17 +293,20 @@ func (k *Kernel) PlanRollback(ctx context.Context, id string) (*RollbackPlan, er
 	if err != nil {
 		return nil, err
 	}
-	cur, err := k.checkRollback(ctx, id, c)
+	p, _, err := k.planRollback(ctx, id, c)
+	return p, err
+}
+
+// planRollback checks the rollback of change c of action id and returns
+// the plan and the content to write back (nil: remove the file).
+func (k *Kernel) planRollback(ctx context.Context, id string, c *FileChange) (*RollbackPlan, []byte, error) {
+	cur, to, err := k.checkRollback(ctx, id, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p := &RollbackPlan{ActionID: id, Path: c.Path, Remove: c.Before == nil}
-	var to []byte
-	if c.Before != nil {
-		to = []byte(*c.Before)
-	}
+	p := &RollbackPlan{ActionID: id, Path: c.Path, Remove: to == nil}
 	p.Diff = undo.UnifiedDiff(c.Path+" (now)", c.Path+" (rolled back)", cur, to)
-	return p, nil
+	return p, to, nil
 }
 
 // Rollback restores the file ingested action id wrote to its content
@@ -302,25 +319,25 @@ func (k *Kernel) PlanRollback(ctx context.Context, id string) (*RollbackPlan, er
 // files, secrets: a forged transcript cannot get them rewritten). The rollback is
 // recorded before the file is touched.
 func (k *Kernel) Rollback(ctx context.Context, id, who, channel string) (*RollbackPlan, error) {
-	p, err := k.PlanRollback(ctx, id)
-	if err != nil {
-		return nil, err
-	}
 	c, err := k.ingestedChange(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	p, to, err := k.planRollback(ctx, id, c)
+	if err != nil {
+		return nil, err
+	}
 	rec := rollbackRecord{Path: c.Path, Remove: p.Remove, Who: who, Channel: channel}
-	if c.Before != nil {
-		rec.Restored = sha(*c.Before)
+	if to != nil {
+		rec.Restored = sha(string(to))
 	}
 	if _, err := k.Audit.Append(ctx, audit.Entry{Type: audit.TypeRollback, ActionID: id, Data: rec, Seal: true}); err != nil {
 		return nil, fmt.Errorf("recording the rollback: %w", err)
 	}
-	if c.Before == nil {
+	if to == nil {
 		err = os.Remove(c.Path)
 	} else {
-		err = writeBack(c.Path, []byte(*c.Before))
+		err = writeBack(c.Path, to)
 	}
 	if err != nil {
 		_, _ = k.Audit.Append(ctx, audit.Entry{Type: audit.TypeError, ActionID: id,
@@ -360,53 +377,84 @@ func (k *Kernel) ingestedChange(ctx context.Context, id string) (*FileChange, er
 	return st.Change, nil
 }
 
-// checkRollback returns the file's current content after checking that
-// the rollback may be made.
-func (k *Kernel) checkRollback(ctx context.Context, id string, c *FileChange) ([]byte, error) {
-	restore := ""
-	if c.Before != nil {
-		restore = *c.Before
-	}
+// checkRollback returns the file's current content and the content to
+// write back (nil: remove the file) after checking that the rollback may
+// be made.
+func (k *Kernel) checkRollback(ctx context.Context, id string, c *FileChange) (cur, to []byte, err error) {
 	// The path, and every directory on the way to it, must be what it
 	// says: no symbolic link redirects the write.
 	if dir := filepath.Dir(c.Path); dir != c.Path {
 		if real, err := filepath.EvalSymlinks(dir); err != nil || real != dir {
-			return nil, fmt.Errorf("%s: %w: a directory on its path is a symbolic link or is gone", c.Path, ErrRollbackRefused)
+			return nil, nil, fmt.Errorf("%s: %w: a directory on its path is a symbolic link or is gone", c.Path, ErrRollbackRefused)
 		}
 	}
-	// The write (a removal too: it is the path that matters) is judged as
-	// a write in the file's own directory: what the firewall would put to
-	// a person's full review (secrets) or block (Overseer's home, hook
-	// configurations, start-up files) is refused.
-	a := &action.Action{Agent: "overseer", Session: "rollback", Tool: "rollback", Kind: action.KindFileWrite,
-		Cwd: filepath.Dir(c.Path), Args: map[string]any{"file_path": c.Path, "content": restore}}
-	if v := k.Engine.Evaluate(ctx, a); v.Level >= action.Approve {
-		return nil, fmt.Errorf("%s: %w: %s", c.Path, ErrRollbackRefused, v.Summary())
+	if c.Before != nil {
+		to = []byte(*c.Before)
+	}
+	if err := k.judgeRollback(ctx, c.Path, to); err != nil {
+		return nil, nil, err
 	}
 	fi, err := os.Lstat(c.Path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: %w (it is gone)", c.Path, ErrChangedSince)
+			return nil, nil, fmt.Errorf("%s: %w (it is gone)", c.Path, ErrChangedSince)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w: not a regular file", c.Path, ErrRollbackRefused)
+		return nil, nil, fmt.Errorf("%s: %w: not a regular file", c.Path, ErrRollbackRefused)
 	}
 	f, err := os.Open(c.Path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	cur, err := io.ReadAll(io.LimitReader(f, int64(len(c.After))+1))
+	limit := int64(len(c.After))
+	if c.Patch != "" {
+		limit = maxPatchedFile
+	}
+	cur, err = io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if string(cur) != c.After {
-		return nil, fmt.Errorf("%s: %w", c.Path, ErrChangedSince)
+	switch {
+	case c.Patch != "":
+		// What the patch made it: reversing the patch must find its new
+		// lines, once each, and give a content the patch turns back into
+		// the file exactly.
+		if int64(len(cur)) > limit {
+			return nil, nil, fmt.Errorf("%s: %w: larger than %d bytes", c.Path, ErrNoRollback, limit)
+		}
+		before, err := undo.ReverseUpdate(string(cur), c.Patch)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w: reversing the patch: %v", c.Path, ErrChangedSince, err)
+		}
+		to = []byte(before)
+		// The reconstructed content is judged too.
+		if err := k.judgeRollback(ctx, c.Path, to); err != nil {
+			return nil, nil, err
+		}
+	case string(cur) != c.After:
+		return nil, nil, fmt.Errorf("%s: %w", c.Path, ErrChangedSince)
 	}
-	return cur, nil
+	return cur, to, nil
 }
+
+// judgeRollback judges writing content to path (a removal too: it is the
+// path that matters) as a write in the file's own directory: what the
+// firewall would put to a person's full review (secrets) or block
+// (Overseer's home, hook configurations, start-up files) is refused.
+func (k *Kernel) judgeRollback(ctx context.Context, path string, content []byte) error {
+	a := &action.Action{Agent: "overseer", Session: "rollback", Tool: "rollback", Kind: action.KindFileWrite,
+		Cwd: filepath.Dir(path), Args: map[string]any{"file_path": path, "content": string(content)}}
+	if v := k.Engine.Evaluate(ctx, a); v.Level >= action.Approve {
+		return fmt.Errorf("%s: %w: %s", path, ErrRollbackRefused, v.Summary())
+	}
+	return nil
+}
+
+// maxPatchedFile bounds the file a patch's rollback reads.
+const maxPatchedFile = 1 << 20
 
 // writeBack replaces path's content atomically (a temporary file in the
 // same directory, renamed over it), keeping its mode.

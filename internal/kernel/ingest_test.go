@@ -411,3 +411,113 @@ func TestTrustWithoutItsRecordIsNoTrust(t *testing.T) {
 		t.Fatalf("unbacked trust read as %s", tr.Mode)
 	}
 }
+
+// ingestPatch ingests a Codex apply_patch call that updated path, with
+// its patch as the change.
+func ingestPatch(t *testing.T, k *kernel.Kernel, key, path, body string) string {
+	t.Helper()
+	patch := "*** Begin Patch\n*** Update File: " + path + "\n" + body + "\n*** End Patch\n"
+	a := &action.Action{Agent: "codex", Session: "s2", Tool: "apply_patch", Cwd: filepath.Dir(path),
+		Args: map[string]any{"input": patch}}
+	out, err := k.IngestCall(context.Background(), a, kernel.IngestSource{Key: key, Format: "codex", File: "r.jsonl", Line: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, fresh, err := k.IngestResult(context.Background(), kernel.IngestedResult{Source: kernel.IngestSource{Key: key, Line: 2},
+		Change: &kernel.FileChange{Path: path, Patch: body}})
+	if err != nil || !fresh || id != out.ActionID {
+		t.Fatalf("result: %s %v %v", id, fresh, err)
+	}
+	return id
+}
+
+// TestRollbackOfIngestedPatches: a Codex patch is rolled back by reversing
+// it, only where the file is what the patch made it; the refusals of
+// rollbacks hold for patches too.
+func TestRollbackOfIngestedPatches(t *testing.T) {
+	k := open(t, clock.Real{}, "")
+	ctx := context.Background()
+	dir := t.TempDir()
+	body := "@@\n line one\n-line two\n+line 2"
+	after := "line one\nline 2\nline three\n"
+
+	p := filepath.Join(dir, "app.txt")
+	os.WriteFile(p, []byte(after), 0o640)
+	id := ingestPatch(t, k, "p1", p, body)
+	plan, err := k.PlanRollback(ctx, id)
+	if err != nil || plan.Remove || !strings.Contains(plan.Diff, "-line 2") || !strings.Contains(plan.Diff, "+line two") {
+		t.Fatalf("plan %+v, %v", plan, err)
+	}
+	if _, err := k.Rollback(ctx, id, "alice", "cli"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "line one\nline two\nline three\n" {
+		t.Fatalf("file is %q", b)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+	recs, _ := k.Store.QueryAudit(ctx, store.AuditQuery{Types: []string{audit.TypeIngestedResult}, ActionID: id})
+	if len(recs) != 1 || !strings.Contains(string(recs[0].Data), `"patch_sha256"`) {
+		t.Fatalf("the ingested result does not describe the patch: %v", recs)
+	}
+	if _, err := k.Rollback(ctx, id, "alice", "cli"); !errors.Is(err, kernel.ErrChangedSince) {
+		t.Fatalf("second rollback: %v", err)
+	}
+
+	// Later work in the patch's lines: refused, untouched.
+	q := filepath.Join(dir, "later.txt")
+	os.WriteFile(q, []byte(after), 0o644)
+	id = ingestPatch(t, k, "p2", q, body)
+	os.WriteFile(q, []byte("line one\nline 2 and more\nline three\n"), 0o644)
+	if _, err := k.Rollback(ctx, id, "alice", "cli"); !errors.Is(err, kernel.ErrChangedSince) {
+		t.Fatalf("rollback over later work: %v", err)
+	}
+	if b, _ := os.ReadFile(q); string(b) != "line one\nline 2 and more\nline three\n" {
+		t.Fatalf("later work lost: %q", b)
+	}
+
+	// A symbolic link is refused.
+	target := filepath.Join(dir, "target.txt")
+	os.WriteFile(target, []byte(after), 0o644)
+	link := filepath.Join(dir, "link.txt")
+	os.Symlink(target, link)
+	id = ingestPatch(t, k, "p3", link, body)
+	if _, err := k.Rollback(ctx, id, "alice", "cli"); !errors.Is(err, kernel.ErrRollbackRefused) && !errors.Is(err, kernel.ErrNoRollback) {
+		t.Fatalf("rollback through a link: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != after {
+		t.Fatal("the link's target was written")
+	}
+
+	// A forged rollout cannot rewrite protected files: the reversed patch
+	// would put the attacker's line into a hook configuration.
+	hook := filepath.Join(dir, ".claude", "settings.json")
+	os.MkdirAll(filepath.Dir(hook), 0o700)
+	os.WriteFile(hook, []byte("{\"hooks\": \"overseer\"}\n"), 0o600)
+	id = ingestPatch(t, k, "p4", hook, "@@\n-{\"hooks\": \"none\"}\n+{\"hooks\": \"overseer\"}")
+	if _, err := k.Rollback(ctx, id, "alice", "cli"); !errors.Is(err, kernel.ErrRollbackRefused) {
+		t.Fatalf("rollback of a hook configuration: %v", err)
+	}
+	if b, _ := os.ReadFile(hook); string(b) != "{\"hooks\": \"overseer\"}\n" {
+		t.Fatalf("the hook configuration was rewritten: %q", b)
+	}
+
+	// A patch change may not also claim contents.
+	r := filepath.Join(dir, "mixed.txt")
+	os.WriteFile(r, []byte(after), 0o644)
+	a := &action.Action{Agent: "codex", Session: "s2", Tool: "apply_patch", Cwd: dir,
+		Args: map[string]any{"input": "*** Begin Patch\n*** Update File: mixed.txt\n" + body + "\n*** End Patch\n"}}
+	out, err := k.IngestCall(ctx, a, kernel.IngestSource{Key: "p5", Format: "codex", File: "r.jsonl", Line: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := "evil"
+	if _, _, err := k.IngestResult(ctx, kernel.IngestedResult{Source: kernel.IngestSource{Key: "p5"},
+		Change: &kernel.FileChange{Path: r, Patch: body, Before: &evil}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Rollback(ctx, out.ActionID, "alice", "cli"); !errors.Is(err, kernel.ErrNoRollback) {
+		t.Fatalf("a patch change with contents: %v", err)
+	}
+}

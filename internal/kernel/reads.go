@@ -12,15 +12,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/guard/paths"
+	"github.com/overseer-dev/overseer/internal/guard/shell"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
-// readObserver records the reads of the agents' own read tools when the
-// kernel records them as running (or a person approves them).
+// readObserver records the reads of the agents' own read tools, and the
+// files their shell commands print whole (`cat f`, `sed -n '1,200p' f` of
+// a file of at most 200 lines: shell.ShownFiles), when the kernel records
+// them as running (or a person approves them).
 type readObserver struct{ t *paths.StoreTracker }
 
 // Observe implements guard.Observer: it records the reads of an action a
@@ -30,13 +35,17 @@ func (o readObserver) Observe(ctx context.Context, a *action.Action, level actio
 	if !answered || !o.tracked(a) {
 		return nil
 	}
-	return o.record(ctx, a.Session, a.Facts.Paths, readFull(a), action.PathRead)
+	states, err := o.effects(a)
+	if err != nil {
+		return err
+	}
+	return o.put(ctx, states)
 }
 
 // tracked reports whether a is a read by an agent's own read tool, whose
 // reads are remembered.
 func (o readObserver) tracked(a *action.Action) bool {
-	return a.Agent != paths.BuiltinAgent && a.Session != "" && a.Kind == action.KindFileRead
+	return a.Agent != paths.BuiltinAgent && a.Session != "" && (a.Kind == action.KindFileRead || a.Kind == action.KindShell)
 }
 
 // readFull reports whether a read the whole file: a read with an offset or
@@ -61,7 +70,72 @@ func (o readObserver) effects(a *action.Action) ([]*store.PutStateEffect, error)
 	if !o.tracked(a) {
 		return nil, nil
 	}
+	if a.Kind == action.KindShell {
+		return o.shellStates(a)
+	}
 	return o.states(a.Session, a.Facts.Paths, readFull(a), action.PathRead)
+}
+
+// maxShownFile is the largest file a shell read is recorded for: no agent
+// sees more through its shell's output, and hashing it is the kernel's
+// time.
+const maxShownFile = 16 << 20
+
+// pseudoFS reports whether p lies in a file system of the kernel's own
+// (/proc, /sys, /dev), whose files are not read to record a read.
+func pseudoFS(p string) bool {
+	for _, d := range []string{"/proc", "/sys", "/dev"} {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// shellStates returns the read records of the files a shell command prints
+// to the agent whole. A file counts when the shell guard's effect model
+// also has the command reading it (Facts.Paths, symlinks resolved) and the
+// lines printed cover the file as it is now; a file printed only in part
+// is not remembered (nor does it replace an earlier read), so an edit after
+// it is judged as before it.
+func (o readObserver) shellStates(a *action.Action) ([]*store.PutStateEffect, error) {
+	cmd, ok := shell.CommandOf(a.Args)
+	if !ok {
+		return nil, nil
+	}
+	shown := shell.ShownFiles(cmd, a.Cwd)
+	if len(shown) == 0 {
+		return nil, nil
+	}
+	read := map[string]bool{}
+	for _, p := range a.Facts.Paths {
+		if p.Intent == action.PathRead {
+			read[p.Path] = true
+		}
+	}
+	var out []*store.PutStateEffect
+	done := map[string]bool{}
+	for _, s := range shown {
+		p, err := filepath.EvalSymlinks(s.Path)
+		if err != nil || done[p] || !read[p] {
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxShownFile || pseudoFS(p) {
+			continue
+		}
+		h, mt, lines, err := paths.HashFileLines(p)
+		if err != nil || !s.Covers(lines) {
+			continue
+		}
+		done[p] = true
+		key, val, err := o.t.ReadState(a.Session, p, true, mt, h)
+		if err != nil {
+			return nil, fmt.Errorf("recording the read of %s: %w", p, err)
+		}
+		out = append(out, &store.PutStateEffect{NS: paths.ReadsNamespace, Key: key, Value: val})
+	}
+	return out, nil
 }
 
 // record remembers the current content of the regular files among ps with

@@ -45,6 +45,9 @@ const (
 	nsBudgetUsage     = "budget_usage"
 	nsRateHosts       = "rate_hosts"
 	nsUsageReported   = "usage_reported"
+	// nsSpendRecent is each agent's spend by the minute (usage.CostBucket),
+	// which cost_threshold auto-rules count.
+	nsSpendRecent = "spend_recent"
 )
 
 // flushInterval is how often counts and spend are written behind.
@@ -164,6 +167,18 @@ func (k *Kernel) loadSpend(ctx context.Context) error {
 		}
 	}
 	k.usage.counter.LoadRows(rows)
+	m, err = k.raw.ListState(ctx, nsSpendRecent)
+	if err != nil {
+		return err
+	}
+	recent := make(map[string][]usage.CostBucket, len(m))
+	for agent, b := range m {
+		var bs []usage.CostBucket
+		if json.Unmarshal(b, &bs) == nil {
+			recent[agent] = bs
+		}
+	}
+	k.usage.counter.LoadCosts(recent)
 	return nil
 }
 
@@ -331,6 +346,25 @@ func (k *Kernel) FlushUsage(ctx context.Context) error {
 			u.counter.Restore(usage.Dirty{Hosts: d.Hosts})
 		}
 	}
+	if len(d.Costs) > 0 {
+		merged := map[string][]usage.CostBucket{}
+		err := k.raw.UpdateStates(ctx, nsSpendRecent, sortedKeys(d.Costs), func(key string, old []byte) ([]byte, error) {
+			b, bs, err := usage.MergeCosts(old, d.Costs[key], now)
+			if err != nil { // an unreadable stored row starts again
+				b, bs, err = usage.MergeCosts(nil, d.Costs[key], now)
+			}
+			merged[key] = bs
+			return b, err
+		})
+		if err != nil {
+			errs = append(errs, err)
+			u.counter.Restore(usage.Dirty{Costs: d.Costs})
+		} else {
+			for key, bs := range merged {
+				u.counter.PutCosts(key, bs)
+			}
+		}
+	}
 	if rep != nil {
 		err := k.raw.UpdateStates(ctx, nsUsageReported, sortedKeys(rep), func(key string, old []byte) ([]byte, error) {
 			var prev Reported
@@ -358,8 +392,8 @@ func (k *Kernel) FlushUsage(ctx context.Context) error {
 var spendReread = 10 * time.Second
 
 // rereadSpend reads the stored spend again when it is due, so that the
-// caps count what other processes on the database spent (the own loop run
-// apart from the daemon, another instance). Called under flushMu, after
+// caps and the cost_threshold auto-rules count what other processes on the
+// database spent (the own loop run apart from the daemon, another instance). Called under flushMu, after
 // this process's spend was written: what is not written yet is kept.
 func (k *Kernel) rereadSpend(ctx context.Context) error {
 	now := time.Now()
@@ -467,7 +501,6 @@ func (k *Kernel) RecordUse(ctx context.Context, u Use) float64 {
 		cost = k.usage.counter.Set().Prices.Cost(u.Model, u.Input, u.Output)
 	}
 	alerts := k.usage.counter.Record(u.Agent, u.Session, usage.Spend{Input: u.Input, Output: u.Output, Cost: cost, Calls: 1}, k.Clock.Now())
-	k.controls.recordCost(u.Agent, cost) // cost_threshold auto-rules
 	for _, al := range alerts {
 		n := Notice{Kind: usage.SourceBudget, ID: al.Cap.ID, Agent: u.Agent, Session: u.Session, Action: string(al.Cap.Action),
 			Share: al.Share, Message: al.Message, At: k.Clock.Now().UTC()}

@@ -22,11 +22,17 @@ import (
 	"time"
 )
 
+// builds are the binaries built by this test process, by build tags.
 var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	buildMu sync.Mutex
+	builds  = map[string]*build{}
 )
+
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
 
 // moduleRoot finds the directory holding go.mod above the working directory.
 func moduleRoot() (string, error) {
@@ -49,32 +55,56 @@ func moduleRoot() (string, error) {
 // Binary builds ./cmd/overseer once per test process and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	return binary(t, "")
+}
+
+// TestClockBinary builds ./cmd/overseer with the overseer_testclock tag
+// once per test process: a binary whose clock starts at the time in
+// OVERSEER_TEST_CLOCK (RFC 3339). Only tests build it; it is never shipped.
+func TestClockBinary(t testing.TB) string {
+	t.Helper()
+	return binary(t, "overseer_testclock")
+}
+
+func binary(t testing.TB, tags string) string {
+	t.Helper()
+	buildMu.Lock()
+	b := builds[tags]
+	if b == nil {
+		b = &build{}
+		builds[tags] = b
+	}
+	buildMu.Unlock()
+	b.once.Do(func() {
 		root, err := moduleRoot()
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
 		dir, err := os.MkdirTemp("", "overseer-bin-")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		binPath = filepath.Join(dir, "overseer")
+		b.path = filepath.Join(dir, "overseer")
 		// The project's one build command (README, scripts/run.sh): CGO off, the
 		// commit stamped from the repository (see `overseer version`), stripped
 		// and with build paths trimmed.
-		cmd := exec.Command("go", "build", "-buildvcs=auto", "-trimpath", "-ldflags=-s -w", "-o", binPath, "./cmd/overseer")
+		args := []string{"build", "-buildvcs=auto", "-trimpath", "-ldflags=-s -w"}
+		if tags != "" {
+			args = append(args, "-tags", tags)
+		}
+		cmd := exec.Command("go", append(args, "-o", b.path, "./cmd/overseer")...)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = &buildError{out: string(out), err: err}
+			b.err = &buildError{out: string(out), err: err}
 		}
 	})
-	if buildErr != nil {
-		t.Fatalf("building overseer: %v", buildErr)
+	if b.err != nil {
+		t.Fatalf("building overseer: %v", b.err)
 	}
-	return binPath
+	return b.path
 }
 
 type buildError struct {
@@ -206,10 +236,17 @@ type Daemon struct {
 // until it answers. The daemon is killed when the test ends.
 func StartDaemon(t testing.TB, home string, extra ...string) *Daemon {
 	t.Helper()
+	return StartDaemonWith(t, Binary(t), nil, home, extra...)
+}
+
+// StartDaemonWith is StartDaemon with another binary (TestClockBinary) and
+// more environment variables.
+func StartDaemonWith(t testing.TB, bin string, env []string, home string, extra ...string) *Daemon {
+	t.Helper()
 	_ = os.Remove(filepath.Join(home, "daemon.json"))
 	args := append([]string{"--home", home, "serve", "--addr", "127.0.0.1:0"}, extra...)
-	cmd := exec.Command(Binary(t), args...)
-	cmd.Env = append(os.Environ(), "OVERSEER_HOME="+home)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(append(os.Environ(), "OVERSEER_HOME="+home), env...)
 	log := &SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {

@@ -50,3 +50,30 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCostBetween is one cost_threshold trigger's read of the spend:
+// an agent with a day of spend stored to the minute and a few fresh costs,
+// summed over a 24-hour window.
+func BenchmarkCostBetween(b *testing.B) {
+	now := time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)
+	var fresh []CostSample
+	for i := range 24 * 60 {
+		fresh = append(fresh, CostSample{T: now.Add(-time.Duration(i) * time.Minute).UnixNano(), USD: 0.01})
+	}
+	_, bs, err := MergeCosts(nil, fresh, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := NewCounter(nil)
+	c.PutCosts("a", bs)
+	for i := range 5 {
+		c.Record("a", "s", Spend{Cost: 0.01}, now.Add(-time.Duration(i)*time.Second))
+	}
+	from := now.Add(-24 * time.Hour)
+	b.ReportAllocs()
+	for b.Loop() {
+		if c.CostBetween("a", from, now) < 14 {
+			b.Fatal("the day's spend is not summed")
+		}
+	}
+}

@@ -133,6 +133,8 @@ type Counter struct {
 	// agents caches, per agent, its window of each limit of set (by
 	// index): one map look-up per check instead of one per limit.
 	agents map[string][]*window
+	// costs is each agent's recent spend by time (recent.go).
+	costs map[string]*costWindow
 }
 
 // NewCounter returns an empty counter checking set.
@@ -142,7 +144,8 @@ func NewCounter(set *Set) *Counter {
 	}
 	return &Counter{set: set, windows: map[wkey]*window{}, hosts: map[string]map[string]bool{},
 		rows: map[string]Spend{}, pending: map[string]Spend{}, totals: map[capKey]float64{}, started: map[string]int64{},
-		noticed: map[string]int64{}, alerted: map[string]bool{}, agents: map[string][]*window{}}
+		noticed: map[string]int64{}, alerted: map[string]bool{}, agents: map[string][]*window{},
+		costs: map[string]*costWindow{}}
 }
 
 // Set returns the set in force.
@@ -513,6 +516,7 @@ func (c *Counter) Record(agent, session string, sp Spend, now time.Time) []Alert
 	rk := SpendKey(DayKey(now), agent, session)
 	c.rows[rk] = c.rows[rk].add(sp)
 	c.pending[rk] = c.pending[rk].add(sp)
+	c.addCostLocked(agent, sp.Cost, now)
 	var out []Alert
 	for i := range c.set.Caps {
 		cp := &c.set.Caps[i]

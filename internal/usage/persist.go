@@ -23,6 +23,8 @@ type Dirty struct {
 	Spend map[string]Spend
 	// Hosts are every host remembered per agent, when any changed.
 	Hosts map[string][]string
+	// Costs are the costs recorded per agent (recent.go).
+	Costs map[string][]CostSample
 }
 
 // DirtyWindow is a window's fresh times.
@@ -32,7 +34,9 @@ type DirtyWindow struct {
 }
 
 // Empty reports whether d holds nothing.
-func (d *Dirty) Empty() bool { return len(d.Windows) == 0 && len(d.Spend) == 0 && len(d.Hosts) == 0 }
+func (d *Dirty) Empty() bool {
+	return len(d.Windows) == 0 && len(d.Spend) == 0 && len(d.Hosts) == 0 && len(d.Costs) == 0
+}
 
 // WindowKey names a rate limit's counter of an agent in the store.
 func WindowKey(limit, agent string) string { return limit + "|" + agent }
@@ -58,6 +62,17 @@ func (c *Counter) TakeDirty() Dirty {
 			w.flushing = len(w.fresh)
 		} else {
 			w.fresh = nil // the limit is gone
+		}
+	}
+	for agent, w := range c.costs {
+		if len(w.fresh) > 0 {
+			if d.Costs == nil {
+				d.Costs = map[string][]CostSample{}
+			}
+			d.Costs[agent] = slices.Clone(w.fresh)
+			w.flushing = len(w.fresh)
+		} else if len(w.base) == 0 {
+			delete(c.costs, agent)
 		}
 	}
 	if c.dirtyH {
@@ -93,6 +108,11 @@ func (c *Counter) Restore(d Dirty) {
 	}
 	if d.Hosts != nil {
 		c.dirtyH = true
+	}
+	for agent := range d.Costs {
+		if w := c.costs[agent]; w != nil {
+			w.flushing = 0
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package usage
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -369,4 +371,94 @@ func FuzzDecodeBudgetCap(f *testing.F) {
 		c.Record("a", "s", Spend{Cost: cp.MaxCostUSD * 2}, t0)
 		c.Check(&Call{Agent: "a", Session: "s", Now: t0}, true)
 	})
+}
+
+// The recent spend: exact while fresh, to the minute once stored, to the
+// hour after a day, dropped after RecentKeep; a flush that failed is
+// flushed again, and what was flushed is not counted twice.
+func TestRecentSpend(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 30, 0, time.UTC)
+	c := NewCounter(nil)
+	c.Record("a", "s", Spend{Cost: 1}, now.Add(-90*time.Second))
+	c.Record("a", "s", Spend{Cost: 2}, now)
+	c.Record("b", "s", Spend{Cost: 4}, now)
+	if got := c.CostBetween("a", now.Add(-time.Minute), now); got != 2 {
+		t.Fatalf("fresh: the last minute holds %v, want 2", got)
+	}
+	d := c.TakeDirty()
+	if len(d.Costs["a"]) != 2 || len(d.Costs["b"]) != 1 {
+		t.Fatalf("dirty costs %+v", d.Costs)
+	}
+	c.Restore(d) // a failed flush: taken again
+	d = c.TakeDirty()
+	if len(d.Costs["a"]) != 2 {
+		t.Fatalf("after a restore: %+v", d.Costs)
+	}
+	old, _, err := MergeCosts(nil, []CostSample{{T: now.Add(-30 * time.Hour).UnixNano(), USD: 8}, {T: now.Add(-40 * 24 * time.Hour).UnixNano(), USD: 16}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, bs, err := MergeCosts(old, d.Costs["a"], now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 40 days ago: dropped; 30 hours ago: an hour bucket; now: minutes.
+	if len(bs) != 3 || bs[0].Size != int64(time.Hour) || bs[0].USD != 8 || bs[1].Size != int64(time.Minute) {
+		t.Fatalf("buckets %+v", bs)
+	}
+	c.PutCosts("a", bs)
+	c.Record("a", "s", Spend{Cost: 0.5}, now) // recorded during the flush: still fresh
+	// A bucket overlapping the span counts whole: 11:59:00–12:00:00 holds
+	// the $1 of 11:59:00, 12:00–12:01 the $2.
+	if got := c.CostBetween("a", now.Add(-time.Minute), now); got != 3.5 {
+		t.Fatalf("stored: the last minute holds %v, want 3.5", got)
+	}
+	if got := c.CostBetween("a", now.Add(-31*time.Hour), now.Add(-29*time.Hour)); got != 8 {
+		t.Fatalf("30 hours ago: %v", got)
+	}
+	// Read again: the stored row is kept; a second merge of it is stable.
+	_, again, err := MergeCosts(b, nil, now)
+	if err != nil || fmt.Sprint(again) != fmt.Sprint(bs) {
+		t.Fatalf("merged again %+v, want %+v (%v)", again, bs, err)
+	}
+	if _, _, err := MergeCosts([]byte("not json"), nil, now); err == nil {
+		t.Fatal("an unreadable row was merged")
+	}
+	// A day later the minutes are hours.
+	_, later, _ := MergeCosts(b, nil, now.Add(25*time.Hour))
+	for _, x := range later {
+		if x.Size != int64(time.Hour) {
+			t.Fatalf("a day later %+v", later)
+		}
+	}
+}
+
+// CostBetween's prefix sums agree with summing every overlapping bucket,
+// for stored rows of minutes and hours and spans anywhere in them.
+func TestCostBetweenMatchesScan(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	var fresh []CostSample
+	for i := range 3000 {
+		at := now.Add(-time.Duration(i*i%(40*24*60)) * time.Minute).Add(-time.Duration(i%60) * time.Second)
+		fresh = append(fresh, CostSample{T: at.UnixNano(), USD: float64(i%7+1) / 100})
+	}
+	_, bs, err := MergeCosts(nil, fresh, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCounter(nil)
+	c.PutCosts("a", bs)
+	for i := range 500 {
+		from := now.Add(-time.Duration(i*97%(32*24*60)) * time.Minute).Add(time.Duration(i%3) * 20 * time.Second)
+		to := from.Add(time.Duration(i*31%(3*24*60)+1) * time.Minute)
+		var want float64
+		for _, b := range bs {
+			if b.End > from.UnixNano() && b.End-b.Size < to.UnixNano() {
+				want += b.USD
+			}
+		}
+		if got := c.CostBetween("a", from, to); math.Abs(got-want) > 1e-9 {
+			t.Fatalf("%v–%v: %v, want %v", from, to, got, want)
+		}
+	}
 }

@@ -15,8 +15,15 @@ import (
 // codex runs `codex exec` in the project with the scripted model.
 func (e *env) codex(t *testing.T, bin, codexHome string, script modeltest.Script) (*modeltest.Server, string) {
 	t.Helper()
+	return e.codexWith(t, bin, codexHome, "m", "", script)
+}
+
+// codexWith is codex with another model name (Codex gives each model the
+// tools of its family) and more of Codex's configuration (TOML) appended.
+func (e *env) codexWith(t *testing.T, bin, codexHome, model, extra string, script modeltest.Script) (*modeltest.Server, string) {
+	t.Helper()
 	srv := modeltest.Responses(t, script)
-	cfg := fmt.Sprintf(`model = "m"
+	cfg := fmt.Sprintf(`model = %q
 model_provider = "fake"
 approval_policy = "never"
 
@@ -27,7 +34,7 @@ wire_api = "responses"
 env_key = "OVERSEER_TEST_MODEL_KEY"
 request_max_retries = 0
 stream_max_retries = 0
-`, srv.URL)
+`, model, srv.URL) + extra
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func (e *env) expand(calls []modeltest.ToolCall) []modeltest.ToolCall {
 			}
 			in[k] = v
 		}
-		out[i] = modeltest.ToolCall{Name: c.Name, Input: in}
+		out[i] = modeltest.ToolCall{Name: c.Name, Input: in, Freeform: strings.ReplaceAll(c.Freeform, "$PROJ", e.proj)}
 	}
 	return out
 }
@@ -164,6 +164,10 @@ func TestRecordTranscripts(t *testing.T) {
 	t.Run("codex", func(t *testing.T) {
 		e := newEnv(t, false)
 		e.saveFixtures(t, "codex", e.recordCodex(t, findCLI(t, "codex")))
+	})
+	t.Run("codex-patch", func(t *testing.T) {
+		e := newEnv(t, false)
+		e.saveFixtures(t, "codex-patch", e.recordCodexPatch(t, findCLI(t, "codex")))
 	})
 }
 

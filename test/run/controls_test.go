@@ -244,3 +244,168 @@ func TestAutoRulesThroughTheDaemon(t *testing.T) {
 		t.Errorf("%d auto_rule_change records, want 4", n)
 	}
 }
+
+// TestCostRuleSeesRunSpend: a cost_threshold auto-rule of the daemon counts
+// what an `overseer run` task (another process on the same database) spent:
+// once the task's two model calls ($1 each by the budget's price table) are
+// written behind and the daemon has read the spend again, the daemon blocks
+// the own loop's shell calls with the rule's reason; before the task it
+// does not.
+func TestCostRuleSeesRunSpend(t *testing.T) {
+	overseertest.Binary(t)
+	e := newEnv(t)
+	e.initDB()
+	e.mustRun("budget", "prices", "--set", `{"big": {"input_per_mtok": 1000}}`)
+	d := overseertest.StartDaemon(t, e.home)
+	rule := map[string]any{"name": "big spender", "trigger": map[string]any{"type": "cost_threshold", "usd": 1.5, "window_minutes": 60, "tool": "shell"},
+		"action": map[string]any{"type": "block_tool"}}
+	code, body := d.Do(t, "POST", "/api/v1/auto-rules", rule, true)
+	var saved struct {
+		ID string `json:"id"`
+	}
+	if code != 201 || json.Unmarshal(body, &saved) != nil || saved.ID == "" {
+		t.Fatalf("POST /api/v1/auto-rules: %d %s", code, body)
+	}
+	shell := map[string]any{"tool": "bash", "kind": "shell", "agent": "overseer", "session": "probe", "args": map[string]any{"command": "echo probe"}}
+	judge := func() (string, string) {
+		t.Helper()
+		code, body := d.Do(t, "POST", "/api/v1/evaluate?dry_run=1", shell, false)
+		var v struct {
+			Level  string `json:"level"`
+			Reason string `json:"reason"`
+		}
+		if code != 200 || json.Unmarshal(body, &v) != nil {
+			t.Fatalf("evaluate: %d %s", code, body)
+		}
+		return v.Level, v.Reason
+	}
+	if lv, why := judge(); lv == "block" {
+		t.Fatalf("blocked before any spend: %s", why)
+	}
+	big := llmtest.NewOpenAI(t, llmtest.Func(func(n int, req llmtest.Request) llmtest.Reply {
+		if n < 2 {
+			return costly(decision("", toolCall("file_read", map[string]any{"file_path": "notes.txt", "offset": n + 1}, "read the notes")))
+		}
+		return decision("", done("Read the notes"))
+	}))
+	cfg := filepath.Join(t.TempDir(), "llm.json")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"default": {"plugin": "llm.openai", "config": {"model": "big", "base_url": %q}}}`, big.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The task's process writes its spend behind every second; the daemon
+	// reads the stored spend again every 10 s or so. (The task then waits
+	// for a person to confirm it is done; it is ended with the test.)
+	p := e.start("run", "--no-plan", "--llm-config", cfg, "Read the notes")
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		lv, why := judge()
+		if lv == "block" {
+			if !strings.Contains(why, "big spender") && !strings.Contains(why, "$2.00") {
+				t.Fatalf("blocked, but not for the spend: %s", why)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon's rule never saw the task's spend (%s: %s)\n%s\n%s", lv, why, d.Log(), p.out.String())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	// Another agent spent nothing: not blocked.
+	shell["agent"] = "someone-else"
+	if lv, why := judge(); lv == "block" {
+		t.Fatalf("another agent was blocked: %s", why)
+	}
+}
+
+// TestNightModeWithInjectedClock: the "night mode" template (22:00–06:00
+// UTC: shell blocked) in a daemon built for tests with an injected clock
+// (tag overseer_testclock, OVERSEER_TEST_CLOCK): at 23:00 a shell call is
+// blocked by the rule and the rule log names it, a file read is not; the
+// same home's daemon started at 09:00 the next morning lets the shell
+// call through. The release binary does not carry the variable's name and
+// a daemon built from it judges by the real clock whatever it says.
+func TestNightModeWithInjectedClock(t *testing.T) {
+	testBin := overseertest.TestClockBinary(t)
+	release := overseertest.Binary(t)
+	e := newEnv(t)
+	const clockEnv = "OVERSEER_TEST_CLOCK"
+	shell := map[string]any{"tool": "bash", "kind": "shell", "agent": "nightly", "session": "n1", "args": map[string]any{"command": "echo tidy-up"}}
+	read := map[string]any{"tool": "file_read", "kind": "file_read", "agent": "nightly", "session": "n1", "args": map[string]any{"file_path": filepath.Join(e.work, "notes.txt")}}
+	type verdict struct {
+		Level   string `json:"level"`
+		Reason  string `json:"reason"`
+		Verdict struct {
+			Decider struct {
+				Name string `json:"name"`
+			} `json:"decider"`
+		} `json:"verdict"`
+	}
+	judge := func(d *overseertest.Daemon, call map[string]any, query string) verdict {
+		t.Helper()
+		code, body := d.Do(t, "POST", "/api/v1/evaluate"+query, call, false)
+		var v verdict
+		if code != 200 || json.Unmarshal(body, &v) != nil {
+			t.Fatalf("evaluate: %d %s", code, body)
+		}
+		return v
+	}
+
+	night := overseertest.StartDaemonWith(t, testBin, []string{clockEnv + "=2031-03-04T23:00:00Z"}, e.home)
+	if !strings.Contains(night.Log(), "TEST BUILD") {
+		t.Fatalf("the test build does not say its clock is injected:\n%s", night.Log())
+	}
+	code, body := night.Do(t, "POST", "/api/v1/auto-rules/templates/night-mode", map[string]any{}, true)
+	var rules []struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+	if code != 201 || json.Unmarshal(body, &rules) != nil || len(rules) == 0 {
+		t.Fatalf("night-mode template: %d %s", code, body)
+	}
+	noShell := ""
+	for _, r := range rules {
+		if r.Name == "night mode: no shell" {
+			noShell = r.ID
+		}
+	}
+	v := judge(night, shell, "")
+	if v.Level != "block" || v.Verdict.Decider.Name != "auto-rule:"+noShell {
+		t.Fatalf("at 23:00 the shell call was not blocked by %s: %+v", noShell, v)
+	}
+	if v := judge(night, read, "?dry_run=1"); v.Level == "block" {
+		t.Fatalf("at 23:00 a file read was blocked: %+v", v)
+	}
+	code, body = night.Do(t, "GET", "/api/v1/auto-rules/log", nil, true)
+	var log []struct {
+		Time  time.Time `json:"time"`
+		Fired struct {
+			RuleID string `json:"rule_id"`
+		} `json:"fired"`
+	}
+	if code != 200 || json.Unmarshal(body, &log) != nil || len(log) != 1 || log[0].Fired.RuleID != noShell ||
+		log[0].Time.Year() != 2031 || log[0].Time.UTC().Hour() != 23 {
+		t.Fatalf("rule log at 23:00: %d %s", code, body)
+	}
+	night.Kill()
+
+	morning := overseertest.StartDaemonWith(t, testBin, []string{clockEnv + "=2031-03-05T09:00:00Z"}, e.home)
+	if v := judge(morning, shell, "?dry_run=1"); v.Level == "block" || strings.HasPrefix(v.Verdict.Decider.Name, "auto-rule:") {
+		t.Fatalf("at 09:00 the shell call was judged by the night rule: %+v", v)
+	}
+	morning.Kill()
+
+	// The release binary: no trace of the variable, and the real clock.
+	b, err := os.ReadFile(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), clockEnv) {
+		t.Fatalf("the release binary carries %s", clockEnv)
+	}
+	real := overseertest.StartDaemonWith(t, release, []string{clockEnv + "=2031-03-04T23:00:00Z"}, e.home)
+	h := time.Now().UTC().Hour()
+	isNight := h >= 22 || h < 6
+	if v := judge(real, shell, "?dry_run=1"); (v.Level == "block") != isNight || strings.Contains(real.Log(), "TEST BUILD") {
+		t.Fatalf("the release daemon at real hour %d (night %v): %+v\n%s", h, isNight, v, real.Log())
+	}
+}

@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/overseer-dev/overseer/internal/overseertest"
 	"github.com/overseer-dev/overseer/test/agents/modeltest"
 )
 
@@ -136,11 +138,26 @@ type agentPane struct {
 // command."
 func startAgent(t testing.TB, tm *tmuxServer, session, agent, proj string, script modeltest.Script) *agentPane {
 	t.Helper()
+	return startAgentWith(t, tm, session, agent, proj, script, agentOpts{})
+}
+
+// agentOpts are what some recordings need of an agent beyond the defaults.
+type agentOpts struct {
+	// mcp is the path of a stdio MCP server's script (run by node), given
+	// to the agent as the server "everything".
+	mcp string
+	// args are added to the agent's command line (e.g. a permission mode).
+	args []string
+}
+
+func startAgentWith(t testing.TB, tm *tmuxServer, session, agent, proj string, script modeltest.Script, o agentOpts) *agentPane {
+	t.Helper()
 	bin := need(t, agent)
 	home := filepath.Join(t.TempDir(), "home")
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
+
 	env := []string{"env", "-i", "PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8",
 		"TERM=xterm-256color", "COLORTERM=truecolor", "TMPDIR=" + os.TempDir()}
 	var srv *modeltest.Server
@@ -163,7 +180,15 @@ func startAgent(t testing.TB, tm *tmuxServer, session, agent, proj string, scrip
 		env = append(env, "ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_API_KEY=sk-ant-test",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
 			"DISABLE_ERROR_REPORTING=1")
-		argv = []string{bin, "--model", "claude-sonnet-4-5", "Run the command."}
+		argv = []string{bin}
+		if o.mcp != "" {
+			// --mcp-config takes several values: an option must follow.
+			cfg := filepath.Join(home, "mcp.json")
+			write(cfg, fmt.Sprintf(`{"mcpServers":{"everything":{"command":%q,"args":[%q,"stdio"]}}}`, nodeBin(t), o.mcp))
+			argv = append(argv, "--mcp-config", cfg)
+		}
+		argv = append(append(argv, "--model", "claude-sonnet-4-5"), o.args...)
+		argv = append(argv, "Run the command.")
 	case "codex":
 		srv = modeltest.Responses(t, script)
 		ch := filepath.Join(home, ".codex")
@@ -182,20 +207,68 @@ stream_max_retries = 0
 
 [projects.%q]
 trust_level = "trusted"
-`, srv.URL, proj))
+`, srv.URL, proj)+mcpTOML(t, o.mcp))
 		env = append(env, "CODEX_HOME="+ch, "OVERSEER_TEST_MODEL_KEY=test")
-		argv = []string{bin, "Run the command."}
+		argv = append(append([]string{bin}, o.args...), "Run the command.")
 	case "gemini":
 		srv = modeltest.Gemini(t, script)
 		write(filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"},`+
 			`"folderTrust":{"enabled":false}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},`+
-			`"general":{"disableAutoUpdate":true}}`)
+			`"general":{"disableAutoUpdate":true}`+mcpJSON(t, o.mcp)+`}`)
 		env = append(env, "GEMINI_API_KEY=test", "GOOGLE_GEMINI_BASE_URL="+srv.URL, "GEMINI_CLI_NO_RELAUNCH=true")
-		argv = []string{bin, "-m", "gemini-2.5-pro", "-i", "Run the command."}
+		argv = append(append([]string{bin, "-m", "gemini-2.5-pro"}, o.args...), "-i", "Run the command.")
 	default:
 		t.Fatalf("unknown agent %q", agent)
 	}
-	return &agentPane{pane: tm.start(t, session, proj, append(env, argv...)...), srv: srv}
+	pane := tm.start(t, session, proj, append(env, argv...)...)
+	pid, _ := strconv.Atoi(tm.info(t, pane, "#{pane_pid}"))
+	// Before the test's directories go: the agent, and what it left running
+	// from its home (Codex's app server daemon), so nothing writes there
+	// while they are removed.
+	t.Cleanup(func() {
+		kill := func(pid int) {
+			if pr, err := os.FindProcess(pid); err == nil {
+				_ = pr.Kill()
+			}
+		}
+		if pid > 0 {
+			kill(pid)
+		}
+		for _, p := range overseertest.Procs() {
+			if strings.HasPrefix(p.Cmdline, home+string(filepath.Separator)) {
+				kill(p.PID)
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	})
+	return &agentPane{pane: pane, srv: srv}
+}
+
+func nodeBin(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("SKIPPED: node is not installed")
+	}
+	return p
+}
+
+// mcpTOML is Codex's configuration of the MCP server script (none: "").
+func mcpTOML(t testing.TB, script string) string {
+	if script == "" {
+		return ""
+	}
+	// Codex runs a tool its server marks read-only without asking, unless
+	// told to ask.
+	return fmt.Sprintf("\n[mcp_servers.everything]\ncommand = %q\nargs = [%q, \"stdio\"]\ndefault_tools_approval_mode = \"prompt\"\n", nodeBin(t), script)
+}
+
+// mcpJSON is Gemini CLI's settings entry of the MCP server script.
+func mcpJSON(t testing.TB, script string) string {
+	if script == "" {
+		return ""
+	}
+	return fmt.Sprintf(`,"mcpServers":{"everything":{"command":%q,"args":[%q,"stdio"]}}`, nodeBin(t), script)
 }
 
 // shellCall is the scripted model's shell call of each agent for command.

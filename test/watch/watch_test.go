@@ -2,6 +2,7 @@ package watch_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -36,6 +37,16 @@ rules:
     when: 'args.command.startsWith("mkdir ")'
     level: confirm
     message: a new directory needs a yes here
+  - name: e2e-files-in-project
+    kind: [file_write, file_edit]
+    when: 'size(facts.paths) > 0 && facts.paths.all(p, p.in_cwd)'
+    level: auto
+    message: files inside the project are the agent's work
+  - name: e2e-echo-auto
+    kind: [mcp]
+    when: 'tool == "mcp__everything__echo"'
+    level: auto
+    message: the echo tool is harmless
 `
 
 // watchEnv is an Overseer home with the test policy, a webhook standing in
@@ -75,10 +86,10 @@ func newWatchEnv(t *testing.T) *watchEnv {
 }
 
 // startWatcher runs `overseer watch tmux` on the test's tmux server.
-func (e *watchEnv) startWatcher(t *testing.T) {
+func (e *watchEnv) startWatcher(t *testing.T, args ...string) {
 	t.Helper()
 	e.log = &overseertest.SyncBuffer{}
-	e.watcher = exec.Command(overseertest.Binary(t), "--home", e.home, "watch", "tmux", "-S", e.tm.sock)
+	e.watcher = exec.Command(overseertest.Binary(t), append([]string{"--home", e.home, "watch", "tmux", "-S", e.tm.sock}, args...)...)
 	e.watcher.Env = append(os.Environ(), "OVERSEER_HOME="+e.home)
 	e.watcher.Stdout, e.watcher.Stderr = e.log, e.log
 	if err := e.watcher.Start(); err != nil {
@@ -310,5 +321,202 @@ func TestWatchAgents(t *testing.T) {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("the audit log has no %q", want)
 		}
+	}
+}
+
+// TestWatchWaitRunsOut: the watcher's wait for a person is bounded
+// (--max-wait): when nobody answers in time, the request is withdrawn,
+// nothing is typed — the prompt stays for the person at the terminal — the
+// panes view says so, the audit log records it, and the same prompt is not
+// put to a person again.
+func TestWatchWaitRunsOut(t *testing.T) {
+	e := newWatchEnv(t)
+	pane := e.tm.start(t, "w", t.TempDir(), "sh", "-c", `printf 'Delete the old builds? (y/n) '; read a; echo "got:$a"; exec sleep 600`)
+	e.tm.waitFor(t, pane, "(y/n)", 10*time.Second)
+	e.startWatcher(t, "--max-wait", "3s", "--interval", "300ms")
+	e.dump = func() string { return e.tm.capture(t, pane) + "\nwatcher:\n" + e.log.String() }
+	id := e.pending(t, "terminal", "Delete the old builds", 30*time.Second)
+	asked := time.Now()
+	pendingIDs := func() string {
+		res := overseertest.Run(t, e.home, "", "approvals", "--json")
+		return res.Stdout
+	}
+	eventually(t, 30*time.Second, "the unanswered request was withdrawn", func() bool { return !strings.Contains(pendingIDs(), id) }, e.dump)
+	if waited := time.Since(asked); waited > 20*time.Second {
+		t.Errorf("the request stayed %s, the wait is 3s", waited)
+	}
+	eventually(t, 15*time.Second, "the panes view shows the prompt left for a person", func() bool {
+		res := overseertest.Run(t, e.home, "", "watch", "panes", "--json")
+		return strings.Contains(res.Stdout, `"state":"left for a person"`) && strings.Contains(res.Stdout, "no person answered in time")
+	}, e.dump)
+	// Nothing was typed, and the prompt is not put to a person again.
+	time.Sleep(3 * time.Second)
+	if sc := e.tm.capture(t, pane); strings.Contains(sc, "got:") || !strings.Contains(sc, "(y/n)") {
+		t.Fatalf("keys were typed into the pane after the wait ran out:\n%s", sc)
+	}
+	if p := pendingIDs(); strings.Contains(p, "Delete the old builds") {
+		t.Fatalf("the prompt was put to a person again: %s", p)
+	}
+	res := overseertest.Run(t, e.home, "", "audit", "export")
+	for _, want := range []string{"overseer watch: left for a person at the terminal: denied: no person answered in time after 3s", "keys: []", "Delete the old builds? (y/n)"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("the audit log has no %q", want)
+		}
+	}
+	// The person at the terminal still answers it.
+	e.tm.cmd(t, "send-keys", "-t", pane, "n", "Enter")
+	e.tm.waitFor(t, pane, "got:n", 10*time.Second)
+}
+
+// TestWatchFilesAndMCP: prompts about files and MCP tools, read from the
+// screen and judged as the hooks' calls: Claude Code's write of a small file
+// and Codex's patch inside the project are answered yes and made; Gemini
+// CLI's and Codex's MCP echo (a rule allows it) are answered yes and run;
+// Claude Code's MCP prompt, which does not name the tool, goes to a person,
+// whose yes is typed.
+func TestWatchFilesAndMCP(t *testing.T) {
+	e := newWatchEnv(t)
+	npm := overseertest.MCPPeers(t, "server-everything")
+	js := filepath.Join(npm, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	type run struct {
+		proj string
+		pane *agentPane
+	}
+	var runs []*run
+	start := func(agent string, o agentOpts, calls ...modeltest.ToolCall) *run {
+		proj := filepath.Join(t.TempDir(), agent)
+		if err := os.MkdirAll(proj, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := &run{proj: proj, pane: startAgentWith(t, e.tm, "agents", agent, proj, modeltest.Steps(calls...), o)}
+		runs = append(runs, r)
+		return r
+	}
+	cw := start("claude", agentOpts{}, modeltest.ToolCall{Name: "Write", Input: map[string]any{"file_path": "notes.txt", "content": "hello\nworld\n"}})
+	cm := start("claude", agentOpts{mcp: js}, modeltest.ToolCall{Name: "mcp__everything__echo", Input: map[string]any{"message": "from claude"}})
+	xp := start("codex", agentOpts{}, shellCall("codex", "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: notes.txt\n+hello\n+world\n*** End Patch\nEOF\n"))
+	xm := &run{proj: filepath.Join(t.TempDir(), "codex")}
+	if err := os.MkdirAll(xm.proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	xm.pane = startAgentWith(t, e.tm, "agents", "codex", xm.proj, whenOffered("mcp__everything",
+		modeltest.ToolCall{Namespace: "mcp__everything", Name: "echo", Input: map[string]any{"message": "from-codex"}}), agentOpts{mcp: js})
+	runs = append(runs, xm)
+	gm := start("gemini", agentOpts{mcp: js}, modeltest.ToolCall{Name: "mcp_everything_echo", Input: map[string]any{"message": "from gemini"}})
+	e.startWatcher(t)
+	e.dump = func() string {
+		var b strings.Builder
+		for _, r := range runs {
+			b.WriteString("== " + r.proj + "\n" + e.tm.capture(t, r.pane.pane))
+		}
+		return b.String() + "\nwatcher:\n" + e.log.String()
+	}
+	echoed := func(r *run, want string) func() bool {
+		return func() bool {
+			for _, res := range r.pane.srv.Results() {
+				if strings.Contains(res.Content, want) && !res.IsError {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	made := func(r *run) func() bool {
+		return func() bool {
+			b, err := os.ReadFile(filepath.Join(r.proj, "notes.txt"))
+			return err == nil && string(b) == "hello\nworld\n"
+		}
+	}
+	eventually(t, 120*time.Second, "Claude Code's write was answered and made", made(cw), e.dump)
+	eventually(t, 120*time.Second, "Codex's patch was answered and made", made(xp), e.dump)
+	eventually(t, 120*time.Second, "Gemini CLI's MCP call was answered and ran", echoed(gm, "from gemini"), e.dump)
+	eventually(t, 120*time.Second, "Codex's MCP call was answered and ran", echoed(xm, "from-codex"), e.dump)
+	id := e.pending(t, cliVersions["claude"], "everything", 120*time.Second)
+	if res := overseertest.Run(t, e.home, "", "approve", id, "--reason", "fine"); res.Code != 0 {
+		t.Fatalf("overseer approve: %d %s %s", res.Code, res.Stdout, res.Stderr)
+	}
+	eventually(t, 60*time.Second, "Claude Code's MCP call was approved and ran", echoed(cm, "from claude"), e.dump)
+
+	res := overseertest.Run(t, e.home, "", "audit", "export")
+	for _, want := range []string{"recogniser: claude-code/permission", "recogniser: codex/patch", "recogniser: gemini/mcp", "recogniser: codex/mcp", "overseer watch: answered yes"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("the audit log has no %q", want)
+		}
+	}
+}
+
+// whenOffered makes call once the agent offers the tool (or namespace)
+// named offered: Codex starts its MCP servers while the first turn runs and
+// leaves out one not ready yet. Until then the model waits with a command
+// Codex runs in its sandbox without asking; after the call it answers.
+func whenOffered(offered string, call modeltest.ToolCall) modeltest.Script {
+	var mu sync.Mutex
+	called := false
+	return func(r *modeltest.Request) modeltest.Reply {
+		if !r.HasTools {
+			return modeltest.Reply{Text: "ok"}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		tools, _ := r.Body["tools"].([]any)
+		have := false
+		for _, x := range tools {
+			if m, _ := x.(map[string]any); m["name"] == offered {
+				have = true
+			}
+		}
+		switch {
+		case called:
+			return modeltest.Reply{Text: "done"}
+		case have:
+			called = true
+			c := call
+			return modeltest.Reply{Tool: &c}
+		case len(r.Results) > 60:
+			return modeltest.Reply{Text: "the tool was never offered"}
+		}
+		return modeltest.Reply{Tool: &modeltest.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "sleep 1"}}}
+	}
+}
+
+// TestWatchPlanApproved: Claude Code's plan prompt (plan mode) goes to a
+// person with the plan's text; the person's yes, given with `overseer
+// approve`, is typed on "Yes, manually approve edits" — the watcher moves
+// the selection off "auto-accept edits" first — and Claude Code proceeds.
+func TestWatchPlanApproved(t *testing.T) {
+	e := newWatchEnv(t)
+	proj := filepath.Join(t.TempDir(), "plan")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ap := startAgentWith(t, e.tm, "agents", "claude", proj, planScript("# Plan\n\n1. Create notes.txt\n2. Write hello in it\n"),
+		agentOpts{args: []string{"--permission-mode", "plan"}})
+	e.startWatcher(t)
+	e.dump = func() string { return e.tm.capture(t, ap.pane) + "\nwatcher:\n" + e.log.String() }
+	id := e.pending(t, cliVersions["claude"], "Create notes.txt", 120*time.Second)
+	if res := overseertest.Run(t, e.home, "", "approve", id, "--reason", "good plan"); res.Code != 0 {
+		t.Fatalf("overseer approve: %d %s %s", res.Code, res.Stdout, res.Stderr)
+	}
+	eventually(t, 60*time.Second, "the watcher typed the person's yes", func() bool {
+		return strings.Contains(e.log.String(), "answered yes")
+	}, e.dump)
+	// The plan file's Write, then ExitPlanMode's result: approved.
+	results := func() string {
+		var b strings.Builder
+		for _, r := range ap.srv.Results() {
+			fmt.Fprintf(&b, "%v %q\n", r.IsError, r.Content)
+		}
+		return b.String()
+	}
+	eventually(t, 60*time.Second, "Claude Code learned the plan was approved", func() bool {
+		rs := ap.srv.Results()
+		return len(rs) >= 2 && !rs[1].IsError && strings.Contains(strings.ToLower(rs[1].Content), "approved")
+	}, func() string { return results() + e.dump() })
+	res := overseertest.Run(t, e.home, "", "audit", "export")
+	if !strings.Contains(res.Stdout, `keys: [\"Down\" \"Enter\"]`) || !strings.Contains(res.Stdout, "recogniser: claude-code/plan") {
+		t.Errorf("the audit log has no answer of the plan prompt with the moved selection:\n%s", res.Stdout)
+	}
+	if strings.Contains(e.tm.capture(t, ap.pane), "accept edits on") {
+		t.Errorf("Claude Code switched to accepting edits:\n%s", e.tm.capture(t, ap.pane))
 	}
 }

@@ -42,6 +42,11 @@
 //                              dry-run it, save it; read the anomaly timeline: CONTROLS {dry: {summary,
 //                              rows: [{action, with, what}]}, rules: [names], events: [{id, text}]}
 //                              (with dir: screenshots controls.png and controls-dryrun.png)
+//           PANES <waiting pane> [file]
+//                              the Panes page: wait until the waiting pane links to its request,
+//                              read every pane's row (screenshot into file), follow the link, approve
+//                              the request in the queue by clicking, come back and wait until the pane
+//                              shows "answered": PANES {before: [{id, state, text}], link, approval, after}
 //           QUIT
 //
 // Environment: OVERSEER_URL (base URL), OVERSEER_TOKEN, CHROMIUM (default
@@ -486,6 +491,23 @@ for await (const line of rl) {
     await page.waitForFunction(() => !document.querySelector("#paused .paused-agent"), null, { timeout: 20000 });
     got.afterResume = (await page.textContent("#paused")).trim();
     say("LIMITS " + JSON.stringify(got));
+  } else if (cmd === "PANES") {
+    const row = `#panes-list tr[data-pane="${rest[0]}"]`;
+    const rows = () => page.evaluate(() => [...document.querySelectorAll("#panes-list tr[data-pane]")].map((tr) => ({
+      id: tr.dataset.pane, state: tr.querySelector(".badge").textContent, text: tr.textContent.replace(/\s+/g, " ").trim() })));
+    await page.goto(base + "/ui/#/panes");
+    await page.waitForSelector(row + " a.pane-request", { timeout: 60000 });
+    const before = await rows();
+    if (rest[1]) { await page.screenshot({ path: rest[1], fullPage: true }); say("SHOT " + rest[1]); }
+    const link = await page.getAttribute(row + " a.pane-request", "href");
+    const approval = decodeURIComponent(link.replace(/^#\/queue\//, ""));
+    await page.click(row + " a.pane-request");
+    await page.waitForSelector(`article.item.selected[data-id="${approval}"]`, { timeout: 20000 });
+    await page.click(`article.item[data-id="${approval}"] button.approve`);
+    await page.waitForSelector(`article.item[data-id="${approval}"]`, { state: "detached", timeout: 20000 });
+    await page.goto(base + "/ui/#/panes");
+    await page.waitForFunction((sel) => { const b = document.querySelector(sel + " .badge"); return b && b.textContent === "answered"; }, row, { timeout: 30000 });
+    say("PANES " + JSON.stringify({ before, link, approval, after: await rows() }));
   } else if (cmd === "QUIT") {
     break;
   }

@@ -380,6 +380,85 @@ func TestTUIAnswers(t *testing.T) {
 	tmux("send-keys", "-t", "tui", "q")
 }
 
+// TestTUIControls drives `overseer tui` in a real tmux through the views
+// of unattended hours: R lists an auto-rule and E turns it off through the
+// daemon (audited as the person), l shows a rate limit's and a budget
+// cap's use against the limit.
+func TestTUIControls(t *testing.T) {
+	_, err := exec.LookPath("tmux")
+	need(t, "tmux", err == nil)
+	home := newHome(t, map[string]string{})
+	d := overseertest.StartDaemon(t, home)
+	code, body := d.Do(t, "POST", "/api/v1/auto-rules", map[string]any{"name": "no prod at night",
+		"trigger": map[string]any{"type": "pattern_match", "text": "prod"}, "action": map[string]any{"type": "require_approval"}}, true)
+	var rule struct {
+		ID string `json:"id"`
+	}
+	if code != 201 || json.Unmarshal(body, &rule) != nil {
+		t.Fatalf("auto-rule: %d %s", code, body)
+	}
+	if code, body := d.Do(t, "POST", "/api/v1/budget/caps", map[string]any{"name": "daily spend", "max_cost_usd": 2}, true); code != 201 {
+		t.Fatalf("budget cap: %d %s", code, body)
+	}
+	if code, body := d.Do(t, "POST", "/api/v1/rate-limits", map[string]any{"name": "few deploys", "tool": "deploy",
+		"max_calls": 10, "window_seconds": 3600, "action_on_limit": "block"}, true); code != 201 {
+		t.Fatalf("rate limit: %d %s", code, body)
+	}
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	tmux := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	tmux("new-session", "-d", "-s", "tui", "-x", "160", "-y", "45",
+		fmt.Sprintf("%s --home %s tui --who tess --poll 200ms", overseertest.Binary(t), home))
+	t.Cleanup(func() { exec.Command("tmux", "-S", sock, "kill-server").Run() })
+	screen := func(want string) string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		var s string
+		for time.Now().Before(deadline) {
+			s = tmux("capture-pane", "-p", "-t", "tui")
+			if strings.Contains(s, want) {
+				return s
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("the screen never showed %q:\n%s", want, s)
+		return ""
+	}
+	screen("0 waiting")
+	tmux("send-keys", "-t", "tui", "R")
+	screen("● no prod at night")
+	tmux("send-keys", "-t", "tui", "E")
+	screen("○ no prod at night")
+	code, body = d.Do(t, "GET", "/api/v1/auto-rules/"+rule.ID, nil, true)
+	var got struct {
+		Enabled bool `json:"enabled"`
+	}
+	if code != 200 || json.Unmarshal(body, &got) != nil || got.Enabled {
+		t.Fatalf("the rule after E: %d %s", code, body)
+	}
+	tmux("send-keys", "-t", "tui", "Escape")
+	screen("Waiting for you")
+	// A call counted by the limit, and spend reported for the cap.
+	if code, body := d.Do(t, "POST", "/api/v1/actions", map[string]any{"tool": "deploy", "agent": "codex",
+		"args": map[string]any{"target": "qa"}}, false); code != 200 {
+		t.Fatalf("deploy: %d %s", code, body)
+	}
+	tmux("send-keys", "-t", "tui", "l")
+	s := screen("1/10")
+	for _, want := range []string{"few deploys", "at most 10 in 1h0m0s → block", "daily spend", "global, daily: $2.00 → stop"} {
+		if !strings.Contains(s, want) {
+			t.Fatalf("the limits view lacks %q:\n%s", want, s)
+		}
+	}
+	tmux("send-keys", "-t", "tui", "q")
+}
+
 // TestServeAnnouncesConsole: `overseer serve` prints the console's address;
 // listening on loopback only, it prints no QR code (no phone can reach it).
 func TestServeAnnouncesConsole(t *testing.T) {

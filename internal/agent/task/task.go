@@ -115,6 +115,14 @@ type Task struct {
 	Cwd string `json:"cwd"`
 	// Session is the session the task's actions are judged in.
 	Session string `json:"session"`
+	// Parent is the task that started this one as a sub-task (empty: a
+	// task of its own). A sub-task acts in its parent's session as the
+	// sub-agent of type "subtask" with its own id, may call only Tools,
+	// and runs under Grant (carved out of its parent's) when its parent
+	// held one.
+	Parent string   `json:"parent,omitempty"`
+	Tools  []string `json:"tools,omitempty"`
+	Grant  string   `json:"grant,omitempty"`
 	// Aborts counts abort requests: 1 stops after the current step, 2 forces.
 	Aborts int `json:"aborts,omitempty"`
 	// Runner is the process running the task, while it runs.

@@ -113,7 +113,11 @@ func (a *app) open(ctx context.Context) (*kernel.Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	k, err := kernel.Open(ctx, kernel.Config{Home: home, PolicyFile: a.policy})
+	clk, err := testClock() // nil but in a test build
+	if err != nil {
+		return nil, err
+	}
+	k, err := kernel.Open(ctx, kernel.Config{Home: home, PolicyFile: a.policy, Clock: clk})
 	if err != nil {
 		return nil, err
 	}

@@ -251,7 +251,7 @@ func (a *app) withLoop(ctx context.Context, f runFlags, resumeID string,
 		return err
 	}
 	defer closeTools()
-	cfg := agent.Config{Kernel: k, Tasks: ts, LLM: llm, Tools: tools, Out: a.stdout, MaxRejections: f.maxRejections}
+	cfg := agent.Config{Kernel: k, Tasks: ts, LLM: llm, Tools: tools, Out: a.stdout, MaxRejections: f.maxRejections, SubTasks: true}
 	if f.answerHere || isTerminalIn(a.stdin) {
 		cfg.Answers, cfg.Who = readLines(a.stdin), whoami()
 	}
@@ -616,6 +616,13 @@ func (a *app) tasksShowCmd() *cobra.Command {
 					t.ID, t.Goal, t.Status, t.Step, t.MaxSteps, t.Usage.InputTokens, t.Usage.OutputTokens, t.Usage.CostUSD, t.Elapsed.Round(time.Second))
 				if t.Model != "" {
 					fmt.Fprintf(w, "model: %s\n", t.Model)
+				}
+				if t.Parent != "" {
+					fmt.Fprintf(w, "sub-task of %s · tools %s", t.Parent, strings.Join(t.Tools, ", "))
+					if t.Grant != "" {
+						fmt.Fprintf(w, " · grant %s", t.Grant)
+					}
+					fmt.Fprintln(w)
 				}
 				if t.Plan != nil && len(t.Plan.Subtasks) > 0 {
 					fmt.Fprintln(w, "plan:")

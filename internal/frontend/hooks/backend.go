@@ -42,6 +42,10 @@ type Backend interface {
 type DecideOptions struct {
 	MaxWait    time.Duration
 	AskConfirm bool
+	// Submitted, when set, learns the id the daemon gave the action as soon
+	// as it is submitted, before the wait for a person (the watcher shows
+	// which request a pane waits on).
+	Submitted func(actionID string)
 }
 
 // ErrNoAnswer means no person answered within the hook's wait.
@@ -123,6 +127,9 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 	}
 	if o.ActionID != "" {
 		a.ID = o.ActionID
+		if opts.Submitted != nil {
+			opts.Submitted(a.ID)
+		}
 	}
 	for o.Decision == "pending" {
 		if opts.AskConfirm && o.Level == action.Confirm {

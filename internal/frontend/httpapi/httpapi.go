@@ -24,12 +24,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
+	promreg "github.com/overseer-dev/overseer/internal/frontend/metrics"
 	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/limits"
@@ -134,7 +133,7 @@ func (s *Server) Quotas() *limits.Quotas { return s.opts.Quotas }
 func (s *Server) routes() {
 	m := s.r
 	m.HandleFunc("GET /healthz", AccessPublic, s.healthz)
-	m.Handle("GET /metrics", AccessScrape, s.scrape(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
+	m.Handle("GET /metrics", AccessScrape, s.scrape(s.metrics.reg.Handler()))
 	m.HandleFunc("GET /api/v1/routes", AccessToken, s.auth(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.r.Routes())
 	}))
@@ -792,27 +791,22 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 
 // metrics are the Prometheus series the daemon exports.
 type metrics struct {
-	reg          *prometheus.Registry
-	actions      *prometheus.CounterVec
-	evalTime     prometheus.Histogram
-	refusals     *prometheus.CounterVec
-	authFailures prometheus.Counter
+	reg          *promreg.Registry
+	actions      *promreg.CounterVec
+	evalTime     *promreg.Histogram
+	refusals     *promreg.CounterVec
+	authFailures *promreg.Counter
 }
 
-func (m *metrics) refused(d *limits.Denied) { m.refusals.WithLabelValues(d.Scope, d.What).Inc() }
+func (m *metrics) refused(d *limits.Denied) { m.refusals.Inc(d.Scope, d.What) }
 
 func newMetrics(k *kernel.Kernel) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
-	m.actions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "overseer_actions_total", Help: "Actions submitted, by verdict level.",
-	}, []string{"level"})
-	m.evalTime = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "overseer_submit_seconds", Help: "Time to judge and durably record a submitted action.",
-		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 14),
-	})
-	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "overseer_approvals_pending", Help: "Approvals waiting for a person.",
-	}, func() float64 {
+	r := promreg.NewRegistry()
+	m := &metrics{reg: r}
+	m.actions = r.NewCounterVec("overseer_actions_total", "Actions submitted, by verdict level.", "level")
+	m.evalTime = r.NewHistogram("overseer_submit_seconds", "Time to judge and durably record a submitted action.",
+		promreg.ExponentialBuckets(0.0001, 2, 14))
+	r.NewGaugeFunc("overseer_approvals_pending", "Approvals waiting for a person.", func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		list, err := k.Store.ListApprovals(ctx, store.ApprovalFilter{Status: store.StatusPending})
@@ -821,27 +815,19 @@ func newMetrics(k *kernel.Kernel) *metrics {
 		}
 		return float64(len(list))
 	})
-	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "overseer_quota_refusals_total", Help: "Submissions refused (429) by a quota, by scope and limit.",
-	}, []string{"scope", "limit"})
-	m.authFailures = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "overseer_auth_failures_total", Help: "Requests that presented a wrong credential.",
-	})
-	dbBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "overseer_database_bytes", Help: "Size of the database with its write-ahead log.",
-	}, func() float64 {
+	m.refusals = r.NewCounterVec("overseer_quota_refusals_total", "Submissions refused (429) by a quota, by scope and limit.", "scope", "limit")
+	m.authFailures = r.NewCounter("overseer_auth_failures_total", "Requests that presented a wrong credential.")
+	r.NewGaugeFunc("overseer_database_bytes", "Size of the database with its write-ahead log.", func() float64 {
 		n, err := limits.DatabaseSize(filepath.Join(k.Home, kernel.DBFile))
 		if err != nil {
 			return -1
 		}
 		return float64(n)
 	})
-	m.reg.MustRegister(m.actions, m.evalTime, pending, m.refusals, m.authFailures, dbBytes,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
 
 func (m *metrics) observe(l action.Level, d time.Duration) {
-	m.actions.WithLabelValues(l.String()).Inc()
+	m.actions.Inc(l.String())
 	m.evalTime.Observe(d.Seconds())
 }

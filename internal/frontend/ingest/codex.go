@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
+
+	"github.com/overseer-dev/overseer/internal/undo"
 )
 
 // codexLine is a line of a Codex rollout (observed with Codex 0.169.0):
@@ -34,7 +37,17 @@ type codexParser struct {
 	file    string
 	session string
 	cwd     string
+	// patches are the apply_patch calls whose output is still to come,
+	// by call id: the output says whether the patch was applied.
+	patches map[string]codexPatch
 }
+
+// codexPatch is an apply_patch call: its patch and the directory its
+// paths are relative to.
+type codexPatch struct{ patch, cwd string }
+
+// maxPendingPatches bounds the apply_patch calls kept for their output.
+const maxPendingPatches = 256
 
 // codexTypes are the line types the parser reads; a line naming none of
 // them is skipped after a validity check.
@@ -91,6 +104,16 @@ func (p *codexParser) Line(n int, line []byte) ([]Event, error) {
 		o.LineHash = lineHash(line)
 	}
 	call := func(tool string, in map[string]any) []Event {
+		if tool == "apply_patch" && pl.CallID != "" {
+			if patch, ok := in["input"].(string); ok && len(patch) <= MaxChange {
+				if p.patches == nil {
+					p.patches = map[string]codexPatch{}
+				}
+				if len(p.patches) < maxPendingPatches {
+					p.patches[pl.CallID] = codexPatch{patch: patch, cwd: p.cwd}
+				}
+			}
+		}
 		return []Event{{Call: &Call{Origin: o, Agent: FormatCodex, Session: p.session, Tool: tool, Input: in, Cwd: p.cwd}}}
 	}
 	switch pl.Type {
@@ -134,8 +157,18 @@ func (p *codexParser) Line(n int, line []byte) ([]Event, error) {
 			return nil, fmt.Errorf("%s without a call_id", pl.Type)
 		}
 		text := outputText(pl.Output)
-		return []Event{{Result: &Result{Origin: o, Agent: FormatCodex, Session: p.session,
-			IsError: codexFailed(text), Text: clip(text, MaxResultText)}}}, nil
+		r := &Result{Origin: o, Agent: FormatCodex, Session: p.session, IsError: codexFailed(text), Text: clip(text, MaxResultText)}
+		if pc, ok := p.patches[pl.CallID]; ok {
+			delete(p.patches, pl.CallID)
+			// apply_patch says "Success." when it applied the patch, and
+			// why not otherwise ("apply_patch verification failed: …").
+			if !r.IsError && strings.Contains(text, "Success.") {
+				r.Change = patchChange(pc)
+			} else {
+				r.IsError = true
+			}
+		}
+		return []Event{{Result: r}}, nil
 	}
 	return nil, nil // messages, reasoning
 }
@@ -163,12 +196,47 @@ func outputText(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// codexFailed reads a shell output's exit code line.
+// codexFailed reads a shell output's exit code line ("Process exited with
+// code N"; apply_patch's "Exit code: N").
 func codexFailed(text string) bool {
-	i := strings.Index(text, "Process exited with code ")
-	if i < 0 {
-		return false
+	for _, lead := range []string{"Process exited with code ", "Exit code: "} {
+		i := strings.Index(text, lead)
+		if i < 0 {
+			continue
+		}
+		rest := text[i+len(lead):]
+		return !strings.HasPrefix(rest, "0\n") && rest != "0"
 	}
-	rest := text[i+len("Process exited with code "):]
-	return !strings.HasPrefix(rest, "0\n") && rest != "0"
+	return false
+}
+
+// patchChange is the file change an applied apply_patch call made, when it
+// can be undone: a patch of one file operation, adding a file (whose whole
+// content the patch holds) or updating one in place (undone by reversing
+// the patch). Deletions, moves and patches of several files are not.
+func patchChange(pc codexPatch) *FileChange {
+	fs, err := undo.ParsePatch(pc.patch)
+	if err != nil || len(fs) != 1 {
+		return nil
+	}
+	f := fs[0]
+	p := f.Path
+	if !filepath.IsAbs(p) {
+		if pc.cwd == "" || !filepath.IsAbs(pc.cwd) {
+			return nil
+		}
+		p = filepath.Join(pc.cwd, p)
+	}
+	p = filepath.Clean(p)
+	switch {
+	case f.Op == "add":
+		content, err := undo.AddedContent(f.Body)
+		if err != nil || len(content) > MaxChange {
+			return nil
+		}
+		return &FileChange{Path: p, After: content}
+	case f.Op == "update" && f.MoveTo == "":
+		return &FileChange{Path: p, Patch: f.Body}
+	}
+	return nil
 }

@@ -66,7 +66,7 @@ func FuzzClaudeCodeLine(f *testing.F) {
 }
 
 func FuzzCodexLine(f *testing.F) {
-	seedLines(f, "codex-a.jsonl")
+	seedLines(f, "codex-a.jsonl", "codex-patch-a.jsonl")
 	f.Fuzz(func(t *testing.T, line []byte) { fuzzLine(t, FormatCodex, line) })
 }
 

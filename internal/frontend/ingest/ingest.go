@@ -121,12 +121,17 @@ func (r *Result) CallKey() string {
 	return callKey(o, r.Agent, r.Session)
 }
 
-// FileChange is a file write the transcript describes fully.
+// FileChange is a file write the transcript describes fully, or (Patch)
+// by the patch that made it.
 type FileChange struct {
 	Path string `json:"path"`
 	// Before is the content before the call; nil: the call created the file.
 	Before *string `json:"before"`
 	After  string  `json:"after"`
+	// Patch, when set, is the body of an apply_patch update of Path (Codex):
+	// the content before it is what reversing the patch gives, where the
+	// file is what the patch made it. Before and After are then unset.
+	Patch string `json:"patch,omitempty"`
 }
 
 // Problem is a line that could not be read.

@@ -263,3 +263,87 @@ func TestClaudeChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestCodexPatchRollout reads the rollout of a real Codex session that
+// edited a file with apply_patch: the added file's content and each
+// update's patch become the results' changes; the failed patch has none.
+func TestCodexPatchRollout(t *testing.T) {
+	// The rollout's working directory, as the machine that wrote it had it.
+	b, err := os.ReadFile(filepath.Join("testdata", "codex-patch-a.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.ReplaceAll(b, []byte("$PROJ"), []byte("/home/u/proj"))
+	parser, _ := NewParser(FormatCodex, "codex-patch-a.jsonl")
+	p, err := ReadAll(parser, "codex-patch-a.jsonl", bytes.NewReader(b), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Problems) > 0 {
+		t.Fatalf("problems: %v", p.Problems)
+	}
+	var changes []*FileChange
+	var failed int
+	for _, e := range p.Events {
+		if c := e.Call; c != nil && c.Tool != "apply_patch" {
+			t.Errorf("call %s", c.Tool)
+		}
+		if r := e.Result; r != nil {
+			if r.IsError {
+				failed++
+				if r.Change != nil {
+					t.Errorf("a failed patch has a change: %+v", r.Change)
+				}
+				continue
+			}
+			changes = append(changes, r.Change)
+		}
+	}
+	if failed != 1 || len(changes) != 3 {
+		t.Fatalf("%d failed results, %d changes", failed, len(changes))
+	}
+	for _, c := range changes {
+		if c == nil || c.Path != "/home/u/proj/app.txt" {
+			t.Fatalf("changes %+v", changes)
+		}
+	}
+	if c := changes[0]; c.Before != nil || c.After != "line one\nline two\nline three\n" || c.Patch != "" {
+		t.Errorf("the added file: %+v", c)
+	}
+	if c := changes[1]; c.Before != nil || c.After != "" || c.Patch != "@@\n line one\n-line two\n+line 2\n line three" {
+		t.Errorf("the first update: %+v", c)
+	}
+	if c := changes[2]; c.Patch != "@@\n-line one\n+line 1" {
+		t.Errorf("the second update: %+v", c)
+	}
+}
+
+// TestCodexPatchChanges: which patches can be undone.
+func TestCodexPatchChanges(t *testing.T) {
+	for _, tc := range []struct {
+		patch, cwd string
+		want       string // "" none; else the path, then "add" or "patch"
+	}{
+		{"*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch", "/p", "/p/a.txt add"},
+		{"*** Begin Patch\n*** Update File: /q/b.txt\n@@\n-a\n+b\n*** End Patch", "", "/q/b.txt patch"},
+		{"*** Begin Patch\n*** Update File: sub/../b.txt\n@@\n-a\n+b\n*** End Patch", "/p", "/p/b.txt patch"},
+		{"*** Begin Patch\n*** Update File: b.txt\n@@\n-a\n+b\n*** End Patch", "", ""},
+		{"*** Begin Patch\n*** Delete File: b.txt\n*** End Patch", "/p", ""},
+		{"*** Begin Patch\n*** Update File: b.txt\n*** Move to: c.txt\n@@\n-a\n+b\n*** End Patch", "/p", ""},
+		{"*** Begin Patch\n*** Add File: a.txt\n+x\n*** Add File: b.txt\n+y\n*** End Patch", "/p", ""},
+		{"not a patch", "/p", ""},
+	} {
+		c := patchChange(codexPatch{patch: tc.patch, cwd: tc.cwd})
+		got := ""
+		if c != nil {
+			kind := "patch"
+			if c.Patch == "" {
+				kind = "add"
+			}
+			got = c.Path + " " + kind
+		}
+		if got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.patch, got, tc.want)
+		}
+	}
+}

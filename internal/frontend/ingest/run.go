@@ -269,7 +269,7 @@ func (in *Ingester) call(ctx context.Context, c *Call, rep *Report) error {
 func (in *Ingester) result(ctx context.Context, r *Result, rep *Report) error {
 	ir := kernel.IngestedResult{Source: source(r.Origin, r.CallKey()), IsError: r.IsError, Text: r.Text}
 	if c := r.Change; c != nil {
-		ir.Change = &kernel.FileChange{Path: c.Path, Before: c.Before, After: c.After}
+		ir.Change = &kernel.FileChange{Path: c.Path, Before: c.Before, After: c.After, Patch: c.Patch}
 	}
 	id, fresh, err := in.K.IngestResult(ctx, ir)
 	switch {

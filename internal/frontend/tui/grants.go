@@ -72,7 +72,7 @@ func (m Model) updateGrants(msg tea.Msg) (Model, tea.Cmd, bool) {
 			m.setStatus("grants: "+msg.err.Error(), true)
 		} else {
 			m.grants = msg.list
-			m.grantSel = max(0, min(m.grantSel, len(m.grants)-1))
+			m.grantList.resize(len(m.grants))
 		}
 		return m, nil, true
 	case grantRevokedMsg:
@@ -89,37 +89,29 @@ func (m Model) updateGrants(msg tea.Msg) (Model, tea.Cmd, bool) {
 
 // grantsKey handles a key in the grants view.
 func (m Model) grantsKey(s string) (tea.Model, tea.Cmd) {
-	switch s {
-	case "q":
-		m.quitting = true
-		return m, tea.Quit
-	case "esc", "G":
-		m.mode = modeQueue
-	case "j", "down":
-		m.grantSel = min(len(m.grants)-1, m.grantSel+1)
-	case "k", "up":
-		m.grantSel = max(0, m.grantSel-1)
-	case "g":
-		return m, m.fetchGrants()
-	case "R":
-		api, ok := m.grantsAPI()
-		if !ok || m.grantSel < 0 || m.grantSel >= len(m.grants) {
-			return m, nil
-		}
-		id := m.grants[m.grantSel].ID
-		if m.busy[id] {
-			return m, nil
-		}
-		m.busy[id] = true
-		m.setStatus("revoking "+id+"…", false)
-		ctx, who := m.ctx, m.opts.Who
-		return m, func() tea.Msg {
-			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			return grantRevokedMsg{id: id, err: api.RevokeGrant(cctx, id, who)}
-		}
+	if cmd, ok := m.listKey(s, "G", &m.grantList, m.fetchGrants); ok {
+		return m, cmd
 	}
-	return m, nil
+	if s != "R" {
+		return m, nil
+	}
+	api, ok := m.grantsAPI()
+	i, sel := m.grantList.at()
+	if !ok || !sel {
+		return m, nil
+	}
+	id := m.grants[i].ID
+	if m.busy[id] {
+		return m, nil
+	}
+	m.busy[id] = true
+	m.setStatus("revoking "+id+"…", false)
+	ctx, who := m.ctx, m.opts.Who
+	return m, func() tea.Msg {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return grantRevokedMsg{id: id, err: api.RevokeGrant(cctx, id, who)}
+	}
 }
 
 // renderGrants renders the grants view below the header.
@@ -129,19 +121,11 @@ func (m Model) renderGrants(add func(string), rule func(string)) {
 		add(stFaint.Render("  Not available here."))
 		return
 	}
-	if len(m.grants) == 0 {
-		add(stFaint.Render("  No active grant. Issue one with `overseer grant issue` or the web console."))
-	}
-	for i, g := range m.grants {
+	rows := make([]listRow, 0, len(m.grants))
+	for _, g := range m.grants {
 		used := fmt.Sprintf("%d", g.Usage.Steps)
 		if g.Budget.Steps > 0 {
 			used += fmt.Sprintf("/%d", g.Budget.Steps)
-		}
-		row := fmt.Sprintf("%s  %s · %s steps · until %s", g.ID, g.Subject, used, g.Expires.Local().Format("15:04"))
-		if i == m.grantSel {
-			add(stSel.Render("▶ " + row))
-		} else {
-			add("  " + row)
 		}
 		var ps []string
 		for _, p := range g.Allow {
@@ -158,8 +142,11 @@ func (m Model) renderGrants(add func(string), rule func(string)) {
 			}
 			ps = append(ps, strings.Join(parts, " "))
 		}
-		add(stFaint.Render("    " + oneLine(strings.Join(ps, "; ")) + " · issued by " + g.IssuedBy))
+		rows = append(rows, listRow{line: fmt.Sprintf("%s  %s · %s steps · until %s", g.ID, g.Subject, used, g.Expires.Local().Format("15:04")),
+			sub: []string{oneLine(strings.Join(ps, "; ")) + " · issued by " + g.IssuedBy}})
 	}
+	sel, _ := m.grantList.at()
+	renderRows(add, rows, sel, "No active grant. Issue one with `overseer grant issue` or the web console.")
 }
 
 // grantsFoot is the grants view's key line.

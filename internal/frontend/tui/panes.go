@@ -73,16 +73,8 @@ func (m Model) updatePanes(msg tea.Msg) (Model, tea.Cmd, bool) {
 
 // panesKey handles a key in the panes view.
 func (m Model) panesKey(s string) (tea.Model, tea.Cmd) {
-	switch s {
-	case "q":
-		m.quitting = true
-		return m, tea.Quit
-	case "esc", "w":
-		m.mode = modeQueue
-	case "g":
-		return m, m.fetchPanes()
-	}
-	return m, nil
+	cmd, _ := m.listKey(s, "w", nil, m.fetchPanes)
+	return m, cmd
 }
 
 // panesFoot is the panes view's key line.
@@ -121,6 +113,15 @@ func (m Model) renderPanes(add func(string), rule func(string)) {
 				stFaint.Render(dur(now.Sub(v.Since)))))
 			if last != "" {
 				add(stFaint.Render("      " + short(oneLine(last), max(20, m.width-8))))
+			}
+			if v.State == watch.StateWaiting && v.ActionID != "" {
+				// Its request, found by the call the watcher submitted.
+				for _, a := range m.pending {
+					if a.ActionID == v.ActionID {
+						add(stBold.Render("      waiting on request " + a.ID + " in the queue (Esc, then answer it there)"))
+						break
+					}
+				}
 			}
 		}
 	}

@@ -103,7 +103,7 @@ func (m Model) updatePins(msg tea.Msg) (Model, tea.Cmd, bool) {
 			}
 		} else {
 			m.pins = msg.list
-			m.pinSel = max(0, min(m.pinSel, len(m.pinsShown())-1))
+			m.pinList.resize(len(m.pinsShown()))
 		}
 		return m, nil, true
 	case pinDoneMsg:
@@ -120,33 +120,21 @@ func (m Model) updatePins(msg tea.Msg) (Model, tea.Cmd, bool) {
 
 // pinsKey handles a key in the MCP view.
 func (m Model) pinsKey(s string) (tea.Model, tea.Cmd) {
-	shown := m.pinsShown()
-	switch s {
-	case "q":
-		m.quitting = true
-		return m, tea.Quit
-	case "esc", "m":
-		m.mode = modeQueue
-	case "j", "down":
-		m.pinSel = min(len(shown)-1, m.pinSel+1)
-	case "k", "up":
-		m.pinSel = max(0, m.pinSel-1)
-	case "g":
-		m.setStatus("reading the MCP pins…", false)
-		return m, m.fetchPins()
-	case "A":
-		if m.pinSel < 0 || m.pinSel >= len(shown) || shown[m.pinSel].Pending == nil {
-			return m, nil
-		}
-		p := shown[m.pinSel]
-		if m.busy[pinKey(p)] {
-			return m, nil
-		}
-		m.busy[pinKey(p)] = true
-		m.setStatus("accepting "+pinKey(p)+"…", false)
-		return m, m.acceptPin(p)
+	if cmd, ok := m.listKey(s, "m", &m.pinList, m.fetchPins); ok {
+		return m, cmd
 	}
-	return m, nil
+	shown := m.pinsShown()
+	i, sel := m.pinList.at()
+	if s != "A" || !sel || i >= len(shown) || shown[i].Pending == nil {
+		return m, nil
+	}
+	p := shown[i]
+	if m.busy[pinKey(p)] {
+		return m, nil
+	}
+	m.busy[pinKey(p)] = true
+	m.setStatus("accepting "+pinKey(p)+"…", false)
+	return m, m.acceptPin(p)
 }
 
 // renderPins renders the MCP view below the header.
@@ -180,7 +168,7 @@ func (m Model) renderPins(add func(string), rule func(string)) {
 		if m.busy[pinKey(p)] {
 			row += " · sending…"
 		}
-		if i == m.pinSel {
+		if sel, _ := m.pinList.at(); i == sel {
 			add(stSel.Render("▶ " + row))
 		} else {
 			add("  " + row)
@@ -188,7 +176,7 @@ func (m Model) renderPins(add func(string), rule func(string)) {
 		if why != "" {
 			add(stFaint.Render("    " + oneLine(why)))
 		}
-		if i != m.pinSel || p.Pending == nil {
+		if sel, _ := m.pinList.at(); i != sel || p.Pending == nil {
 			continue
 		}
 		if p.Pending.Findings != nil {

@@ -117,7 +117,7 @@ func (m Model) updateTrust(msg tea.Msg) (Model, tea.Cmd, bool) {
 			}
 		} else {
 			m.proposals = msg.list
-			m.propSel = max(0, min(m.propSel, len(m.proposals)-1))
+			m.propList.resize(len(m.proposals))
 		}
 		return m, nil, true
 	case proposalDoneMsg:
@@ -136,24 +136,16 @@ func (m Model) updateTrust(msg tea.Msg) (Model, tea.Cmd, bool) {
 
 // trustKey handles a key in the proposals view.
 func (m Model) trustKey(s string) (tea.Model, tea.Cmd) {
+	if cmd, ok := m.listKey(s, "p", &m.propList, m.fetchProposals); ok {
+		return m, cmd
+	}
 	switch s {
-	case "q":
-		m.quitting = true
-		return m, tea.Quit
-	case "esc", "p":
-		m.mode = modeQueue
-	case "j", "down":
-		m.propSel = min(len(m.proposals)-1, m.propSel+1)
-	case "k", "up":
-		m.propSel = max(0, m.propSel-1)
-	case "g":
-		m.setStatus("reading the proposals…", false)
-		return m, m.fetchProposals()
 	case "A", "D":
-		if m.propSel < 0 || m.propSel >= len(m.proposals) {
+		i, sel := m.propList.at()
+		if !sel {
 			return m, nil
 		}
-		p := m.proposals[m.propSel]
+		p := m.proposals[i]
 		if m.busy[p.ID] {
 			return m, nil
 		}
@@ -181,7 +173,7 @@ func (m Model) renderProposals(add func(string), rule func(string)) {
 	}
 	for i, p := range m.proposals {
 		row := fmt.Sprintf("%s  %s → %s", p.ID, p.Title, p.Rule.Level)
-		if i == m.propSel {
+		if sel, _ := m.propList.at(); i == sel {
 			add(stSel.Render("▶ " + row))
 		} else {
 			add("  " + row)
@@ -193,7 +185,7 @@ func (m Model) renderProposals(add func(string), rule func(string)) {
 		}
 		add(fmt.Sprintf("    from %d approvals · dry run over %d past actions: would have saved %d prompt(s) · %s",
 			p.Approvals, dr.Examined, dr.PromptsSaved, lt))
-		if i != m.propSel {
+		if sel, _ := m.propList.at(); i != sel {
 			continue
 		}
 		for _, c := range dr.LetThrough {

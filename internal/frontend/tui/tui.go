@@ -25,6 +25,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/firewall"
 	"github.com/overseer-dev/overseer/internal/frontend/client"
 	"github.com/overseer-dev/overseer/internal/frontend/watch"
 	"github.com/overseer-dev/overseer/internal/kernel"
@@ -78,14 +79,20 @@ type Model struct {
 	busy          map[string]bool
 	quitting      bool
 	proposals     []kernel.Proposal // trust.go
-	propSel       int
+	propList      listView
 	propNext      time.Time    // when the proposals are read again
 	pins          []mcppin.Pin // pins.go
-	pinSel        int
+	pinList       listView
 	grants        []kernel.GrantView // grants.go
-	grantSel      int
-	panes         []watch.PaneSet    // panes.go
-	paused        []store.AgentPause // pauses.go
+	grantList     listView
+	agents        []*kernel.AgentTrust // agents.go
+	agentList     listView
+	agentRec      *kernel.AgentRecord // the selected agent's record
+	agentTools    map[string]bool     // tools picked for a promotion to supervised
+	agentAccept   bool                // promote although violations were found
+	panes         []watch.PaneSet     // panes.go
+	paused        []store.AgentPause  // pauses.go
+	ctl           controlsState       // controls.go
 
 	// after schedules the next refresh (tea.Tick); tests replace it so
 	// that a timer is never confused with a slow API call.
@@ -102,6 +109,10 @@ const (
 	modePins      // pins.go: the MCP definitions withheld or flagged
 	modeGrants    // grants.go: the active grants
 	modePanes     // panes.go: the panes overseer watch watches
+	modeAutoRules // controls.go: the auto-rules and their log
+	modeAnomaly   // controls.go: the anomaly rules, anomalies and rollbacks
+	modeLimits    // controls.go: rate limits and budget caps, use against limit
+	modeAgents    // agents.go: the agents' records and trust
 )
 
 // New returns the UI's model over api. ctx bounds its API calls.
@@ -207,10 +218,16 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if mm, cmd, ok := m.updateGrants(msg); ok {
 		return mm, cmd
 	}
+	if mm, cmd, ok := m.updateAgents(msg); ok {
+		return mm, cmd
+	}
 	if mm, cmd, ok := m.updatePanes(msg); ok {
 		return mm, cmd
 	}
 	if mm, cmd, ok := m.updatePauses(msg); ok {
+		return mm, cmd
+	}
+	if mm, cmd, ok := m.updateControls(msg); ok {
 		return mm, cmd
 	}
 	switch msg := msg.(type) {
@@ -239,6 +256,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		if m.mode == modePanes {
 			fetch = tea.Batch(fetch, m.fetchPanes())
+		}
+		if m.mode == modeLimits || m.mode == modeAnomaly || m.mode == modeAutoRules {
+			fetch = tea.Batch(fetch, m.fetchControls(m.mode)) // live use, firings
 		}
 		return m, tea.Batch(m.tick(), fetch, m.fetchPaused())
 	case answeredMsg:
@@ -367,8 +387,12 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.pinsKey(s)
 	case modeGrants:
 		return m.grantsKey(s)
+	case modeAgents:
+		return m.agentsKey(s)
 	case modePanes:
 		return m.panesKey(s)
+	case modeAutoRules, modeAnomaly, modeLimits:
+		return m.controlsKey(s)
 	case modeReason:
 		switch s {
 		case "esc":
@@ -413,11 +437,23 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.setStatus("", false)
 			return m, m.fetchGrants()
 		}
+	case "T":
+		if _, ok := m.agentsAPI(); ok {
+			m.mode = modeAgents
+			m.setStatus("", false)
+			return m, m.fetchAgents()
+		}
 	case "w":
 		if _, ok := m.panesAPI(); ok {
 			m.mode = modePanes
 			m.setStatus("", false)
 			return m, m.fetchPanes()
+		}
+	case "R", "n", "l":
+		if _, ok := m.controlsAPI(); ok {
+			m.mode = map[string]mode{"R": modeAutoRules, "n": modeAnomaly, "l": modeLimits}[s]
+			m.setStatus("", false)
+			return m, m.fetchControls(m.mode)
 		}
 	case "U":
 		return m.resumeFirst() // pauses.go
@@ -536,7 +572,10 @@ func mainArg(a *action.Action) string {
 	return strings.Join(parts, " ")
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine puts s on one line, without control characters: what it shows
+// (commands, paths, reasons) may come from an agent, and a terminal escape
+// in it must not reach the person's terminal.
+func oneLine(s string) string { return plain(strings.Join(strings.Fields(s), " ")) }
 
 // plain drops control characters (terminal escapes among them) from text an
 // agent may have written, such as what ingest read from a transcript.
@@ -555,6 +594,26 @@ func (m Model) View() tea.View {
 	v.AltScreen = true
 	v.WindowTitle = "Overseer"
 	return v
+}
+
+// view is one of the views besides the queue: what it shows below the
+// header, and its key line (replaced by the status while there is one).
+type view struct {
+	render func(add, rule func(string))
+	foot   string
+}
+
+func (m Model) views() map[mode]view {
+	return map[mode]view{
+		modePanes:     {m.renderPanes, panesFoot},
+		modePins:      {m.renderPins, pinsFoot},
+		modeGrants:    {m.renderGrants, grantsFoot},
+		modeAgents:    {m.renderAgents, agentsFoot},
+		modeProposals: {m.renderProposals, trustFoot},
+		modeAutoRules: {m.renderAutoRules, autoRulesFoot},
+		modeAnomaly:   {m.renderAnomaly, anomalyFoot},
+		modeLimits:    {m.renderLimits, limitsFoot},
+	}
 }
 
 func (m Model) render() string {
@@ -592,7 +651,11 @@ func (m Model) render() string {
 			"p       proposed rules (learned from your approvals): A accept, D dismiss",
 			"m       MCP definitions withheld (changed or suspicious): A accept",
 			"G       active grants (delegated mode): R revoke",
+			"T       agents and their trust (record, violations): P promote, D demote",
 			"w       panes watched by overseer watch (agent, last prompt, state)",
+			"R       auto-rules: on/off, times fired, last fired, the rule log; E turns one on or off",
+			"n       anomaly rules, the anomalies detected and their rollbacks; E turns a rule on or off",
+			"l       rate limits and budget caps: current use against the limit",
 			"?       this help             q       quit",
 			"", "Press any key to go back.",
 		} {
@@ -601,48 +664,9 @@ func (m Model) render() string {
 		return strings.Join(lines, "\n")
 	}
 
-	if m.mode == modePanes {
-		m.renderPanes(add, rule)
-		foot := panesFoot
-		if m.status != "" {
-			foot = stOK.Render(m.status)
-			if m.statusBad {
-				foot = stBad.Render(m.status)
-			}
-		}
-		add(foot)
-		return strings.Join(lines, "\n")
-	}
-
-	if m.mode == modePins {
-		m.renderPins(add, rule)
-		foot := pinsFoot
-		if m.status != "" {
-			foot = stOK.Render(m.status)
-			if m.statusBad {
-				foot = stBad.Render(m.status)
-			}
-		}
-		add(foot)
-		return strings.Join(lines, "\n")
-	}
-
-	if m.mode == modeGrants {
-		m.renderGrants(add, rule)
-		foot := grantsFoot
-		if m.status != "" {
-			foot = stOK.Render(m.status)
-			if m.statusBad {
-				foot = stBad.Render(m.status)
-			}
-		}
-		add(foot)
-		return strings.Join(lines, "\n")
-	}
-
-	if m.mode == modeProposals {
-		m.renderProposals(add, rule)
-		foot := trustFoot
+	if v, ok := m.views()[m.mode]; ok {
+		v.render(add, rule)
+		foot := v.foot
 		if m.status != "" {
 			foot = stOK.Render(m.status)
 			if m.statusBad {
@@ -845,7 +869,21 @@ func describe(r store.AuditRecord) string {
 	case "verdict":
 		var v action.Verdict
 		if json.Unmarshal(r.Data, &v) == nil {
-			return tool + " → " + lvl(v.Level) + " " + oneLine(v.Summary())
+			s := tool + " → " + lvl(v.Level)
+			if g := firewall.InsideGrant(&v); g != "" {
+				s += " inside grant " + g
+			}
+			for _, rs := range v.Reasons {
+				switch {
+				case strings.HasPrefix(rs.Name, firewall.GrantEdgePrefix):
+					s += " at the edge of grant " + strings.TrimPrefix(rs.Name, firewall.GrantEdgePrefix)
+				case strings.HasPrefix(rs.Name, "conflicts."):
+					s += " · conflict"
+				case rs.Name == "paths.read-before-edit" && rs.Level == action.Block:
+					s += " · stale read"
+				}
+			}
+			return s + " " + oneLine(v.Summary())
 		}
 	case "approval_request":
 		var a store.Approval
@@ -880,6 +918,104 @@ func describe(r store.AuditRecord) string {
 		var c kernel.TrustChange
 		if json.Unmarshal(r.Data, &c) == nil {
 			return plain(oneLine(fmt.Sprintf("%s %s: %s → %s by %s: %s", c.Agent, c.Op+"d", c.From, c.To, c.Who, c.Reason)))
+		}
+	case "ingested_result":
+		var ir struct {
+			Source  kernel.IngestSource `json:"source"`
+			IsError bool                `json:"is_error"`
+			Change  *struct {
+				Path        string `json:"path"`
+				Created     bool   `json:"created"`
+				PatchSHA256 string `json:"patch_sha256"`
+			} `json:"change"`
+		}
+		if json.Unmarshal(r.Data, &ir) == nil {
+			s := fmt.Sprintf("result of %s (ingested from %s:%d)", r.ActionID, filepath.Base(ir.Source.File), ir.Source.Line)
+			if ir.IsError {
+				s += ", failed"
+			}
+			if c := ir.Change; c != nil {
+				how := "wrote"
+				switch {
+				case c.Created:
+					how = "created"
+				case c.PatchSHA256 != "":
+					how = "patched"
+				}
+				s += fmt.Sprintf("; %s %s (can be rolled back)", how, c.Path)
+			}
+			return plain(oneLine(s))
+		}
+	case kernel.TypeGrant:
+		var gr struct {
+			Op      string        `json:"op"`
+			ID      string        `json:"id"`
+			Grant   *kernel.Grant `json:"grant"`
+			Revoked *struct {
+				By, Reason string
+			} `json:"revoked"`
+		}
+		if json.Unmarshal(r.Data, &gr) == nil {
+			switch {
+			case gr.Op == "issue" && gr.Grant != nil:
+				g := gr.Grant
+				s := fmt.Sprintf("grant %s issued by %s for %s until %s", g.ID, g.IssuedBy, g.Subject, g.Expires.Local().Format("15:04"))
+				if g.Parent != "" {
+					s += ", carved out of " + g.Parent
+				}
+				if g.Budget.Steps > 0 {
+					s += fmt.Sprintf(", %d steps", g.Budget.Steps)
+				}
+				return plain(oneLine(s))
+			case gr.Op == "revoke" && gr.Revoked != nil:
+				return plain(oneLine(fmt.Sprintf("grant %s revoked by %s: %s", gr.ID, gr.Revoked.By, gr.Revoked.Reason)))
+			}
+		}
+	case "alert":
+		var al struct {
+			Kind    string `json:"kind"`
+			Summary string `json:"summary"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(r.Data, &al) == nil && (al.Summary != "" || al.Message != "") {
+			return plain(oneLine(strings.TrimSpace(al.Kind + " alert: " + al.Summary + al.Message)))
+		}
+	case kernel.TypeAgentPaused, kernel.TypeAgentResumed:
+		var pr kernel.PauseRecord
+		if json.Unmarshal(r.Data, &pr) == nil && pr.Agent != "" {
+			verb := "paused"
+			if r.Type == kernel.TypeAgentResumed {
+				verb = "resumed"
+			}
+			s := fmt.Sprintf("agent %s %s by %s", pr.Agent, verb, pr.By)
+			if pr.Reason != "" {
+				s += ": " + pr.Reason
+			}
+			return plain(oneLine(s))
+		}
+	case "task":
+		var ev struct {
+			Event  string `json:"event"`
+			TaskID string `json:"task_id"`
+			Goal   string `json:"goal"`
+			Status string `json:"status"`
+			Who    string `json:"who"`
+			Result string `json:"result"`
+		}
+		if json.Unmarshal(r.Data, &ev) == nil && ev.TaskID != "" {
+			s := fmt.Sprintf("task %s %s", ev.TaskID, strings.ReplaceAll(ev.Event, "_", " "))
+			switch {
+			case ev.Event == "created" && ev.Goal != "":
+				s += ": " + ev.Goal
+			case ev.Event == "ended":
+				s += " " + ev.Status
+				if ev.Result != "" {
+					s += ": " + ev.Result
+				}
+			case ev.Who != "":
+				s += " by " + ev.Who
+			}
+			return plain(oneLine(s))
 		}
 	case "rollback":
 		var rb struct{ Path, Who, Channel string }

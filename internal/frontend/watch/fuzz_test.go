@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -37,6 +38,17 @@ func FuzzRecognise(f *testing.F) {
 					t.Fatalf("complete prompt with command %q", c)
 				}
 			}
+		}
+		// A complete file or MCP call holds only drawn text, and a file's
+		// path is one line.
+		if b, err := json.Marshal(p.Args); err != nil || strings.Contains(string(b), `\ufffd`) || strings.ContainsRune(string(b), '\uFFFD') {
+			t.Fatalf("complete prompt with undrawn characters: %s", b)
+		}
+		if fp, ok := p.Args["file_path"].(string); ok && (fp == "" || strings.Contains(fp, "\n")) {
+			t.Fatalf("complete prompt with file path %q", fp)
+		}
+		if p.Kind == action.KindMCP && !strings.HasPrefix(p.Tool, "mcp__") {
+			t.Fatalf("complete MCP prompt naming tool %q", p.Tool)
 		}
 		if len(p.Options) > 0 && p.AllowOnce >= 0 && set.rs != nil {
 			if l := p.Options[p.AllowOnce].Label; strings.Contains(strings.ToLower(l), "always") || strings.Contains(strings.ToLower(l), "don't ask") {

@@ -65,7 +65,8 @@ var _ Judge = (*HookJudge)(nil)
 
 // Judge implements Judge.
 func (j *HookJudge) Judge(ctx context.Context, a *action.Action) (Ruling, error) {
-	d, err := j.B.Decide(ctx, a, hooks.DecideOptions{MaxWait: j.MaxWait})
+	submitted, _ := ctx.Value(submittedKey{}).(func(string))
+	d, err := j.B.Decide(ctx, a, hooks.DecideOptions{MaxWait: j.MaxWait, Submitted: submitted})
 	if err != nil {
 		return Ruling{}, err
 	}
@@ -84,6 +85,16 @@ func (j *HookJudge) Judge(ctx context.Context, a *action.Action) (Ruling, error)
 		return Ruling{}, errors.New("the judgement was neither allow nor deny")
 	}
 	return r, nil
+}
+
+// submittedKey carries, in a judgement's context, what to call with the
+// action's id once it is submitted (WithSubmitted).
+type submittedKey struct{}
+
+// WithSubmitted returns ctx telling a Judge to call f with the action's id
+// as soon as it has one, before any wait for a person.
+func WithSubmitted(ctx context.Context, f func(actionID string)) context.Context {
+	return context.WithValue(ctx, submittedKey{}, f)
 }
 
 // Record implements Judge.

@@ -3,6 +3,7 @@ package watch
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -24,6 +25,9 @@ const (
 	styleFenced   = "fenced"
 	stylePrefixed = "prefixed"
 	styleBoxed    = "boxed"
+	stylePatch    = "patch"
+	styleTool     = "tool"
+	stylePlan     = "plan"
 	styleNone     = "none"
 )
 
@@ -43,8 +47,15 @@ type spec struct {
 		Marker    string `yaml:"marker"`
 		AllowOnce string `yaml:"allow_once"`
 		Deny      string `yaml:"deny"`
+		// Hint matches a line the agent draws under the last option (a
+		// key hint), skipped.
+		Hint string `yaml:"hint"`
 	} `yaml:"menu"`
 	Never string `yaml:"never"`
+	// Scrolled is a line the agent draws under the menu when the prompt is
+	// taller than the pane ("↑ 11 more lines"): part of it is not on
+	// screen, so it is never read whole.
+	Scrolled string `yaml:"scrolled"`
 	// Hides says why what this prompt shows may not be what runs (the
 	// agent draws commands with control sequences removed instead of
 	// refusing them): its prompts are never answered without a person.
@@ -63,6 +74,19 @@ type spec struct {
 		Prefix string `yaml:"prefix"`
 		Intent string `yaml:"intent"`
 		Title  string `yaml:"title"`
+		// A patch (Codex): the header naming the file and its counts of
+		// added and removed lines, the line naming its full path, and
+		// lines of the prompt that are neither.
+		File        string `yaml:"file"`
+		Destination string `yaml:"destination"`
+		Skip        string `yaml:"skip"`
+		// An MCP tool call: the line naming it, with the groups server,
+		// tool and args (a JSON object); the question's groups server and
+		// tool, when it has them, must name the same. Without an args
+		// group, the arguments are the lines between the question and the
+		// menu that match arg (groups name and value), values as text.
+		Call string `yaml:"call"`
+		Arg  string `yaml:"arg"`
 	} `yaml:"subject"`
 	Tools []toolSpec `yaml:"tools"`
 }
@@ -81,7 +105,9 @@ type recogniser struct {
 	spec
 	frame, bottom, question   *regexp.Regexp
 	allowOnce, deny, never    *regexp.Regexp
+	scrolled, call, arg, hint *regexp.Regexp
 	top, fence, intent, title *regexp.Regexp
+	file, destination, skip   *regexp.Regexp
 	option                    *regexp.Regexp
 	tools                     []compiledTool
 }
@@ -147,13 +173,14 @@ func compile(sp spec) (*recogniser, error) {
 		return x
 	}
 	r.frame, r.bottom, r.question = re(sp.Frame), re(sp.Bottom), re(sp.Question)
-	r.never = re(sp.Never)
+	r.never, r.scrolled, r.call, r.arg = re(sp.Never), re(sp.Scrolled), re(sp.Subject.Call), re(sp.Subject.Arg)
 	r.top, r.fence, r.intent, r.title = re(sp.Subject.Top), re(sp.Subject.Fence), re(sp.Subject.Intent), re(sp.Subject.Title)
+	r.file, r.destination, r.skip = re(sp.Subject.File), re(sp.Subject.Destination), re(sp.Subject.Skip)
 	if sp.Menu != nil {
 		if sp.Menu.Marker == "" || sp.Menu.AllowOnce == "" || sp.Menu.Deny == "" {
 			return nil, errors.New("a menu needs marker, allow_once and deny")
 		}
-		r.allowOnce, r.deny = re(sp.Menu.AllowOnce), re(sp.Menu.Deny)
+		r.allowOnce, r.deny, r.hint = re(sp.Menu.AllowOnce), re(sp.Menu.Deny), re(sp.Menu.Hint)
 		r.option = re(`^(` + regexp.QuoteMeta(sp.Menu.Marker) + `\s*)?([1-9])\.\s+(\S.*)$`)
 	}
 	for _, t := range sp.Tools {
@@ -163,6 +190,9 @@ func compile(sp spec) (*recogniser, error) {
 		}
 		if !action.Kind(t.Kind).Valid() {
 			return nil, fmt.Errorf("unknown kind %q", t.Kind)
+		}
+		if t.Lines != "" && t.Lines != linesNumbered && t.Lines != linesDiff && t.Lines != linesMCP {
+			return nil, fmt.Errorf("unknown lines %q", t.Lines)
 		}
 	}
 	if err != nil {
@@ -180,6 +210,24 @@ func compile(sp spec) (*recogniser, error) {
 	case styleBoxed:
 		if r.top == nil || r.frame == nil || len(r.tools) != 1 {
 			return nil, errors.New("a boxed subject needs top, frame and one tool")
+		}
+	case stylePatch:
+		if r.file == nil || r.destination == nil || len(r.tools) != 1 {
+			return nil, errors.New("a patch subject needs file, destination and one tool")
+		}
+		if n := r.file.NumSubexp(); n != 4 {
+			return nil, errors.New("a patch's file header needs four groups: what, name, added, removed")
+		}
+	case styleTool:
+		if r.call == nil || r.call.SubexpIndex("server") < 0 || r.call.SubexpIndex("tool") < 0 {
+			return nil, errors.New("a tool subject needs a call with the groups server and tool")
+		}
+		if r.call.SubexpIndex("args") < 0 && (r.arg == nil || r.arg.SubexpIndex("name") < 0 || r.arg.SubexpIndex("value") < 0) {
+			return nil, errors.New("a tool subject needs the call's args group, or an arg with the groups name and value")
+		}
+	case stylePlan:
+		if r.fence == nil || r.title == nil || len(r.tools) != 1 {
+			return nil, errors.New("a plan subject needs fence, title and one tool")
 		}
 	case styleNone:
 	default:
@@ -311,6 +359,7 @@ func (r *recogniser) recognise(sc *Screen) (*Prompt, bool) {
 	}
 	// The menu, read upwards.
 	var opts []Option
+	scrolled := false
 	marked := -1
 	// Lines under an option that are not options continue its label (a
 	// long label wraps); read upwards, they come before the option.
@@ -321,6 +370,13 @@ func (r *recogniser) recognise(sc *Screen) (*Prompt, bool) {
 			return nil, false
 		}
 		if l == "" && len(opts) == 0 {
+			continue
+		}
+		if len(opts) == 0 && r.hint != nil && r.hint.MatchString(l) {
+			continue
+		}
+		if len(opts) == 0 && r.scrolled != nil && r.scrolled.MatchString(l) {
+			scrolled = true
 			continue
 		}
 		m := r.option.FindStringSubmatch(l)
@@ -370,7 +426,7 @@ func (r *recogniser) recognise(sc *Screen) (*Prompt, bool) {
 			q = i
 			break
 		}
-		if l != "" && r.Subject.Style != stylePrefixed {
+		if l != "" && r.Subject.Style != stylePrefixed && r.Subject.Style != stylePatch && r.Subject.Style != styleTool {
 			return nil, false
 		}
 	}
@@ -397,12 +453,28 @@ func (r *recogniser) recognise(sc *Screen) (*Prompt, bool) {
 		top, ok = r.prefixed(sc, p, q, optTop)
 	case styleBoxed:
 		top, ok = r.boxed(sc, p, q)
+	case stylePatch:
+		top, ok = r.patch(sc, p, q, optTop)
+	case styleTool:
+		top, ok = r.tool(sc, p, q, optTop)
+	case stylePlan:
+		top, ok = r.plan(sc, p, q)
 	default:
 		top, ok = q, true
 		r.generic(p)
 	}
+	if !ok && scrolled {
+		// What it asks about is partly above the pane's top: a person reads
+		// it at the terminal.
+		top, ok = 0, true
+		p.Tool, p.Kind, p.Intent = "", action.KindOther, ""
+		p.Args = map[string]any{"question": p.Question}
+	}
 	if !ok {
 		return nil, false
+	}
+	if scrolled {
+		p.incomplete("the prompt is taller than the pane: part of it is not on screen")
 	}
 	p.Top = top
 	p.Excerpt = sc.Excerpt(top, last)
@@ -553,8 +625,284 @@ func (r *recogniser) boxed(sc *Screen, p *Prompt, q int) (int, bool) {
 	return top, true
 }
 
+// tool reads an MCP tool call: the line naming the server, the tool and its
+// arguments (a JSON object, drawn whole on one line), above the question.
+// The call is the one the agents' hooks report: mcp__<server>__<tool>
+// with the arguments.
+func (r *recogniser) tool(sc *Screen, p *Prompt, q, optTop int) (int, bool) {
+	qm := r.question.FindStringSubmatch(p.Question)
+	for i := q; i >= 0 && q-i < maxPromptLines; i-- {
+		l, ok := r.content(sc, i)
+		if !ok {
+			break // the frame's top: the call is not in it
+		}
+		m := r.call.FindStringSubmatch(l)
+		if m == nil {
+			if i < q && r.top != nil && r.top.MatchString(strings.TrimSpace(sc.Lines[i])) {
+				break
+			}
+			continue
+		}
+		server, tool := m[r.call.SubexpIndex("server")], m[r.call.SubexpIndex("tool")]
+		var args string
+		if j := r.call.SubexpIndex("args"); j >= 0 {
+			args = m[j]
+		} else {
+			args = r.argLines(sc, p, q, optTop)
+		}
+		p.Tool, p.Kind = "mcp__"+server+"__"+tool, action.KindMCP
+		p.Args = map[string]any{}
+		for _, g := range []string{"server", "tool"} {
+			if j := r.question.SubexpIndex(g); j >= 0 && qm != nil && qm[j] != map[string]string{"server": server, "tool": tool}[g] {
+				p.incomplete("the question names another " + g + " than the call")
+			}
+		}
+		var obj map[string]any
+		switch {
+		case strings.ContainsRune(args, '\uFFFD'):
+			p.incomplete("the arguments hold characters that were not drawn as text")
+		case json.Unmarshal([]byte(args), &obj) != nil || obj == nil:
+			p.incomplete("the arguments are not shown whole (cut, wrapped or folded)")
+		case truncated.MatchString(args):
+			p.incomplete("the arguments look cut short")
+		case strings.ContainsAny(server+tool, " \t\uFFFD"):
+			p.incomplete("the server or tool name does not read")
+		}
+		if obj != nil {
+			p.Args = obj
+		} else {
+			p.Args["arguments"] = args
+		}
+		if r.Hides != "" {
+			p.incomplete(r.Hides)
+		}
+		// A framed prompt starts at its frame's top, another at the call.
+		top := i
+		for r.frame != nil && top > 0 && q-top < maxPromptLines && (r.top == nil || !r.top.MatchString(strings.TrimSpace(sc.Lines[top]))) {
+			if _, ok := r.content(sc, top-1); !ok {
+				break
+			}
+			top--
+		}
+		return top, true
+	}
+	p.Tool, p.Kind = "", action.KindOther
+	p.Args = map[string]any{"question": p.Question}
+	p.incomplete("the tool call is not on screen")
+	return q, true
+}
+
+// argLines reads the arguments drawn one a line ("name: value") between
+// the question and the menu, as a JSON object. A value is shown as text,
+// so one that reads as another JSON type (a number, true, a quoted string)
+// may not be what the call holds; one with spaces may hold line breaks; a
+// line as wide as the pane may go on below (wrapped): each leaves the
+// prompt incomplete.
+func (r *recogniser) argLines(sc *Screen, p *Prompt, q, optTop int) string {
+	obj := map[string]any{}
+	for i := q + 1; i < optTop; i++ {
+		l, _ := r.content(sc, i)
+		if l == "" {
+			continue
+		}
+		m := r.arg.FindStringSubmatch(l)
+		if m == nil {
+			p.incomplete("a line between the question and the menu is not an argument (wrapped or folded)")
+			continue
+		}
+		name, value := m[r.arg.SubexpIndex("name")], m[r.arg.SubexpIndex("value")]
+		var v any
+		if json.Unmarshal([]byte(value), &v) == nil {
+			if _, isText := v.(string); !isText || strings.HasPrefix(value, `"`) {
+				p.incomplete("an argument's type cannot be told from the screen")
+			}
+		}
+		if strings.ContainsAny(value, " \t") {
+			// Codex draws a line break in a value as a space
+			// (mcp-newline-arg): "echo hi\nrm -rf /" reads "echo hi rm -rf /".
+			p.incomplete("an argument holds spaces, which may be line breaks: Codex draws both alike")
+		}
+		if _, dup := obj[name]; dup {
+			p.incomplete("an argument is shown twice")
+		}
+		if sc.Width > 0 && len([]rune(sc.Lines[i])) >= sc.Width-1 {
+			p.incomplete("an argument fills the pane's width: it may go on below")
+		}
+		obj[name] = value
+	}
+	b, _ := json.Marshal(obj)
+	return string(b)
+}
+
+// plan reads a Claude Code style plan prompt: above the question (and a
+// rule), the plan between two fences, titled. The plan is drawn rendered
+// from its markdown, not as written: it is read for the person, never
+// answered alone.
+func (r *recogniser) plan(sc *Screen, p *Prompt, q int) (int, bool) {
+	i := q - 1
+	for i >= 0 && (strings.TrimSpace(sc.Lines[i]) == "" || r.top != nil && r.top.MatchString(strings.TrimSpace(sc.Lines[i]))) {
+		i--
+	}
+	if i < 0 || !r.fence.MatchString(strings.TrimSpace(sc.Lines[i])) {
+		return 0, false
+	}
+	var body []string
+	for i--; i >= 0 && q-i < maxPromptLines && !r.fence.MatchString(strings.TrimSpace(sc.Lines[i])); i-- {
+		body = append(body, sc.Lines[i])
+	}
+	if i < 1 || q-i >= maxPromptLines || !r.title.MatchString(strings.TrimSpace(sc.Lines[i-1])) {
+		return 0, false
+	}
+	slices.Reverse(body)
+	t := r.tools[0]
+	p.Tool, p.Kind = t.Tool, action.Kind(t.Kind)
+	lines := make([]string, 0, len(body))
+	for _, l := range body {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	p.Args = map[string]any{t.Arg: strings.Join(lines, "\n")}
+	p.incomplete("a plan is drawn from its markdown, not as written: a person reads it")
+	top := i - 1
+	for top > 0 && q-top < maxPromptLines && (r.top == nil || !r.top.MatchString(strings.TrimSpace(sc.Lines[top]))) {
+		top--
+	}
+	return top, true
+}
+
+// patchLine is a line of a patch's diff as Codex shows it: its line
+// number, a space, "+" or "-" and the line.
+var patchLine = regexp.MustCompile(`^( *)(\d+) ([+-])(.*)$`)
+
+// patch reads a Codex style file-edit prompt: a header naming the file and
+// how many lines it adds and removes, those lines, then the question and
+// the file's full path under it. The call is the apply_patch patch that
+// makes the same change, as Codex's hooks show it. It is whole only when
+// the lines drawn are as many as the header counts, in one column, and the
+// path under the question is the header's file.
+func (r *recogniser) patch(sc *Screen, p *Prompt, q, optTop int) (int, bool) {
+	t := r.tools[0]
+	p.Tool, p.Kind = t.Tool, action.Kind(t.Kind)
+	p.Args = map[string]any{}
+	dest, dests := "", 0
+	for i := q + 1; i < optTop; i++ {
+		l, _ := r.content(sc, i)
+		if m := r.destination.FindStringSubmatch(l); m != nil {
+			dest = strings.TrimSpace(m[1])
+			dests++
+		}
+	}
+	if dests > 1 {
+		// Several files ("Edited 2 files"): read by a person.
+		p.incomplete("the patch changes several files")
+	}
+	// Upwards from the question: the diff's lines, up to the header.
+	var diff []string
+	top := -1
+	var head []string
+	for i := q - 1; i >= 0 && q-i < maxPromptLines; i-- {
+		l, _ := r.content(sc, i)
+		if m := r.file.FindStringSubmatch(l); m != nil {
+			top, head = i, m
+			break
+		}
+		diff = append(diff, strings.TrimRight(sc.Lines[i], " "))
+	}
+	if top < 0 {
+		p.Args["question"] = p.Question
+		p.incomplete("the patch's header is not on screen")
+		return q, true
+	}
+	slices.Reverse(diff)
+	var add, del []string
+	col := -1
+	bad := ""
+	for _, l := range diff {
+		t := strings.TrimSpace(l)
+		if t == "" || r.skip != nil && r.skip.MatchString(t) {
+			continue
+		}
+		m := patchLine.FindStringSubmatch(l)
+		if m == nil {
+			bad = "the patch is not shown whole (a wrapped line, or lines left out)"
+			break
+		}
+		if c := len(m[1]) + len(m[2]); col < 0 {
+			col = c
+		} else if c != col {
+			bad = "the patch is not shown whole (a wrapped line)"
+			break
+		}
+		if m[3] == "+" {
+			add = append(add, m[4])
+		} else {
+			del = append(del, m[4])
+		}
+	}
+	what, name := head[1], head[2]
+	nAdd, _ := strconv.Atoi(head[3])
+	nDel, _ := strconv.Atoi(head[4])
+	var b strings.Builder
+	b.WriteString("*** Begin Patch\n")
+	switch what {
+	case "Added":
+		fmt.Fprintf(&b, "*** Add File: %s\n", dest)
+		for _, l := range add {
+			b.WriteString("+" + l + "\n")
+		}
+		if len(del) > 0 {
+			bad = "a new file's patch shows removed lines"
+		}
+	case "Edited":
+		fmt.Fprintf(&b, "*** Update File: %s\n@@\n", dest)
+		for _, l := range del {
+			b.WriteString("-" + l + "\n")
+		}
+		for _, l := range add {
+			b.WriteString("+" + l + "\n")
+		}
+	default:
+		// Deletions and moves: not recorded yet, so not read.
+		bad = fmt.Sprintf("a patch that %s a file is not one the watcher can read", strings.ToLower(what))
+	}
+	b.WriteString("*** End Patch\n")
+	p.Args[t.Arg] = b.String()
+	switch {
+	case bad != "":
+		p.incomplete(bad)
+	case len(add) != nAdd || len(del) != nDel:
+		p.incomplete(fmt.Sprintf("the patch shows %d added and %d removed lines of the %d and %d it makes", len(add), len(del), nAdd, nDel))
+	case !strings.HasPrefix(dest, "/") || !(dest == name || strings.HasSuffix(dest, "/"+name)) || !readablePath(dest):
+		p.incomplete("the patched file's full path is not shown whole")
+	case strings.ContainsRune(b.String(), '\uFFFD'):
+		p.incomplete("the patch holds characters that were not drawn as text")
+	case escapeRemnant.MatchString(b.String()):
+		// Codex draws a patch with control characters removed: what is
+		// left of an escape sequence says the file holds bytes not drawn.
+		p.incomplete("the patch holds what is left of a terminal escape sequence: the file holds characters that were not drawn")
+	case truncated.MatchString(b.String()):
+		p.incomplete("the patch looks cut short")
+	}
+	return top, true
+}
+
 // truncated marks what agents draw where they cut text short.
 var truncated = regexp.MustCompile(`…|\.\.\.\s*$|\+\d+ (more )?lines?`)
+
+// Ways a tool's subject is drawn (toolSpec.Lines).
+const (
+	linesNumbered = "numbered" // a file's content, each line numbered (Claude Code's Write)
+	linesDiff     = "diff"     // numbered lines of a diff: " ", "-", "+" (Claude Code's Edit)
+	linesMCP      = "mcp"      // an MCP call's arguments, "name: value" (Claude Code)
+)
+
+// mcpHeader is the detail line of Claude Code's MCP prompt: the server and
+// the tool's title (not its name) — "everything — Echo Tool: (MCP)".
+var mcpHeader = regexp.MustCompile(`^(\S+) — (.+?):? \(MCP\)$`)
+
+// mcpArg is one argument of Claude Code's MCP prompt: its name and value.
+var mcpArg = regexp.MustCompile(`^([A-Za-z_][\w.-]*): (.*)$`)
 
 // fill sets the tool call from a header title, detail and subject lines.
 func (r *recogniser) fill(p *Prompt, title, detail string, body []string) {
@@ -611,44 +959,164 @@ func (r *recogniser) fill(p *Prompt, title, detail string, body []string) {
 			lines[i] = l[ind:]
 		}
 	}
-	if t.Lines == "numbered" {
-		lines = unnumber(lines, p)
+	drawn := strings.Join(lines, "\n")
+	switch t.Lines {
+	case linesNumbered:
+		content, why := unnumber(lines)
+		if why != "" {
+			p.incomplete(why)
+			content = drawn
+		}
+		p.Args[t.Arg] = content
+	case linesDiff:
+		old, new, why := undiff(lines)
+		if why != "" {
+			p.incomplete(why)
+			p.Args["diff"] = drawn
+		} else {
+			p.Args["old_string"], p.Args["new_string"] = old, new
+		}
+	case linesMCP:
+		// Claude Code names the server and the tool's title, not the
+		// tool: the call cannot be named as its hooks name it.
+		args := map[string]any{}
+		for _, l := range lines {
+			m := mcpArg.FindStringSubmatch(l)
+			var v any
+			if m == nil || json.Unmarshal([]byte(m[2]), &v) != nil {
+				args = nil
+				break
+			}
+			args[m[1]] = v
+		}
+		p.Args = map[string]any{"title": detail}
+		if m := mcpHeader.FindStringSubmatch(detail); m != nil {
+			p.Args["server"], p.Args["title"] = m[1], m[2]
+		}
+		if args != nil {
+			p.Args[t.Arg] = args
+		} else {
+			p.Args[t.Arg] = drawn
+		}
+		p.incomplete("Claude Code shows an MCP tool's title, not its name: the call cannot be named as its hooks name it")
+	default:
+		p.Args[t.Arg] = drawn
 	}
-	text := strings.Join(lines, "\n")
-	p.Args[t.Arg] = text
 	switch {
-	case strings.ContainsRune(text, '\uFFFD'):
+	case strings.ContainsRune(drawn+detail, '\uFFFD'):
 		p.incomplete("the subject holds characters that were not drawn as text")
 	case p.Kind == action.KindShell && len(lines) > 1:
 		p.incomplete("the command spans several lines on screen (wrapped or multi-line): what runs cannot be read back exactly")
-	case p.Kind != action.KindShell:
-		p.incomplete("file content read from a screen may differ from what is written (wrapping, tabs, the last newline)")
-	case truncated.MatchString(text):
+	case p.Kind != action.KindShell && t.Lines == "":
+		p.incomplete("the subject is not drawn in a form the watcher can read back exactly")
+	case truncated.MatchString(drawn) || truncated.MatchString(detail):
 		p.incomplete("the subject looks cut short")
-	case p.Kind == action.KindShell && escapeRemnant.MatchString(text):
+	case p.Kind == action.KindShell && escapeRemnant.MatchString(drawn):
 		p.incomplete("the command holds what is left of a terminal escape sequence: what runs holds characters that were not drawn")
 	case p.Kind == action.KindShell && r.Hides != "":
 		p.incomplete(r.Hides)
+	case t.Detail == "file_path" && !readablePath(detail):
+		p.incomplete("the file's path is not shown whole (wrapped, shortened or relative to a home directory)")
 	}
+}
+
+// readablePath reports whether a file path drawn in a prompt's header can
+// be taken as it is: one line, not shortened, not "~/…" (whose home is the
+// agent's).
+func readablePath(s string) bool {
+	return s != "" && !strings.ContainsAny(s, "\n\t") && !strings.HasPrefix(s, "~") && strings.TrimSpace(s) == s
 }
 
 // escapeRemnant matches what an agent that removes only the ESC (and BEL)
 // of a control sequence leaves on screen: "[2K", "[31m", "]0;".
 var escapeRemnant = regexp.MustCompile(`\[\d+(;\d+)*[A-Za-z]|\]\d*;`)
 
-// numberedLine is a line of file content as Claude Code shows it.
-var numberedLine = regexp.MustCompile(`^\s*(\d+) ?(.*)$`)
+// numberedLine is a line of file content as Claude Code shows it: its
+// number right-aligned in a column, a space, the line.
+var numberedLine = regexp.MustCompile(`^( *)(\d+)(?: (.*))?$`)
 
-// unnumber strips line numbers; a gap in them means content not shown.
-func unnumber(lines []string, p *Prompt) []string {
+// unnumber reads a file's content from its numbered lines. Every line must
+// carry the next number in the same column: a line without one is the
+// continuation of a wrapped line, a gap is content not shown. The last
+// newline is not drawn; a file written whole ends with one.
+func unnumber(lines []string) (string, string) {
 	out := make([]string, 0, len(lines))
+	col := -1
 	for i, l := range lines {
 		m := numberedLine.FindStringSubmatch(l)
-		if m == nil || m[1] != strconv.Itoa(i+1) {
-			p.incomplete("the file content is not shown whole")
-			return lines
+		if m == nil || m[2] != strconv.Itoa(i+1) {
+			return "", "the file content is not shown whole (a wrapped line, or lines left out)"
 		}
-		out = append(out, m[2])
+		if c := len(m[1]) + len(m[2]); col < 0 {
+			col = c
+		} else if c != col {
+			return "", "the file content is not shown whole (a wrapped line)"
+		}
+		out = append(out, m[3])
 	}
-	return out
+	return strings.Join(out, "\n") + "\n", ""
+}
+
+// diffLine is a line of an edit's diff as Claude Code shows it: a line
+// number right-aligned in a column, a space, the mark (" " kept, "-"
+// removed, "+" added) and the line.
+var diffLine = regexp.MustCompile(`^( *)(\d+)(?: ([ +-])(.*))?$`)
+
+// undiff reads an edit's diff, one hunk: the text it replaces and the text
+// it puts in its place, each with the unchanged lines around the change
+// (the same edit). The numbers must follow one another: kept and added
+// lines count in the new file, removed lines in the old; anything else (a
+// wrapped line, a second hunk, lines left out) is not read.
+func undiff(lines []string) (string, string, string) {
+	var old, new []string
+	col, oldN, newN, changed := -1, 0, 0, false
+	for i, l := range lines {
+		m := diffLine.FindStringSubmatch(l)
+		if m == nil {
+			return "", "", "the diff is not shown whole (a wrapped line, or several parts)"
+		}
+		n, err := strconv.Atoi(m[2])
+		if err != nil {
+			return "", "", "the diff's line numbers do not read"
+		}
+		if c := len(m[1]) + len(m[2]); col < 0 {
+			col = c
+		} else if c != col {
+			return "", "", "the diff is not shown whole (a wrapped line)"
+		}
+		if i == 0 {
+			oldN, newN = n, n
+		}
+		mark, text := m[3], m[4]
+		if mark == "" {
+			mark = " " // a kept empty line: its trailing space is not drawn
+		}
+		switch mark {
+		case " ":
+			if n != newN {
+				return "", "", "the diff is not shown whole (lines left out)"
+			}
+			old, new = append(old, text), append(new, text)
+			oldN++
+			newN++
+		case "-":
+			if n != oldN {
+				return "", "", "the diff is not shown whole (lines left out)"
+			}
+			old = append(old, text)
+			oldN++
+			changed = true
+		case "+":
+			if n != newN {
+				return "", "", "the diff is not shown whole (lines left out)"
+			}
+			new = append(new, text)
+			newN++
+			changed = true
+		}
+	}
+	if !changed {
+		return "", "", "the diff shows no change"
+	}
+	return strings.Join(old, "\n"), strings.Join(new, "\n"), ""
 }

@@ -2,12 +2,15 @@ package watch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
@@ -26,16 +29,23 @@ const (
 
 // PaneView is one watched pane for the panes view.
 type PaneView struct {
-	ID     string    `json:"id"`
-	Target string    `json:"target"`
-	Agent  string    `json:"agent,omitempty"`
-	State  State     `json:"state"`
-	Prompt string    `json:"prompt,omitempty"` // the last prompt's question
-	Tool   string    `json:"tool,omitempty"`
-	Args   string    `json:"args,omitempty"` // the last prompt's extracted call, shortened
-	Answer string    `json:"answer,omitempty"`
-	Reason string    `json:"reason,omitempty"`
-	Since  time.Time `json:"since"`
+	ID     string `json:"id"`
+	Target string `json:"target"`
+	Agent  string `json:"agent,omitempty"`
+	// Session is the session of the calls judged for this pane
+	// ("tmux/<session>/<pane id>"): a person finds a waiting pane's
+	// request by it.
+	Session string `json:"session,omitempty"`
+	// ActionID is the call a pane waits on (while judging or waiting): its
+	// request in the queue is the approval of this action.
+	ActionID string    `json:"action_id,omitempty"`
+	State    State     `json:"state"`
+	Prompt   string    `json:"prompt,omitempty"` // the last prompt's question
+	Tool     string    `json:"tool,omitempty"`
+	Args     string    `json:"args,omitempty"` // the last prompt's extracted call, shortened
+	Answer   string    `json:"answer,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	Since    time.Time `json:"since"`
 }
 
 // Watcher watches the panes of a tmux server and answers the prompts it
@@ -331,11 +341,21 @@ func (w *Watcher) observe(ctx context.Context, c Capture) {
 	}
 	jctx, cancel := context.WithCancel(ctx)
 	st.judging, st.judgingKey, st.judgeStart = cancel, key, w.now()
-	w.setView(c, func(v *PaneView) { v.State, v.Answer, v.Reason = StateJudging, "", "" })
+	session := "tmux/" + c.Session + "/" + c.ID
+	w.setView(c, func(v *PaneView) {
+		v.State, v.Answer, v.Reason, v.Session, v.ActionID = StateJudging, "", "", session, ""
+	})
 	w.logf("%s: %s prompt: judging %s %s", c.Target, p.Recogniser, p.Tool, argsLine(p))
 	a := p.Action()
 	a.Cwd = c.Path
-	a.Session = "tmux/" + c.Session + "/" + c.ID
+	a.Session = session
+	jctx = WithSubmitted(jctx, func(id string) {
+		w.setView(c, func(v *PaneView) {
+			if v.State == StateJudging || v.State == StateWaiting {
+				v.ActionID = id
+			}
+		})
+	})
 	go func() {
 		r, err := w.Judge.Judge(jctx, a)
 		if err == nil && r.Level.NeedsPerson() {
@@ -365,8 +385,10 @@ func (w *Watcher) settle(ctx context.Context, r judged) {
 		return
 	}
 	ans := r.ruling.Answer
-	var keys []string
+	var keys, moved []string
 	why := ""
+	move := false
+	key := p.Key()
 	switch ans {
 	case Yes:
 		keys = p.YesKeys
@@ -375,6 +397,10 @@ func (w *Watcher) settle(ctx context.Context, r judged) {
 			// Never reached through the engine (an incomplete prompt asks
 			// for a person); kept so no path auto-answers what it did not read.
 			why = "the prompt was not read whole: " + p.Incomplete
+		case len(p.Options) > 0 && p.AllowOnce >= 0 && p.Selected != p.AllowOnce && r.ruling.Level.NeedsPerson():
+			// A person said yes to the call: the selection is moved to the
+			// option that allows once, checked there, then chosen.
+			move = true
 		case len(p.Options) > 0 && (p.AllowOnce < 0 || p.Selected != p.AllowOnce):
 			why = "the selection is not on the option that allows once"
 		case len(p.Options) == 0 && c.Screen.CursorY != p.Row:
@@ -391,20 +417,27 @@ func (w *Watcher) settle(ctx context.Context, r judged) {
 	if why == "" {
 		why = w.recheck(ctx, c, p)
 	}
+	if why == "" && move {
+		moved, key, why = w.moveSelection(ctx, c, p)
+	}
 	if why != "" {
 		w.logf("ALERT %s: not answering %s: %s", c.Target, ans, why)
 		w.setView(c, func(v *PaneView) { v.State, v.Reason = StateAlert, why })
-		w.record(ctx, c, p, r.ruling, nil, "not answered ("+ans.String()+"): "+why)
+		w.record(ctx, c, p, r.ruling, moved, "not answered ("+ans.String()+"): "+why)
 		return
 	}
 	if err := w.Tmux.Send(ctx, c.ID, keys); err != nil {
 		w.logf("ALERT %s: typing the answer failed: %v", c.Target, err)
 		w.setView(c, func(v *PaneView) { v.State, v.Reason = StateAlert, err.Error() })
-		w.record(ctx, c, p, r.ruling, keys, "typing the answer failed: "+err.Error())
+		w.record(ctx, c, p, r.ruling, append(moved, keys...), "typing the answer failed: "+err.Error())
 		return
 	}
+	keys = append(moved, keys...)
 	now := w.now()
-	st.sentKey, st.sent, st.lastAnswer, st.alerted = p.Key(), now, now, false
+	// The prompt as answered (after a moved selection, as moved): it is not
+	// judged again while it is still on screen.
+	st.handled = key
+	st.sentKey, st.sent, st.lastAnswer, st.alerted = key, now, now, false
 	w.logf("%s: answered %s (%s) with %v: %s", c.Target, ans, r.ruling.Level, keys, argsLine(p))
 	if ans == No && p.Feedback {
 		if text := feedbackText(r.ruling.Reason); text != "" && w.promptGone(ctx, c, p) {
@@ -426,6 +459,48 @@ func (w *Watcher) settle(ctx context.Context, r judged) {
 	}
 	w.setView(c, func(v *PaneView) { v.State, v.Answer, v.Reason = StateAnswered, ans.String(), r.ruling.Reason })
 	w.record(ctx, c, p, r.ruling, keys, "answered "+ans.String())
+}
+
+// moveWait bounds the wait for a moved selection to be drawn.
+const moveWait = 2 * time.Second
+
+// moveSelection moves p's selection to the option that allows once (arrow
+// keys) and checks, on a fresh capture, that the same prompt now shows the
+// selection there: the keys typed, the moved prompt's key, or why not. When
+// the check fails the selection may have moved: nothing more is typed.
+func (w *Watcher) moveSelection(ctx context.Context, c Capture, p *Prompt) ([]string, string, string) {
+	k, n := "Down", p.AllowOnce-p.Selected
+	if n < 0 {
+		k, n = "Up", -n
+	}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = k
+	}
+	if err := w.Tmux.Send(ctx, c.ID, keys); err != nil {
+		return keys, "", "moving the selection failed: " + err.Error()
+	}
+	deadline := time.Now().Add(moveWait)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return keys, "", ctx.Err().Error()
+		case <-time.After(100 * time.Millisecond):
+		}
+		caps, err := w.Tmux.Capture(ctx, []Pane{c.Pane})
+		if err != nil || len(caps) != 1 || caps[0].InMode {
+			continue
+		}
+		q, ok := w.Set.Recognise(caps[0].Screen, caps[0].Command)
+		if !ok || q.Recogniser != p.Recogniser || q.Question != p.Question || !slices.Equal(q.Options, p.Options) ||
+			q.AllowOnce != p.AllowOnce || !reflect.DeepEqual(q.Args, p.Args) {
+			return keys, "", "the prompt changed while its selection was moved; answer it at the terminal"
+		}
+		if q.Selected == p.AllowOnce {
+			return keys, q.Key(), ""
+		}
+	}
+	return keys, "", "the selection did not move to the option that allows once; answer it at the terminal"
 }
 
 // recheck captures the pane again just before typing: the same prompt must
@@ -470,9 +545,14 @@ func (w *Watcher) record(ctx context.Context, c Capture, p *Prompt, r Ruling, ke
 // argsLine is the extracted call on one line, shortened for the view.
 func argsLine(p *Prompt) string {
 	var parts []string
-	for _, k := range []string{"command", "cmd", "file_path", "question"} {
+	for _, k := range []string{"command", "cmd", "file_path", "input", "question"} {
 		if v, ok := p.Args[k].(string); ok && v != "" {
 			parts = append(parts, v)
+		}
+	}
+	if p.Kind == action.KindMCP && len(parts) == 0 {
+		if b, err := json.Marshal(p.Args); err == nil {
+			parts = append(parts, string(b))
 		}
 	}
 	s := strings.ReplaceAll(strings.Join(parts, " "), "\n", "⏎")

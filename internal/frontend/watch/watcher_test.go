@@ -128,3 +128,78 @@ func TestWatcherLeavesShells(t *testing.T) {
 		t.Fatalf("judged %+v", j.actions)
 	}
 }
+
+// TestWatcherMovesSelectionForAPersonsYes: Claude Code's plan prompt opens
+// on "Yes, auto-accept edits", which the watcher never chooses. A person's
+// yes moves the selection to "Yes, manually approve edits" (the option that
+// allows once), checks it there on a fresh capture, and chooses it; a menu
+// that does not move gets no Enter, only an alert.
+func TestWatcherMovesSelectionForAPersonsYes(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("SKIPPED: no bash to draw the menu")
+	}
+	fx := fixtures(t)["claude-code-2.1.328/plan.txt"]
+	first := strings.TrimRight(fx.Screen, "\n")
+	moved := strings.Replace(strings.Replace(first, "❯ 1. Yes, auto-accept", "  1. Yes, auto-accept", 1),
+		"  2. Yes, manually approve", "❯ 2. Yes, manually approve", 1)
+	if moved == first {
+		t.Fatal("the fixture's menu is not as expected")
+	}
+	for _, tc := range []struct {
+		name  string
+		moves bool // the menu draws the moved selection on Down
+		want  string
+	}{
+		{"the selection moves", true, "chosen:2"},
+		{"the selection does not move", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tm := needTmux(t)
+			dir := t.TempDir()
+			for name, body := range map[string]string{"first.txt": first, "moved.txt": moved} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A copy of bash named like the agent: tmux reports it as the
+			// pane's command.
+			b, err := os.ReadFile(bash)
+			if err != nil {
+				t.Skip("SKIPPED: bash cannot be copied")
+			}
+			bin := filepath.Join(dir, "claude")
+			if err := os.WriteFile(bin, b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			onDown := `show moved.txt; IFS= read -rsn1 k; [ -z "$k" ] && echo chosen:2 > got`
+			if !tc.moves {
+				onDown = `IFS= read -rsn1 k; [ -z "$k" ] && echo chosen:1 > got`
+			}
+			script := `cd ` + dir + `; show() { printf '\033[2J\033[H'; cat "$1"; }; show first.txt; IFS= read -rsn1 k
+if [ "$k" = $'\e' ]; then IFS= read -rsn2 k; if [ "$k" = "[B" ]; then ` + onDown + `; fi
+elif [ -z "$k" ]; then echo chosen:1 > got; fi
+exec sleep 600`
+			tm.must(t, "new-session", "-d", "-x", "120", "-y", "40", "--", bin, "-c", script)
+			j := &scriptedJudge{ruling: Ruling{Answer: Yes, Level: action.Approve, ActionID: "act_1", Reason: "approved by ann"}}
+			w := &Watcher{Tmux: tm, Set: builtinSet(t), Judge: j, Interval: 100 * time.Millisecond}
+			ticks(t, w, 10)
+			got, _ := os.ReadFile(filepath.Join(dir, "got"))
+			if strings.TrimSpace(string(got)) != tc.want {
+				t.Fatalf("chosen %q, want %q; screen:\n%s", got, tc.want, tm.must(t, "capture-pane", "-p"))
+			}
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			if len(j.actions) != 1 || j.actions[0].Tool != "ExitPlanMode" || !j.actions[0].HumanRequested {
+				t.Fatalf("judged %+v", j.actions)
+			}
+			if len(j.records) != 1 {
+				t.Fatalf("records %+v", j.records)
+			}
+			out := j.records[0].Output
+			if tc.moves && !strings.Contains(out, `keys: ["Down" "Enter"]`) || !tc.moves && !strings.Contains(out, "did not move") {
+				t.Fatalf("record:\n%s", out)
+			}
+		})
+	}
+}

@@ -224,11 +224,7 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 func (c *Console) renderLogin(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_ = c.tmpl.ExecuteTemplate(w, "login.tmpl", map[string]any{
-		"Error":    msg,
-		"Who":      c.opts.Who,
-		"Insecure": r.TLS == nil && !remoteIsLoopback(r),
-	})
+	_ = c.pages.login.render(w, loginVals(c.opts.Who, msg, r.TLS == nil && !remoteIsLoopback(r)))
 }
 
 // maxNameLen caps the name a person signs in with.

@@ -222,7 +222,7 @@ func (c *Console) renderLink(w http.ResponseWriter, v linkView) {
 		v.Status = http.StatusOK
 	}
 	w.WriteHeader(v.Status)
-	_ = c.tmpl.ExecuteTemplate(w, "link.tmpl", v)
+	_ = c.pages.link.render(w, linkVals(v, c.clk.Now()))
 }
 
 // linkError maps a link error to what the person sees.

@@ -27,7 +27,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"html/template"
 	"io/fs"
 	"net/http"
 	"os/user"
@@ -103,7 +102,7 @@ type Console struct {
 	clk     clock.Clock
 	key     []byte
 	tokenFP string // fingerprint of the daemon token sessions are bound to
-	tmpl    *template.Template
+	pages   *pages
 	static  http.Handler
 	cop     *http.CrossOriginProtection
 	limiter *limits.Throttle
@@ -146,18 +145,9 @@ func New(k *kernel.Kernel, opts Options) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmpl, err := template.New("").Funcs(template.FuncMap{
-		"ago": func(t time.Time) string { return opts.Clock.Now().Sub(t).Round(time.Second).String() },
-		"until": func(t time.Time) string {
-			d := t.Sub(opts.Clock.Now()).Round(time.Second)
-			if d < 0 {
-				return "passed"
-			}
-			return d.String()
-		},
-	}).ParseFS(assetsFS, "assets/*.tmpl")
+	pgs, err := loadPages(assetsFS)
 	if err != nil {
-		return nil, fmt.Errorf("web: templates: %w", err)
+		return nil, fmt.Errorf("web: pages: %w", err)
 	}
 	static, err := fs.Sub(assetsFS, "assets/static")
 	if err != nil {
@@ -170,7 +160,7 @@ func New(k *kernel.Kernel, opts Options) (*Console, error) {
 		clk:     opts.Clock,
 		key:     key,
 		tokenFP: fmt.Sprintf("%x", fp[:8]),
-		tmpl:    tmpl,
+		pages:   pgs,
 		static:  http.StripPrefix(Prefix+"static/", http.FileServerFS(static)),
 		cop:     http.NewCrossOriginProtection(),
 		limiter: opts.Throttle,
@@ -345,11 +335,5 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request) {
 		unaudited = append(unaudited, "the rules and approvals could not be checked against the audit log: "+ferr.Error())
 	}
 	_, kerr := audit.PendingKey(c.k.Home)
-	_ = c.tmpl.ExecuteTemplate(w, "app.tmpl", map[string]any{
-		"CSRF":       c.csrfToken(sess.id),
-		"Who":        sess.Who,
-		"Insecure":   r.TLS == nil && !remoteIsLoopback(r),
-		"Unaudited":  unaudited,
-		"PendingKey": kerr == nil,
-	})
+	_ = c.pages.app.render(w, appVals(c.csrfToken(sess.id), sess.Who, r.TLS == nil && !remoteIsLoopback(r), unaudited, kerr == nil))
 }

@@ -1,6 +1,7 @@
 package paths
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -160,6 +161,41 @@ func HashFile(p string) (hash string, mtime time.Time, err error) {
 		return "", time.Time{}, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), fi.ModTime(), nil
+}
+
+// HashFileLines is HashFile that also counts the file's lines (a last
+// line without a new line counts), from the same read.
+func HashFileLines(p string) (hash string, mtime time.Time, lines int, err error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", time.Time{}, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", time.Time{}, 0, err
+	}
+	h := sha256.New()
+	buf := make([]byte, 64<<10)
+	var last byte
+	for {
+		n, rerr := f.Read(buf)
+		if n > 0 {
+			h.Write(buf[:n])
+			lines += bytes.Count(buf[:n], []byte{'\n'})
+			last = buf[n-1]
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return "", time.Time{}, 0, rerr
+		}
+	}
+	if fi.Size() > 0 && last != '\n' {
+		lines++
+	}
+	return hex.EncodeToString(h.Sum(nil)), fi.ModTime(), lines, nil
 }
 
 // HashBytes returns the hex SHA-256 of b, as HashFile computes it.

@@ -56,3 +56,21 @@ func BenchmarkGuardCheck(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkShownFiles is what the kernel adds to a hook agent's shell call
+// to find the files it prints (the stale-read check): compare with
+// BenchmarkAnalyze, the guard's analysis of the same command.
+func BenchmarkShownFiles(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		ShownFiles(benchCommand, "/home/u/proj")
+	}
+}
+
+// BenchmarkShownFilesCodexRead is Codex's usual read.
+func BenchmarkShownFilesCodexRead(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		ShownFiles(`bash -lc "cd src && nl -ba main.go | sed -n '1,200p'"`, "/home/u/proj")
+	}
+}

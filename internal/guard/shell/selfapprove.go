@@ -27,9 +27,10 @@ import (
 //     the daemon's port, or at any port with an API path only Overseer
 //     serves (see netguard.SelfAPI); inline interpreter code with such a URL
 //     or a socket to the daemon's port; bash's /dev/tcp redirections.
-//   - shell.self-approve: `overseer approve|deny|policy <change>|init|serve|…`
-//     (the list is selfapi.yaml), by name, by path, through wrappers, or as
-//     `go run …/cmd/overseer`.
+//   - shell.self-approve: every `overseer` sub-command that is not on the
+//     allow-list of selfapi.yaml (approve, deny, policy changes, init,
+//     serve, hook, grant, agent promote, …), by name, by path, through
+//     wrappers, or as `go run …/cmd/overseer`.
 //
 // The lists are data (selfapi.yaml), not policy: a policy cannot loosen
 // them.
@@ -39,20 +40,20 @@ var selfAPIYAML []byte
 
 // selfLists is selfapi.yaml.
 type selfLists struct {
-	OverseerBlock          []string `yaml:"overseer_block"`
-	OverseerPolicyReadOnly []string `yaml:"overseer_policy_read_only"`
-	OverseerMCPBlock       []string `yaml:"overseer_mcp_block"`
-	// OverseerReadOnly are, per sub-command, its sub-commands that only
-	// read (limits, budget): any other is block.
-	OverseerReadOnly map[string][]string `yaml:"overseer_read_only"`
-	HTTPClients      []string            `yaml:"http_clients"`
-	URLClients       []string            `yaml:"url_clients"`
-	SocketClients    []string            `yaml:"socket_clients"`
+	// OverseerAllowed are the sub-commands of the overseer CLI an agent
+	// may run: "any" (a string) or the words allowed as their first
+	// operand (a list, "" for none).
+	OverseerAllowed map[string]any `yaml:"overseer_allowed"`
+	HTTPClients     []string       `yaml:"http_clients"`
+	URLClients      []string       `yaml:"url_clients"`
+	SocketClients   []string       `yaml:"socket_clients"`
 }
 
 type selfSets struct {
-	block, policyRO, mcpBlock, http, socket, shorthand, url set
-	readOnly                                                map[string]set
+	http, socket, shorthand, url set
+	// allowed maps a sub-command an agent may run to the first operands
+	// allowed after it; nil: any.
+	allowed map[string]set
 }
 
 // selfRules are the lists of selfapi.yaml, read on first use (not at
@@ -62,15 +63,30 @@ var selfRules = sync.OnceValue(func() selfSets {
 	if err := yaml.Unmarshal(selfAPIYAML, &l); err != nil {
 		panic("shell: selfapi.yaml: " + err.Error())
 	}
-	ro := map[string]set{}
-	for sub, list := range l.OverseerReadOnly {
-		ro[sub] = makeSet(list, true)
+	allowed := map[string]set{}
+	for sub, v := range l.OverseerAllowed {
+		switch v := v.(type) {
+		case string:
+			if v != "any" {
+				panic("shell: selfapi.yaml: overseer_allowed." + sub + ": want any or a list")
+			}
+			allowed[strings.ToLower(sub)] = nil
+		case []any:
+			words := make([]string, 0, len(v))
+			for _, w := range v {
+				ws, ok := w.(string)
+				if !ok {
+					panic("shell: selfapi.yaml: overseer_allowed." + sub + ": a word that is not a string")
+				}
+				words = append(words, ws)
+			}
+			allowed[strings.ToLower(sub)] = makeSet(words, true)
+		default:
+			panic("shell: selfapi.yaml: overseer_allowed." + sub + ": want any or a list")
+		}
 	}
 	return selfSets{
-		readOnly:  ro,
-		block:     makeSet(l.OverseerBlock, true),
-		policyRO:  makeSet(l.OverseerPolicyReadOnly, true),
-		mcpBlock:  makeSet(l.OverseerMCPBlock, true),
+		allowed:   allowed,
 		http:      makeSet(l.HTTPClients, true),
 		socket:    makeSet(l.SocketClients, true),
 		url:       makeSet(l.URLClients, true),
@@ -97,10 +113,10 @@ func (a *analyzer) selfCheck(s *segCtx) {
 	name := s.name
 	switch {
 	case name == "overseer":
-		a.overseerCmd(s.args, s.prog.val)
+		a.overseerCmd(s.args, s.prog.val, s.c.extraDyn)
 	case name == "go":
 		if rest, prog, ok := goRunOverseer(s.args); ok {
-			a.overseerCmd(rest, prog)
+			a.overseerCmd(rest, prog, s.c.extraDyn)
 		}
 	}
 	switch {
@@ -122,52 +138,62 @@ func (a *analyzer) selfCheck(s *segCtx) {
 	}
 }
 
-// overseerCmd judges the arguments of the overseer CLI.
-func (a *analyzer) overseerCmd(args []arg, prog string) {
+// overseerCmd judges the arguments of the overseer CLI against the
+// allow-list of selfapi.yaml: a sub-command (or its first operand) not on
+// it is `block`.
+func (a *analyzer) overseerCmd(args []arg, prog string, extraDyn bool) {
 	sub, i := overseerOperand(args, 0)
+	if i < 0 && extraDyn {
+		// xargs appends the sub-command at run time.
+		a.selfApprove("runs `" + prog + "` with a sub-command computed at run time (arguments xargs appends)")
+		return
+	}
 	if i < 0 {
+		return // `overseer`, `overseer --help`: prints
+	}
+	if sub.dyn {
+		a.selfApprove("runs `" + prog + "` with a sub-command computed at run time (" + sub.val + ")")
 		return
 	}
 	label := "overseer " + sub.val
+	next, ok := selfRules().allowed[strings.ToLower(sub.val)]
 	switch {
-	case sub.dyn:
-		a.selfApprove("runs `" + prog + "` with a sub-command computed at run time (" + sub.val + ")")
+	case !ok && strings.EqualFold(sub.val, "hook"):
+		a.selfApprove("runs `" + label + "` from the agent's shell: the agent's CLI runs the hook itself, " +
+			"an event fed to it from a shell is forged (it would spend grants, record false conflicts and mark changed files as read)")
 		return
-	case selfRules().block.has(strings.ToLower(sub.val)):
-	case strings.EqualFold(sub.val, "policy"):
-		next, j := overseerOperand(args, i+1)
-		if j < 0 || !next.dyn && selfRules().policyRO.has(strings.ToLower(next.val)) {
-			return
-		}
-		label += " " + next.val
-	case selfRules().readOnly[strings.ToLower(sub.val)] != nil:
-		// `overseer limits`, `overseer budget`: reading is fine, a change
-		// (add, set, rm, prices) is not.
-		// The first word that is not an option names the change; options
-		// are skipped whatever they are (a value read as an operand only
-		// makes this stricter).
-		ro := selfRules().readOnly[strings.ToLower(sub.val)]
-		var next *arg
-		for j := i + 1; j < len(args); j++ {
-			if args[j].dyn || !strings.HasPrefix(args[j].val, "-") {
-				next = &args[j]
-				break
-			}
-		}
-		if next == nil || !next.dyn && ro.has(strings.ToLower(next.val)) {
-			return
-		}
-		label += " " + next.val
-	case strings.EqualFold(sub.val, "mcp"):
-		next, j := overseerOperand(args, i+1)
-		if j < 0 || !next.dyn && !selfRules().mcpBlock.has(strings.ToLower(next.val)) {
-			return
-		}
-		label += " " + next.val
-	default:
+	case !ok:
+		a.selfApprove("runs `" + label + "`, which an agent may not run")
+		return
+	case next == nil:
 		return
 	}
-	a.selfApprove("runs `" + label + "`")
+	// The first word after the sub-command that is not an option names
+	// what it does; options are skipped whatever they are (a value read as
+	// an operand only makes this stricter).
+	var op *arg
+	for j := i + 1; j < len(args); j++ {
+		if args[j].dyn || !strings.HasPrefix(args[j].val, "-") {
+			op = &args[j]
+			break
+		}
+		if args[j].val == "--" {
+			if j+1 < len(args) {
+				op = &args[j+1]
+			}
+			break
+		}
+	}
+	switch {
+	case op == nil && next.has(""):
+		return
+	case op == nil:
+		a.selfApprove("runs `" + label + "`, which an agent may not run")
+	case op.dyn:
+		a.selfApprove("runs `" + label + "` with a sub-command computed at run time (" + op.val + ")")
+	case !next.has(strings.ToLower(op.val)):
+		a.selfApprove("runs `" + label + " " + op.val + "`, which an agent may not run")
+	}
 }
 
 func (a *analyzer) selfApprove(what string) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	pgparser "github.com/wasilibs/go-pgquery/parser"
+	pgparser "github.com/overseer-dev/overseer/internal/guard/sqlguard/pgquery"
 )
 
 // nestedConstruct builds SQL nesting one construct n times. failAt is the

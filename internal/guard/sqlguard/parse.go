@@ -9,7 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	pgparser "github.com/wasilibs/go-pgquery/parser"
+	pgparser "github.com/overseer-dev/overseer/internal/guard/sqlguard/pgquery"
 )
 
 // MaxSQLBytes is the largest statement text the classifier parses. Longer

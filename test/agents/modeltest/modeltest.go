@@ -21,6 +21,13 @@ import (
 type ToolCall struct {
 	Name  string
 	Input map[string]any
+	// Freeform, when set, is the input of a free-form tool (the Responses
+	// API's custom_tool_call, as Codex's apply_patch): Input is not sent.
+	Freeform string
+	// Namespace is the namespace of a tool the agent offers in one (the
+	// Responses API: Codex offers each MCP server's tools in a namespace
+	// "mcp__<server>"); empty for the others.
+	Namespace string
 }
 
 // Reply is one scripted model turn: a tool call, or else a text answer.

@@ -72,11 +72,18 @@ func (s *Server) responses(w http.ResponseWriter, hr *http.Request) {
 	n := s.next()
 	respID := fmt.Sprintf("resp_%03d", n)
 	var item map[string]any
-	if reply.Tool != nil {
+	switch {
+	case reply.Tool != nil && reply.Tool.Freeform != "":
+		item = map[string]any{"type": "custom_tool_call", "id": fmt.Sprintf("ctc_%03d", n), "call_id": fmt.Sprintf("call_%03d", n),
+			"name": reply.Tool.Name, "input": reply.Tool.Freeform, "status": "completed"}
+	case reply.Tool != nil:
 		args, _ := json.Marshal(reply.Tool.Input)
 		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%03d", n), "call_id": fmt.Sprintf("call_%03d", n),
 			"name": reply.Tool.Name, "arguments": string(args), "status": "completed"}
-	} else {
+		if reply.Tool.Namespace != "" {
+			item["namespace"] = reply.Tool.Namespace
+		}
+	default:
 		item = map[string]any{"type": "message", "id": fmt.Sprintf("msg_%03d", n), "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": reply.Text, "annotations": []any{}}}}
 	}

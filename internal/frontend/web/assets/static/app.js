@@ -484,8 +484,10 @@ function taskDetail(t) {
   const facts = [["progress", stepText(t)], ["usage", usageText(t.usage)], ["model", t.model],
     ["created", fmtTime(t.created_at)], ["updated", fmtTime(t.updated_at)],
     ["time spent", t.elapsed ? dur(t.elapsed / 1e6) : ""], ["directory", t.cwd],
-    ["abort requests", t.aborts ? String(t.aborts) : ""]];
-  root.append(h("dl", { class: "facts" }, facts.filter(([, v]) => v).flatMap(([k, v]) => [h("dt", { text: k }), h("dd", { text: v })])));
+    ["abort requests", t.aborts ? String(t.aborts) : ""],
+    ["sub-task of", t.parent || ""], ["its tools", (t.tools || []).join(", ")], ["its grant", t.grant || ""]];
+  root.append(h("dl", { class: "facts" }, facts.filter(([, v]) => v).flatMap(([k, v]) => [h("dt", { text: k }),
+    k === "sub-task of" ? h("dd", {}, h("a", { href: `#/tasks/${encodeURIComponent(v)}`, text: v })) : h("dd", { text: v })])));
 
   if (t.pending) {
     const apr = t.pending_approval;

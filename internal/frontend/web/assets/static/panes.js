@@ -24,9 +24,23 @@ async function loadPanes() {
       h("tbody", {}, ...s.panes.map((p) => h("tr", { dataset: { pane: p.id } },
         h("td", {}, h("code", { text: p.id }), " ", h("span", { class: "hint", text: p.target })),
         h("td", { text: p.agent || "–" }),
-        h("td", {}, h("span", { class: `badge ${paneStates[p.state] || ""}`, text: p.state }), p.reason ? h("div", { class: "hint", text: p.reason }) : null),
+        h("td", {}, h("span", { class: `badge ${paneStates[p.state] || ""}`, text: p.state }), p.reason ? h("div", { class: "hint", text: p.reason }) : null,
+          paneRequestLink(p)),
         h("td", {}, p.prompt ? h("div", { text: p.prompt }) : "–", p.args ? h("code", { text: p.args }) : null, p.answer ? h("div", { class: "hint", text: "answered " + p.answer }) : null),
         h("td", { class: "hint", text: dur(Date.now() - new Date(p.since).getTime()) }),
       )))))));
+}
+// A pane waiting for a person: its request is an ordinary approval in the
+// queue, found by the action the watcher submitted (the id the daemon gave
+// it: a request someone else made in the pane's session is not it),
+// answered there.
+function paneRequestLink(p) {
+  if (p.state !== "waiting" || !p.action_id) return null;
+  for (const [id, it] of items) {
+    if (it.apr.action_id === p.action_id) {
+      return h("a", { class: "pane-request", href: `#/queue/${encodeURIComponent(id)}`, text: "Answer the request →" });
+    }
+  }
+  return null;
 }
 setInterval(() => { if (current === "panes" && !document.hidden) loadPanes(); }, PANES_POLL_MS);

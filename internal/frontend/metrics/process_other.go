@@ -1,0 +1,6 @@
+//go:build !unix
+
+package metrics
+
+// processFamilies: none on this system.
+func processFamilies() []*family { return nil }
