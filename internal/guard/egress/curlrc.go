@@ -35,7 +35,7 @@ func wgetConfigs(c action.Command, cmd string) (explicit, implicit []string) {
 		}
 	}
 	moved := false
-	for _, m := range wgetHome.FindAllStringSubmatch(cmd, -1) {
+	for _, m := range findAllIf(wgetHome, cmd, "WGETRC=", "HOME=") {
 		moved = true
 		if m[1] == "WGETRC" {
 			implicit = append(implicit, m[2])
@@ -87,7 +87,7 @@ func curlConfigs(c action.Command, cmd string) (explicit, implicit []string) {
 		return explicit, nil
 	}
 	moved := false
-	for _, m := range configHome.FindAllStringSubmatch(cmd, -1) {
+	for _, m := range findAllIf(configHome, cmd, "HOME=") {
 		moved = true
 		switch m[1] {
 		case "CURL_HOME", "HOME":

@@ -481,7 +481,7 @@ func shellRequests(a *action.Action) []request {
 		}
 		// A proxy set for the command (HTTPS_PROXY=… curl …) receives the
 		// request too (all of it, for a plain-HTTP URL).
-		for _, m := range proxyAssign.FindAllStringSubmatch(cmd, -1) {
+		for _, m := range findAllIf(proxyAssign, cmd, "roxy=", "ROXY=") {
 			if h := proxyHost(m[1]); h != "" {
 				dests = appendNew(dests, h)
 			}
@@ -558,6 +558,15 @@ func shellRequests(a *action.Action) []request {
 
 // proxyAssign matches a proxy variable assigned in a command line.
 var proxyAssign = regexp.MustCompile(`(?i)\b(?:https?|all|ftp|socks)_proxy=["']?([^\s"';&|]+)`)
+
+// findAllIf runs re on text only when text holds one of the literals
+// every match has (the expressions are slow on long command lines).
+func findAllIf(re *regexp.Regexp, text string, lits ...string) [][]string {
+	if !hasAny(text, lits) {
+		return nil
+	}
+	return re.FindAllStringSubmatch(text, -1)
+}
 
 // proxyHost is the host of a proxy setting (a URL or host:port).
 func proxyHost(v string) string {

@@ -27,6 +27,22 @@ var varRef = regexp.MustCompile(`(?:\$ENV\{\s*\\?['"]?|\$\{?[#!]?|printenv\s+(?:
 // System.getenv() without a name, /proc/…/environ.
 var envDump = regexp.MustCompile(`os\.environ\b(?:\s*[^\s\[.(]|\s*$|\.(?:items|copy|keys|values)\b)|process\.env\b(?:\s*[^\s.\[]|\s*$)|%ENV\b|\bENV\.(?:to_h|to_a|each|map|inspect|keys)|getenv\(\s*\)|/proc/[^/\s]+/environ|Deno\.env\.toObject`)
 
+// varMarkers and dumpMarkers are literal parts every match of varRef and
+// envDump holds.
+var (
+	varMarkers  = []string{"$", "environ", "getenv", "process.env", "ENV", "env.get", "printenv", "env:"}
+	dumpMarkers = []string{"os.environ", "process.env", "%ENV", "ENV.", "getenv(", "/environ", "Deno.env"}
+)
+
+func hasAny(t string, subs []string) bool {
+	for _, x := range subs {
+		if strings.Contains(t, x) {
+			return true
+		}
+	}
+	return false
+}
+
 // dumpCommands read the whole environment when run without a program to
 // start (env, printenv) or with these options (export -p, declare -x).
 func isEnvDump(c action.Command) bool {
@@ -80,16 +96,24 @@ func secretVars(cmd string, cmds []action.Command) []string {
 	seen := map[string]bool{}
 	texts := []string{cmd}
 	for _, c := range cmds {
-		texts = append(texts, c.Args...)
+		for _, a := range c.Args {
+			if !strings.Contains(cmd, a) {
+				texts = append(texts, a) // a word the shell guard unquoted
+			}
+		}
 	}
 	dump := false
 	for _, t := range texts {
-		for _, m := range varRef.FindAllStringSubmatch(t, -1) {
-			if SecretVarName(m[1]) {
-				seen["$"+m[1]] = true
+		// The expressions backtrack: they run only on a text that holds
+		// one of their literal parts.
+		if hasAny(t, varMarkers) {
+			for _, m := range varRef.FindAllStringSubmatch(t, -1) {
+				if SecretVarName(m[1]) {
+					seen["$"+m[1]] = true
+				}
 			}
 		}
-		dump = dump || envDump.MatchString(t)
+		dump = dump || hasAny(t, dumpMarkers) && envDump.MatchString(t)
 	}
 	for _, c := range cmds {
 		if isEnvDump(c) {
