@@ -123,6 +123,11 @@ func TestRequests(t *testing.T) {
 			t.Errorf("the WebFetch prompt is not sent, but it is a part: %+v", p)
 		}
 	}
+	gem := &action.Action{Tool: "web_fetch", Kind: action.KindNetFetch,
+		Args: map[string]any{"prompt": "Compare https://a.example/x?k=1 and https://b.example/y"}}
+	if rs := requests(gem); len(rs) != 2 || rs[0].Dest != "a.example" || rs[1].Dest != "b.example" {
+		t.Fatalf("a fetch whose URLs are in its prompt: %+v", rs)
+	}
 	search := &action.Action{Tool: "WebSearch", Kind: action.KindOther, Args: map[string]any{"query": "x"}}
 	if rs := requests(search); len(rs) != 1 || rs[0].Dest != "web search" || len(rs[0].Parts) != 1 {
 		t.Fatalf("web search: %+v", rs)

@@ -88,6 +88,9 @@ func requests(a *action.Action) []request {
 	}
 	switch kind {
 	case action.KindNetFetch:
+		if rs := promptFetches(a); rs != nil {
+			return rs
+		}
 		return []request{fetchRequest(a)}
 	case action.KindShell:
 		return shellRequests(a)
@@ -126,6 +129,23 @@ func commandText(args map[string]any) string {
 // webSearchTools are the agents' web search tools: the query leaves the
 // machine.
 var webSearchTools = map[string]bool{"WebSearch": true, "web_search": true, "google_web_search": true}
+
+// promptFetches are the requests of a fetch tool that takes its URLs in
+// its prompt (Gemini CLI's web_fetch: "Summarize https://…"), when it has
+// no URL argument: each URL of the prompt is fetched.
+func promptFetches(a *action.Action) []request {
+	if u, _ := a.StringArg("url", "uri"); u != "" {
+		return nil
+	}
+	p, _ := a.Args["prompt"].(string)
+	var out []request
+	for _, u := range urlInText.FindAllString(p, -1) {
+		if h := hostOf(u); h != "" {
+			out = append(out, request{Dest: h, By: a.Tool, Parts: urlParts(u)})
+		}
+	}
+	return out
+}
 
 // fetchRequest is a web fetch: its URL, headers and body. The prompt of
 // Claude Code's WebFetch is given to a local model, not sent, and is left
