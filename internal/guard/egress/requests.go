@@ -194,8 +194,32 @@ func toolRequests(a *action.Action, kind action.Kind) []request {
 		r := request{Dest: d, By: a.Tool}
 		if i == 0 {
 			r.Parts = parts // scanned once: the findings name every destination
+			r.Files = attachedFiles(a.Args)
 		}
 		out = append(out, r)
+	}
+	return out
+}
+
+// attachKey names the arguments of a tool that carry files to send
+// (an e-mail's attachments, an upload).
+var attachKey = regexp.MustCompile(`(?i)attach|upload|^files?$|^file_?paths?$`)
+
+// attachedFiles are the files a tool call attaches or uploads: absolute or
+// ~/ paths under an argument named for it. The tool's server reads them,
+// so no other guard sees their content: a secret file among them is
+// scanned and named (nested).
+func attachedFiles(args map[string]any) []sentFile {
+	var out []sentFile
+	for _, k := range sortedKeys(args) {
+		if !attachKey.MatchString(k) {
+			continue
+		}
+		walkStrings(args[k], func(s string) {
+			if (strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~/")) && !strings.ContainsAny(s, "\n\x00") && len(s) < 4096 {
+				out = append(out, sentFile{path: s, how: "attached (" + k + ")", nested: true})
+			}
+		})
 	}
 	return out
 }
