@@ -146,7 +146,7 @@ func (g *Guard) configRequests(reqs []request, cwd string) []request {
 	for _, r := range reqs {
 		for i, p := range r.Configs {
 			path, ok := g.resolve(p, cwd)
-			if !ok {
+			if !ok || g.inHome(path) {
 				continue
 			}
 			b, err := readCapped(path, maxScript)
@@ -201,4 +201,11 @@ func (g *Guard) resolve(p, cwd string) (string, bool) {
 		return filepath.Join(cwd, p), true
 	}
 	return filepath.Clean(p), true
+}
+
+// inHome reports a path in Overseer's own home, which the guard never
+// reads (the paths guard blocks any effect on it).
+func (g *Guard) inHome(p string) bool {
+	h := g.env.Home
+	return h != "" && (p == filepath.Clean(h) || strings.HasPrefix(p, filepath.Clean(h)+"/"))
 }

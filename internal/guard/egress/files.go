@@ -279,6 +279,11 @@ func (g *Guard) fileParts(files []sentFile, cwd string) (parts []secrets.Part, u
 			p = filepath.Join(cwd, p)
 		}
 		p = filepath.Clean(p)
+		if g.inHome(p) {
+			// Overseer's own home: never read here (the paths guard blocks
+			// any effect on it), so a verdict says nothing of its files.
+			continue
+		}
 		if g.env.SecretPath != nil && !f.nested {
 			if _, ok := g.env.SecretPath(p); ok {
 				continue // a secret file: its reading is judged as such
