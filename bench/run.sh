@@ -14,11 +14,17 @@
 #                                the API keeps 85% of its requests/s with them
 #   the API on PostgreSQL         >= 0.5x its requests/s on SQLite (a
 #                                throwaway server on the same machine)
+#   the hook process              <= 3x a bare Go process that reads the event
+#                                and prints a decision, with and without a
+#                                daemon; without one, <= 24 ms (bench/hook)
+#   the MCP gateway               adds < 1 ms to a call's median, its audit
+#                                record durable before the call (bench/mcp)
 #
 # Usage: bench/run.sh            (from anywhere; takes a few minutes)
 # Tuning (environment): BENCHTIME (default 2s) and COUNT (3; the summary
 # takes the median of the runs) for the Go benchmarks, API_SECONDS (10) and
-# API_CLIENTS (64) for the HTTP load, STRICT=1 to exit non-zero when a goal
+# API_CLIENTS (64) for the HTTP load, HOOK_CALLS (100) hook processes of
+# each kind, MCP_CALLS (2000) MCP calls of each kind, STRICT=1 to exit non-zero when a goal
 # is missed. It exits non-zero when a step fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -225,6 +231,17 @@ if [ -n "$PGCLUSTER" ]; then
 fi
 echo
 
+echo "== the hook process, with and without a daemon, against a bare Go hook (bench/hook)"
+if go test -count=1 -run '^$' -bench '^BenchmarkHookProcess$' -benchtime "${HOOK_CALLS:-100}x" ./bench/hook/ | tee "$WORK/hook.txt"; then :; else
+  fail "the hook benchmark failed"
+fi
+echo
+echo "== the MCP gateway: a tool called directly and through overseer mcp, alternately (bench/mcp)"
+if go test -count=1 -run '^$' -bench '^BenchmarkOverhead$' -benchtime "${MCP_CALLS:-2000}x" ./bench/mcp/ | tee "$WORK/mcp.txt"; then :; else
+  fail "the MCP gateway benchmark failed"
+fi
+echo
+
 # ---- the binary: the release build (above) against a plain `go build`
 plain_size=""; rel_size=""
 if [ -x "$WORK/overseer" ]; then
@@ -323,6 +340,21 @@ g9="$(goal "$cdelta" "<=" 10000)"
 rc="$(ratio "$rpsc" "$rps")"
 g10="$(goal "$rc" ">=" 0.85)"
 
+hk="$(metric "$WORK/hook.txt" BenchmarkHookProcess/hook ms/median)"
+hn="$(metric "$WORK/hook.txt" BenchmarkHookProcess/hook-no-daemon ms/median)"
+hb="$(metric "$WORK/hook.txt" BenchmarkHookProcess/bare-go ms/median)"
+hkc="$(metric "$WORK/hook.txt" BenchmarkHookProcess/hook ms-cpu/median)"
+hnc="$(metric "$WORK/hook.txt" BenchmarkHookProcess/hook-no-daemon ms-cpu/median)"
+hbc="$(metric "$WORK/hook.txt" BenchmarkHookProcess/bare-go ms-cpu/median)"
+rh1="$(ratio "$hk" "$hb")"
+rh2="$(ratio "$hn" "$hb")"
+mo="$(metric "$WORK/mcp.txt" BenchmarkOverhead overhead-p50-ns)"
+mpo="$(metric "$WORK/mcp.txt" BenchmarkOverhead paired-overhead-p50-ns)"
+md="$(metric "$WORK/mcp.txt" BenchmarkOverhead direct-p50-ns)"
+mg="$(metric "$WORK/mcp.txt" BenchmarkOverhead gateway-p50-ns)"
+msf() { [ -n "$1" ] && awk -v n="$1" 'BEGIN { printf "%.2f ms", n }' || echo "n/a"; }
+nsms() { [ -n "$1" ] && awk -v n="$1" 'BEGIN { printf "%.3f ms", n / 1e6 }' || echo "n/a"; }
+
 echo "==================== summary ===================="
 printf '%-44s %14s %14s\n' "" "p50" "p99"
 printf '%-44s %14s %14s\n' "Overseer Evaluate, 100 rules (policy only)" "$(us "$ov50")" "$(us "$ov99")"
@@ -364,6 +396,17 @@ printf '%-44s %s\n' "release binary <= 40 MB ($(mb "$rel_size"), $(ratio "$rel_s
 printf '%-44s %s\n' "limits+caps add <= 10 µs to Evaluate p50" "$g9"
 printf '%-44s %s\n' "API with limits+caps >= 0.85x sealed" "$g10"
 printf '%-44s %s\n' "API on PostgreSQL >= 0.5x SQLite ($rpg)" "$gpg"
+printf '%-44s %14s %14s %8s\n' "hook process, median (wall; cpu)" "with daemon" "no daemon" "bare Go"
+printf '%-44s %14s %14s %8s\n' "  wall" "$(msf "$hk")" "$(msf "$hn")" "$(msf "$hb")"
+printf '%-44s %14s %14s %8s\n' "  cpu (user+system)" "$(msf "$hkc")" "$(msf "$hnc")" "$(msf "$hbc")"
+printf '%-44s %14s %14s\n' "  ratio to the bare Go hook (wall)" "$rh1" "$rh2"
+printf '%-44s %14s %14s\n' "  ratio to the bare Go hook (cpu)" "$(ratio "$hkc" "$hbc")" "$(ratio "$hnc" "$hbc")"
+printf '%-44s %14s %14s %8s\n' "MCP call, median: direct / gateway" "$(nsms "$md")" "$(nsms "$mg")" ""
+printf '%-44s %14s %14s\n' "  gateway overhead (medians; paired)" "$(nsms "$mo")" "$(nsms "$mpo")"
+printf '%-44s %s\n' "hook with a daemon <= 3x bare Go ($rh1)" "$(goal "$rh1" "<=" 3)"
+printf '%-44s %s\n' "hook without a daemon <= 3x bare Go ($rh2)" "$(goal "$rh2" "<=" 3)"
+printf '%-44s %s\n' "hook without a daemon <= 24 ms ($(msf "$hn"))" "$(goal "$hn" "<=" 24)"
+printf '%-44s %s\n' "MCP gateway overhead median < 1 ms" "$(goal "$mo" "<" 1000000)"
 # Wall-clock figures mean little on a busy machine: say how busy it was.
 printf '%-44s %s\n' "load average (1, 5, 15 min) at the end" "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a) on $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') CPUs"
 

@@ -23,11 +23,17 @@ out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 go test -run '^$' -bench '^BenchmarkHookProcess$' -benchtime "${N}x" -count 1 ./bench/hook/ | tee "$out" >/dev/null
 
-median() { awk -v name="BenchmarkHookProcess/$1" 'index($1, name) == 1 && substr($1, length(name) + 1) ~ /^(-[0-9]+)?$/ { for (i = 2; i < NF; i++) if ($(i + 1) == "ms/median") print $i }' "$out"; }
+# median NAME [UNIT] prints the sub-benchmark's median wall time (or UNIT).
+median() { awk -v name="BenchmarkHookProcess/$1" -v unit="${2:-ms/median}" 'index($1, name) == 1 && substr($1, length(name) + 1) ~ /^(-[0-9]+)?$/ { for (i = 2; i < NF; i++) if ($(i + 1) == unit) print $i }' "$out"; }
 hook="$(median hook)"
 lone="$(median hook-no-daemon)"
 bare="$(median bare-go)"
 noop="$(median true)"
+# The CPU time (user + system) of the processes: steadier than wall time
+# when other work shares the machine.
+hookc="$(median hook ms-cpu/median)"
+lonec="$(median hook-no-daemon ms-cpu/median)"
+barec="$(median bare-go ms-cpu/median)"
 if [ -z "$hook" ] || [ -z "$lone" ] || [ -z "$bare" ] || [ -z "$noop" ]; then
   cat "$out" >&2
   echo "bench/hook: the benchmark printed no medians" >&2
@@ -45,6 +51,11 @@ printf 'hook process (auto, daemon running), median   %8.2f ms   %5sx the bare G
 printf 'hook process, no daemon (judged in-process)   %8.2f ms   %5sx the bare Go hook\n' "$lone" "$r2"
 printf 'bare Go hook (read the event, print a decision) %6.2f ms\n' "$bare"
 printf 'a process that does nothing (true), median    %8.2f ms\n' "$noop"
+if [ -n "$hookc" ] && [ -n "$lonec" ] && [ -n "$barec" ]; then
+  printf 'CPU time (user+system), medians: hook %.2f ms (%sx), no daemon %.2f ms (%sx), bare Go %.2f ms\n' \
+    "$hookc" "$(ratio "$hookc" "$barec")" "$lonec" "$(ratio "$lonec" "$barec")" "$barec"
+fi
+printf 'load average (1, 5, 15 min): %s\n' "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a)"
 printf '%s  hook median < %d ms  (%s calls each)\n' "$v1" "$GOAL_MS" "$N"
 printf '%s  hook with a daemon <= 3x the bare Go hook\n' "$v2"
 printf '%s  hook without a daemon <= 3x the bare Go hook\n' "$v3"

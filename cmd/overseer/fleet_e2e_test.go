@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/frontend/web"
 	"github.com/overseer-dev/overseer/internal/overseertest"
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/internal/store/pgtest"
@@ -38,6 +39,14 @@ type fleet struct {
 // tests load the API).
 func startFleet(t *testing.T, n int) *fleet {
 	t.Helper()
+	return startFleetWith(t, n, "", nil)
+}
+
+// startFleetWith is startFleet with more policy lines (appended after
+// settings.limits: indented by four, they are more limits) and a function
+// that prepares each home before its daemon starts.
+func startFleetWith(t *testing.T, n int, settings string, prepare func(home string)) *fleet {
+	t.Helper()
 	f := &fleet{url: pgtest.Database(t), dir: t.TempDir()}
 	if err := os.WriteFile(filepath.Join(f.dir, "README.md"), []byte("# a file to read\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -50,14 +59,17 @@ settings:
     session: {actions_per_minute: -1, bytes_per_minute: -1}
     agent: {actions_per_minute: -1, bytes_per_minute: -1}
     all: {actions_per_minute: -1, bytes_per_minute: -1}
-`, f.url)
+`, f.url) + settings
 	for i := range n {
 		home := t.TempDir()
 		if err := os.WriteFile(filepath.Join(home, "policy.yaml"), []byte(pol), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		if prepare != nil {
+			prepare(home)
+		}
 		if i > 0 {
-			for _, name := range []string{"token", audit.SealFile} {
+			for _, name := range []string{"token", audit.SealFile, web.KeyName} {
 				b, err := os.ReadFile(filepath.Join(f.homes[0], name))
 				if err != nil {
 					t.Fatal(err)

@@ -3,6 +3,7 @@ package gate
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -112,8 +113,9 @@ var phraseTable = map[cue][]string{
 	},
 }
 
-// phrases maps a phrase's tokens, joined by a space, to its cue.
-var phrases = func() map[string]cue {
+// phrases maps a phrase's tokens, joined by a space, to its cue. It is
+// built on first use, not at every process's start.
+var phrases = sync.OnceValue(func() map[string]cue {
 	m := map[string]cue{}
 	for c, list := range phraseTable {
 		for _, p := range list {
@@ -129,7 +131,7 @@ var phrases = func() map[string]cue {
 		}
 	}
 	return m
-}()
+})
 
 // foldRune maps full-width ASCII to ASCII and typographic apostrophes to '.
 func foldRune(r rune) rune {
@@ -229,7 +231,7 @@ func ParseIntent(text string) Intent {
 // of toks, or 0 when none starts there.
 func longestPhrase(toks []string) (int, cue) {
 	for n := min(maxPhraseTokens, len(toks)); n > 0; n-- {
-		if c, ok := phrases[strings.Join(toks[:n], " ")]; ok {
+		if c, ok := phrases()[strings.Join(toks[:n], " ")]; ok {
 			return n, c
 		}
 	}

@@ -63,6 +63,11 @@ type Result struct {
 	// Scan is the scan of Output the caller already made (ScanResult);
 	// nil: RecordResult scans it.
 	Scan *resultscan.Report `json:"-"`
+	// Facts are the facts of the action ActionID as this process's kernel
+	// derived them, when the caller holds the action it submitted (the MCP
+	// gateway): the paths it wrote are then not read back from its record.
+	// Never taken from a request.
+	Facts *action.Facts `json:"-"`
 }
 
 // ResultRecord is the audit record of a result and its classification.

@@ -16,3 +16,11 @@ func SetSpendReread(d time.Duration) (restore func()) {
 	spendReread = d
 	return func() { spendReread = old }
 }
+
+// SetFlushInterval sets how often the counts are written behind, for the
+// kernels opened during the test.
+func SetFlushInterval(d time.Duration) (restore func()) {
+	old := flushInterval
+	flushInterval = d
+	return func() { flushInterval = old }
+}

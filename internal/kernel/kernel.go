@@ -101,6 +101,7 @@ type Kernel struct {
 	// shared is set for a store shared by several instances; stopWatch
 	// ends the watch of its changes and waits for it.
 	shared    bool
+	samples   *sampleShare // repeat detection's samples, published to the other instances
 	stopWatch context.CancelFunc
 }
 
@@ -237,6 +238,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 		Timeout: time.Duration(gs.Timeout), Default: gs.Default, Poll: cfg.Poll,
 		OnAnswer: k.onAnswer, Journal: journal{k}, Shared: k.shared,
 	})
+	k.startSamples()
 	if w, ok := st.(store.Watcher); ok {
 		wctx, stop := context.WithCancel(context.Background())
 		done, listening := make(chan struct{}), make(chan struct{})
@@ -265,6 +267,7 @@ func (k *Kernel) Close() error {
 	// The counts are written before the audit writer stops (the pauses a
 	// limit asked for are already recorded).
 	uerr := k.closeUsage()
+	k.stopSamples()
 	var err error
 	if k.stopWatch != nil {
 		k.stopWatch()
@@ -381,6 +384,8 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 	key := firewall.SessionKey(a)
 	effect, writes := k.Engine.Effects(a, &v)
 	k.Bus.RecordSample(key, perception.ActionSample{Tool: a.Tool, ArgsHash: v.ArgsHash, Effect: effect, Writes: writes})
+	k.shareSample(sharedSample{Session: key, ActionSample: perception.ActionSample{Tool: a.Tool, ArgsHash: v.ArgsHash,
+		Time: k.Clock.Now(), Effect: effect, Writes: writes}})
 	if refusedAgain(&v) {
 		// A person refused this call before; counting the repeat is what
 		// stops a session that keeps trying. A failure to count is only
@@ -470,6 +475,7 @@ func (k *Kernel) onAnswer(ctx context.Context, apr *store.Approval, ans store.An
 			// The person looked at a call a loop limit put to them:
 			// counting starts again.
 			k.Bus.ForgetTool(key, apr.Tool)
+			k.shareSample(sharedSample{Session: key, ActionSample: perception.ActionSample{Tool: apr.Tool}, Forget: true})
 		}
 		if err := k.observe(ctx, a, apr.Level, true); err != nil {
 			return err

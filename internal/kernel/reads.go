@@ -180,6 +180,13 @@ func (k *Kernel) recordWrites(ctx context.Context, r Result) {
 	if r.IsError || r.ActionID == "" || r.Agent == paths.BuiltinAgent || r.Session == "" {
 		return
 	}
+	if r.Facts != nil {
+		if len(r.Facts.Paths) > 0 {
+			o := readObserver{paths.NewStoreTracker(k.raw, k.Clock)}
+			_ = o.record(ctx, r.Session, r.Facts.Paths, true, action.PathWrite)
+		}
+		return
+	}
 	recs, err := k.raw.QueryAudit(ctx, store.AuditQuery{ActionID: r.ActionID, Types: []string{audit.TypeAction}, Limit: 1})
 	if err != nil || len(recs) != 1 {
 		return

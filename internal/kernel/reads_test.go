@@ -10,6 +10,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/guard/paths"
+	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
 // TestSubmittedReadIsRememberedWithItsVerdict: a hook agent's read that runs
@@ -58,6 +59,43 @@ func TestSubmittedReadIsRememberedWithItsVerdict(t *testing.T) {
 	submit("Read", map[string]any{"file_path": f})
 	if v := submit("Edit", map[string]any{"file_path": f, "old_string": "one", "new_string": "uno"}); v.Level == action.Block {
 		t.Fatalf("edit after reading again is still blocked: %s", v.Summary())
+	}
+}
+
+// TestWriteRememberedFromTheCallersFacts: a result recorded with the facts
+// of the action the caller submitted (the MCP gateway's) remembers the
+// files the call wrote as the agent's reads, as one recorded without them
+// does from the action's record.
+func TestWriteRememberedFromTheCallersFacts(t *testing.T) {
+	for _, withFacts := range []bool{true, false} {
+		k := open(t, clock.Real{}, "")
+		proj := t.TempDir()
+		f := filepath.Join(proj, "new.txt")
+		a := &action.Action{Tool: "Write", Agent: "claude-code", Session: "s-w", Cwd: proj,
+			Args: map[string]any{"file_path": f, "content": "fresh\n"}}
+		sub, err := k.Submit(t.Context(), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sub.Verdict.Level.RunsWithoutPerson() {
+			t.Fatalf("writing a new file in the project is %s, want it to run", sub.Verdict.Level)
+		}
+		if err := os.WriteFile(f, []byte("fresh\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := kernel.Result{ActionID: sub.Action.ID, Agent: a.Agent, Session: a.Session, Tool: a.Tool, Output: "written"}
+		if withFacts {
+			facts := sub.Action.Facts
+			r.Facts = &facts
+		}
+		if _, err := k.RecordResult(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+		h, _, _ := paths.HashFile(f)
+		ri, ok, err := k.Reads().LastRead(t.Context(), "s-w", f)
+		if err != nil || !ok || !ri.Full || ri.Hash != h {
+			t.Errorf("facts given %v: the written file is remembered as %+v ok=%v err=%v, want read whole", withFacts, ri, ok, err)
+		}
 	}
 }
 

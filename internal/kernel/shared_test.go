@@ -14,10 +14,12 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/limits"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/internal/store/pgtest"
 	"github.com/overseer-dev/overseer/internal/store/postgres"
+	"github.com/overseer-dev/overseer/internal/usage"
 )
 
 // openShared opens n kernels, each with a home of its own, on one fresh
@@ -289,5 +291,325 @@ func TestDescribeStore(t *testing.T) {
 	t.Setenv(kernel.DatabaseURLEnv, "")
 	if got := kernel.DescribeStore("/h", pol("postgres://ovs:secret@db/overseer")); strings.Contains(got, "secret") {
 		t.Errorf("the description shows the password: %q", got)
+	}
+}
+
+// sharedLimit puts a rate limit on ks[0] and waits until every instance
+// has it in force.
+func sharedLimit(t *testing.T, ks []*kernel.Kernel, l usage.RateLimit) {
+	t.Helper()
+	if _, err := ks[0].PutRateLimit(context.Background(), l, "ann"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, k := range ks {
+		for len(k.RateLimits()) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("an instance does not load the rate limit")
+			}
+			k.Evaluate(context.Background(), read("nobody")) // reloads the controls when due
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// Three instances count one agent against one rate limit, from many
+// goroutines at once: together they admit exactly the limit (no
+// overshoot, nothing refused below it), and after it every instance
+// refuses. The calls are not flushed in between: the sharing is the
+// leases', not the write-behind's.
+func TestSharedRateLimitNoOvershoot(t *testing.T) {
+	defer kernel.SetPauseRecheck(0)()
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 3, time.Second)
+	const limitN = 60
+	sharedLimit(t, ks, limit("rl", limitN, usage.Block))
+	var (
+		wg              sync.WaitGroup
+		mu              sync.Mutex
+		allowed, denied int
+	)
+	const perWorker = 15
+	for w := range 9 { // 135 calls, 3 workers per instance
+		k := ks[w%3]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range perWorker {
+				sub, err := k.Submit(ctx, read("codex"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				switch sub.Verdict.Level {
+				case action.Auto:
+					allowed++
+				case action.Block:
+					if !strings.Contains(sub.Verdict.Summary(), "rate limit rl") {
+						t.Errorf("refused for another reason: %s", sub.Verdict.Summary())
+					}
+					denied++
+				default:
+					t.Errorf("verdict %s", sub.Verdict.Summary())
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if allowed != limitN || denied != 9*perWorker-limitN {
+		t.Fatalf("the fleet admitted %d calls and refused %d; the limit is %d", allowed, denied, limitN)
+	}
+	for i, k := range ks {
+		if sub, _ := k.Submit(ctx, read("codex")); sub.Verdict.Level != action.Block {
+			t.Fatalf("instance %d after the limit: %s", i, sub.Verdict.Summary())
+		}
+		if sub, _ := k.Submit(ctx, read("claude")); sub.Verdict.Level != action.Auto {
+			t.Fatalf("instance %d, another agent: %s", i, sub.Verdict.Summary())
+		}
+	}
+}
+
+// A lease an instance did not use is given back when it closes: the other
+// instances may admit those calls.
+func TestSharedRateLimitLeaseGivenBack(t *testing.T) {
+	defer kernel.SetPauseRecheck(0)()
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 2, time.Second)
+	sharedLimit(t, ks, limit("rl", 100, usage.Block))
+	// Instance 0 takes leases as its use grows (1, 2, 4, … calls).
+	for range 10 {
+		if sub, _ := ks[0].Submit(ctx, read("codex")); sub.Verdict.Level != action.Auto {
+			t.Fatalf("instance 0: %s", sub.Verdict.Summary())
+		}
+	}
+	if err := ks[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		sub, _ := ks[1].Submit(ctx, read("codex"))
+		if sub.Verdict.Level != action.Auto {
+			break
+		}
+		n++
+		if n > 100 {
+			t.Fatal("instance 1 admits over the limit")
+		}
+	}
+	if n != 90 {
+		t.Fatalf("instance 1 admitted %d calls after instance 0 used 10 of 100", n)
+	}
+}
+
+// Spend recorded on one instance near a cap counts against the cap on the
+// others at once: written through and announced, and an instance that
+// learns the fleet is near a cap writes what it has not written yet. The
+// write-behind and the ten-second re-read are turned off for the test.
+func TestSharedSpendAtTheEdge(t *testing.T) {
+	defer kernel.SetPauseRecheck(0)()
+	defer kernel.SetSpendReread(time.Hour)()
+	defer kernel.SetFlushInterval(time.Hour)()
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 2, time.Second)
+	a, b := ks[0], ks[1]
+	if _, err := a.PutBudgetCap(ctx, usage.BudgetCap{ID: "day", Scope: usage.ScopeGlobal, MaxCostUSD: 1, Period: usage.Daily,
+		Action: usage.Stop, Enabled: true}, "ann"); err != nil {
+		t.Fatal(err)
+	}
+	for len(b.BudgetCaps()) == 0 {
+		b.Evaluate(ctx, read("nobody"))
+		time.Sleep(10 * time.Millisecond)
+	}
+	spent := func(k *kernel.Kernel) float64 {
+		for _, st := range k.Budgets() {
+			return st.Spent
+		}
+		return -1
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	waitSpent := func(k *kernel.Kernel, want float64) {
+		t.Helper()
+		for spent(k) < want-0.001 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the instance sees $%.2f, want $%.2f", spent(k), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// Far from the cap, b's spend is written behind (not yet).
+	b.RecordUse(ctx, kernel.Use{Agent: "codex", Session: "s1", Model: "m", CostUSD: 0.5})
+	time.Sleep(100 * time.Millisecond)
+	if got := spent(a); got != 0 {
+		t.Fatalf("a sees $%.2f before anything near a cap was written", got)
+	}
+	// a comes near the cap on its own: its spend is written through; b
+	// reads it, is then near the cap with its own, and writes that
+	// through; a reads it. Both refuse.
+	a.RecordUse(ctx, kernel.Use{Agent: "claude", Session: "s2", Model: "m", CostUSD: 0.4})
+	b.RecordUse(ctx, kernel.Use{Agent: "claude", Session: "s2", Model: "m", CostUSD: 0.01})
+	a.RecordUse(ctx, kernel.Use{Agent: "claude", Session: "s2", Model: "m", CostUSD: 0.4})
+	waitSpent(b, 1.31)
+	waitSpent(a, 1.31)
+	for i, k := range ks {
+		sub, _ := k.Submit(ctx, read("codex"))
+		if sub.Verdict.Level != action.Block || !strings.Contains(sub.Verdict.Summary(), "budget cap day") {
+			t.Fatalf("instance %d over the cap: %s", i, sub.Verdict.Summary())
+		}
+	}
+}
+
+// Repeat detection counts a session's calls whichever instance judged
+// them: the same call made once on each of two instances and a third time
+// on the first is a loop (settings.loop: the third identical call within
+// five minutes), as it is on one instance. A person's approval of the call
+// the loop limit put to them starts the count again on both.
+func TestSharedRepeatDetection(t *testing.T) {
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 2, 20*time.Millisecond)
+	a, b := ks[0], ks[1]
+	same := func() *action.Action {
+		return &action.Action{Tool: "Read", Agent: "codex", Session: "loop", Cwd: "/proj",
+			Args: map[string]any{"file_path": "/proj/same.go"}}
+	}
+	looped := func(v action.Verdict) bool {
+		for _, r := range v.Reasons {
+			if r.Source == action.SourceLoop {
+				return true
+			}
+		}
+		return false
+	}
+	for i, k := range []*kernel.Kernel{a, b} {
+		if sub, err := k.Submit(ctx, same()); err != nil || looped(sub.Verdict) {
+			t.Fatalf("call %d: %v %s", i+1, err, sub.Verdict.Summary())
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !looped(a.Evaluate(ctx, same())) {
+		if time.Now().After(deadline) {
+			v := a.Evaluate(ctx, same())
+			t.Fatalf("the first instance does not count the call the second judged: %s", v.Summary())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sub, err := a.Submit(ctx, same())
+	if err != nil || !looped(sub.Verdict) || sub.Approval == nil {
+		t.Fatalf("the third call: %v %s", err, sub.Verdict.Summary())
+	}
+	// Approved on the second instance: neither counts the earlier calls.
+	if _, ok, err := b.Answer(ctx, sub.Approval.ID, store.Answer{Decision: "approve", Who: "ann", Channel: "test"}); err != nil || !ok {
+		t.Fatalf("answer: %v %v", ok, err)
+	}
+	for _, k := range ks {
+		for looped(k.Evaluate(ctx, same())) {
+			if time.Now().After(deadline) {
+				t.Fatal("the count did not start again after the approval")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// Two instances' submission quotas draw on the same buckets: together they
+// serve exactly the burst of a quota that does not refill during the test,
+// from many goroutines, and refuse the rest with the shared bucket's wait.
+func TestSharedQuotas(t *testing.T) {
+	ks, _, _ := openShared(t, 2, time.Second)
+	const burst = 40
+	cfg := limits.Config{Agent: limits.Scope{Requests: limits.Rate{PerMinute: 0.001, Burst: burst}}}
+	qs := []*limits.Quotas{limits.NewQuotas(cfg, nil), limits.NewQuotas(cfg, nil)}
+	for i, q := range qs {
+		q.SetPool(ks[i].QuotaPool)
+	}
+	var (
+		wg             sync.WaitGroup
+		mu             sync.Mutex
+		served, denied int
+	)
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 15 {
+				d := qs[w%2].Take("codex", fmt.Sprint("s", w), 100)
+				mu.Lock()
+				if d == nil {
+					served++
+				} else {
+					if d.Scope != "agent" || d.RetryAfter < time.Minute {
+						t.Errorf("refused by %+v", d)
+					}
+					denied++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if served > burst {
+		t.Fatalf("the fleet served %d requests (%d refused); the burst is %d", served, denied, burst)
+	}
+	// Credit an instance still holds (its requests ended first) is served
+	// by its next requests: nothing is lost.
+	for _, q := range qs {
+		for range 3 {
+			for q.Take("codex", "drain", 1) == nil {
+				served++
+			}
+		}
+	}
+	if served != burst {
+		t.Fatalf("the fleet served %d requests in all; the burst is %d", served, burst)
+	}
+	// Another agent has its own bucket.
+	if d := qs[1].Take("claude", "s", 1); d != nil {
+		t.Fatalf("another agent: %+v", d)
+	}
+	// A bucket that refilled is forgotten; the others are kept.
+	fast := limits.NewQuotas(limits.Config{Agent: limits.Scope{Requests: limits.Rate{PerMinute: 60000, Burst: 5}}}, nil)
+	fast.SetPool(ks[0].QuotaPool)
+	if d := fast.Take("brief", "s", 1); d != nil {
+		t.Fatalf("fast: %+v", d)
+	}
+	time.Sleep(50 * time.Millisecond) // 1,000 a second: full again
+	if n, err := ks[1].PruneQuotaBuckets(context.Background()); err != nil || n != 1 {
+		t.Fatalf("pruned %d buckets (%v), want the refilled one", n, err)
+	}
+	if d := qs[0].Take("codex", "after", 1); d == nil {
+		t.Fatal("the empty bucket was forgotten")
+	}
+}
+
+// BenchmarkSharedSubmitLimited is a recorded submission on one of two
+// instances on one database, without a rate limit and with one that counts
+// every call (far from its maximum): what counting through leases adds
+// (a lease transaction per block of up to 256 calls or per second).
+func BenchmarkSharedSubmitLimited(b *testing.B) {
+	for _, limited := range []bool{false, true} {
+		name := "no-limit"
+		if limited {
+			name = "limit"
+		}
+		b.Run(name, func(b *testing.B) {
+			ks, _, _ := openShared(b, 2, time.Second)
+			ctx := context.Background()
+			if limited {
+				if _, err := ks[0].PutRateLimit(ctx, usage.RateLimit{ID: "rl", MaxCalls: usage.MaxCalls, WindowSeconds: 3600,
+					Action: usage.Block, Enabled: true}, "ann"); err != nil {
+					b.Fatal(err)
+				}
+				for len(ks[1].RateLimits()) == 0 {
+					ks[1].Evaluate(ctx, read("nobody"))
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			for i := 0; b.Loop(); i++ {
+				if sub, err := ks[i%2].Submit(ctx, read("codex")); err != nil || sub.Verdict.Level != action.Auto {
+					b.Fatalf("%v %v", err, sub)
+				}
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/overseer-dev/overseer/internal/limits"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/internal/store/postgres"
@@ -85,6 +86,29 @@ func DescribeStore(home string, pol *policy.Policy) string {
 	return fmt.Sprintf("PostgreSQL %s@%s:%d/%s (shared)", c.User, c.Host, c.Port, c.Database)
 }
 
+// DatabaseSize is the size of the kernel's database: the SQLite file with
+// its write-ahead log, or the bytes Overseer's tables take in PostgreSQL.
+func (k *Kernel) DatabaseSize(ctx context.Context) (int64, error) {
+	if sz, ok := k.raw.(store.Sizer); ok {
+		return sz.Size(ctx)
+	}
+	return limits.DatabaseSize(filepath.Join(k.Home, DBFile))
+}
+
+// Lead waits until this instance leads the task name among the instances
+// sharing the store (store.Locker), and returns a channel closed when it
+// loses the lead. With a store of its own (SQLite) the instance leads at
+// once, until ctx ends.
+func (k *Kernel) Lead(ctx context.Context, name string) (<-chan struct{}, error) {
+	if l, ok := k.raw.(store.Locker); ok {
+		return l.Lead(ctx, name)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return ctx.Done(), nil
+}
+
 // Shared reports whether the kernel's store is shared by several
 // instances (PostgreSQL), rather than the SQLite file in its home.
 func (k *Kernel) Shared() bool { return k.shared }
@@ -102,8 +126,15 @@ func (k *Kernel) watch(ctx context.Context, w store.Watcher, listening chan<- st
 			k.Gate.Nudge(c.ID)
 		case store.ChangeRules:
 			_ = k.Engine.Reload(ctx) // a failure is kept by the engine: actions go to a person
+		case changeSamples:
+			k.takeSamples(c.ID)
+		case store.ChangeState:
+			if c.ID == nsBudgetUsage {
+				k.kickSpend()
+			}
 		case store.ChangeResync:
 			once.Do(func() { close(listening) })
+			k.kickSpend()
 			k.Gate.NudgeAll()
 			_ = k.Engine.Reload(ctx)
 		}

@@ -75,6 +75,9 @@ type usageState struct {
 	// spendRead is when the spend was last read from the store (other
 	// processes' spend is seen from then on).
 	spendRead time.Time
+	// spendKick asks the spend reader (shared stores) to read the spend
+	// again: another instance wrote some.
+	spendKick chan struct{}
 }
 
 // Reported is an agent's cumulative token counts of a session, as it
@@ -113,7 +116,85 @@ func (k *Kernel) openUsage(ctx context.Context) {
 		stop: make(chan struct{}), done: make(chan struct{})}
 	_ = k.reloadControls(ctx, true)
 	k.loadCounts(ctx)
+	if k.shared {
+		// Several instances count the same agents: a rate limit admits
+		// calls only from leases of the shared window (usage.Leaser).
+		k.usage.counter.SetLeaser(k.leaseWindows)
+		// The spend other instances write is read again as soon as they
+		// announce it (the watch calls kickSpend).
+		k.usage.spendKick = make(chan struct{}, 1)
+		go k.spendReader()
+	}
 	go k.flusher()
+}
+
+// kickSpend asks the spend reader to read the stored spend again.
+func (k *Kernel) kickSpend() {
+	if k.usage == nil || k.usage.spendKick == nil {
+		return
+	}
+	select {
+	case k.usage.spendKick <- struct{}{}:
+	default: // a read is already due: it reads this change too
+	}
+}
+
+// spendReader reads the stored spend each time another instance announces
+// a change of it, until the kernel closes: what any instance spends counts
+// against every instance's caps once it is written (at once near a cap,
+// see RecordUse; within the write-behind's second otherwise).
+func (k *Kernel) spendReader() {
+	u := k.usage
+	for {
+		select {
+		case <-u.stop:
+			return
+		case <-u.spendKick:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		u.flushMu.Lock() // not while a flush has taken this process's spend
+		err := k.loadSpend(ctx)
+		if err == nil {
+			u.spendRead = time.Now()
+		}
+		u.flushMu.Unlock()
+		if err == nil && u.counter.NearAnyCap(k.Clock.Now()) {
+			// The fleet is near a cap: what this process spent and has
+			// not written yet is written now, for the others to count.
+			_ = k.FlushUsage(ctx)
+		}
+		cancel()
+	}
+}
+
+// leaseWindows takes leases of shared rate-limit windows in one
+// transaction, each window under its lock. It waits for a flush under
+// way, so that a flush's merged window and a lease's are not put back out
+// of order.
+func (k *Kernel) leaseWindows(ctx context.Context, reqs []usage.KeyedLease) ([]usage.Lease, error) {
+	u := k.usage
+	u.flushMu.Lock()
+	defer u.flushMu.Unlock()
+	now := k.Clock.Now()
+	keys := make([]string, len(reqs))
+	idx := make(map[string]int, len(reqs))
+	for i, r := range reqs {
+		keys[i], idx[r.Key] = r.Key, i
+	}
+	out := make([]usage.Lease, len(reqs))
+	err := k.raw.UpdateStates(ctx, nsRateCounters, keys, func(key string, old []byte) ([]byte, error) {
+		req := reqs[idx[key]].LeaseRequest
+		b, got, err := usage.LeaseWindow(old, req, now)
+		if err != nil { // an unreadable stored window starts again, as a flush does
+			b, got, err = usage.LeaseWindow(nil, req, now)
+		}
+		out[idx[key]] = got
+		return b, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("counting the rate limits through the shared database: %w", err)
+	}
+	return out, nil
 }
 
 // loadCounts reads the persisted windows, hosts and spend. A failure leaves
@@ -273,7 +354,7 @@ func (k *Kernel) closeUsage() error {
 		<-k.usage.done
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err = k.FlushUsage(ctx)
+		err = k.flushUsage(ctx, true)
 	})
 	return err
 }
@@ -281,11 +362,15 @@ func (k *Kernel) closeUsage() error {
 // FlushUsage writes what the counters changed since the last flush, in one
 // transaction per namespace, and reads back the merged windows. What a
 // failed write took is given back to the counter for the next flush.
-func (k *Kernel) FlushUsage(ctx context.Context) error {
+func (k *Kernel) FlushUsage(ctx context.Context) error { return k.flushUsage(ctx, false) }
+
+// flushUsage is FlushUsage; final gives back every lease not used (the
+// kernel closes).
+func (k *Kernel) flushUsage(ctx context.Context, final bool) error {
 	u := k.usage
 	u.flushMu.Lock()
 	defer u.flushMu.Unlock()
-	d := u.counter.TakeDirty()
+	d := u.counter.TakeDirtyAt(k.Clock.Now(), final)
 	u.mu.Lock()
 	var rep map[string]Reported
 	if len(u.dirtyReported) > 0 {
@@ -306,7 +391,7 @@ func (k *Kernel) FlushUsage(ctx context.Context) error {
 		merged := map[string][]usage.Bucket{}
 		err := k.raw.UpdateStates(ctx, nsRateCounters, keys, func(key string, old []byte) ([]byte, error) {
 			dw := d.Windows[key]
-			b, bs, err := usage.MergeBuckets(old, dw.Fresh, dw.Window, now)
+			b, bs, err := usage.MergeWindow(old, dw, now)
 			if err != nil { // an unreadable stored window starts again
 				b, bs, err = usage.MergeBuckets(nil, dw.Fresh, dw.Window, now)
 			}
@@ -442,7 +527,10 @@ func (s signals) Usage(ctx context.Context, a *action.Action, level action.Level
 	eff.Driven = a.Agent == OwnAgent
 	eff.Now = s.clock.Now()
 	h, count := ctx.Value(countKey{}).(*countHolder)
-	f := u.counter.Check(&eff, count)
+	f, cerr := u.counter.CheckContext(ctx, &eff, count)
+	if cerr != nil {
+		return nil, cerr // nothing counted: the call goes to a person
+	}
 	if count {
 		h.findings = f
 	}
@@ -500,10 +588,17 @@ func (k *Kernel) RecordUse(ctx context.Context, u Use) float64 {
 	if cost <= 0 {
 		cost = k.usage.counter.Set().Prices.Cost(u.Model, u.Input, u.Output)
 	}
-	alerts := k.usage.counter.Record(u.Agent, u.Session, usage.Spend{Input: u.Input, Output: u.Output, Cost: cost, Calls: 1}, k.Clock.Now())
+	now := k.Clock.Now()
+	alerts := k.usage.counter.Record(u.Agent, u.Session, usage.Spend{Input: u.Input, Output: u.Output, Cost: cost, Calls: 1}, now)
+	if k.shared && cost > 0 && k.usage.counter.NearCap(u.Agent, u.Session, now) {
+		// Near a cap the spend is written through, and the other
+		// instances read it at once (kickSpend), rather than after the
+		// write-behind's second. A failure leaves it to the next flush.
+		_ = k.FlushUsage(ctx)
+	}
 	for _, al := range alerts {
 		n := Notice{Kind: usage.SourceBudget, ID: al.Cap.ID, Agent: u.Agent, Session: u.Session, Action: string(al.Cap.Action),
-			Share: al.Share, Message: al.Message, At: k.Clock.Now().UTC()}
+			Share: al.Share, Message: al.Message, At: now.UTC()}
 		if al.Cap.Scope == usage.ScopeGlobal {
 			n.Agent, n.Session = "", ""
 		}

@@ -106,8 +106,19 @@ func DatabaseSize(path string) (int64, error) {
 // that it does not flap. It returns the size measured.
 func (a *Alarms) CheckDatabase(path string, threshold int64, now time.Time) (int64, error) {
 	size, err := DatabaseSize(path)
-	if err != nil || threshold <= 0 {
+	if err != nil {
 		return size, err
+	}
+	a.CheckSize(size, threshold, now)
+	return size, nil
+}
+
+// CheckSize raises or clears AlarmDatabaseSize for a database of size
+// bytes (however measured: a SQLite file, PostgreSQL's tables), as
+// CheckDatabase does.
+func (a *Alarms) CheckSize(size, threshold int64, now time.Time) {
+	if threshold <= 0 {
+		return
 	}
 	switch {
 	case size >= threshold:
@@ -117,7 +128,6 @@ func (a *Alarms) CheckDatabase(path string, threshold int64, now time.Time) (int
 	case size < threshold/10*9:
 		a.Clear(AlarmDatabaseSize)
 	}
-	return size, nil
 }
 
 // Bytes formats n as a size for people ("1.5 GiB").

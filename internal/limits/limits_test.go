@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -153,4 +154,67 @@ func TestDatabaseAlarm(t *testing.T) {
 	if s := Bytes(3 << 29); s != "1.5 GiB" {
 		t.Fatalf("Bytes = %q", s)
 	}
+}
+
+// A shared bucket starts full, grants the need plus up to half the room
+// beyond it, refuses with the wait until the need fits, lets a request
+// larger than the burst into debt from a full bucket, refills with time
+// and takes back what is given back.
+func TestDrawBucket(t *testing.T) {
+	r := Rate{PerMinute: 60, Burst: 10}
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	b, d, err := DrawBucket(nil, Draw{Rate: r, Need: 1, Want: 8}, now)
+	if err != nil || d.Granted != 1+4.5 {
+		t.Fatalf("first draw %+v %v", d, err)
+	}
+	b, d, _ = DrawBucket(b, Draw{Rate: r, Need: 4, Want: 4}, now)
+	if d.Granted != 4 {
+		t.Fatalf("second draw %+v", d)
+	}
+	b, d, _ = DrawBucket(b, Draw{Rate: r, Need: 2, Want: 2}, now) // 0.5 left
+	if d.Granted != 0 || d.Wait != 1500*time.Millisecond {
+		t.Fatalf("over the level %+v", d)
+	}
+	b, d, _ = DrawBucket(b, Draw{Rate: r, Need: 2, Want: 2, Back: 3}, now) // 3.5
+	if d.Granted != 2 {
+		t.Fatalf("after giving back %+v", d)
+	}
+	later := now.Add(time.Minute) // full again
+	b, d, _ = DrawBucket(b, Draw{Rate: r, Need: 25, Want: 25}, later)
+	if d.Granted != 25 {
+		t.Fatalf("a request over the burst from a full bucket %+v", d)
+	}
+	_, d, _ = DrawBucket(b, Draw{Rate: r, Need: 1, Want: 1}, later.Add(10*time.Second)) // -15 + 10
+	if d.Granted != 0 || d.Wait != 6*time.Second {
+		t.Fatalf("in debt %+v", d)
+	}
+	// An unreadable bucket is empty (and refills).
+	if _, d, _ := DrawBucket([]byte("{"), Draw{Rate: r, Need: 1, Want: 1}, now); d.Granted != 0 {
+		t.Fatalf("unreadable %+v", d)
+	}
+}
+
+// FuzzDrawBucket: whatever the stored bucket holds, a draw grants the need
+// or nothing (never less, never negative), and a refusal says how long.
+func FuzzDrawBucket(f *testing.F) {
+	f.Add([]byte(`{"l":3,"t":0}`), 60.0, 10.0, 1.0, 4.0, 0.0)
+	f.Add([]byte(`{`), 1.0, 1.0, 5.0, 5.0, 2.0)
+	f.Fuzz(func(t *testing.T, stored []byte, perMin, burst, need, want, back float64) {
+		for _, v := range []float64{perMin, burst, need, want, back} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1e12 {
+				return
+			}
+		}
+		if burst <= 0 || need <= 0 || want < need {
+			return
+		}
+		now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+		_, d, err := DrawBucket(stored, Draw{Rate: Rate{PerMinute: perMin, Burst: burst}, Need: need, Want: want, Back: back}, now)
+		if err != nil {
+			return
+		}
+		if d.Granted != 0 && (d.Granted < need || d.Granted > want+1e-9) || d.Wait < 0 {
+			t.Fatalf("drawn %+v", d)
+		}
+	})
 }

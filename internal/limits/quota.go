@@ -49,6 +49,11 @@ type Quotas struct {
 	ses map[string]*pair
 	agt map[string]*pair
 	all pair
+	// pool, when set, holds the buckets, shared by several instances
+	// (shared.go); credits is this instance's credit on them.
+	pool    Pool
+	credits map[string]*credit
+	drawMu  sync.Mutex
 }
 
 type bucket struct {
@@ -67,7 +72,7 @@ func NewQuotas(cfg Config, clk clock.Clock) *Quotas {
 	if cfg.MaxKeys <= 0 {
 		cfg.MaxKeys = 10000
 	}
-	return &Quotas{cfg: cfg, clk: clk, ses: map[string]*pair{}, agt: map[string]*pair{}}
+	return &Quotas{cfg: cfg, clk: clk, ses: map[string]*pair{}, agt: map[string]*pair{}, credits: map[string]*credit{}}
 }
 
 // refill brings b up to now under r.
@@ -127,6 +132,9 @@ func keyOf(s string) string {
 func (q *Quotas) Take(agent, session string, size int64) *Denied {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.pool != nil {
+		return q.takeShared(agent, session, size)
+	}
 	now := q.clk.Now()
 	ak, sk := keyOf(agent), keyOf(agent)+"\x00"+keyOf(session)
 	sp := q.get(q.ses, sk, q.cfg.Session, now)
@@ -168,6 +176,9 @@ func (q *Quotas) Take(agent, session string, size int64) *Denied {
 func (q *Quotas) Full(size int64) *Denied {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.pool != nil {
+		return q.fullShared()
+	}
 	now := q.clk.Now()
 	q.all.req.refill(q.cfg.All.Requests, now)
 	q.all.bytes.refill(q.cfg.All.Bytes, now)

@@ -243,7 +243,7 @@ type Outcome struct {
 // Registry reads and writes pins in a store.
 type Registry struct {
 	st  store.StateStore
-	det *inject.Detector
+	det func() *inject.Detector // compiled on first use
 	now func() time.Time
 }
 
@@ -252,7 +252,7 @@ func New(st store.StateStore, now func() time.Time) *Registry {
 	if now == nil {
 		now = time.Now
 	}
-	return &Registry{st: st, det: inject.Default(), now: now}
+	return &Registry{st: st, det: inject.Default, now: now}
 }
 
 // key is a pin's state key. A tool's is the server and its name (as
@@ -321,7 +321,7 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 			out.Pin = &p
 			return old, nil
 		}
-		rep := r.det.Scan(def.Text(), inject.Definition)
+		rep := r.det().Scan(def.Text(), inject.Definition)
 		var findings *inject.Report
 		if rep.Flagged {
 			findings = &rep

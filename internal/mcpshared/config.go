@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net/url"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // Server is one MCP server: a command speaking MCP over stdio, or a
@@ -143,7 +143,7 @@ func (s *Server) Hides(tool string) bool {
 	return false
 }
 
-var serverName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
+var serverName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
 
 // argKinds need Arg: the guards cannot find their subject without it.
 var argKinds = map[action.Kind]bool{action.KindShell: true, action.KindNetFetch: true, action.KindSQL: true}
@@ -225,7 +225,7 @@ func argWhat(k action.Kind) string {
 	return "path"
 }
 
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var envRef = lazyre.New(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // ExpandEnv replaces the ${NAME} references in the servers' commands,
 // arguments, environment values, working directories, URLs and headers

@@ -435,6 +435,29 @@ func (b *Bus) RecordSample(session string, s ActionSample) {
 	ss.actions = keepLast(ss.actions, s, b.lim.Actions)
 }
 
+// RecordSampleAt notes that session took the action s at s.Time: an
+// action another process sharing the database recorded (it may arrive
+// late, and is put in time order).
+func (b *Bus) RecordSampleAt(session string, s ActionSample) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ss := b.touch(session)
+	b.pruneActions(ss, b.clk.Now())
+	if s.Time.Before(b.clk.Now().Add(-b.lim.ActionAge)) {
+		return
+	}
+	i := len(ss.actions)
+	for i > 0 && ss.actions[i-1].Time.After(s.Time) {
+		i--
+	}
+	ss.actions = append(ss.actions, ActionSample{})
+	copy(ss.actions[i+1:], ss.actions[i:])
+	ss.actions[i] = s
+	if len(ss.actions) > b.lim.Actions {
+		ss.actions = append(ss.actions[:0], ss.actions[len(ss.actions)-b.lim.Actions:]...)
+	}
+}
+
 // ForgetTool drops session's recorded actions of tool: a person approved a
 // call of it that a loop limit had put to them, so counting starts again.
 func (b *Bus) ForgetTool(session, tool string) {

@@ -468,3 +468,31 @@ func TestRecentToolStatsCache(t *testing.T) {
 		t.Fatalf("an answer through this bus is seen at once: %+v", got)
 	}
 }
+
+// Samples another process recorded arrive late: they are put in time
+// order, the oldest dropped past the limit, and those older than the age
+// limit ignored.
+func TestRecordSampleAt(t *testing.T) {
+	clk := clock.NewFake(t0)
+	b := NewWithLimits(nil, clk, Limits{Actions: 3, ActionAge: 10 * time.Minute})
+	clk.Advance(5 * time.Minute)
+	b.RecordAction("s1", "Bash", "now") // at t0+5m
+	b.RecordSampleAt("s1", ActionSample{Tool: "Bash", ArgsHash: "early", Time: t0.Add(time.Minute)})
+	b.RecordSampleAt("s1", ActionSample{Tool: "Bash", ArgsHash: "mid", Time: t0.Add(3 * time.Minute)})
+	b.RecordSampleAt("s1", ActionSample{Tool: "Bash", ArgsHash: "stale", Time: t0.Add(-6 * time.Minute)})
+	var got []string
+	for _, s := range b.Recent("s1", time.Hour) {
+		got = append(got, s.ArgsHash)
+	}
+	if fmt.Sprint(got) != "[early mid now]" {
+		t.Fatalf("recent %v", got)
+	}
+	b.RecordSampleAt("s1", ActionSample{Tool: "Bash", ArgsHash: "mid2", Time: t0.Add(4 * time.Minute)})
+	got = nil
+	for _, s := range b.Recent("s1", time.Hour) {
+		got = append(got, s.ArgsHash)
+	}
+	if fmt.Sprint(got) != "[mid mid2 now]" {
+		t.Fatalf("after the limit: %v", got)
+	}
+}

@@ -3,10 +3,11 @@ package perception
 import (
 	"crypto/sha256"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // ResultClass is what a tool's result looks like, heuristically. The zero
@@ -68,7 +69,7 @@ var (
 	// partialLineWords start a warning line: "warning: ...", "WARN ...".
 	partialLineWords = []string{"warning", "warn"}
 	// exitCode finds "exit status 2", "exit code: 1", "exited with code 127".
-	exitCode = regexp.MustCompile(`exit(?:ed with)? (?:status|code)[\s:=]*(-?\d+)`)
+	exitCode = lazyre.New(`exit(?:ed with)? (?:status|code)[\s:=]*(-?\d+)`)
 )
 
 // isWordByte reports whether c is an ASCII word character.

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 
@@ -200,4 +201,50 @@ rules:
 	if r.Pass || r.Check != CheckLevel || r.Want != "approve" || r.Got != "notify" || r.Decider != "r" || r.Line != 6 {
 		t.Errorf("level check: %+v", r)
 	}
+}
+
+// TestBuiltinConditionsCompile compiles every condition of the built-in
+// policy, which a process compiles only when a rule reaches it.
+func TestBuiltinConditionsCompile(t *testing.T) {
+	n := 0
+	for _, c := range Builtin().Rules {
+		if c.When == "" {
+			continue
+		}
+		if c.cond != nil || c.lazyCond == nil {
+			t.Errorf("%s: the condition was compiled at load", c.Name)
+		}
+		p, err := c.condition()
+		if err != nil || p == nil {
+			t.Errorf("%s: %v", c.Name, err)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("the built-in policy has no condition")
+	}
+}
+
+// TestBuiltinBrokenConditionFailsClosed: a built-in condition that does
+// not compile makes matching its rule an error (the engine then fails
+// closed), never a silent match or miss.
+func TestBuiltinBrokenConditionFailsClosed(t *testing.T) {
+	cs, err := compileBuiltinForTest(`version: 1
+rules:
+  - name: broken
+    kind: shell
+    when: 'args.command.startsWith('
+    level: auto
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &action.Action{Kind: action.KindShell, Tool: "Bash", Args: map[string]any{"command": "echo hi"}}
+	if _, err := First(cs.Rules, a); err == nil || !errors.Is(err, ErrEval) {
+		t.Fatalf("First = %v, want an evaluation error", err)
+	}
+}
+
+func compileBuiltinForTest(src string) (*Policy, error) {
+	return parse(LayerBuiltin, []byte(src), Options{SkipExamples: true}, LayerBuiltin)
 }

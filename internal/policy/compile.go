@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/overseer-dev/overseer/internal/action"
 )
@@ -24,8 +25,20 @@ type Compiled struct {
 	tools, agents []glob
 	kinds         kindSet
 	cond          *celProgram // nil when the rule has no condition
+	// lazyCond, for a built-in rule with a condition, compiles it on first
+	// use (cond is then nil): a process judges one or two calls, and most
+	// rules never reach their condition.
+	lazyCond func() (*celProgram, error)
 	// exampleLines are the lines of the Match and NotMatch examples.
 	matchLines, notMatchLines []int
+}
+
+// condition returns the rule's compiled condition, nil when it has none.
+func (c *Compiled) condition() (*celProgram, error) {
+	if c.lazyCond != nil {
+		return c.lazyCond()
+	}
+	return c.cond, nil
 }
 
 // glob is one tool or agent pattern, lower-cased. The common shapes
@@ -142,7 +155,14 @@ func compileRule(d *diag, r Rule, layer string, index int, line lineFunc) *Compi
 		}
 		c.kinds |= b
 	}
-	if strings.TrimSpace(r.When) != "" {
+	if strings.TrimSpace(r.When) != "" && layer == LayerBuiltin {
+		// The built-in policy is part of the binary and its conditions are
+		// compiled by the tests (TestBuiltinConditionsCompile); should one
+		// fail all the same, matching the rule is an error, on which the
+		// engine fails closed.
+		when := r.When
+		c.lazyCond = sync.OnceValues(func() (*celProgram, error) { return compileCEL(when) })
+	} else if strings.TrimSpace(r.When) != "" {
 		cond, err := compileCEL(r.When)
 		if err != nil {
 			d.errorf(lineOr(line("when"), c.Line), "%s: when:%s", label, indent(err.Error()))

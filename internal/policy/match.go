@@ -113,13 +113,17 @@ func (c *Compiled) match(s *subject) (bool, string, error) {
 	if c.ArgsHash != "" && (!strings.EqualFold(c.ArgsHash, s.argsHash()) || strings.HasPrefix(s.argsHash(), "unhashable:")) {
 		return false, CondArgsHash, nil
 	}
-	if c.cond == nil {
+	cond, err := c.condition()
+	if err != nil {
+		return false, "", &EvalError{Rule: c.Name, Layer: c.Layer, Err: err}
+	}
+	if cond == nil {
 		return true, "", nil
 	}
-	if c.cond.commands != nil && !s.hasCommand(c.cond.commands) {
+	if cond.commands != nil && !s.hasCommand(cond.commands) {
 		return false, CondWhen, nil
 	}
-	out, _, err := c.cond.prg.Eval(s.input(c.cond.limited))
+	out, _, err := cond.prg.Eval(s.input(cond.limited))
 	if err != nil {
 		return false, "", &EvalError{Rule: c.Name, Layer: c.Layer, Err: err}
 	}

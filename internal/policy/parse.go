@@ -12,7 +12,6 @@ import (
 	"maps"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // Values of a policy file's `extends`.
@@ -129,7 +129,10 @@ func Parse(name string, data []byte, opts Options) (*Policy, error) {
 func Builtin() *Policy { return builtinPolicy() }
 
 var builtinPolicy = sync.OnceValue(func() *Policy {
-	p, err := parse(LayerBuiltin, builtinYAML, Options{}, LayerBuiltin)
+	// Its examples are checked by the tests (TestBuiltinExamplesPass), not
+	// at every start: running them is most of the cost of compiling it,
+	// and it is part of the binary.
+	p, err := parse(LayerBuiltin, builtinYAML, Options{SkipExamples: true}, LayerBuiltin)
 	if err != nil {
 		// builtin.yaml is embedded and tested; this cannot happen in a
 		// released binary.
@@ -175,8 +178,8 @@ const (
 )
 
 var (
-	yamlLineRE      = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	unknownAnchorRE = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+	yamlLineRE      = lazyre.New(`^yaml: line (\d+): (.*)$`)
+	unknownAnchorRE = lazyre.New(`^unknown anchor '(.*)' referenced$`)
 )
 
 // lineOf returns the 1-based line of the first occurrence of s in data, or 0.

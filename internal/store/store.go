@@ -407,7 +407,8 @@ type ControlStore interface {
 // approval was created or answered; ID is its id) or "rules" (the user
 // policy layer changed). Kind "resync" means changes may have been missed
 // (the watch starts, or starts again after an interruption): re-read
-// everything waited on.
+// everything waited on. Kind "state" is a change of a namespace of the
+// state (UpdateStates; ID is the namespace).
 type Change struct {
 	Kind string
 	ID   string
@@ -418,7 +419,37 @@ const (
 	ChangeApproval = "approval"
 	ChangeRules    = "rules"
 	ChangeResync   = "resync"
+	ChangeState    = "state"
 )
+
+// Locker is an optional ability of a Store shared by several processes:
+// one of them at a time leads a named task (listening to a notification
+// channel's bot, say), and another takes over when it stops or dies.
+type Locker interface {
+	// Lead waits until this process leads name (or ctx ends: its error).
+	// The channel returned is closed when the lead is lost: ctx ended, the
+	// store was closed, or the process could no longer show the database
+	// it still holds the lead (the others may then take it over).
+	Lead(ctx context.Context, name string) (lost <-chan struct{}, err error)
+}
+
+// Publisher is an optional ability of a Store shared by several
+// processes: a message to every process's Watch (its own included), as a
+// Change of kind with the payload as its ID, delivered at most once and
+// not kept (a process that does not listen then never hears it). Payloads
+// are bounded (MaxPublish bytes).
+type Publisher interface {
+	Publish(ctx context.Context, kind, payload string) error
+}
+
+// MaxPublish bounds a published payload.
+const MaxPublish = 7000
+
+// Sizer is an optional ability of a Store whose size is not a file's: the
+// bytes its tables and their indexes take (PostgreSQL).
+type Sizer interface {
+	Size(ctx context.Context) (int64, error)
+}
 
 // Watcher is an optional ability of a Store shared by several processes
 // (found by type assertion): it tells of the changes every process commits,

@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -89,6 +90,22 @@ type window struct {
 	fresh   []int64
 	// flushing is how many of fresh a flush under way took.
 	flushing int
+
+	// Shared counting (see lease.go). lease is the part of the current
+	// lease not used yet, of leaseGranted, recorded in the stored bucket
+	// ending at leaseEnd and usable until leaseUntil; leaseUsed is how much
+	// of the previous lease was used. leasing is set while a check takes a
+	// new lease (leaseDone is closed when it is done). returning is an
+	// expired lease's unused part a flush under way gives back. storeCount
+	// and storeRoom are the store's count at the last lease and whether it
+	// had room left.
+	lease, leaseGranted, leaseUsed int
+	leaseEnd, leaseUntil           int64
+	leasing                        bool
+	leaseDone                      chan struct{}
+	returning                      int
+	storeCount                     int
+	storeRoom                      bool
 }
 
 // since counts the calls after t. t only grows for a window (now minus
@@ -133,6 +150,8 @@ type Counter struct {
 	// agents caches, per agent, its window of each limit of set (by
 	// index): one map look-up per check instead of one per limit.
 	agents map[string][]*window
+	// leaser, when set, takes leases of the shared windows (lease.go).
+	leaser Leaser
 	// costs is each agent's recent spend by time (recent.go).
 	costs map[string]*costWindow
 }
@@ -186,16 +205,22 @@ func (c *Counter) windowOf(i int, agent string) *window {
 }
 
 // Check reports the limits and caps call c reaches. With count, the call
-// is counted (atomically with the check) unless a limit refuses it.
+// is counted (atomically with the check) unless a limit refuses it. A
+// counter with a leaser is checked with CheckContext.
 func (c *Counter) Check(call *Call, count bool) []Finding {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	out, _ := c.CheckContext(context.Background(), call, count)
+	return out
+}
+
+// checkLocked is Check under c.mu. With a leaser, a window admits a
+// counted call only from its lease; short reports a window whose lease was
+// used up while the store still had room (the caller takes another lease
+// and checks again).
+func (c *Counter) checkLocked(call *Call, count bool) (out []Finding, short bool) {
 	s := c.set
+	shared := c.leaser != nil && count
 	now := call.Now.UnixNano()
-	var out []Finding
 	refused := false
-	// The windows that count this call, when it is not refused.
-	type counting struct{ w *window }
 	var counted [8]counting
 	countedN := 0
 	var extra []counting
@@ -209,9 +234,30 @@ func (c *Counter) Check(call *Call, count bool) []Finding {
 		}
 		w := c.windowOf(i, call.Agent)
 		win := l.Window()
-		n := w.since(now - int64(win))
-		cw := counting{w}
-		if n < l.MaxCalls {
+		var (
+			n     int
+			under bool
+			cw    = counting{w: w}
+		)
+		switch {
+		case shared:
+			n = w.estimate(now - int64(win))
+			under = w.lease > 0 && now <= w.leaseUntil && !w.leasing
+			cw.leased = under
+			if !under {
+				n = max(n, w.storeCount, l.MaxCalls)
+				if w.storeRoom {
+					short = true
+				}
+			}
+		case c.leaser != nil:
+			n = w.estimate(now - int64(win))
+			under = n < l.MaxCalls
+		default:
+			n = w.since(now - int64(win))
+			under = n < l.MaxCalls
+		}
+		if under {
 			if countedN < len(counted) {
 				counted[countedN] = cw
 				countedN++
@@ -282,15 +328,32 @@ func (c *Counter) Check(call *Call, count bool) []Finding {
 		}
 	}
 	if count && !refused {
-		for _, c := range counted[:countedN] {
-			c.w.add(now)
+		for _, cw := range counted[:countedN] {
+			cw.count(now)
 		}
-		for _, c := range extra {
-			c.w.add(now)
+		for _, cw := range extra {
+			cw.count(now)
 		}
 		c.rememberHosts(call)
 	}
-	return out
+	return out, short
+}
+
+// counting is a window that counts a call, when it is not refused
+// (leased: from the window's lease).
+type counting struct {
+	w      *window
+	leased bool
+}
+
+// count counts a call: from the lease (already in the store), or as a
+// fresh time written behind.
+func (cw counting) count(now int64) {
+	if cw.leased {
+		cw.w.lease--
+		return
+	}
+	cw.w.add(now)
 }
 
 func limitWhat(l *RateLimit, call *Call) string {
@@ -622,7 +685,7 @@ func (c *Counter) Uses(now time.Time) []LimitUse {
 		}
 		sort.Strings(agents)
 		for _, a := range agents {
-			n := c.windows[wkey{l.ID, a}].since(t - int64(l.Window()))
+			n := c.windows[wkey{l.ID, a}].estimate(t - int64(l.Window()))
 			out = append(out, LimitUse{Limit: l, Agent: a, Count: n, Share: float64(n) / float64(l.MaxCalls)})
 		}
 	}
@@ -638,6 +701,48 @@ func (c *Counter) Rows() map[string]Spend {
 		out[k] = v
 	}
 	return out
+}
+
+// NearCap reports whether a cap that applies to agent's session has
+// reached AlertAt of its amount at now: from there, the spend is shared
+// between processes at once rather than written behind.
+func (c *Counter) NearCap(agent, session string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.set.Caps {
+		cp := &c.set.Caps[i]
+		if !cp.Enabled {
+			continue
+		}
+		if key, ok := capScopeKey(cp, agent, session); ok && c.spentLocked(cp, key, now) >= AlertAt*cp.MaxCostUSD {
+			return true
+		}
+	}
+	return false
+}
+
+// NearAnyCap reports whether this process has spend not written yet while
+// some cap's spend (any scope key) has reached AlertAt of its amount at now.
+func (c *Counter) NearAnyCap(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		return false
+	}
+	p := periods{now: now}
+	for i := range c.set.Caps {
+		cp := &c.set.Caps[i]
+		if !cp.Enabled {
+			continue
+		}
+		c.spentIn(cp, "", &p) // brings the totals to the period
+		for k, v := range c.totals {
+			if k.cap == cp.ID && v >= AlertAt*cp.MaxCostUSD {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // CapState is a cap that applies to a call, with its spend in the period.

@@ -27,10 +27,12 @@ type Dirty struct {
 	Costs map[string][]CostSample
 }
 
-// DirtyWindow is a window's fresh times.
+// DirtyWindow is a window's fresh times, and the unused part of a lease
+// to give back (Return.Count > 0; see lease.go).
 type DirtyWindow struct {
 	Fresh  []int64
 	Window time.Duration
+	Return Bucket
 }
 
 // Empty reports whether d holds nothing.
@@ -44,7 +46,13 @@ func WindowKey(limit, agent string) string { return limit + "|" + agent }
 // TakeDirty returns what changed since the last call. The windows' fresh
 // times stay counted until PutWindow replaces them by the merged buckets
 // (or Restore gives them back to the next flush).
-func (c *Counter) TakeDirty() Dirty {
+func (c *Counter) TakeDirty() Dirty { return c.TakeDirtyAt(time.Now(), false) }
+
+// TakeDirtyAt is TakeDirty at now, on the clock of the calls: the unused
+// parts of the leases expired by now (every lease, when final: the
+// process stops) are given back too.
+func (c *Counter) TakeDirtyAt(now time.Time, final bool) Dirty {
+	t := now.UnixNano()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := Dirty{Windows: map[string]DirtyWindow{}, Spend: c.pending}
@@ -54,14 +62,22 @@ func (c *Counter) TakeDirty() Dirty {
 		byID[c.set.Limits[i].ID] = &c.set.Limits[i]
 	}
 	for k, w := range c.windows {
-		if len(w.fresh) == 0 {
+		var ret Bucket
+		if w.lease > 0 && !w.leasing && (final || t > w.leaseUntil) {
+			ret = Bucket{End: w.leaseEnd, Count: w.lease}
+		}
+		if len(w.fresh) == 0 && ret.Count == 0 {
 			continue
 		}
 		if l := byID[k.limit]; l != nil {
-			d.Windows[WindowKey(k.limit, k.agent)] = DirtyWindow{Fresh: slices.Clone(w.fresh), Window: l.Window()}
+			d.Windows[WindowKey(k.limit, k.agent)] = DirtyWindow{Fresh: slices.Clone(w.fresh), Window: l.Window(), Return: ret}
 			w.flushing = len(w.fresh)
+			if ret.Count > 0 {
+				w.returning, w.lease, w.leaseGranted = ret.Count, 0, w.leaseGranted-ret.Count
+			}
 		} else {
 			w.fresh = nil // the limit is gone
+			w.lease = 0   // and its window: nothing to give back
 		}
 	}
 	for agent, w := range c.costs {
@@ -103,7 +119,9 @@ func (c *Counter) Restore(d Dirty) {
 			continue
 		}
 		if w := c.windows[wkey{limit, agent}]; w != nil {
-			w.flushing = 0
+			// A lease not given back stays counted in the store until it
+			// slides out of the window (stricter, never looser).
+			w.flushing, w.returning = 0, 0
 		}
 	}
 	if d.Hosts != nil {
@@ -130,6 +148,23 @@ type Bucket struct {
 // second.
 func bucketSize(window time.Duration) int64 {
 	return max(int64(time.Second), int64(window)/BucketsPerWindow)
+}
+
+// MergeWindow is MergeBuckets for a dirty window: its unused lease is
+// given back first.
+func MergeWindow(stored []byte, dw DirtyWindow, now time.Time) ([]byte, []Bucket, error) {
+	if dw.Return.Count > 0 && stored != nil {
+		var bs []Bucket
+		if err := json.Unmarshal(stored, &bs); err != nil {
+			return nil, nil, err
+		}
+		b, err := json.Marshal(giveBack(bs, dw.Return))
+		if err != nil {
+			return nil, nil, err
+		}
+		stored = b
+	}
+	return MergeBuckets(stored, dw.Fresh, dw.Window, now)
 }
 
 // MergeBuckets adds fresh times to a stored window (JSON buckets, or nil)
@@ -193,7 +228,7 @@ func (c *Counter) PutWindow(key string, buckets []Bucket) {
 		w.baseSum += b.Count
 	}
 	w.fresh = append(w.fresh[:0], w.fresh[min(w.flushing, len(w.fresh)):]...)
-	w.flushing = 0
+	w.flushing, w.returning = 0, 0
 }
 
 // MergeSpend adds delta to a stored row (JSON, or nil).

@@ -373,6 +373,49 @@ func FuzzDecodeBudgetCap(f *testing.F) {
 	})
 }
 
+// A lease grants at most half of the room left (at least one call while
+// there is room), none when the window is full, is recorded in the bucket
+// of its validity's end, and what is given back is free again.
+func TestLeaseWindow(t *testing.T) {
+	req := LeaseRequest{Want: 100, Max: 10, Window: time.Minute, Until: t0.Add(time.Second).UnixNano()}
+	var stored []byte
+	var grants []int
+	for range 6 {
+		b, l, err := LeaseWindow(stored, req, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = b
+		grants = append(grants, l.Granted)
+	}
+	if got := fmt.Sprint(grants); got != "[5 2 1 1 1 0]" {
+		t.Fatalf("grants %s, want [5 2 1 1 1 0]", got)
+	}
+	var bs []Bucket
+	if err := json.Unmarshal(stored, &bs); err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) != 1 || bs[0].Count != 10 || bs[0].End <= req.Until {
+		t.Fatalf("stored %+v: the leases must be in one bucket ending after %d", bs, req.Until)
+	}
+	// Giving back 3 frees 3 (a lease of at most half of them is granted).
+	req.Return = Bucket{End: bs[0].End, Count: 3}
+	_, l, err := LeaseWindow(stored, req, t0)
+	if err != nil || l.Granted != 1 || l.Count != 8 {
+		t.Fatalf("after giving back 3: %+v, %v", l, err)
+	}
+	// A minute after the lease's end the window is empty again.
+	req.Return = Bucket{}
+	_, l, _ = LeaseWindow(stored, req, t0.Add(62*time.Second))
+	if l.Granted != 5 || l.Count != 5 {
+		t.Fatalf("after the window: %+v", l)
+	}
+	// An unreadable window is an error, counted as full.
+	if _, l, err := LeaseWindow([]byte("{"), req, t0); err == nil || l.Granted != 0 {
+		t.Fatalf("unreadable window: %+v, %v", l, err)
+	}
+}
+
 // The recent spend: exact while fresh, to the minute once stored, to the
 // hour after a day, dropped after RecentKeep; a flush that failed is
 // flushed again, and what was flushed is not counted twice.
@@ -461,4 +504,23 @@ func TestCostBetweenMatchesScan(t *testing.T) {
 			t.Fatalf("%v–%v: %v, want %v", from, to, got, want)
 		}
 	}
+}
+
+// FuzzLeaseWindow: whatever the stored window holds, a lease never takes
+// the window past its limit and never grants a negative count.
+func FuzzLeaseWindow(f *testing.F) {
+	f.Add([]byte(`[{"e":1,"n":3}]`), 5, 10, int64(0), 0)
+	f.Add([]byte(`[]`), 1, 1, int64(1e9), 2)
+	f.Add([]byte(`{`), 3, 2, int64(-5), 1)
+	f.Fuzz(func(t *testing.T, stored []byte, want, maxCalls int, endBack int64, back int) {
+		if maxCalls < 1 || maxCalls > MaxCalls {
+			return
+		}
+		req := LeaseRequest{Want: want, Max: maxCalls, Window: time.Minute, Until: t0.Add(time.Second).UnixNano(),
+			Return: Bucket{End: endBack, Count: back}}
+		_, l, err := LeaseWindow(stored, req, t0)
+		if l.Granted < 0 || err == nil && l.Granted > 0 && l.Count > maxCalls {
+			t.Fatalf("lease %+v (%v) for %+v", l, err, req)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -59,6 +60,7 @@ Settings in $OVERSEER_HOME/hooks.yaml (flags win):
 					err = exit(2, errDenied)
 				}
 			}()
+			leanGC()
 			set := hookFlags{confirm: confirm, confirmSet: cmd.Flags().Changed("confirm"),
 				maxWait: maxWait, maxWaitSet: cmd.Flags().Changed("max-wait")}
 			// An agent that is interrupted stops its hook with a signal: the
@@ -80,6 +82,22 @@ Settings in $OVERSEER_HOME/hooks.yaml (flags win):
 		return exit(2, errDenied)
 	})
 	return cmd
+}
+
+// hookHeapLimit is the heap size at which a hook process collects garbage.
+const hookHeapLimit = 256 << 20
+
+// leanGC turns the garbage collector off for the hook process, bounded by
+// hookHeapLimit (a soft limit: the collector runs when the heap reaches
+// it). A hook lives for one call and allocates a few megabytes: collecting
+// them is a large share of its time, and the memory is returned when it
+// exits. GOGC or GOMEMLIMIT in the environment win.
+func leanGC() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(hookHeapLimit)
+	debug.SetGCPercent(-1)
 }
 
 type hookFlags struct {

@@ -218,3 +218,33 @@ func TestHookReportsTheAgentsEnvironment(t *testing.T) {
 		t.Fatal("the daemon's log holds the value")
 	}
 }
+
+// TestIsHook: `overseer hook` builds only its own command; every other
+// command line (a flag the hook path does not know first, another command)
+// gets the whole tree.
+func TestIsHook(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"hook", "claude-code"}, true},
+		{[]string{"--home", "/h", "hook", "codex"}, true},
+		{[]string{"--home=/h", "--policy", "p.yaml", "hook"}, true},
+		{[]string{"--policy=p.yaml", "hook", "--max-wait", "1s"}, true},
+		{[]string{"--bogus", "hook", "claude-code"}, false},
+		{[]string{"--home"}, false},
+		{[]string{"--home", "hook"}, false},
+		{[]string{"serve"}, false},
+		{[]string{"approve", "hook"}, false},
+		{nil, false},
+	} {
+		if got := isHook(tc.args); got != tc.want {
+			t.Errorf("isHook(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+	// Through the lean tree, the hook still refuses what it does not know.
+	var out, errb strings.Builder
+	if code := Main(t.Context(), []string{"--home", t.TempDir(), "hook", "claude-code", "--bogus"}, strings.NewReader("{}"), &out, &errb); code != 2 {
+		t.Fatalf("an unknown flag: exit %d (%s), want 2", code, errb.String())
+	}
+}

@@ -46,7 +46,15 @@ type app struct {
 // Main runs the CLI with args and returns the process exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
-	root := a.rootCmd()
+	var root *cobra.Command
+	if isHook(args) {
+		// An agent's hook runs on every tool call: it builds its own
+		// command only, not the whole tree.
+		root = a.baseCmd()
+		root.AddCommand(a.hookCmd())
+	} else {
+		root = a.rootCmd()
+	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -66,20 +74,23 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	return 1
 }
 
-func (a *app) rootCmd() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "overseer",
-		Short: "A human-decision firewall for AI agents",
-		Long: `Overseer sits between what an AI agent decides to do and the real world.
-Every action is judged (auto, notify, confirm, approve or block), put to a
-person when its level calls for it, and recorded in a tamper-evident log.
-
-Data lives in $OVERSEER_HOME (default ~/.overseer).`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+// isHook reports whether args run `overseer hook`: the first argument that
+// is neither a global flag nor its value is "hook".
+func isHook(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		switch v := args[i]; {
+		case v == "--home" || v == "--policy":
+			i++
+		case strings.HasPrefix(v, "--home=") || strings.HasPrefix(v, "--policy="):
+		default:
+			return v == "hook"
+		}
 	}
-	root.PersistentFlags().StringVar(&a.home, "home", "", "Overseer's data directory (default $OVERSEER_HOME or ~/.overseer)")
-	root.PersistentFlags().StringVar(&a.policy, "policy", "", "admin policy file (default $OVERSEER_HOME/policy.yaml if present, else the built-in policy)")
+	return false
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := a.baseCmd()
 	root.AddCommand(
 		a.serveCmd(),
 		a.evalCmd(),
@@ -94,6 +105,24 @@ Data lives in $OVERSEER_HOME (default ~/.overseer).`,
 		root.AddCommand(c(a))
 	}
 	a.guardAnswering(root) // agentcheck.go: answering commands refuse to run under an agent
+	return root
+}
+
+// baseCmd is the root command with the global flags and no subcommand.
+func (a *app) baseCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "overseer",
+		Short: "A human-decision firewall for AI agents",
+		Long: `Overseer sits between what an AI agent decides to do and the real world.
+Every action is judged (auto, notify, confirm, approve or block), put to a
+person when its level calls for it, and recorded in a tamper-evident log.
+
+Data lives in $OVERSEER_HOME (default ~/.overseer).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&a.home, "home", "", "Overseer's data directory (default $OVERSEER_HOME or ~/.overseer)")
+	root.PersistentFlags().StringVar(&a.policy, "policy", "", "admin policy file (default $OVERSEER_HOME/policy.yaml if present, else the built-in policy)")
 	return root
 }
 

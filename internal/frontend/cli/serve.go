@@ -212,15 +212,20 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 	a.pruneUndo(ctx, k)
 	// The database's size is watched: over settings.limits.database_alarm_bytes
 	// an alarm is raised (logged, notified, shown by /healthz and the console).
-	dbPath := filepath.Join(k.Home, kernel.DBFile)
+	// With PostgreSQL, every instance measures the tables of Overseer's
+	// schema (each shows the alarm on its /healthz).
 	dbAlarm := k.Engine.Policy().Settings.Limits.DatabaseAlarmBytes
 	checkDB := func() {
-		if k.Shared() {
-			return // the shared database's size is its operator's to watch
+		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		size, err := k.DatabaseSize(mctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				fmt.Fprintln(a.stderr, "overseer: measuring the database:", err)
+			}
+			return
 		}
-		if _, err := api.Alarms().CheckDatabase(dbPath, dbAlarm, time.Now()); err != nil && ctx.Err() == nil {
-			fmt.Fprintln(a.stderr, "overseer: measuring the database:", err)
-		}
+		api.Alarms().CheckSize(size, dbAlarm, time.Now())
 	}
 	checkDB()
 	growth := time.NewTicker(DatabaseCheckEvery)
@@ -280,5 +285,13 @@ func (a *app) pruneUndo(ctx context.Context, k *kernel.Kernel) {
 	}
 	if _, err := k.PruneConflicts(ctx); err != nil && ctx.Err() == nil {
 		fmt.Fprintln(a.stderr, "overseer: pruning the conflict guard's touches:", err)
+	}
+	if k.Shared() {
+		if _, err := k.PruneQuotaBuckets(ctx); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(a.stderr, "overseer: pruning the shared quota buckets:", err)
+		}
+		if _, err := pruneAnnounced(ctx, k, time.Now().Add(-AnnouncedKeep)); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(a.stderr, "overseer: pruning the announcements:", err)
+		}
 	}
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +13,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -71,13 +76,14 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 			Logf:   func(f string, a ...any) { fmt.Fprintf(os.Stderr, "overseer: "+f+"\n", a...) },
 		}
 		twoWayOptions(&nopts, con, api.Alarms(), k.Gate.Get)
+		if k.Shared() {
+			nopts.Claim = announceClaim(k) // each request announced once by the fleet
+		}
 		n, err := notify.New(ncfg, nopts)
 		if err != nil {
 			return err
 		}
-		go n.Listen(ctx) // two-way channels read answers until ctx ends
 		mountNotifyTest(k, api, n)
-		events := k.Gate.Subscribe(ctx)
 		pending := func(ctx context.Context) ([]*store.Approval, error) {
 			list, err := k.Gate.Pending(ctx)
 			if errors.Is(err, store.ErrClosed) {
@@ -85,11 +91,53 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 			}
 			return list, err
 		}
-		go func() { // owned by ctx: Run returns when it ends
-			_ = n.Run(ctx, events, pending)
-		}()
-		// Alarms (the database's size) reach the same channels.
+		// One instance among those sharing the database (with the same
+		// channels) listens to the two-way channels and announces: every
+		// pending request, each once, whichever instance it was opened on,
+		// and the alerts. Another takes over when it stops or dies. An
+		// instance of its own (SQLite) leads at once.
+		var leading atomic.Bool
+		linker := &consoleLinker{con: con, home: k.Home, base: ncfg.BaseURL}
+		n.SetStandby(k.Shared()) // until this instance leads
+		go leadChannels(ctx, k, ChannelsLead(ncfg), &leading, os.Stderr, func(lctx context.Context) {
+			n.SetStandby(false)
+			defer n.SetStandby(k.Shared())
+			var wg sync.WaitGroup
+			wg.Add(4)
+			go func() { defer wg.Done(); n.Listen(lctx) }() // two-way channels read answers until lctx ends
+			events := k.Gate.Subscribe(lctx)
+			go func() { defer wg.Done(); _ = n.Run(lctx, events, pending) }()
+			// Security alerts (prompt injection in a result, an MCP rug
+			// pull or poisoned definition, a blocked secret send) recorded
+			// from now on, by any process sharing the database, reach the
+			// same channels.
+			var tail int64
+			if recs, err := k.Store.QueryAudit(lctx, store.AuditQuery{Desc: true, Limit: 1}); err == nil && len(recs) > 0 {
+				tail = recs[0].Seq
+			}
+			go func() {
+				defer wg.Done()
+				_ = n.FollowAlerts(lctx, notify.AuditReader(k.Store), tail, func(m *notify.Message) string {
+					page := "audit"
+					if m.Alert == notify.AlertRugPull || m.Alert == notify.AlertPoisonedTool {
+						page = "mcp"
+					}
+					if m.Alert == notify.AlertRateLimit || m.Alert == notify.AlertBudget {
+						page = "limits"
+					}
+					return linker.consoleURL("#/" + page)
+				})
+			}()
+			// Anomalies and auto-rules that notify reach the channels they name.
+			go func() { defer wg.Done(); notifyControls(lctx, k, n, 2*time.Second, os.Stderr) }()
+			wg.Wait()
+		})
+		// Alarms (the database's size) reach the same channels, from the
+		// instance that leads them (every instance measures the database).
 		api.Alarms().OnRaise(func(al limits.Alarm) {
+			if !leading.Load() {
+				return
+			}
 			actx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
 			m := notify.AlertMessage(al.Name, "Overseer alarm: "+strings.ReplaceAll(al.Name, "_", " "), al.Message, al.Since)
@@ -97,31 +145,113 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 				fmt.Fprintln(os.Stderr, "overseer: notifying the alarm:", err)
 			}
 		})
-		// Security alerts (prompt injection in a result, an MCP rug pull or
-		// poisoned definition, a blocked secret send) recorded from now on,
-		// by any process sharing the database, reach the same channels.
-		linker := &consoleLinker{con: con, home: k.Home, base: ncfg.BaseURL}
-		var tail int64
-		if recs, err := k.Store.QueryAudit(ctx, store.AuditQuery{Desc: true, Limit: 1}); err == nil && len(recs) > 0 {
-			tail = recs[0].Seq
-		}
-		go func() { // owned by ctx: FollowAlerts returns when it ends
-			_ = n.FollowAlerts(ctx, notify.AuditReader(k.Store), tail, func(m *notify.Message) string {
-				page := "audit"
-				if m.Alert == notify.AlertRugPull || m.Alert == notify.AlertPoisonedTool {
-					page = "mcp"
-				}
-				if m.Alert == notify.AlertRateLimit || m.Alert == notify.AlertBudget {
-					page = "limits"
-				}
-				return linker.consoleURL("#/" + page)
-			})
-		}()
-		// Anomalies and auto-rules that notify reach the channels they name.
-		go notifyControls(ctx, k, n, 2*time.Second, os.Stderr) // owned by ctx
 		fmt.Fprintf(os.Stdout, "  notify:    %d channels (%s)\n", len(ncfg.Channels), channelNames(ncfg))
 	}
 	return nil
+}
+
+// ChannelsLead names the lead of the notification channels cfg configures
+// among the instances sharing a database: instances with the same channels
+// (type and name) share one lead.
+func ChannelsLead(cfg *notify.Config) string {
+	var ids []string
+	for _, c := range cfg.Channels {
+		ids = append(ids, c.Type+":"+c.Name)
+	}
+	sort.Strings(ids)
+	sum := sha256.Sum256([]byte(strings.Join(ids, "\n")))
+	return "notify/" + hex.EncodeToString(sum[:8])
+}
+
+// LeadRetry is how long leadChannels waits after failing to ask for the lead.
+var LeadRetry = time.Second
+
+// leadChannels runs work whenever this instance leads name, until ctx
+// ends: work's context ends when the lead is lost (another instance then
+// leads), and the lead is given up when work returns. leading says whether
+// work runs.
+func leadChannels(ctx context.Context, k *kernel.Kernel, name string, leading *atomic.Bool, logw io.Writer, work func(context.Context)) {
+	for ctx.Err() == nil {
+		lctx, cancel := context.WithCancel(ctx)
+		lost, err := k.Lead(lctx, name)
+		if err != nil {
+			cancel()
+			if ctx.Err() == nil {
+				fmt.Fprintln(logw, "overseer: waiting to lead the notification channels:", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(LeadRetry):
+				}
+			}
+			continue
+		}
+		go func() { // ends work when the lead is lost
+			select {
+			case <-lost:
+			case <-lctx.Done():
+			}
+			cancel()
+		}()
+		if k.Shared() {
+			fmt.Fprintln(logw, "overseer: this instance now listens to the notification channels and announces the requests")
+		}
+		leading.Store(true)
+		work(lctx)
+		leading.Store(false)
+		cancel()
+		<-lost // the lead is given up before it is asked for again
+	}
+}
+
+// announceClaim claims the announcement of a request in the shared
+// database: true for the first instance that asks.
+func announceClaim(k *kernel.Kernel) func(context.Context, string) (bool, error) {
+	return func(ctx context.Context, id string) (bool, error) {
+		mine := false
+		err := k.Store.UpdateState(ctx, AnnouncedNS, id, func(old []byte) ([]byte, error) {
+			if old != nil {
+				return old, nil
+			}
+			mine = true
+			return json.Marshal(map[string]int64{"at": time.Now().Unix()})
+		})
+		return mine && err == nil, err
+	}
+}
+
+// AnnouncedNS is the state namespace of the requests announced.
+const AnnouncedNS = "notify_announced"
+
+// AnnouncedKeep is how long an announcement's claim is kept (a request
+// still pending after it is announced again if the lead moves).
+const AnnouncedKeep = 48 * time.Hour
+
+// pruneAnnounced forgets the announcements claimed before cutoff.
+func pruneAnnounced(ctx context.Context, k *kernel.Kernel, cutoff time.Time) (int, error) {
+	all, err := k.Store.ListState(ctx, AnnouncedNS)
+	if err != nil {
+		return 0, err
+	}
+	old := func(v []byte) bool {
+		var c struct{ At int64 }
+		return json.Unmarshal(v, &c) == nil && c.At < cutoff.Unix()
+	}
+	n := 0
+	for id, v := range all {
+		if !old(v) {
+			continue
+		}
+		if err := k.Store.UpdateState(ctx, AnnouncedNS, id, func(cur []byte) ([]byte, error) {
+			if cur == nil || !old(cur) {
+				return cur, nil
+			}
+			return nil, nil
+		}); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 func channelNames(cfg *notify.Config) string {

@@ -171,6 +171,8 @@ type Outcome struct {
 	Approval *store.Approval `json:"approval,omitempty"`
 	// StatusToken reads this action's outcome without the daemon's token.
 	StatusToken string `json:"status_token,omitempty"`
+	// Facts are the facts Overseer derived, when asked for (SubmitOptions.Facts).
+	Facts *action.Facts `json:"facts,omitempty"`
 }
 
 // Submit submits an action; with wait > 0 the daemon holds the call while a
@@ -199,10 +201,31 @@ func (c *Client) SubmitBy(ctx context.Context, a *action.Action, asker *Asker, w
 // SubmitKnown is SubmitBy with the fingerprints of the caller's own secret
 // values (kernel.EnvFingerprints), which the call is also scanned for.
 func (c *Client) SubmitKnown(ctx context.Context, a *action.Action, asker *Asker, known []kernel.KnownValue, wait time.Duration) (*Outcome, error) {
+	return c.SubmitWith(ctx, a, SubmitOptions{Asker: asker, Known: known, Wait: wait})
+}
+
+// SubmitOptions tune SubmitWith.
+type SubmitOptions struct {
+	Asker *Asker              // who holds the call (nil: unsaid)
+	Known []kernel.KnownValue // fingerprints of the caller's secret values
+	Wait  time.Duration       // > 0: hold the call while a person decides, up to Wait
+	Facts bool                // return the facts Overseer derived (Outcome.Facts)
+}
+
+// SubmitWith submits an action with options.
+func (c *Client) SubmitWith(ctx context.Context, a *action.Action, opts SubmitOptions) (*Outcome, error) {
 	var o Outcome
+	asker, known := opts.Asker, opts.Known
+	q := url.Values{}
+	if opts.Wait > 0 {
+		q.Set("wait", opts.Wait.String())
+	}
+	if opts.Facts {
+		q.Set("facts", "1")
+	}
 	path := "/api/v1/actions"
-	if wait > 0 {
-		path += "?wait=" + url.QueryEscape(wait.String())
+	if len(q) > 0 {
+		path += "?" + q.Encode()
 	}
 	var body any = a
 	if asker != nil || len(known) > 0 {

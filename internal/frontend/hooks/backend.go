@@ -108,7 +108,10 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 	if !d.knownDone && d.Known != nil {
 		d.known, d.knownDone = d.Known(), true
 	}
-	o, err := d.C.SubmitKnown(ctx, a, asker, d.known, 0)
+	// The facts Overseer derives (the paths a shell command changes) come
+	// back with the answer: the hook keeps those files without asking again.
+	sopts := client.SubmitOptions{Asker: asker, Known: d.known, Facts: true}
+	o, err := d.C.SubmitWith(ctx, a, sopts)
 	// Over a submission quota nothing was recorded: try again when the
 	// daemon says, while there is time.
 	for ra := retryAfter(err); ra > 0 && now().Add(ra).Before(deadline); ra = retryAfter(err) {
@@ -117,7 +120,7 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 			return Decision{}, ctx.Err()
 		case <-time.After(ra):
 		}
-		o, err = d.C.SubmitKnown(ctx, a, asker, d.known, 0)
+		o, err = d.C.SubmitWith(ctx, a, sopts)
 	}
 	if err != nil {
 		if notConnected(err) {
@@ -130,6 +133,9 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 		if opts.Submitted != nil {
 			opts.Submitted(a.ID)
 		}
+	}
+	if o.Facts != nil && a.Kind == action.KindShell {
+		a.Facts = *o.Facts // as Facts below would read them from the record
 	}
 	for o.Decision == "pending" {
 		if opts.AskConfirm && o.Level == action.Confirm {

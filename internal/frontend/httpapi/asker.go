@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -52,7 +52,7 @@ type AskerRequest struct {
 // maxAskerWait bounds an asker's stated wait.
 const maxAskerWait = 7 * 24 * time.Hour
 
-var askerKind = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+var askerKind = lazyre.New(`^[a-z][a-z0-9-]{0,31}$`)
 
 // askerOf checks a request's asker and turns it into what the approval
 // keeps: the wait becomes a time on the daemon's clock, the key its hash.

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -83,6 +82,11 @@ func New(k *kernel.Kernel, opts Options) (*Server, error) {
 	}
 	if opts.Quotas == nil {
 		opts.Quotas = limits.NewQuotas(QuotaConfig(k.Engine.Policy().Settings.Limits), k.Clock)
+		if k.Shared() {
+			// Several instances on one database: the quotas count for the
+			// fleet (credit drawn from buckets in the database).
+			opts.Quotas.SetPool(k.QuotaPool)
+		}
 	}
 	if opts.Throttle == nil {
 		opts.Throttle = limits.NewThrottle(k.Clock)
@@ -246,6 +250,12 @@ type Outcome struct {
 	// StatusToken reads this action's outcome (GET /api/v1/actions/{id}
 	// with Authorization: Bearer <status_token>); set when it is submitted.
 	StatusToken string `json:"status_token,omitempty"`
+	// Facts are what Overseer's analyzers derived from the action (a shell
+	// command's programs and the paths it reads, writes or deletes); set
+	// only when the submission asks for them (?facts=1) with the daemon's
+	// token, as the agents' hooks do to keep what a call changes without
+	// reading the audit log.
+	Facts *action.Facts `json:"facts,omitempty"`
 }
 
 // OutcomeOf turns a verdict and approval into the agent's view.
@@ -351,6 +361,12 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	o := OutcomeOf(sub.Action.ID, &sub.Verdict, apr)
 	o.ClientID = sub.Action.ClientID
 	o.StatusToken = s.StatusToken(sub.Action.ID)
+	// The facts (resolved paths, …) are the people's side's to read, as
+	// the audit log is: only with the daemon's token (the hooks have it).
+	if r.URL.Query().Get("facts") != "" && s.Authorized(r) {
+		f := sub.Action.Facts
+		o.Facts = &f
+	}
 	writeJSON(w, http.StatusOK, o)
 }
 
@@ -817,8 +833,10 @@ func newMetrics(k *kernel.Kernel) *metrics {
 	})
 	m.refusals = r.NewCounterVec("overseer_quota_refusals_total", "Submissions refused (429) by a quota, by scope and limit.", "scope", "limit")
 	m.authFailures = r.NewCounter("overseer_auth_failures_total", "Requests that presented a wrong credential.")
-	r.NewGaugeFunc("overseer_database_bytes", "Size of the database with its write-ahead log.", func() float64 {
-		n, err := limits.DatabaseSize(filepath.Join(k.Home, kernel.DBFile))
+	r.NewGaugeFunc("overseer_database_bytes", "Size of the database: the SQLite file with its write-ahead log, or Overseer's tables in PostgreSQL.", func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n, err := k.DatabaseSize(ctx)
 		if err != nil {
 			return -1
 		}

@@ -501,8 +501,15 @@ func (g *Gateway) forward(ctx context.Context, e *toolEntry, req *mcp.CallToolRe
 	}
 	out := mcpshared.Text(res)
 	scan := g.k.ScanResult(out)
-	g.results.record(kernel.Result{ActionID: d.actionID, Agent: a.Agent, Session: a.Session,
-		Tool: a.Tool, Output: out, IsError: res.IsError, Scan: &scan})
+	r := kernel.Result{ActionID: d.actionID, Agent: a.Agent, Session: a.Session,
+		Tool: a.Tool, Output: out, IsError: res.IsError, Scan: &scan}
+	if d.actionID == a.ID {
+		// The action judged for this call, facts and all: its record need
+		// not be read back (an approved retry runs an earlier action).
+		f := a.Facts
+		r.Facts = &f
+	}
+	g.results.record(r)
 	if scan.Hit() {
 		g.untrusted(res, scan)
 	}

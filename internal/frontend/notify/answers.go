@@ -237,7 +237,9 @@ func (n *Notifier) Health() []ChannelHealth {
 	var out []ChannelHealth
 	for _, c := range n.Channels() {
 		ch := ChannelHealth{ChannelInfo: c}
-		if c.TwoWay {
+		if c.TwoWay && n.standby.Load() {
+			ch.State = "standby" // another instance sharing the database listens
+		} else if c.TwoWay {
 			ch.State = "starting"
 			n.hmu.Lock()
 			h := n.handlers[c.Name]
@@ -257,6 +259,10 @@ func (n *Notifier) Health() []ChannelHealth {
 	}
 	return out
 }
+
+// SetStandby says whether another process listens to the two-way channels
+// (several instances on one database: one leads them), for Health.
+func (n *Notifier) SetStandby(standby bool) { n.standby.Store(standby) }
 
 // twoWay reports whether a channel takes answers.
 func (n *Notifier) twoWay(nc namedChannel) bool {

@@ -12,13 +12,14 @@ import (
 	"mime/quotedprintable"
 	"net"
 	"net/mail"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // An email channel with imap is two-way: the notification's subject
@@ -80,7 +81,7 @@ func validateEmailReplies(ch *ChannelConfig) error {
 }
 
 // subjectToken finds the answer token in a subject.
-var subjectToken = regexp.MustCompile(`\[ov:([A-Za-z0-9_-]{32})\]`)
+var subjectToken = lazyre.New(`\[ov:([A-Za-z0-9_-]{32})\]`)
 
 // EmailReply is what a reply says.
 type EmailReply struct {

@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
@@ -256,6 +257,11 @@ type Options struct {
 	// LongPoll is how long a long-polling channel's request waits for
 	// news (default 30s).
 	LongPoll time.Duration
+	// Claim, when set, is asked before a request is announced, and the
+	// request is announced only when it answers true: the first caller for
+	// an id, across the processes sharing the database (so that a request
+	// is announced once, even when the announcing process changes).
+	Claim func(ctx context.Context, approvalID string) (bool, error)
 }
 
 // Notifier sends messages to the configured channels.
@@ -266,6 +272,7 @@ type Notifier struct {
 
 	hmu      sync.Mutex
 	handlers map[string]*channelHandler // of the listening channels, by name
+	standby  atomic.Bool                // another process listens (SetStandby)
 }
 
 type namedChannel struct {
@@ -465,6 +472,7 @@ func (n *Notifier) deliver(ctx context.Context, nc namedChannel, m *Message) err
 func (n *Notifier) Run(ctx context.Context, events <-chan gate.Event, pending func(context.Context) ([]*store.Approval, error)) error {
 	queue := make(chan *store.Approval, QueueSize)
 	settled := make(chan *store.Approval, QueueSize)
+	unclaimed := make(chan string, QueueSize) // claims that failed: tried again
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { // the delivery worker; exits when ctx ends or the queue closes
@@ -476,6 +484,22 @@ func (n *Notifier) Run(ctx context.Context, events <-chan gate.Event, pending fu
 			case apr, ok := <-queue:
 				if !ok {
 					return
+				}
+				if n.opts.Claim != nil {
+					mine, err := n.opts.Claim(ctx, apr.ID)
+					if err != nil {
+						if ctx.Err() == nil {
+							n.opts.Logf("notify: %s: claiming the announcement (tried again at the next poll): %v", apr.ID, err)
+						}
+						select {
+						case unclaimed <- apr.ID:
+						default:
+						}
+						continue
+					}
+					if !mine {
+						continue // announced already
+					}
 				}
 				if err := n.Notify(ctx, apr); err != nil && ctx.Err() == nil {
 					n.opts.Logf("notify: %s: %v", apr.ID, err)
@@ -569,6 +593,8 @@ func (n *Notifier) Run(ctx context.Context, events <-chan gate.Event, pending fu
 			case gate.EventAnswered, gate.EventExpired:
 				settle(e.Approval)
 			}
+		case id := <-unclaimed:
+			delete(sent, id)
 		case <-tick:
 			tick = n.opts.Clock.After(n.opts.Poll)
 			poll()

@@ -3,9 +3,11 @@ package notify
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,5 +126,93 @@ func TestMessageText(t *testing.T) {
 		if !strings.Contains(txt, want) {
 			t.Errorf("text lacks %q:\n%s", want, txt)
 		}
+	}
+}
+
+// With a Claim, a request is announced only when the claim is this
+// notifier's; a claim that fails is tried again at the next re-read of the
+// queue (the request is not lost), and a claim another process holds is
+// not announced here.
+func TestRunClaims(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, kernel.PolicyName), []byte(runPolicy), 0o600)
+	clk := clock.NewFake(t0)
+	ctx := context.Background()
+	k, err := kernel.Open(ctx, kernel.Config{Home: home, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	r := newReceiver(t)
+	cfg, err := Parse([]byte("levels: [approve]\nchannels:\n  - type: webhook\n    url: " + r.URL + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu         sync.Mutex
+		asked      = map[string]int{}
+		othersHold bool
+	)
+	claim := func(_ context.Context, id string) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked[id]++
+		switch {
+		case othersHold:
+			return false, nil
+		case asked[id] == 1:
+			return false, errors.New("the database is away")
+		}
+		return true, nil
+	}
+	n, err := New(cfg, Options{Linker: &fixedLinker{}, Clock: clk, Poll: time.Second, Backoff: time.Millisecond, Claim: claim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go n.Run(rctx, k.Gate.Subscribe(rctx), k.Gate.Pending) //nolint:errcheck // ends with rctx
+	submit := func(x string) string {
+		sub, err := k.Submit(ctx, &action.Action{Tool: "deploy", Args: map[string]any{"x": x}})
+		if err != nil || sub.Approval == nil {
+			t.Fatalf("submit: %v", err)
+		}
+		return sub.Approval.ID
+	}
+	poll := func() {
+		time.Sleep(20 * time.Millisecond)
+		clk.Advance(time.Second)
+	}
+	first := submit("one")
+	deadline := time.Now().Add(10 * time.Second)
+	for r.count() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the request was not announced after its claim failed once")
+		}
+		poll()
+	}
+	mu.Lock()
+	othersHold = true
+	mu.Unlock()
+	second := submit("two")
+	for {
+		mu.Lock()
+		n := asked[second]
+		mu.Unlock()
+		if n >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second request's claim was never asked")
+		}
+		poll()
+	}
+	for range 3 {
+		poll()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if r.count() != 1 || asked[first] != 2 {
+		t.Fatalf("%d messages; the first claim asked %d times", r.count(), asked[first])
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 //go:embed recognisers.yaml
@@ -773,7 +774,7 @@ func (r *recogniser) plan(sc *Screen, p *Prompt, q int) (int, bool) {
 
 // patchLine is a line of a patch's diff as Codex shows it: its line
 // number, a space, "+" or "-" and the line.
-var patchLine = regexp.MustCompile(`^( *)(\d+) ([+-])(.*)$`)
+var patchLine = lazyre.New(`^( *)(\d+) ([+-])(.*)$`)
 
 // patch reads a Codex style file-edit prompt: a header naming the file and
 // how many lines it adds and removes, those lines, then the question and
@@ -888,7 +889,7 @@ func (r *recogniser) patch(sc *Screen, p *Prompt, q, optTop int) (int, bool) {
 }
 
 // truncated marks what agents draw where they cut text short.
-var truncated = regexp.MustCompile(`…|\.\.\.\s*$|\+\d+ (more )?lines?`)
+var truncated = lazyre.New(`…|\.\.\.\s*$|\+\d+ (more )?lines?`)
 
 // Ways a tool's subject is drawn (toolSpec.Lines).
 const (
@@ -899,10 +900,10 @@ const (
 
 // mcpHeader is the detail line of Claude Code's MCP prompt: the server and
 // the tool's title (not its name) — "everything — Echo Tool: (MCP)".
-var mcpHeader = regexp.MustCompile(`^(\S+) — (.+?):? \(MCP\)$`)
+var mcpHeader = lazyre.New(`^(\S+) — (.+?):? \(MCP\)$`)
 
 // mcpArg is one argument of Claude Code's MCP prompt: its name and value.
-var mcpArg = regexp.MustCompile(`^([A-Za-z_][\w.-]*): (.*)$`)
+var mcpArg = lazyre.New(`^([A-Za-z_][\w.-]*): (.*)$`)
 
 // fill sets the tool call from a header title, detail and subject lines.
 func (r *recogniser) fill(p *Prompt, title, detail string, body []string) {
@@ -1029,11 +1030,11 @@ func readablePath(s string) bool {
 
 // escapeRemnant matches what an agent that removes only the ESC (and BEL)
 // of a control sequence leaves on screen: "[2K", "[31m", "]0;".
-var escapeRemnant = regexp.MustCompile(`\[\d+(;\d+)*[A-Za-z]|\]\d*;`)
+var escapeRemnant = lazyre.New(`\[\d+(;\d+)*[A-Za-z]|\]\d*;`)
 
 // numberedLine is a line of file content as Claude Code shows it: its
 // number right-aligned in a column, a space, the line.
-var numberedLine = regexp.MustCompile(`^( *)(\d+)(?: (.*))?$`)
+var numberedLine = lazyre.New(`^( *)(\d+)(?: (.*))?$`)
 
 // unnumber reads a file's content from its numbered lines. Every line must
 // carry the next number in the same column: a line without one is the
@@ -1060,7 +1061,7 @@ func unnumber(lines []string) (string, string) {
 // diffLine is a line of an edit's diff as Claude Code shows it: a line
 // number right-aligned in a column, a space, the mark (" " kept, "-"
 // removed, "+" added) and the line.
-var diffLine = regexp.MustCompile(`^( *)(\d+)(?: ([ +-])(.*))?$`)
+var diffLine = lazyre.New(`^( *)(\d+)(?: ([ +-])(.*))?$`)
 
 // undiff reads an edit's diff, one hunk: the text it replaces and the text
 // it puts in its place, each with the unchanged lines around the change

@@ -2,10 +2,10 @@ package egress
 
 import (
 	"context"
-	"regexp"
 	"sort"
 
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // Reported known values: with a daemon, the environment the guard
@@ -29,7 +29,7 @@ const (
 )
 
 // reportedName is the only source a reported value may name.
-var reportedName = regexp.MustCompile(`^the agent's environment variable [A-Za-z_][A-Za-z0-9_]{0,127}$`)
+var reportedName = lazyre.New(`^the agent's environment variable [A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
 // EnvFingerprints fingerprints the secret-looking values of environ (the
 // filter the guard applies to its own environment) with the key in home.

@@ -5,13 +5,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // request is one outgoing request an action makes or asks for.
@@ -370,7 +370,7 @@ func hostOf(raw string) string {
 }
 
 // headerArg matches a "Name: value" argument.
-var headerArg = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}:\s*\S`)
+var headerArg = lazyre.New(`^[A-Za-z0-9-]{1,64}:\s*\S`)
 
 // senders are the programs that send data, and how to find where to.
 var senders = map[string]func(args []string, cwd string) []string{

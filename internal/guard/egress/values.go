@@ -7,12 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // KeyFile is the name, in Overseer's home, of the key of the egress
@@ -58,7 +58,7 @@ func loadKey(home string) ([]byte, error) {
 
 // secretEnvName matches the names of environment variables that hold
 // secrets.
-var secretEnvName = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSW|PWD$|CREDENTIAL|AUTH|PRIVATE|COOKIE|SESSION|DSN$|DATABASE_URL|_URI$|WEBHOOK)`)
+var secretEnvName = lazyre.New(`(?i)(KEY|TOKEN|SECRET|PASSW|PWD$|CREDENTIAL|AUTH|PRIVATE|COOKIE|SESSION|DSN$|DATABASE_URL|_URI$|WEBHOOK)`)
 
 // envValues returns the values of the secret-looking variables of environ
 // (NAME=value): the whole value, and the passwords inside it (a URL's).

@@ -85,7 +85,7 @@ func (c Config) Validate() error {
 // Scanner scans results. It is safe for concurrent use.
 type Scanner struct {
 	cfg     Config
-	det     *inject.Detector
+	det     func() *inject.Detector // compiled on first use
 	secrets SecretScanner
 }
 
@@ -97,7 +97,7 @@ func New(cfg Config, secrets SecretScanner) (*Scanner, error) {
 	if cfg.OnInjection == "" {
 		cfg.OnInjection = OnWarn
 	}
-	return &Scanner{cfg: cfg, det: inject.Default(), secrets: secrets}, nil
+	return &Scanner{cfg: cfg, det: inject.Default, secrets: secrets}, nil
 }
 
 // FromPolicy builds the scanner from the policy's guards.results section.
@@ -166,7 +166,7 @@ func (s *Scanner) Scan(text string) (rep Report) {
 		return Report{Unscanned: "no scanner"}
 	}
 	if s.cfg.Injection == nil || *s.cfg.Injection {
-		if ir := s.det.Scan(text, inject.Result); ir.Flagged {
+		if ir := s.det().Scan(text, inject.Result); ir.Flagged {
 			rep.Injection = &ir
 		}
 	}

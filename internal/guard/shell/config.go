@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 //go:embed rules.yaml
@@ -170,15 +170,10 @@ func ParseConfig(data []byte) (Config, error) {
 	return c, nil
 }
 
-// DefaultConfig returns the embedded default lists (a fresh copy).
-func DefaultConfig() Config {
-	c, err := ParseConfig(defaultRulesYAML)
-	if err != nil {
-		// The embedded file is checked by the package's tests.
-		panic("shell: embedded rules.yaml: " + err.Error())
-	}
-	return c
-}
+// DefaultConfig returns the embedded default lists (a fresh copy): rules.yaml
+// as Go code (rules_gen.go, see embedded.go), which the tests check is valid
+// and up to date.
+func DefaultConfig() Config { return defaultConfigValue() }
 
 // defaultConfig is the parsed embedded defaults, shared read-only: merge
 // copies what it changes.
@@ -349,7 +344,7 @@ type rules struct {
 	envVars      map[string]*cenv // by name; npm_config_ names in lower case
 }
 
-var checkName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+var checkName = lazyre.New(`^[a-z0-9][a-z0-9-]*$`)
 
 func validGlob(p string) error {
 	_, err := path.Match(p, "")

@@ -85,22 +85,22 @@ func (i intent) pathIntent() (action.PathIntent, bool) {
 
 // effectSpecYAML is one program's entry of effects.yaml.
 type effectSpecYAML struct {
-	Operands    string                     `yaml:"operands"`
-	First       string                     `yaml:"first"`
-	Last        string                     `yaml:"last"`
-	Skip        int                        `yaml:"skip"`
-	Options     map[string]string          `yaml:"options"`
-	When        map[string]string          `yaml:"when"`
-	Recursive   []string                   `yaml:"recursive"`
-	Subcommands map[string]*effectSpecYAML `yaml:"subcommands"`
-	Chdir       []string                   `yaml:"chdir"`
-	Include     []string                   `yaml:"include"`
-	Copy        bool                       `yaml:"copy"`
-	Links       []string                   `yaml:"links"`
-	LastWhen    map[string]string          `yaml:"last_when"`
-	Modes       bool                       `yaml:"modes"`
-	Extract     []string                   `yaml:"extract"`
-	Patch       bool                       `yaml:"patch"`
+	Operands    string                     `yaml:"operands" json:"operands,omitempty"`
+	First       string                     `yaml:"first" json:"first,omitempty"`
+	Last        string                     `yaml:"last" json:"last,omitempty"`
+	Skip        int                        `yaml:"skip" json:"skip,omitempty"`
+	Options     map[string]string          `yaml:"options" json:"options,omitempty"`
+	When        map[string]string          `yaml:"when" json:"when,omitempty"`
+	Recursive   []string                   `yaml:"recursive" json:"recursive,omitempty"`
+	Subcommands map[string]*effectSpecYAML `yaml:"subcommands" json:"subcommands,omitempty"`
+	Chdir       []string                   `yaml:"chdir" json:"chdir,omitempty"`
+	Include     []string                   `yaml:"include" json:"include,omitempty"`
+	Copy        bool                       `yaml:"copy" json:"copy,omitempty"`
+	Links       []string                   `yaml:"links" json:"links,omitempty"`
+	LastWhen    map[string]string          `yaml:"last_when" json:"last_when,omitempty"`
+	Modes       bool                       `yaml:"modes" json:"modes,omitempty"`
+	Extract     []string                   `yaml:"extract" json:"extract,omitempty"`
+	Patch       bool                       `yaml:"patch" json:"patch,omitempty"`
 }
 
 // effectSpec is a compiled program spec.
@@ -127,10 +127,17 @@ type effectSpec struct {
 // effectSpecs returns the compiled program specs of effects.yaml, compiled
 // on first use: a process that analyses no command (a hook that asks the
 // daemon) does not pay for it at start-up.
-var effectSpecs = sync.OnceValue(func() map[string]*effectSpec { return mustCompileEffects(effectsYAML) })
+var effectSpecs = sync.OnceValue(func() map[string]*effectSpec { return mustCompileEffects(effectsJSON) })
 
+// mustCompileEffects compiles the embedded effects.json, the JSON form of
+// effects.yaml (see embedded.go).
 func mustCompileEffects(b []byte) map[string]*effectSpec {
-	m, err := compileEffects(b)
+	var doc effectsDoc
+	err := decodeEmbedded(b, &doc)
+	var m map[string]*effectSpec
+	if err == nil {
+		m, err = compileEffectsDoc(doc)
+	}
 	if err != nil {
 		// The embedded file is checked by the tests.
 		panic(err)
@@ -139,15 +146,30 @@ func mustCompileEffects(b []byte) map[string]*effectSpec {
 }
 
 // compileEffects decodes effects.yaml strictly and compiles it.
-func compileEffects(b []byte) (map[string]*effectSpec, error) {
-	var doc struct {
-		Programs map[string]*effectSpecYAML `yaml:"programs"`
-	}
+// effectsDoc is the shape of effects.yaml.
+type effectsDoc struct {
+	Programs map[string]*effectSpecYAML `yaml:"programs" json:"programs"`
+}
+
+func parseEffects(b []byte) (effectsDoc, error) {
+	var doc effectsDoc
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("effects.yaml: %w", err)
+		return effectsDoc{}, fmt.Errorf("effects.yaml: %w", err)
 	}
+	return doc, nil
+}
+
+func compileEffects(b []byte) (map[string]*effectSpec, error) {
+	doc, err := parseEffects(b)
+	if err != nil {
+		return nil, err
+	}
+	return compileEffectsDoc(doc)
+}
+
+func compileEffectsDoc(doc effectsDoc) (map[string]*effectSpec, error) {
 	out := make(map[string]*effectSpec, len(doc.Programs))
 	for name, y := range doc.Programs {
 		s, err := compileEffect(y)

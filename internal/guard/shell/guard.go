@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"reflect"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -31,6 +32,10 @@ var _ guard.Guard = (*Guard)(nil)
 // New returns a shell guard whose lists are the defaults extended by cfg.
 // The home directory is read from $HOME once, here.
 func New(cfg Config) (*Guard, error) {
+	if reflect.DeepEqual(cfg, Config{}) {
+		// Nothing to add to the defaults: their compiled form is shared.
+		return &Guard{r: defaultRules(), home: os.Getenv("HOME")}, nil
+	}
 	r, err := compile(merge(defaultConfig(), cfg))
 	if err != nil {
 		return nil, err

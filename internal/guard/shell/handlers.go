@@ -3,12 +3,12 @@ package shell
 import (
 	"io/fs"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // handler judges what the lists cannot: a program's arguments. It returns
@@ -1082,7 +1082,7 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-var sqlWriteWord = regexp.MustCompile(`(?i)\b(insert|update|delete|drop|alter|create|truncate|merge|grant|revoke|copy|call|replace|attach|detach|vacuum|reindex|into|load|lock|rename)\b`)
+var sqlWriteWord = lazyre.New(`(?i)\b(insert|update|delete|drop|alter|create|truncate|merge|grant|revoke|copy|call|replace|attach|detach|vacuum|reindex|into|load|lock|rename)\b`)
 
 // sqlWrites reports whether an SQL text (statements, psql meta-commands or
 // sqlite dot-commands) may change anything. Unknown statements count as
@@ -1419,7 +1419,7 @@ func sedRunsOrWrites(sc string) bool {
 // awkRuns finds what makes an awk program run commands or write files:
 // system(), pipes to or from commands (print | "cmd", "cmd" | getline,
 // print | var), and output redirection (print > "file").
-var awkRuns = regexp.MustCompile(`\bsystem\s*\(|\|\s*(getline|"|&)|\|\s*[A-Za-z_]\w*\s*($|[;}\n])|\bprintf?\b[^;{}\n]*>`)
+var awkRuns = lazyre.New(`\bsystem\s*\(|\|\s*(getline|"|&)|\|\s*[A-Za-z_]\w*\s*($|[;}\n])|\bprintf?\b[^;{}\n]*>`)
 
 // awkCmd judges awk programs that run commands or write files.
 func (a *analyzer) awkCmd(s *segCtx) bool {

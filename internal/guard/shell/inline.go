@@ -1,13 +1,13 @@
 package shell
 
 import (
-	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // This file reads the inline code of interpreters (python -c, perl -e,
@@ -20,17 +20,17 @@ import (
 
 // deleteAPI finds calls of deletion functions in the languages the guard
 // knows; the argument list starts after the match.
-var deleteAPI = regexp.MustCompile(`(?:\bshutil\s*\.\s*rmtree|\bos\s*\.\s*(?:remove|unlink|rmdir|removedirs)|\b(?:rmtree|remove_tree|rm_rf|rm_r|rm_f|remove_dir|remove_entry(?:_secure)?|rmSync|rmdirSync|unlinkSync|removeSync|emptyDirSync|rimraf(?:\.sync)?|unlink|rmdir|Remove-Item|delete_tree)|\bFileUtils\s*\.\s*rm\b|\bfs(?:\.promises)?\s*\.\s*(?:rm|rmdir|unlink)|\bfs\s*\.\s*remove)\s*(?:\(|\s)`)
+var deleteAPI = lazyre.New(`(?:\bshutil\s*\.\s*rmtree|\bos\s*\.\s*(?:remove|unlink|rmdir|removedirs)|\b(?:rmtree|remove_tree|rm_rf|rm_r|rm_f|remove_dir|remove_entry(?:_secure)?|rmSync|rmdirSync|unlinkSync|removeSync|emptyDirSync|rimraf(?:\.sync)?|unlink|rmdir|Remove-Item|delete_tree)|\bFileUtils\s*\.\s*rm\b|\bfs(?:\.promises)?\s*\.\s*(?:rm|rmdir|unlink)|\bfs\s*\.\s*remove)\s*(?:\(|\s)`)
 
 // execAPI finds calls that run a shell command string or a program with
 // arguments.
-var execAPI = regexp.MustCompile(`(?:\bos\s*\.\s*(?:system|popen|exec[lv]p?e?|spawn[lv]p?e?)|\bsubprocess\s*\.\s*(?:run|call|check_call|check_output|Popen|getoutput|getstatusoutput)|\bpty\s*\.\s*spawn|\b(?:system|exec|execSync|execFileSync|spawnSync|spawn|execFile|shell_exec|passthru|popen|proc_open)|\bIO\s*\.\s*popen|\bOpen3\s*\.\s*\w+|\bos\s*\.\s*execute|\bio\s*\.\s*popen|\bRuntime\s*\.\s*getRuntime\s*\(\s*\)\s*\.\s*exec)\s*(?:\(|\s)`)
+var execAPI = lazyre.New(`(?:\bos\s*\.\s*(?:system|popen|exec[lv]p?e?|spawn[lv]p?e?)|\bsubprocess\s*\.\s*(?:run|call|check_call|check_output|Popen|getoutput|getstatusoutput)|\bpty\s*\.\s*spawn|\b(?:system|exec|execSync|execFileSync|spawnSync|spawn|execFile|shell_exec|passthru|popen|proc_open)|\bIO\s*\.\s*popen|\bOpen3\s*\.\s*\w+|\bos\s*\.\s*execute|\bio\s*\.\s*popen|\bRuntime\s*\.\s*getRuntime\s*\(\s*\)\s*\.\s*exec)\s*(?:\(|\s)`)
 
 // homeExpr finds expressions that are the home directory.
-var homeExpr = regexp.MustCompile(`expanduser\s*\(\s*['"]~['"/]|Path\s*\.\s*home\s*\(|\bDir\s*\.\s*home\b|\bhomedir\s*\(|environ\s*\[\s*['"]HOME['"]\s*\]|environ\s*\.\s*get\s*\(\s*['"]HOME['"]|getenv\s*\(\s*['"]HOME['"]|\$ENV\s*\{\s*['"]?HOME['"]?\s*\}|\bENV\s*\[\s*['"]HOME['"]\s*\]|process\s*\.\s*env\s*\.\s*HOME|\$env:(?:USERPROFILE|HOME)|\$HOME\b|File::HomeDir`)
+var homeExpr = lazyre.New(`expanduser\s*\(\s*['"]~['"/]|Path\s*\.\s*home\s*\(|\bDir\s*\.\s*home\b|\bhomedir\s*\(|environ\s*\[\s*['"]HOME['"]\s*\]|environ\s*\.\s*get\s*\(\s*['"]HOME['"]|getenv\s*\(\s*['"]HOME['"]|\$ENV\s*\{\s*['"]?HOME['"]?\s*\}|\bENV\s*\[\s*['"]HOME['"]\s*\]|process\s*\.\s*env\s*\.\s*HOME|\$env:(?:USERPROFILE|HOME)|\$HOME\b|File::HomeDir`)
 
 // forkLoop finds a fork in an endless loop: Python, Perl, Ruby, PHP, C-like.
-var forkLoop = regexp.MustCompile(`(?s)\bwhile\s*\(?\s*(?:True|1|true)\s*\)?\s*[:{]?\s*(?:\w+\s*[.:]\s*)*fork\s*\(|\bfork\s+while\s+(?:fork|1|true)\b|\b1\s+while\s+fork\b|\bwhile\s*\(\s*fork\s*\(?|\bloop\s*(?:do|\{)\s*(?:\w+\s*[.:]\s*)*fork\b|\bfor\s*\(\s*;\s*;\s*\)\s*\{?\s*(?:\w+\s*[.:]\s*)*fork\s*\(`)
+var forkLoop = lazyre.New(`(?s)\bwhile\s*\(?\s*(?:True|1|true)\s*\)?\s*[:{]?\s*(?:\w+\s*[.:]\s*)*fork\s*\(|\bfork\s+while\s+(?:fork|1|true)\b|\b1\s+while\s+fork\b|\bwhile\s*\(\s*fork\s*\(?|\bloop\s*(?:do|\{)\s*(?:\w+\s*[.:]\s*)*fork\b|\bfor\s*\(\s*;\s*;\s*\)\s*\{?\s*(?:\w+\s*[.:]\s*)*fork\s*\(`)
 
 // literal is a string literal of inline code and where it ends.
 type literal struct {

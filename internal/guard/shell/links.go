@@ -3,10 +3,11 @@ package shell
 import (
 	"io/fs"
 	"path"
-	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // This file resolves the other names of a path — /proc/self/root, symbolic
@@ -17,7 +18,7 @@ import (
 // maxLinkHops bounds the symbolic links followed for one path.
 const maxLinkHops = 16
 
-var procRoot = regexp.MustCompile(`^/proc/(self|thread-self|[0-9]+)/root(/|$)`)
+var procRoot = lazyre.New(`^/proc/(self|thread-self|[0-9]+)/root(/|$)`)
 
 // alias returns the path p names once /proc/PID/root (an alias of the
 // root for processes that are not confined) and the symbolic links of its

@@ -3,7 +3,6 @@ package shell
 import (
 	_ "embed"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/guard/netguard"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // No self-approval. An agent must not reach Overseer's own API (to answer
@@ -511,7 +511,7 @@ func parsePort(s string) uint16 {
 
 // substRe matches the parts of a word's source text that are computed at
 // run time.
-var substRe = regexp.MustCompile(`\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|` + "`[^`]*`")
+var substRe = lazyre.New(`\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|` + "`[^`]*`")
 
 // dynURL judges a URL whose text is partly computed at run time: the parts
 // that are static (a loopback host, an API path) may be enough.
@@ -540,7 +540,7 @@ func dynURL(sa *netguard.SelfAPI, text string) string {
 }
 
 // arithRe matches an arithmetic expansion of numbers.
-var arithRe = regexp.MustCompile(`\$\(\([0-9+\-*/% ()]*\)\)`)
+var arithRe = lazyre.New(`\$\(\([0-9+\-*/% ()]*\)\)`)
 
 // staticArith evaluates an expression of numbers and + - * / % (no
 // parentheses), left to right with * / % first.
@@ -599,13 +599,13 @@ func staticArith(e string) (int, bool) {
 }
 
 // urlLitRe finds URL literals in inline code.
-var urlLitRe = regexp.MustCompile(`(?i)\b(?:https?|wss?|gopher|telnet|ftp|dict)://[^\s'"` + "`" + `<>(){}\\,;]+`)
+var urlLitRe = lazyre.New(`(?i)\b(?:https?|wss?|gopher|telnet|ftp|dict)://[^\s'"` + "`" + `<>(){}\\,;]+`)
 
 // strLitRe finds quoted string literals in inline code.
-var strLitRe = regexp.MustCompile(`'([^'\\\n]{1,255})'|"([^"\\\n]{1,255})"`)
+var strLitRe = lazyre.New(`'([^'\\\n]{1,255})'|"([^"\\\n]{1,255})"`)
 
 // numRe finds numbers in inline code.
-var numRe = regexp.MustCompile(`\b[0-9]{2,5}\b`)
+var numRe = lazyre.New(`\b[0-9]{2,5}\b`)
 
 // selfCode judges the inline code of an interpreter (python -c, node -e,
 // perl -e, a here-document fed to python …): a URL literal that reaches the
@@ -653,7 +653,7 @@ func (a *analyzer) selfCode(s *segCtx) {
 }
 
 // devNetRe matches bash's network redirections.
-var devNetRe = regexp.MustCompile(`^/dev/(?:tcp|udp)/([^/]*)/([^/]+)$`)
+var devNetRe = lazyre.New(`^/dev/(?:tcp|udp)/([^/]*)/([^/]+)$`)
 
 // selfRedirect judges a redirection to bash's /dev/tcp/HOST/PORT (or udp):
 // a connection to the daemon's port on this machine is `block`. It is

@@ -2,11 +2,12 @@ package shell
 
 import (
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // Shown files: which files a shell command prints to the agent, and which
@@ -375,7 +376,7 @@ func (w *shownWalk) display(name string, args []string) []Shown {
 
 // sedRangeRe matches a sed script that prints one range of lines: `p`,
 // `5p`, `1,200p`, `10,$p`, with an optional `;` or `q` after.
-var sedRangeRe = regexp.MustCompile(`^\s*(?:([0-9]{1,9})(?:\s*,\s*([0-9]{1,9}|\$))?)?\s*p\s*;?\s*$`)
+var sedRangeRe = lazyre.New(`^\s*(?:([0-9]{1,9})(?:\s*,\s*([0-9]{1,9}|\$))?)?\s*p\s*;?\s*$`)
 
 func sedRange(s string) (Shown, bool) {
 	m := sedRangeRe.FindStringSubmatch(s)

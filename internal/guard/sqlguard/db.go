@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // Errors of RunReadOnly and ExecCAS.
@@ -148,7 +149,7 @@ func RunReadOnlyMax(ctx context.Context, db *sql.DB, maxRows int, query string, 
 	return res, nil
 }
 
-var identPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var identPattern = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // quoteIdent checks a plain identifier (optionally schema-qualified when
 // qualified is true) and quotes it.

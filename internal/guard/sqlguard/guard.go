@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // ErrPolicy means a Policy entry could not be understood.
@@ -35,7 +35,7 @@ type Policy struct {
 
 var (
 	identRE      = `[a-z_][a-z0-9_$]*`
-	tableEntryRE = regexp.MustCompile(`^(` + identRE + `\.)?(` + identRE + `|\*)$`)
+	tableEntryRE = lazyre.New(`^(` + identRE + `\.)?(` + identRE + `|\*)$`)
 )
 
 // Validate reports the first entry of p that cannot be understood.

@@ -282,6 +282,8 @@ func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func
 				return err
 			}
 		}
-		return nil
+		// The other instances hear of it (a change of the spend is
+		// counted against their budget caps at once).
+		return notify(ctx, tx, store.ChangeState, ns)
 	})
 }

@@ -63,6 +63,7 @@ const (
 	migrationLock = 2
 	rulesLock     = 3
 	stateClass    = lockClass + 1 // objects: the hash of a state key
+	leadClass     = lockClass + 2 // objects: the hash of a leadership's schema and name
 )
 
 // ConnectTimeout bounds a new connection to the server when the URL sets

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -118,5 +119,97 @@ func TestAppendWaitsForTheAuditLock(t *testing.T) {
 	got, err := db.QueryAudit(t.Context(), store.AuditQuery{})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("%d records (%v), want the one append that got the lock", len(got), err)
+	}
+}
+
+// Size counts the tables of the store's own schema: it grows as the store
+// is written, and another store's schema on the same server does not count.
+func TestSize(t *testing.T) {
+	ctx := t.Context()
+	db, other := open(t, pgtest.Database(t)), open(t, pgtest.Database(t))
+	before, err := db.Size(ctx)
+	if err != nil || before <= 0 {
+		t.Fatalf("size %d, %v", before, err)
+	}
+	otherBefore, _ := other.Size(ctx)
+	big := []byte(`"` + strings.Repeat("x", 4000) + `"`)
+	keys := make([]string, 200)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%03d", i)
+	}
+	if err := db.UpdateStates(ctx, "ns", keys, func(string, []byte) ([]byte, error) { return big, nil }); err != nil {
+		t.Fatal(err)
+	}
+	after, err := db.Size(ctx)
+	if err != nil || after <= before {
+		t.Fatalf("size %d after writing, %d before (%v)", after, before, err)
+	}
+	if otherAfter, _ := other.Size(ctx); otherAfter != otherBefore {
+		t.Fatalf("another schema's size moved from %d to %d", otherBefore, otherAfter)
+	}
+}
+
+// One store at a time leads a name; another takes over when the leader
+// gives it up, and when the leader's connection is killed (as when its
+// process dies) — the old leader then learns it lost the lead.
+func TestLead(t *testing.T) {
+	defer func(d time.Duration) { postgres.LeadCheck = d }(postgres.LeadCheck)
+	postgres.LeadCheck = 50 * time.Millisecond
+	url := pgtest.Database(t)
+	a, b, c := open(t, url), open(t, url), open(t, url)
+	ctx := t.Context()
+	actx, acancel := context.WithCancel(ctx)
+	lostA, err := a.Lead(actx, "telegram")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another name is led apart.
+	if _, err := b.Lead(ctx, "slack"); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan (<-chan struct{}), 1)
+	go func() {
+		l, err := b.Lead(ctx, "telegram")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	select {
+	case <-got:
+		t.Fatal("two stores lead one name")
+	case <-time.After(300 * time.Millisecond):
+	}
+	acancel() // a gives the lead up
+	<-lostA
+	var lostB <-chan struct{}
+	select {
+	case lostB = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("b does not take the lead a gave up")
+	}
+	// b's lock connection is killed: b learns it lost the lead, c takes it.
+	got2 := make(chan struct{})
+	go func() {
+		if _, err := c.Lead(ctx, "telegram"); err != nil {
+			t.Error(err)
+		}
+		close(got2)
+	}()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND pid <> pg_backend_pid() AND classid = $1`, 0x0b5e+2); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []<-chan struct{}{lostB, got2} {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the lead did not move after the leader's connection was killed")
+		}
 	}
 }

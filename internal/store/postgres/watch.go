@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -54,4 +55,26 @@ func (d *DB) Watch(ctx context.Context, fn func(store.Change)) {
 		}
 		conn.Close(context.Background())
 	}
+}
+
+// Size implements store.Sizer: the bytes Overseer's tables take in the
+// database, with their indexes and out-of-line values (the schema the
+// connection works in; other schemas and databases on the server are
+// not counted).
+func (d *DB) Size(ctx context.Context) (int64, error) {
+	var n int64
+	err := d.readOne(ctx, "size", func(q querier) error {
+		return q.QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+			FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+			WHERE ns.nspname = current_schema() AND c.relkind IN ('r', 'm', 'p')`).Scan(&n)
+	})
+	return n, err
+}
+
+// Publish implements store.Publisher with NOTIFY.
+func (d *DB) Publish(ctx context.Context, kind, payload string) error {
+	if len(payload) > store.MaxPublish {
+		return fmt.Errorf("postgres: publish: a payload of %d bytes is over %d", len(payload), store.MaxPublish)
+	}
+	return d.readOne(ctx, "publish", func(q querier) error { return notify(ctx, q, kind, payload) })
 }

@@ -4,9 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // Migration is one step of a schema's history. Steps are never edited once
@@ -139,7 +140,7 @@ var migrations = []Migration{
 func SchemaVersion() int { return migrations[len(migrations)-1].Version }
 
 // identifier is what Migrate accepts as the name of a version table.
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var identifier = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Migrate brings the schema of the database behind db up to date with the
 // history ms, recording the applied versions in table (created when

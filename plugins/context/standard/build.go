@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/overseer-dev/overseer/internal/lazyre"
 	"github.com/overseer-dev/overseer/plugin"
 )
 
@@ -509,7 +509,7 @@ func budgetPiece(step, maxSteps int, elapsed time.Duration, now time.Time) piece
 
 // markerRE finds anything that could be read as the start of a tool output
 // block's marker: "<tool_output", "</tool_output", "< / TOOL_OUTPUT", ...
-var markerRE = regexp.MustCompile(`(?i)<(\s*/?\s*tool_output)`)
+var markerRE = lazyre.New(`(?i)<(\s*/?\s*tool_output)`)
 
 // escape neutralises tool_output markers in text by writing their "<" as
 // "&lt;", so no text can close (or open) a block. It also replaces invalid
@@ -525,7 +525,7 @@ func escape(s string) string {
 
 // ansiRE matches terminal escape sequences (colours, cursor movement) and
 // the remaining C0 control characters and DEL, except tab and line feed.
-var ansiRE = regexp.MustCompile("\x1b\\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
+var ansiRE = lazyre.New("\x1b\\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
 
 func stripControls(s string) string {
 	for i := 0; i < len(s); i++ {

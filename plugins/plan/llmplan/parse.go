@@ -3,9 +3,10 @@ package llmplan
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // Limits on what parseReply reads.
@@ -45,7 +46,7 @@ type wire struct {
 	Notes    json.RawMessage `json:"notes"`
 }
 
-var fenceRE = regexp.MustCompile("(?s)```[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)```")
+var fenceRE = lazyre.New("(?s)```[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)```")
 
 // parseReply finds the first JSON object in text that answers in m's terms:
 // in a fenced block, as the whole text, or embedded in prose. Errors wrap
@@ -157,7 +158,7 @@ func notes(raw json.RawMessage) string {
 
 // listMarkerRE matches a list marker a model may put before a title: "1.",
 // "2)", "-", "*", "•", "[ ]", "[x]".
-var listMarkerRE = regexp.MustCompile(`^(?:\d{1,3}[.)]|[-*•]|\[[ xX]?\])\s+`)
+var listMarkerRE = lazyre.New(`^(?:\d{1,3}[.)]|[-*•]|\[[ xX]?\])\s+`)
 
 // cleanTitles puts each title on one line without list markers, caps its
 // length, drops empty titles and repeats (ignoring case) and keeps at most
