@@ -2,11 +2,11 @@ package egress
 
 import (
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // curl reads options from config files: those given with -K/--config, and
@@ -18,7 +18,7 @@ import (
 // guard never sees its name.
 
 // wgetHome matches the variables that move wget's startup file.
-var wgetHome = regexp.MustCompile(`(?:^|[\s;&|(])(WGETRC|HOME)=["']?([^\s"';&|]+)`)
+var wgetHome = lazyre.New(`(?:^|[\s;&|(])(WGETRC|HOME)=["']?([^\s"';&|]+)`)
 
 // wgetConfigs returns the startup files wget command c reads: $WGETRC, or
 // .wgetrc in a HOME the command sets, else ~/.wgetrc (none with
@@ -72,7 +72,7 @@ func parseWgetrc(text string) []string {
 
 // configHome matches the variables that move curl's default config file
 // when assigned in the command line.
-var configHome = regexp.MustCompile(`(?:^|[\s;&|(])(CURL_HOME|XDG_CONFIG_HOME|HOME)=["']?([^\s"';&|]+)`)
+var configHome = lazyre.New(`(?:^|[\s;&|(])(CURL_HOME|XDG_CONFIG_HOME|HOME)=["']?([^\s"';&|]+)`)
 
 // curlConfigs returns the config files curl command c reads: explicit
 // (given; a missing one is asked about by sentFiles) and implicit (read

@@ -203,7 +203,7 @@ func toolRequests(a *action.Action, kind action.Kind) []request {
 
 // attachKey names the arguments of a tool that carry files to send
 // (an e-mail's attachments, an upload).
-var attachKey = regexp.MustCompile(`(?i)attach|upload|^files?$|^file_?paths?$`)
+var attachKey = lazyre.New(`(?i)attach|upload|^files?$|^file_?paths?$`)
 
 // attachedFiles are the files a tool call attaches or uploads: absolute or
 // ~/ paths under an argument named for it. The tool's server reads them,
@@ -430,11 +430,11 @@ func isInterpreter(name string) bool {
 }
 
 // urlInText finds the URLs in a text (inline code, a command line).
-var urlInText = regexp.MustCompile(`(?i)\b(?:https?|wss?|ftps?)://[^\s"'\x60<>(){}\[\]\\]+`)
+var urlInText = lazyre.New(`(?i)\b(?:https?|wss?|ftps?)://[^\s"'\x60<>(){}\[\]\\]+`)
 
 // netCall matches code that opens a network connection without a literal
 // URL: sockets, HTTP clients, DNS lookups.
-var netCall = regexp.MustCompile(`(?i)urlopen|urllib|requests\.(?:get|post|put|patch)|http\.client|httpx|aiohttp|socket|getaddrinfo|gethostbyname|\bfetch\s*\(|XMLHttpRequest|https?\.(?:get|request)|\bnet\.(?:connect|createConnection)|dns\.(?:lookup|resolve)|LWP|HTTP::Tiny|IO::Socket|Net::HTTP|open-uri|URI\.open|TCPSocket|curl_init|file_get_contents\s*\(\s*['"]https?|fsockopen|stream_socket_client|Invoke-WebRequest|Invoke-RestMethod|iwr\b|irm\b|WebClient|HttpClient|/inet/tcp|do shell script`)
+var netCall = lazyre.New(`(?i)urlopen|urllib|requests\.(?:get|post|put|patch)|http\.client|httpx|aiohttp|socket|getaddrinfo|gethostbyname|\bfetch\s*\(|XMLHttpRequest|https?\.(?:get|request)|\bnet\.(?:connect|createConnection)|dns\.(?:lookup|resolve)|LWP|HTTP::Tiny|IO::Socket|Net::HTTP|open-uri|URI\.open|TCPSocket|curl_init|file_get_contents\s*\(\s*['"]https?|fsockopen|stream_socket_client|Invoke-WebRequest|Invoke-RestMethod|iwr\b|irm\b|WebClient|HttpClient|/inet/tcp|do shell script`)
 
 func interpreterDests(args []string, _ string) []string {
 	var out []string
@@ -601,11 +601,11 @@ func shellRequests(a *action.Action) []request {
 }
 
 // proxyAssign matches a proxy variable assigned in a command line.
-var proxyAssign = regexp.MustCompile(`(?i)\b(?:https?|all|ftp|socks)_proxy=["']?([^\s"';&|]+)`)
+var proxyAssign = lazyre.New(`(?i)\b(?:https?|all|ftp|socks)_proxy=["']?([^\s"';&|]+)`)
 
 // findAllIf runs re on text only when text holds one of the literals
 // every match has (the expressions are slow on long command lines).
-func findAllIf(re *regexp.Regexp, text string, lits ...string) [][]string {
+func findAllIf(re *lazyre.Regexp, text string, lits ...string) [][]string {
 	if !hasAny(text, lits) {
 		return nil
 	}

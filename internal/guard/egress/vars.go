@@ -1,11 +1,11 @@
 package egress
 
 import (
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // A command that sends data may carry a secret without its value being in
@@ -20,12 +20,12 @@ import (
 // environment variable by name: $NAME, ${NAME…}, printenv NAME,
 // os.environ["NAME"], os.getenv("NAME"), process.env.NAME, $ENV{NAME},
 // ENV["NAME"], getenv("NAME"), Deno.env.get("NAME"), $env:NAME.
-var varRef = regexp.MustCompile(`(?:\$ENV\{\s*\\?['"]?|\$\{?[#!]?|printenv\s+(?:-\S+\s+)*|environ(?:\.get)?\s*[\[(]\s*\\?['"]|getenv\s*\(?\s*\\?['"]?|process\.env\.|process\.env\[\s*\\?['"]|ENV(?:\.fetch)?\s*[\[(]\s*\\?['"]|env\.get\(\s*\\?['"]|\$env:|%env:)([A-Za-z_][A-Za-z0-9_]*)`)
+var varRef = lazyre.New(`(?:\$ENV\{\s*\\?['"]?|\$\{?[#!]?|printenv\s+(?:-\S+\s+)*|environ(?:\.get)?\s*[\[(]\s*\\?['"]|getenv\s*\(?\s*\\?['"]?|process\.env\.|process\.env\[\s*\\?['"]|ENV(?:\.fetch)?\s*[\[(]\s*\\?['"]|env\.get\(\s*\\?['"]|\$env:|%env:)([A-Za-z_][A-Za-z0-9_]*)`)
 
 // envDump matches inline code that reads the whole environment:
 // os.environ (not subscripted), process.env (not a member), %ENV, ENV.to_h,
 // System.getenv() without a name, /proc/…/environ.
-var envDump = regexp.MustCompile(`os\.environ\b(?:\s*[^\s\[.(]|\s*$|\.(?:items|copy|keys|values)\b)|process\.env\b(?:\s*[^\s.\[]|\s*$)|%ENV\b|\bENV\.(?:to_h|to_a|each|map|inspect|keys)|getenv\(\s*\)|/proc/[^/\s]+/environ|Deno\.env\.toObject`)
+var envDump = lazyre.New(`os\.environ\b(?:\s*[^\s\[.(]|\s*$|\.(?:items|copy|keys|values)\b)|process\.env\b(?:\s*[^\s.\[]|\s*$)|%ENV\b|\bENV\.(?:to_h|to_a|each|map|inspect|keys)|getenv\(\s*\)|/proc/[^/\s]+/environ|Deno\.env\.toObject`)
 
 // varMarkers and dumpMarkers are literal parts every match of varRef and
 // envDump holds.
