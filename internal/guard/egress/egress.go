@@ -13,7 +13,8 @@
 //   - A session that read a secret earlier (any reader: the effect model's
 //     read or unknown path facts on a secret path) and now sends data to a
 //     destination that is neither known (the allow list, package
-//     registries and code hosts by default) nor used before in the session
+//     registries and code hosts by default) nor approved by a person in the
+//     session (a destination merely used before does not count)
 //     is at least approve, naming the earlier read.
 //
 // The session memory lives in the store (Namespace), written by Observe
@@ -74,6 +75,11 @@ var DefaultAllow = []string{
 	"cran.r-project.org", "conda.anaconda.org", "repo.anaconda.com",
 }
 
+// publicPaste are hosts under known domains that publish what is sent to
+// them (a public gist): they are never known destinations by default,
+// only when the policy's allow list names them.
+var publicPaste = map[string]bool{"gist.github.com": true, "gist.githubusercontent.com": true}
+
 // Validate reports the first entry of p that cannot be used.
 func (p Policy) Validate() error {
 	_, err := p.compile()
@@ -82,7 +88,10 @@ func (p Policy) Validate() error {
 
 type compiled struct {
 	allow, deny hostSet
-	onSecret    action.Level
+	// named are the policy's own allow entries (a public paste host is
+	// known only when named there).
+	named    hostSet
+	onSecret action.Level
 }
 
 type hostSet struct {
@@ -128,6 +137,9 @@ func (p Policy) compile() (*compiled, error) {
 	c := &compiled{onSecret: action.Approve}
 	var err error
 	if c.allow, err = makeHostSet(allow); err != nil {
+		return nil, fmt.Errorf("allow: %w", err)
+	}
+	if c.named, err = makeHostSet(p.Allow); err != nil {
 		return nil, fmt.Errorf("allow: %w", err)
 	}
 	if c.deny, err = makeHostSet(p.Deny); err != nil {
@@ -233,6 +245,7 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	if err := g.init(); err != nil {
 		return nil, err
 	}
+	reqs = append(reqs, g.configRequests(reqs, a.Cwd)...)
 	var fs []guard.Finding
 	dests := make([]string, 0, len(reqs))
 	for _, r := range reqs {
@@ -262,8 +275,17 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		if len(r.Files) == 0 {
 			continue
 		}
-		parts, unread := g.fileParts(r.Files, a.Cwd)
+		parts, unread, secretFiles := g.fileParts(r.Files, a.Cwd)
 		r.Parts = append(r.Parts, parts...)
+		if len(secretFiles) > 0 {
+			shown := secretFiles
+			if len(shown) > 8 {
+				shown = shown[:8]
+			}
+			fs = append(fs, guard.Finding{Check: "egress.secret-file", Level: g.pol.onSecret, Hard: true,
+				Message: fmt.Sprintf("%s sends %s to %s: %s", r.By, plural(len(secretFiles), "secret file"), r.Dest, strings.Join(shown, "; ")),
+				Preview: &action.Preview{Summary: fmt.Sprintf("%s sends %s to %s", r.By, plural(len(secretFiles), "secret file"), r.Dest), Items: shown}})
+		}
 		for _, u := range unread {
 			fs = append(fs, guard.Finding{Check: "egress.file-unread", Level: action.Confirm, Hard: true,
 				Message: fmt.Sprintf("%s sends the content of a file to %s that could not be read to scan it for secrets: %s", r.By, r.Dest, u)})
@@ -289,7 +311,58 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	if f, ok := g.flowFinding(reqs[0].By, dests, mem); ok {
 		fs = append(fs, f)
 	}
+	if cmd := commandText(a.Args); cmd != "" && len(a.Facts.Commands) > 0 {
+		for _, r := range reqs {
+			for _, sc := range r.Scripts {
+				cmd += "\n" + sc
+			}
+		}
+		if f, ok := g.variableFinding(reqs[0].By, cmd, a.Facts.Commands, dests, mem); ok {
+			fs = append(fs, f)
+		}
+	}
 	return fs, nil
+}
+
+// variableFinding reports a shell command that sends data and reads secret
+// environment variables (or the whole environment), when a destination is
+// neither known nor the variables' vendor: the shell, or the interpreter,
+// puts their values into what is sent, and the guard cannot see them.
+// A destination a person approved a send to in this session is cleared;
+// one merely used before is not: an agent could use a host once with
+// nothing in it to make it "used".
+func (g *Guard) variableFinding(by, cmd string, cmds []action.Command, dests []string, mem Memory) (guard.Finding, bool) {
+	vars := secretVars(cmd, cmds)
+	if len(vars) == 0 {
+		return guard.Finding{}, false
+	}
+	var fresh []string
+	for _, d := range dests {
+		if g.known(d) || mem.cleared(d) {
+			continue
+		}
+		vendor := true
+		for _, v := range vars {
+			if !vendorDest(v, d) {
+				vendor = false
+			}
+		}
+		if !vendor {
+			fresh = append(fresh, d)
+		}
+	}
+	if len(fresh) == 0 {
+		return guard.Finding{}, false
+	}
+	to := strings.Join(fresh, ", ")
+	what := strings.Join(vars, ", ")
+	items := make([]string, 0, len(vars))
+	for _, v := range vars {
+		items = append(items, fmt.Sprintf("%s (put in by the shell, the interpreter or a pipe when it runs: not seen by Overseer)", v))
+	}
+	return guard.Finding{Check: "egress.secret-variable", Level: action.Approve, Hard: true,
+		Message: fmt.Sprintf("%s sends data to %s, and the command reads secrets whose values Overseer cannot see: %s", by, to, what),
+		Preview: &action.Preview{Summary: fmt.Sprintf("%s may send %s to %s", by, what, to), Items: items}}, true
 }
 
 // Analyzer returns the secret analyser with the known values the guard
@@ -375,6 +448,21 @@ type setCache struct {
 	set *secrets.Fingerprints
 }
 
+// known reports a destination on the allow list (the defaults and the
+// policy's), a public paste host only when the policy names it, and the
+// agent's web search.
+func (g *Guard) known(d string) bool {
+	if d == "web search" {
+		// The model provider's search engine: the query does not reach
+		// a host the agent chooses (a secret in it is still found).
+		return true
+	}
+	if publicPaste[d] {
+		return g.pol.named.names[d]
+	}
+	return g.pol.allow.has(d)
+}
+
 // secretFinding reports the secrets a request carries.
 func (g *Guard) secretFinding(by, to string, found []secrets.Finding) guard.Finding {
 	generic := true
@@ -413,7 +501,7 @@ func (g *Guard) flowFinding(by string, dests []string, mem Memory) (guard.Findin
 	}
 	var fresh []string
 	for _, d := range dests {
-		if !g.pol.allow.has(d) && !mem.seen(d) {
+		if !g.known(d) && !mem.cleared(d) {
 			fresh = append(fresh, d)
 		}
 	}
@@ -433,7 +521,7 @@ func (g *Guard) flowFinding(by string, dests []string, mem Memory) (guard.Findin
 	}
 	to := strings.Join(fresh, ", ")
 	return guard.Finding{Check: "egress.after-secret-read", Level: action.Approve, Hard: true,
-		Message: fmt.Sprintf("this session read the secret %s%s, and %s now sends data to %s, a destination it has not used before",
+		Message: fmt.Sprintf("this session read the secret %s%s, and %s now sends data to %s, a destination that is not known and that no person has approved a send to in this session",
 			read, more, by, to),
 		Preview: &action.Preview{Summary: fmt.Sprintf("%s sends data to %s, new to this session, after it read secrets", by, to), Items: items}}, true
 }
@@ -464,6 +552,17 @@ func (g *Guard) Observe(ctx context.Context, a *action.Action, level action.Leve
 				At: g.env.Clock.Now(), Values: g.valuesUnder(p.Path)})
 		}
 	}
+	if !answered {
+		// A secret variable shown to the agent is a secret read: the agent
+		// knows the value from now on.
+		for _, v := range printedSecretVars(a.Facts.Commands) {
+			if err := g.init(); err != nil {
+				return err
+			}
+			reads = append(reads, SecretRead{Path: v, Pattern: "secret environment variable", Tool: a.Tool, ActionID: a.ID,
+				At: g.env.Clock.Now(), Values: g.envValuesOf(v)})
+		}
+	}
 	var dests []string
 	if answered || level.RunsWithoutPerson() {
 		for _, r := range requests(a) {
@@ -491,6 +590,10 @@ func (g *Guard) Observe(ctx context.Context, a *action.Action, level action.Leve
 		for _, d := range dests {
 			if !m.seen(d) {
 				m.Dests = append(m.Dests, d)
+				changed = true
+			}
+			if answered && !m.cleared(d) {
+				m.Cleared = append(m.Cleared, d)
 				changed = true
 			}
 		}
@@ -539,6 +642,28 @@ func (g *Guard) valuesUnder(p string) []secrets.ValueFP {
 	})
 	if len(out) > maxValuesRead {
 		out = out[:maxValuesRead]
+	}
+	return out
+}
+
+// envValuesOf fingerprints the value of a secret environment variable
+// ("$NAME") in the judging process's environment (the agent's own, without
+// a daemon); none for "the whole environment", whose values are known
+// values of every call anyway.
+func (g *Guard) envValuesOf(v string) []secrets.ValueFP {
+	name, ok := strings.CutPrefix(v, "$")
+	if !ok {
+		return nil
+	}
+	environ := g.env.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	var out []secrets.ValueFP
+	for _, val := range envValues(environ)[name] {
+		if fp, ok := g.base.Fingerprint("the environment variable "+name, val); ok {
+			out = append(out, fp)
+		}
 	}
 	return out
 }

@@ -24,6 +24,10 @@ type sentFile struct {
 	// grep -r or tar); else a directory sends nothing that can be known,
 	// and a person is asked.
 	tree bool
+	// nested: named in a file the command reads (a curl config), not on
+	// its command line: a secret file is read and scanned, since the
+	// paths guard never saw its name.
+	nested bool
 }
 
 // curlDataOpts are curl's options whose value is data, or @FILE (the
@@ -63,6 +67,16 @@ func sentFiles(c action.Command) []sentFile {
 				}
 			case opt == "-T" || opt == "--upload-file":
 				add(val, c.Name+" "+opt)
+			case (opt == "-H" || opt == "--header" || opt == "--proxy-header") && strings.HasPrefix(val, "@"):
+				// -H @FILE: headers read from a file.
+				add(val[1:], c.Name+" "+opt+" @")
+			case (opt == "-b" || opt == "--cookie") && !strings.Contains(val, "="):
+				// -b FILE: cookies read from a file and sent.
+				add(val, c.Name+" "+opt)
+			case opt == "-K" || opt == "--config":
+				// A config file may hold the URL, data and headers
+				// (url = …, data = "…", header = "…").
+				add(val, c.Name+" "+opt)
 			}
 		}, curlValueOpts)
 	case "wget":
@@ -95,6 +109,30 @@ func sentFiles(c action.Command) []sentFile {
 				break
 			}
 		}
+	case "gh":
+		// gh gist create|edit FILE…, gh release upload TAG FILE…: the
+		// files are uploaded to GitHub (a gist may be public).
+		var w []string
+		for i := 0; i < len(c.Args); i++ {
+			x := c.Args[i]
+			switch {
+			case ghValueOpts[x]:
+				i++ // the option's value
+			case !strings.HasPrefix(x, "-"):
+				w = append(w, x)
+			}
+		}
+		switch {
+		case len(w) >= 3 && w[0] == "gist" && (w[1] == "create" || w[1] == "edit"):
+			for _, f := range w[2:] {
+				add(f, "gh gist "+w[1])
+			}
+		case len(w) >= 4 && w[0] == "release" && w[1] == "upload":
+			for _, f := range w[3:] {
+				f, _, _ = strings.Cut(f, "#")
+				add(f, "gh release upload")
+			}
+		}
 	case "scp", "rsync":
 		// The local sources: every operand but the last (the destination)
 		// that is not host:path (a copy from a remote host sends nothing
@@ -117,6 +155,9 @@ func sentFiles(c action.Command) []sentFile {
 	}
 	return out
 }
+
+// ghValueOpts are gh's options (of gist and release) that take a value.
+var ghValueOpts = map[string]bool{"-d": true, "--desc": true, "-f": true, "--filename": true, "-R": true, "--repo": true}
 
 // copyValueOpts are the options of scp and rsync that take the next
 // argument as their value (as effects.yaml describes them).
@@ -217,9 +258,7 @@ var errNotRegular = errors.New("not a regular file")
 // reading is judged as such) and returns them as parts, and a finding for
 // each file that could not be read: its content is not known, so a person
 // is asked.
-func (g *Guard) fileParts(files []sentFile, cwd string) ([]secrets.Part, []string) {
-	var parts []secrets.Part
-	var unread []string
+func (g *Guard) fileParts(files []sentFile, cwd string) (parts []secrets.Part, unread, secretFiles []string) {
 	for _, f := range files {
 		p := f.path
 		switch {
@@ -240,13 +279,18 @@ func (g *Guard) fileParts(files []sentFile, cwd string) ([]secrets.Part, []strin
 			p = filepath.Join(cwd, p)
 		}
 		p = filepath.Clean(p)
-		if g.env.SecretPath != nil {
+		if g.inHome(p) {
+			// Overseer's own home: never read here (the paths guard blocks
+			// any effect on it), so a verdict says nothing of its files.
+			continue
+		}
+		if g.env.SecretPath != nil && !f.nested {
 			if _, ok := g.env.SecretPath(p); ok {
 				continue // a secret file: its reading is judged as such
 			}
 		}
 		if st, err := os.Stat(p); err == nil && st.IsDir() && f.tree {
-			ps, why := g.dirParts(p, f)
+			ps, why := g.dirParts(p, f, &secretFiles)
 			parts = append(parts, ps...)
 			if why != "" {
 				unread = append(unread, why)
@@ -264,7 +308,7 @@ func (g *Guard) fileParts(files []sentFile, cwd string) ([]secrets.Part, []strin
 		}
 		parts = append(parts, secrets.Part{Name: "file " + f.path + " (" + f.how + ")", Text: string(b)})
 	}
-	return parts, unread
+	return parts, unread, secretFiles
 }
 
 // maxDirFiles is how many files of a sent directory are read to scan
@@ -275,7 +319,7 @@ const maxDirFiles = 256
 // . dir | curl -d @- …) for scanning, at most maxDirFiles files and
 // maxSentFile bytes, skipping secret files (their reading is judged as
 // such) and .git. It returns why the tree could not be scanned whole.
-func (g *Guard) dirParts(dir string, f sentFile) ([]secrets.Part, string) {
+func (g *Guard) dirParts(dir string, f sentFile, secretFiles *[]string) ([]secrets.Part, string) {
 	var parts []secrets.Part
 	files, total := 0, 0
 	errStop := errors.New("stop")
@@ -287,12 +331,20 @@ func (g *Guard) dirParts(dir string, f sentFile) ([]secrets.Part, string) {
 		}
 		if d.IsDir() {
 			if d.Name() == ".git" && p != dir {
+				// Not walked; its config is read: a remote's URL may hold
+				// a token (https://user:TOKEN@host/…).
+				if b, err := readCapped(filepath.Join(p, "config"), 64<<10); err == nil {
+					parts = append(parts, secrets.Part{Name: "file " + filepath.Join(p, "config") + " (" + f.how + ")", Text: string(b)})
+				}
 				return filepath.SkipDir
 			}
 			return nil
 		}
 		if g.env.SecretPath != nil {
-			if _, ok := g.env.SecretPath(p); ok {
+			if pat, ok := g.env.SecretPath(p); ok {
+				// The paths guard saw the directory, not this file: that a
+				// secret file goes out is said here, whatever it holds.
+				*secretFiles = append(*secretFiles, fmt.Sprintf("%s (secret: %s, in %s sent by %s)", p, pat, f.path, f.how))
 				return nil
 			}
 		}

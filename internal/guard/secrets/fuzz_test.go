@@ -170,6 +170,9 @@ func FuzzScan(f *testing.F) {
 		f.Fatal(err)
 	}
 	fp.Add("test value", "Xk9fQ2mZ7wLpR4vT8yN1bC6dH3jK5sA0eU2iO9gF")
+	// A short value: the token pass and its soft-separated pieces run.
+	fp.Add("short value", "0ZzlsUXnDAUyQJKC")
+	f.Add("x-0ZzlsUXnDAUyQJKC_v2.png a.b.0ZzlsUXnDAUyQJKC")
 	a := New(Options{Known: fp})
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, fd := range a.ScanParts([]Part{{Name: "a", Text: s}, {Name: "b", Text: s}}) {

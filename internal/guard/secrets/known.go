@@ -225,6 +225,7 @@ func init() {
 	for _, c := range " \t\r\n\"'`,;()[]{}<>|\\" {
 		segSep[c] = true
 	}
+	initClasses()
 }
 
 // scan reports the known values in t.
@@ -281,9 +282,29 @@ func (f *Fingerprints) scan(t, where string, c *collector) {
 	if !f.short {
 		return
 	}
-	ts := 0
+	var shortLens []int // the lengths of the short values, for their pieces
+	for m := MinWhole; m < MinWindowed; m++ {
+		if f.lens[m] {
+			shortLens = append(shortLens, m)
+		}
+	}
+	// One table lookup a byte: a byte of a token goes on, a separator ends
+	// the token, a soft separator (- _ . + …) inside one ends a piece: a
+	// short value joined to other text (x-VALUE, VALUE_v2.png, a.b.VALUE)
+	// is looked for among the pieces that begin at the token's start or
+	// after a soft separator and end at one or at the token's end.
+	ts, soft := 0, -1
 	for k := 0; k <= n; k++ {
-		if k < n && !wholeSep[t[k]] {
+		c := byte(classSep)
+		if k < n {
+			c = byteClass[t[k]]
+		}
+		switch c {
+		case classToken:
+			continue
+		case classSoft:
+			f.pieces(t, ts, k, shortLens, true, report)
+			soft = k
 			continue
 		}
 		if m := k - ts; m >= MinWhole && m < MinWindowed && f.lens[m] {
@@ -291,7 +312,51 @@ func (f *Fingerprints) scan(t, where string, c *collector) {
 				report(idx, ts, t[ts:k])
 			}
 		}
+		if soft >= ts {
+			f.pieces(t, ts, k, shortLens, false, report)
+		}
 		ts = k + 1
+	}
+}
+
+// Byte classes of the token pass.
+const (
+	classToken = iota
+	classSep
+	classSoft
+)
+
+var byteClass [256]byte
+
+// initClasses fills byteClass from wholeSep (called by the init that fills
+// wholeSep).
+func initClasses() {
+	for c := range 256 {
+		switch {
+		case wholeSep[c]:
+			byteClass[c] = classSep
+		case strings.IndexByte("-_.+~#!*$@%^", byte(c)) >= 0:
+			byteClass[c] = classSoft
+		}
+	}
+}
+
+// pieces looks for short values that end at e (a soft separator, or the
+// end of the token starting at ts when atSoft is false) and begin at the
+// token's start or after a soft separator; the whole token is matched by
+// the caller.
+func (f *Fingerprints) pieces(t string, ts, e int, lens []int, atSoft bool, report func(int32, int, string)) {
+	for _, m := range lens {
+		s := e - m
+		if s < ts {
+			break
+		}
+		if s == ts && !atSoft || s > ts && byteClass[t[s-1]] != classSoft {
+			continue
+		}
+		if idx, ok := f.whole[f.hashAny(t[s:e])]; ok {
+			report(idx, s, t[s:e])
+		}
 	}
 }
 

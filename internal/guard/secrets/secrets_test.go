@@ -95,6 +95,22 @@ func TestKnownValues(t *testing.T) {
 	if fs := a.Scan("p=" + short[:7]); len(fs) != 0 {
 		t.Errorf("a piece of a short value: %+v", fs)
 	}
+	// A short value joined to other text by a soft separator (x-VALUE,
+	// VALUE_v2.png, a.b.VALUE) is found; one glued to letters is not (a
+	// limit), nor a value's piece with a separator around it.
+	const pw = "0ZzlsUXnDAUyQJKC"
+	fp.Add(".env", pw)
+	for _, text := range []string{"t=x-" + pw, "/x_" + pw + "_v2.png", "a.b." + pw, "p=" + pw + "+1", "k=#" + short + "#"} {
+		fs := a.Scan(text)
+		if len(fs) != 1 || fs[0].Rule != "known-value" {
+			t.Errorf("a short value joined by a soft separator, %q: %+v", text, fs)
+		}
+	}
+	for _, text := range []string{"a" + pw, "x-" + pw[:12] + "-y", "x-" + pw + "z"} {
+		if fs := a.Scan(text); len(fs) != 0 {
+			t.Errorf("%q: %+v", text, fs)
+		}
+	}
 	// With only long values known, the token pass is skipped: the windows
 	// still find a value standing alone, embedded, or at the text's end,
 	// and Redact replaces the token holding it.
