@@ -86,7 +86,7 @@ func benchAppendPostgres(b *testing.B, c *pgtest.Cluster, instances int) {
 		for pb.Next() {
 			e := audit.Entry{
 				Type:     audit.TypeVerdict,
-				ActionID: kernel.NewID("act_"),
+				ActionID: kernel.NewActionID(),
 				Agent:    "claude-code",
 				Session:  "sess-" + strconv.FormatInt(n.Add(1)%256, 10),
 				Tool:     "Bash",

@@ -19,9 +19,9 @@ import (
 // goroutines per core append verdict records to a real SQLite file (WAL,
 // synchronous=FULL), each Append returning only once its record is
 // committed. The log groups concurrent appends into one commit, which is
-// what makes the rate. As in live traffic, every record has its own random
-// action id and one of many sessions, so the indexes take scattered
-// inserts. The chain is verified afterwards (not timed). Two variants:
+// what makes the rate. As in live traffic, every record has its own action
+// id (time-ordered with random bits, as kernel.MintID mints them) and one
+// of many sessions. The chain is verified afterwards (not timed). Two variants:
 // unsealed (the hash chain alone) and sealed (each record also carries its
 // MAC under the epoch's key, and epochs close with a marker and a key
 // evolution, as the daemon runs); bench/run.sh prints them side by side.
@@ -65,7 +65,7 @@ func benchAppend(b *testing.B, sealed bool) {
 		for pb.Next() {
 			e := audit.Entry{
 				Type:     audit.TypeVerdict,
-				ActionID: kernel.NewID("act_"),
+				ActionID: kernel.NewActionID(),
 				Agent:    "claude-code",
 				Session:  "sess-" + strconv.FormatInt(n.Add(1)%256, 10),
 				Tool:     "Bash",

@@ -43,51 +43,74 @@ const keepBytes = 128
 // shortened until it fits, with Cut saying what the whole was. a is not
 // changed. A caller-supplied Cut is never kept.
 func (a *Action) Bounded(max int) Action {
+	out, _ := a.BoundedJSON(max)
+	return out
+}
+
+// BoundedJSON is Bounded, and also returns the copy's JSON encoding (as
+// json.Marshal makes it; nil when it cannot be encoded), which the cut
+// has made already: the caller need not encode it again.
+func (a *Action) BoundedJSON(max int) (Action, []byte) {
 	out := *a
 	out.Cut = nil
-	if max <= 0 {
-		return out
-	}
 	b, err := json.Marshal(&out)
-	if err != nil || len(b) <= max {
-		return out
+	if err != nil {
+		return out, nil
+	}
+	if max <= 0 || len(b) <= max {
+		return out, b
 	}
 	shrunk, cut, err := shrink(b, max, map[string]bool{"args": true})
 	if err != nil {
-		return out
+		return out, b
 	}
 	var short Action
 	if err := json.Unmarshal(shrunk, &short); err != nil {
-		return out
+		return out, b
 	}
 	short.Cut = cut
-	return short
+	return short, marshalOrNil(&short)
+}
+
+func marshalOrNil(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // Bounded returns a copy of v to store, cut like Action.Bounded. The
 // verdict's level, ids and ArgsHash (the hash of the whole arguments) are
 // kept as they are.
 func (v *Verdict) Bounded(max int) Verdict {
+	out, _ := v.BoundedJSON(max)
+	return out
+}
+
+// BoundedJSON is Bounded, and also returns the copy's JSON encoding (see
+// Action.BoundedJSON).
+func (v *Verdict) BoundedJSON(max int) (Verdict, []byte) {
 	out := *v
 	out.Cut = nil
-	if max <= 0 {
-		return out
-	}
 	b, err := json.Marshal(&out)
-	if err != nil || len(b) <= max {
-		return out
+	if err != nil {
+		return out, nil
+	}
+	if max <= 0 || len(b) <= max {
+		return out, b
 	}
 	shrunk, cut, err := shrink(b, max, nil)
 	if err != nil {
-		return out
+		return out, b
 	}
 	var short Verdict
 	if err := json.Unmarshal(shrunk, &short); err != nil {
-		return out
+		return out, b
 	}
 	short.Level, short.ArgsHash, short.ActionID = v.Level, v.ArgsHash, v.ActionID
 	short.Cut = cut
-	return short
+	return short, marshalOrNil(&short)
 }
 
 // shrink cuts the JSON document b (an object) to at most max bytes (never

@@ -115,3 +115,30 @@ func TestCutStringRuneBoundary(t *testing.T) {
 		t.Fatalf("cut at a bad boundary: %q", c[:10])
 	}
 }
+
+// BoundedJSON's encoding is json.Marshal of the copy Bounded returns,
+// whole or cut, for actions and verdicts: records carry it as is.
+func TestBoundedJSONIsTheCopysEncoding(t *testing.T) {
+	big := strings.Repeat("<x&y>", 1<<14)
+	for _, max := range []int{0, 4096, 1 << 20} {
+		for _, a := range []*Action{
+			{ID: "act_1", Tool: "Bash", Kind: KindShell, Args: map[string]any{"command": "ls <a> && b"}},
+			{ID: "act_2", Tool: "Write", Kind: KindFileWrite, Args: map[string]any{"file_path": "/p", "content": big}},
+		} {
+			got, raw := a.BoundedJSON(max)
+			want, err := json.Marshal(&got)
+			if err != nil || string(raw) != string(want) {
+				t.Fatalf("max %d, action %s: BoundedJSON's encoding differs from its copy's", max, a.ID)
+			}
+			if b := a.Bounded(max); encLen(t, &b) != len(raw) {
+				t.Fatalf("max %d, action %s: Bounded and BoundedJSON differ", max, a.ID)
+			}
+			v := &Verdict{ActionID: a.ID, Level: Auto, Reasons: []Reason{{Message: big}}}
+			gv, rawV := v.BoundedJSON(max)
+			wantV, err := json.Marshal(&gv)
+			if err != nil || string(rawV) != string(wantV) {
+				t.Fatalf("max %d, verdict of %s: BoundedJSON's encoding differs from its copy's", max, a.ID)
+			}
+		}
+	}
+}

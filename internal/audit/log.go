@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -28,7 +29,26 @@ type Log struct {
 	mu     sync.RWMutex // guards closed and sends on queue
 	closed bool
 	queue  chan *request
-	done   chan struct{} // closed when the writer has exited
+	synq   chan *synced  // committed batches waiting for their sync
+	done   chan struct{} // closed when the writer and the syncer have exited
+
+	syncErr  error         // a sync failed: every later batch fails (syncer only)
+	inflight atomic.Int32  // committed batches not yet answered
+	synced   chan struct{} // a sync returned (capacity 1)
+}
+
+// gatherWait is how long the writer lets a batch gather while the last
+// one's sync runs, before committing it beside that sync: batches stay as
+// large as without the overlap when the disk is fast (each costs the
+// writer a fixed share besides its records), and a slow disk does not
+// hold the writer idle.
+const gatherWait = time.Millisecond
+
+// synced is a committed batch whose callers are answered once it is on
+// disk (see store.AuditBatch.DeferSync).
+type synced struct {
+	live []*request
+	sync func() error
 }
 
 type request struct {
@@ -57,9 +77,12 @@ func NewSealed(st store.AuditStore, clk clock.Clock, s *Sealer) *Log {
 		clk:    clk,
 		sealer: s,
 		queue:  make(chan *request, MaxBatch),
+		synq:   make(chan *synced, 64),
 		done:   make(chan struct{}),
+		synced: make(chan struct{}, 1),
 	}
 	go l.run()
+	go l.syncer()
 	return l
 }
 
@@ -195,7 +218,7 @@ func (l *Log) Close() error {
 // then closes the epoch it wrote in. While idle, a sealing log closes an
 // epoch that has been open for the interval.
 func (l *Log) run() {
-	defer close(l.done)
+	defer close(l.synq)
 	var tick <-chan time.Time
 	if l.sealer != nil {
 		t := time.NewTicker(min(l.sealer.interval/4, time.Second))
@@ -220,6 +243,7 @@ func (l *Log) run() {
 			}
 			continue
 		}
+		l.gather()
 		batch = append(batch[:0], req)
 	fill:
 		for len(batch) < MaxBatch {
@@ -234,6 +258,24 @@ func (l *Log) run() {
 			}
 		}
 		l.commit(batch, "")
+	}
+}
+
+// gather waits, while a committed batch waits for its sync, until the
+// sync returns or gatherWait has passed, so that more requests join the
+// next batch.
+func (l *Log) gather() {
+	if l.inflight.Load() == 0 {
+		return
+	}
+	t := time.NewTimer(gatherWait)
+	defer t.Stop()
+	for l.inflight.Load() > 0 {
+		select {
+		case <-l.synced:
+		case <-t.C:
+			return
+		}
 	}
 }
 
@@ -255,7 +297,10 @@ func (l *Log) commit(batch []*request, reason string) {
 	if len(live) == 0 && reason == "" {
 		return
 	}
-	b := &store.AuditBatch{Writes: make([]*store.AuditWrite, len(live))}
+	// The store may commit without waiting for the disk (DeferSync): the
+	// syncer then answers the callers once the batch is on disk, while
+	// this goroutine commits the next batch.
+	b := &store.AuditBatch{Writes: make([]*store.AuditWrite, len(live)), DeferSync: true}
 	for i, r := range live {
 		b.Writes[i] = &r.w
 	}
@@ -269,6 +314,12 @@ func (l *Log) commit(batch []*request, reason string) {
 	// The batch is not bound to one caller's context: it is written for all
 	// of them, and Close waits for it.
 	err := l.st.AppendAuditBatch(context.Background(), b)
+	if l.sealer != nil && err == nil && len(b.Extra) > 0 && b.Sync != nil {
+		// The marker must be on disk before its key is erased: a key
+		// evolved past a marker the disk lost would seal nothing again.
+		err = b.Sync()
+		b.Sync = nil
+	}
 	if l.sealer != nil {
 		if err == nil && len(b.Extra) > 0 {
 			// An epoch closed: evolve the key now, under the write lock, so
@@ -283,6 +334,16 @@ func (l *Log) commit(batch []*request, reason string) {
 			l.sealer.abandon()
 		}
 	}
+	if err == nil && b.Sync != nil {
+		l.inflight.Add(1)
+		l.synq <- &synced{live: append([]*request(nil), live...), sync: b.Sync}
+		return
+	}
+	answer(live, err)
+}
+
+// answer tells the callers of a batch its outcome.
+func answer(live []*request, err error) {
 	for _, r := range live {
 		switch {
 		case err != nil:
@@ -291,6 +352,41 @@ func (l *Log) commit(batch []*request, reason string) {
 			r.reply <- result{err: fmt.Errorf("audit: append: %w", r.w.Err)}
 		default:
 			r.reply <- result{rec: r.w.Rec}
+		}
+	}
+}
+
+// syncer answers the callers of committed batches once they are on disk:
+// one sync for every batch committed by then. After a failed sync nothing
+// is answered as written any more (a later sync could succeed without the
+// pages the failed one lost): the log fails closed until it is reopened.
+func (l *Log) syncer() {
+	defer close(l.done)
+	var ready []*synced
+	for s := range l.synq {
+		ready = append(ready[:0], s)
+	more:
+		for {
+			select {
+			case s, ok := <-l.synq:
+				if !ok {
+					break more
+				}
+				ready = append(ready, s)
+			default:
+				break more
+			}
+		}
+		if l.syncErr == nil {
+			l.syncErr = ready[len(ready)-1].sync()
+		}
+		for _, s := range ready {
+			answer(s.live, l.syncErr)
+		}
+		l.inflight.Add(-int32(len(ready)))
+		select {
+		case l.synced <- struct{}{}:
+		default:
 		}
 	}
 }

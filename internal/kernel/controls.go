@@ -54,8 +54,13 @@ type controlState struct {
 	err      atomic.Pointer[error] // the rules could not be loaded: fail closed
 	counters atomic.Pointer[autorule.Counters]
 	holds    *autorule.Holds
-	syncMu   sync.Mutex // one feed at a time
+	syncMu   sync.Mutex // one feed at a time; guards fed
 	warmed   atomic.Bool
+	// Feeds are numbered as they start; fed is the number of the last
+	// one that completed (rules reloaded if it said so). A sync is done
+	// by any feed that started after the sync was called.
+	started atomic.Uint64
+	fed     uint64
 
 	baseMu sync.Mutex
 	base   map[string]baselineEntry
@@ -112,6 +117,7 @@ func (c *controlState) load(ctx context.Context) error {
 		c.syncMu.Lock()
 		c.counters.Store(autorule.NewCounters(keep))
 		c.warmed.Store(false)
+		c.fed = 0 // no earlier feed serves a sync any more
 		c.syncMu.Unlock()
 	}
 	return nil
@@ -120,12 +126,27 @@ func (c *controlState) load(ctx context.Context) error {
 // sync feeds the counters and holds from the audit records written since
 // the last feed (by any process), and reloads the rules when a record says
 // they changed.
+//
+// Concurrent calls share feeds: a call is done by any feed that started
+// after it was called (that feed read everything written before), so the
+// calls that wait while one feed runs are all served by the next.
 func (c *controlState) sync(ctx context.Context) error {
+	called := c.started.Load()
 	c.syncMu.Lock()
+	if c.fed > called {
+		c.syncMu.Unlock()
+		return nil
+	}
+	n := c.started.Add(1)
 	reload, err := c.feed(ctx)
 	c.syncMu.Unlock()
 	if err == nil && reload {
-		return c.load(ctx)
+		err = c.load(ctx)
+	}
+	if err == nil {
+		c.syncMu.Lock()
+		c.fed = max(c.fed, n)
+		c.syncMu.Unlock()
 	}
 	return err
 }
@@ -136,11 +157,22 @@ func (c *controlState) feed(ctx context.Context) (bool, error) {
 	now := c.k.Clock.Now()
 	feedTypes := []string{audit.TypeAction, audit.TypeResult}
 	holdTypes := []string{TypeAutoRule, TypeAnomalyDetected}
+	changeTypes := []string{TypeAutoRuleChange, TypeAnomalyRuleChange}
 	var recs []store.AuditRecord
 	if c.warmed.Load() {
+		types := append(append(feedTypes, holdTypes...), changeTypes...)
+		qctx := ctx
+		if c.set.Load().Empty() {
+			// Nothing counts and nothing is held: only a change of the
+			// rules matters, and reading just those (usually none, from
+			// the type index) keeps the sync before every call cheap; so
+			// short a read is not worth the watch a cancellable one costs.
+			// Counting starts when rules are loaded (load reads the
+			// windows back).
+			types, qctx = changeTypes, context.WithoutCancel(ctx)
+		}
 		var err error
-		recs, err = c.k.Store.QueryAudit(ctx, store.AuditQuery{AfterSeq: c.counters.Load().Seq(),
-			Types: append(append(feedTypes, holdTypes...), TypeAutoRuleChange, TypeAnomalyRuleChange)})
+		recs, err = c.k.Store.QueryAudit(qctx, store.AuditQuery{AfterSeq: c.counters.Load().Seq(), Types: types})
 		if err != nil {
 			return false, err
 		}

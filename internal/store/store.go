@@ -86,6 +86,16 @@ type AuditBatch struct {
 	Seal func(tail AuditTail, recs []*AuditRecord) (extra []AuditRecord, err error)
 	// Extra is set to the further records written.
 	Extra []AuditRecord
+	// DeferSync asks a store that can to commit the batch without waiting
+	// for the disk and to set Sync instead (a store that cannot leaves it
+	// nil and commits durably as always). The caller must then call Sync,
+	// and tell no one of the batch, before Sync has returned nil: only then
+	// is the batch on disk. One Sync makes every batch committed before it
+	// durable, so that a writer can commit the next batch while the disk
+	// syncs the last (group commit with the sync out of the write lock).
+	DeferSync bool
+	// Sync is set by AppendAuditBatch when DeferSync was honoured.
+	Sync func() error
 }
 
 // Effect is a write committed with an audit record (see AuditWrite). The

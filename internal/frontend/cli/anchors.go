@@ -76,6 +76,15 @@ func publishHeads(ctx context.Context, k *kernel.Kernel, n *notify.Notifier, eve
 		if err != nil || h.Seq == 0 {
 			return
 		}
+		// A head is published only once it is on disk: a commit may be
+		// seen a moment before its sync, and a head the disk then lost
+		// would make the log look cut short.
+		if s, ok := k.Raw().(interface{ SyncCommitted() error }); ok {
+			if err := s.SyncCommitted(); err != nil {
+				logf("syncing the audit log before publishing its head: %v", err)
+				return
+			}
+		}
 		if journalOK && h.Seq != lastJournal {
 			switch err := audit.PublishJournal(h); {
 			case errors.Is(err, audit.ErrNoJournal):

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/clock"
@@ -157,11 +158,19 @@ func HashFile(p string) (hash string, mtime time.Time, err error) {
 		return "", time.Time{}, err
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	// A pooled buffer: io.Copy would allocate 32 KB per file (an
+	// *os.File copies through its WriterTo, which allocates), and every
+	// auto read hashes the file it reads.
+	buf := hashBufs.Get().(*[]byte)
+	defer hashBufs.Put(buf)
+	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, *buf); err != nil {
 		return "", time.Time{}, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), fi.ModTime(), nil
 }
+
+// hashBufs are HashFile's and HashFileLines' read buffers.
+var hashBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // HashFileLines is HashFile that also counts the file's lines (a last
 // line without a new line counts), from the same read.
@@ -176,7 +185,9 @@ func HashFileLines(p string) (hash string, mtime time.Time, lines int, err error
 		return "", time.Time{}, 0, err
 	}
 	h := sha256.New()
-	buf := make([]byte, 64<<10)
+	pb := hashBufs.Get().(*[]byte) // pooled: every recorded auto read hashes its file
+	defer hashBufs.Put(pb)
+	buf := *pb
 	var last byte
 	for {
 		n, rerr := f.Read(buf)

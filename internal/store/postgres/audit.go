@@ -91,9 +91,13 @@ func (d *DB) beginAppend(ctx context.Context) (*appendTx, store.AuditTail, error
 	return t, tail, nil
 }
 
-// commit inserts recs and commits.
-func (t *appendTx) commit(ctx context.Context, tail int64, recs []store.AuditRecord) error {
+// commit applies the state puts of last (when not nil), inserts recs and
+// commits, in one round trip.
+func (t *appendTx) commit(ctx context.Context, tail int64, recs []store.AuditRecord, last *putRun) error {
 	b := &pgx.Batch{}
+	if last != nil {
+		last.queue(b)
+	}
 	if len(recs) > 0 {
 		args, err := auditArgs(tail, recs)
 		if err != nil {
@@ -125,6 +129,12 @@ func (t *appendTx) end() {
 // appendAudit runs one append: fn gets the transaction's connection and the
 // tail, and returns the records to insert after it.
 func (d *DB) appendAudit(ctx context.Context, fn func(q querier, tail store.AuditTail) ([]store.AuditRecord, error)) error {
+	return d.appendAuditRun(ctx, nil, fn)
+}
+
+// appendAuditRun is appendAudit that also applies the state puts left in
+// last once fn has returned, with the insert and the commit.
+func (d *DB) appendAuditRun(ctx context.Context, last *putRun, fn func(q querier, tail store.AuditTail) ([]store.AuditRecord, error)) error {
 	if err := d.check(ctx); err != nil {
 		return d.wrap(ctx, "append audit", err)
 	}
@@ -137,7 +147,7 @@ func (d *DB) appendAudit(ctx context.Context, fn func(q querier, tail store.Audi
 	defer t.end()
 	recs, err := fn(t.conn, tail)
 	if err == nil {
-		err = t.commit(ctx, tail.Seq, recs)
+		err = t.commit(ctx, tail.Seq, recs, last)
 	}
 	return d.wrap(ctx, "append audit", err)
 }
@@ -162,21 +172,38 @@ func (d *DB) AppendAudit(ctx context.Context, recs []store.AuditRecord, seal fun
 
 // AppendAuditBatch implements store.AuditStore. Each effect runs under a
 // savepoint of its own, so that a failing one takes back only itself (and
-// its record); then Seal seals the records that remain, and they are
+// its record), except plain state puts, which cannot fail alone (see
+// plainPut); then Seal seals the records that remain, and they are
 // inserted with the markers Seal adds, all in one commit.
 func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
 	if b == nil || b.Seal == nil {
 		return errors.New("postgres: append audit: nil seal")
 	}
-	b.Extra = nil
+	b.Extra, b.Sync = nil, nil // commits are durable: DeferSync is not needed
 	for _, w := range b.Writes {
 		w.Err = nil
 	}
-	var extra []store.AuditRecord
-	err := d.appendAudit(ctx, func(q querier, tail store.AuditTail) ([]store.AuditRecord, error) {
+	var (
+		extra []store.AuditRecord
+		run   putRun
+	)
+	// Runs of plain state puts (the records of reads: one per auto read)
+	// are sent together, one round trip per run, before the next other
+	// effect (effects apply in order); the last run goes with the insert
+	// and the commit. A batch of auto reads takes two round trips.
+	err := d.appendAuditRun(ctx, &run, func(q querier, tail store.AuditTail) ([]store.AuditRecord, error) {
 		recs := make([]*store.AuditRecord, 0, len(b.Writes))
+		bq, _ := q.(batcher)
 		for _, w := range b.Writes {
+			if e, ok := plainPut(w); ok && bq != nil {
+				run = append(run, e)
+				recs = append(recs, &w.Rec)
+				continue
+			}
 			if w.Effect != nil {
+				if err := run.flush(ctx, bq); err != nil {
+					return nil, err
+				}
 				if err := applyEffect(ctx, q, w); err != nil {
 					if ctx.Err() != nil {
 						return nil, err // not the effect's fault: the whole batch fails

@@ -81,15 +81,24 @@ func (d *DB) readTail(ctx context.Context, tx *sql.Tx) (store.AuditTail, error) 
 // savepoint of its own, so that a failing one takes back only itself (and
 // its record); then Seal seals the records that remain, and they are
 // inserted with the markers Seal adds, all in one durable commit.
-func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
+func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) (err error) {
 	if b == nil || b.Seal == nil {
 		return errors.New("sqlite: append audit: nil seal")
 	}
-	b.Extra = nil
+	b.Extra, b.Sync = nil, nil
 	for _, w := range b.Writes {
 		w.Err = nil
 	}
-	return d.write(ctx, "append audit", func(tx *sql.Tx) error {
+	write := d.write
+	if b.DeferSync && d.syncSelf {
+		write = d.commit
+		defer func() {
+			if err == nil {
+				b.Sync = func() error { return d.wrap("append audit", d.syncWAL()) }
+			}
+		}()
+	}
+	return write(ctx, "append audit", func(tx *sql.Tx) error {
 		tail, err := d.readTail(ctx, tx)
 		if err != nil {
 			return err
@@ -97,7 +106,7 @@ func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
 		recs := make([]*store.AuditRecord, 0, len(b.Writes))
 		for _, w := range b.Writes {
 			if w.Effect != nil {
-				if err := applyEffect(ctx, tx, w); err != nil {
+				if err := d.applyEffect(ctx, tx, w); err != nil {
 					w.Err = err
 					continue
 				}
@@ -135,8 +144,17 @@ func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
 }
 
 // applyEffect runs w's effect under a savepoint, and sets w's data from
-// its outcome when the effect describes it.
-func applyEffect(ctx context.Context, tx *sql.Tx, w *store.AuditWrite) (err error) {
+// its outcome when the effect describes it. A plain state put (the record
+// of a read, one per auto read) is one statement, which takes back all it
+// did when it fails: it needs no savepoint, and its statement is prepared.
+func (d *DB) applyEffect(ctx context.Context, tx *sql.Tx, w *store.AuditWrite) (err error) {
+	if e, ok := w.Effect.(*store.PutStateEffect); ok && !e.IfAbsent {
+		if !json.Valid(e.Value) {
+			return fmt.Errorf("state %s/%s: value is not valid JSON", e.NS, e.Key)
+		}
+		_, err := tx.StmtContext(ctx, d.putStateStmt).ExecContext(ctx, e.NS, e.Key, string(e.Value))
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, `SAVEPOINT effect`); err != nil {
 		return err
 	}
@@ -222,6 +240,9 @@ func (d *DB) prepareAudit(ctx context.Context) error {
 	if d.tailStmt, err = d.w.PrepareContext(ctx, `SELECT seq, hash, type, epoch, tag, data FROM audit ORDER BY seq DESC LIMIT 1`); err != nil {
 		return fmt.Errorf("sqlite: prepare: %w", err)
 	}
+	if d.putStateStmt, err = d.w.PrepareContext(ctx, putStateSQL); err != nil {
+		return fmt.Errorf("sqlite: prepare: %w", err)
+	}
 	for k, n := range insertSizes {
 		if d.insertStmts[k], err = d.w.PrepareContext(ctx, insertAuditSQL(n)); err != nil {
 			return fmt.Errorf("sqlite: prepare: %w", err)
@@ -281,8 +302,21 @@ func (d *DB) QueryAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditR
 func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery, strictAfter bool) ([]store.AuditRecord, error) {
 	query, args := auditSQL(q, strictAfter)
 	var out []store.AuditRecord
-	err := d.read(ctx, "query audit", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, query, args...)
+	if err := d.check(ctx); err != nil {
+		return nil, d.wrap("query audit", err)
+	}
+	// One statement reads one consistent snapshot: no transaction is
+	// needed. Its prepared form is kept (parsing costs more than a small
+	// query), per shape of query.
+	err := func() error {
+		stmt, kept, err := d.queryStmt(ctx, query)
+		if err != nil {
+			return err
+		}
+		if !kept {
+			defer stmt.Close()
+		}
+		rows, err := stmt.QueryContext(ctx, args...)
 		if err != nil {
 			return err
 		}
@@ -305,8 +339,35 @@ func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery, strictAfter boo
 			out = append(out, r)
 		}
 		return rows.Err()
-	})
-	return out, err
+	}()
+	return out, d.wrap("query audit", err)
+}
+
+// maxQueryStmts bounds the prepared audit queries kept; a query of
+// another shape once the cache is full is prepared for its one use.
+const maxQueryStmts = 64
+
+// queryStmt returns the prepared form of query on the read pool, and
+// whether it is kept in d.queries; one that is not (the cache is full) is
+// the caller's to close.
+func (d *DB) queryStmt(ctx context.Context, query string) (*sql.Stmt, bool, error) {
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
+	if s, ok := d.queries[query]; ok {
+		return s, true, nil
+	}
+	if d.closed.Load() {
+		return nil, false, store.ErrClosed
+	}
+	s, err := d.r.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(d.queries) >= maxQueryStmts {
+		return s, false, nil
+	}
+	d.queries[query] = s
+	return s, true, nil
 }
 
 // auditSQL returns the SELECT statement and its arguments for q (see

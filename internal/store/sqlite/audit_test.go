@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,11 @@ func TestAuditQueryPlans(t *testing.T) {
 		{"type", store.AuditQuery{Types: []string{audit.TypePolicyChange}, Limit: 100}, "USING INDEX audit_type"},
 		{"time window", store.AuditQuery{Since: since, Until: since.Add(time.Hour)}, "USING INDEX audit_time"},
 		{"session reads newest first", store.AuditQuery{Session: "s", Desc: true, Limit: 100}, "SCAN audit"},
+		// The sync before every call without auto-rules: rule changes after
+		// a position far back (usually none) come from the type index, not
+		// a scan of every record since.
+		{"types after a position", store.AuditQuery{AfterSeq: 5, Types: []string{"auto_rule_change", "anomaly_rule_change"}},
+			"USING INDEX audit_type (type=? AND seq>?)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -329,3 +335,27 @@ func BenchmarkAuditQuery100k(b *testing.B) {
 
 // benchActionID returns the scattered id of the i-th action.
 func benchActionID(i int) string { return fmt.Sprintf("act_%08x", uint32(i)*2654435761) }
+
+// Audit queries of more shapes than the statement cache keeps still run
+// (prepared for their one use), and the cache stays bounded.
+func TestAuditQueryShapesBeyondCache(t *testing.T) {
+	d := openT(t, filepath.Join(t.TempDir(), "shapes.db"))
+	b := auditBatch("t0", false)
+	if err := d.AppendAuditBatch(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for i := range maxQueryStmts + 10 {
+		types = append(types, "t"+strconv.Itoa(i))
+		recs, err := d.QueryAudit(t.Context(), store.AuditQuery{Types: types})
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("query with %d types: %d records, %v", len(types), len(recs), err)
+		}
+	}
+	d.qmu.Lock()
+	n := len(d.queries)
+	d.qmu.Unlock()
+	if n != maxQueryStmts {
+		t.Fatalf("%d statements kept, want %d", n, maxQueryStmts)
+	}
+}

@@ -6,9 +6,15 @@
 // BEGIN IMMEDIATE transaction on a single-connection write pool, so writers
 // are serialised within a process by the pool and across processes by
 // SQLite's write lock (waiting up to the busy timeout); reads use a separate
-// pool and never block writers. Commits are durable (synchronous=FULL) before
-// a write method returns, because an audit record must be on disk before the
-// action it describes proceeds.
+// pool and never block writers. Commits are durable before a write method
+// returns, because an audit record must be on disk before the action it
+// describes proceeds: the store syncs the WAL file itself after each commit
+// (the write connection runs at synchronous=NORMAL, which syncs only at
+// checkpoints), as synchronous=FULL would inside it. The one exception is
+// an audit batch whose caller asks to sync it itself
+// (store.AuditBatch.DeferSync): the audit log's writer then commits the
+// next batch while the disk syncs the last, and answers no one before the
+// sync has returned.
 //
 // The schema is versioned: Open applies the missing migrations in order, each
 // in its own transaction, and refuses a database written by a newer version
@@ -24,6 +30,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,8 +67,21 @@ type DB struct {
 	closed atomic.Bool
 
 	// Prepared on w at Open (see prepareAudit).
-	tailStmt    *sql.Stmt
-	insertStmts [len(insertSizes)]*sql.Stmt
+	tailStmt     *sql.Stmt
+	putStateStmt *sql.Stmt
+	insertStmts  [len(insertSizes)]*sql.Stmt
+
+	// Prepared audit queries on r, by their SQL (see queryStmt).
+	qmu     sync.Mutex
+	queries map[string]*sql.Stmt
+
+	// syncSelf: the file is in WAL mode and w commits at
+	// synchronous=NORMAL; write syncs the WAL itself (see syncWAL).
+	syncSelf bool
+	smu      sync.Mutex  // one syncWAL at a time; guards wal, walInfo and syncErr
+	wal      *os.File    // the WAL file syncWAL syncs (nil before the first sync)
+	walInfo  os.FileInfo // wal's identity
+	syncErr  error       // a sync failed (see syncWAL)
 }
 
 var _ store.Store = (*DB)(nil)
@@ -74,6 +97,10 @@ func Open(path string) (*DB, error) {
 // write lock while migrations run.
 func OpenContext(ctx context.Context, path string) (*DB, error) {
 	p, err := OpenPools(ctx, path, PoolOptions{
+		// Commits are made durable by the store itself (see syncWAL):
+		// every write syncs before it returns, as synchronous=FULL would,
+		// and an audit batch may leave the sync to its caller.
+		SyncNormal:         true,
 		ForeignKeys:        true,
 		TempStoreMemory:    true,
 		WALCheckpointPages: WALCheckpointPages,
@@ -83,12 +110,110 @@ func OpenContext(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{path: p.Path, w: p.Write, r: p.Read}
+	d := &DB{path: p.Path, w: p.Write, r: p.Read, queries: map[string]*sql.Stmt{}}
 	if err := d.prepareAudit(ctx); err != nil {
 		d.Close()
 		return nil, err
 	}
+	var mode string
+	if err := d.w.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("sqlite: journal mode: %w", err)
+	}
+	if mode == "wal" {
+		d.syncSelf = true
+		// The migrations committed without a sync of their own.
+		err = d.syncWAL()
+	} else {
+		// Not in WAL mode (a file system without shared memory): SQLite
+		// syncs every commit itself.
+		_, err = d.w.ExecContext(ctx, `PRAGMA synchronous = FULL`)
+	}
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
 	return d, nil
+}
+
+// syncWAL makes every commit so far durable: it syncs the WAL file, whose
+// frames hold them (the write connection runs at synchronous=NORMAL, which
+// syncs only at checkpoints). A WAL file it has not synced before (a new
+// one) has its directory synced too, so that the file's name survives a
+// crash as SQLite's own first sync of a new WAL would. With no WAL file
+// its frames are all in the database file (the WAL is removed only after a
+// checkpoint that synced it), which is synced instead.
+//
+// A failed sync fails every later one: the pages it could not write may be
+// dropped, and a later sync would succeed without them.
+func (d *DB) syncWAL() error {
+	d.smu.Lock()
+	defer d.smu.Unlock()
+	if d.syncErr != nil {
+		return d.syncErr
+	}
+	wal := d.path + "-wal"
+	fi, err := os.Stat(wal)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err := os.OpenFile(d.path, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("sync: %w", err)
+		}
+		defer f.Close()
+		return d.failSync(dataSync(f))
+	}
+	if err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	// The WAL file stays open between syncs (SQLite keeps it for as long
+	// as the store is open); a new file is opened, and its directory
+	// synced once.
+	fresh := d.wal == nil || !os.SameFile(fi, d.walInfo)
+	if fresh {
+		f, err := os.OpenFile(wal, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("sync: %w", err)
+		}
+		ffi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("sync: %w", err)
+		}
+		if d.wal != nil {
+			d.wal.Close()
+		}
+		d.wal, d.walInfo = f, ffi
+	}
+	if err := d.failSync(dataSync(d.wal)); err != nil || !fresh {
+		return err
+	}
+	dir, err := os.Open(filepath.Dir(d.path))
+	if err != nil {
+		d.wal.Close()
+		d.wal = nil // synced again, with its directory, next time
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	defer dir.Close()
+	return d.failSync(dir.Sync())
+}
+
+// SyncCommitted makes every commit so far durable: a reader that tells
+// others of what it read (the audit head a daemon publishes) calls it
+// first, as a commit may be visible a moment before it is on disk (see the
+// package documentation).
+func (d *DB) SyncCommitted() error {
+	if !d.syncSelf {
+		return nil
+	}
+	return d.wrap("sync", d.syncWAL())
+}
+
+// failSync keeps a failed sync's error for every later one (under smu).
+func (d *DB) failSync(err error) error {
+	if err != nil {
+		d.syncErr = fmt.Errorf("sync: %w (no write is durable until the database is reopened)", err)
+	}
+	return d.syncErr
 }
 
 // Path returns the database file's absolute path.
@@ -101,11 +226,23 @@ func (d *DB) Close() error {
 		return nil
 	}
 	var errs []error
-	for _, s := range append(d.insertStmts[:], d.tailStmt) {
+	for _, s := range append(d.insertStmts[:], d.tailStmt, d.putStateStmt) {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}
 	}
+	d.smu.Lock()
+	if d.wal != nil {
+		errs = append(errs, d.wal.Close())
+		d.wal = nil
+	}
+	d.smu.Unlock()
+	d.qmu.Lock()
+	for _, s := range d.queries {
+		errs = append(errs, s.Close())
+	}
+	d.queries = nil
+	d.qmu.Unlock()
 	return errors.Join(append(errs, d.w.Close(), d.r.Close())...)
 }
 
@@ -132,6 +269,18 @@ func (d *DB) wrap(op string, err error) error {
 // write runs fn in a BEGIN IMMEDIATE transaction and commits it durably.
 // The transaction is rolled back when fn fails.
 func (d *DB) write(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+	if err := d.commit(ctx, op, fn); err != nil {
+		return err
+	}
+	if d.syncSelf {
+		return d.wrap(op, d.syncWAL())
+	}
+	return nil
+}
+
+// commit is write without the sync: the commit is visible, and durable
+// only once syncWAL has returned (at once when !d.syncSelf).
+func (d *DB) commit(ctx context.Context, op string, fn func(*sql.Tx) error) error {
 	if err := d.check(ctx); err != nil {
 		return d.wrap(op, err)
 	}

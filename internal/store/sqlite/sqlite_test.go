@@ -84,7 +84,9 @@ func TestOpenPragmas(t *testing.T) {
 		pragma, want string
 	}{
 		{"journal_mode", "wal"},
-		{"synchronous", "2"}, // FULL
+		// NORMAL: the store syncs the WAL itself after every commit
+		// (syncWAL), or leaves it to an audit batch's caller (DeferSync).
+		{"synchronous", "1"},
 		{"foreign_keys", "1"},
 		{"busy_timeout", "10000"},
 		{"wal_autocheckpoint", "10000"},
@@ -99,6 +101,9 @@ func TestOpenPragmas(t *testing.T) {
 				t.Fatalf("%s = %s, want %s", c.pragma, got, c.want)
 			}
 		})
+	}
+	if !db.syncSelf {
+		t.Fatal("a WAL-mode store does not sync its commits itself")
 	}
 	// The read pool cannot write.
 	if _, err := db.r.ExecContext(t.Context(), `INSERT INTO state (ns, key, value) VALUES ('a', 'b', '1')`); err == nil {

@@ -148,7 +148,10 @@ func putState(ctx context.Context, tx *sql.Tx, e *store.PutStateEffect) error {
 			return fmt.Errorf("state %s/%s: %w", e.NS, e.Key, store.ErrExists)
 		}
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO state (ns, key, value) VALUES (?, ?, ?)
-		ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, e.NS, e.Key, string(e.Value))
+	_, err := tx.ExecContext(ctx, putStateSQL, e.NS, e.Key, string(e.Value))
 	return err
 }
+
+// putStateSQL sets one state key.
+const putStateSQL = `INSERT INTO state (ns, key, value) VALUES (?, ?, ?)
+	ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`

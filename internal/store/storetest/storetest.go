@@ -890,6 +890,7 @@ func testState(t *testing.T, open Opener) {
 	})
 
 	t.Run("PutStateEffect", func(t *testing.T) { testPutStateEffect(t, open(t)) })
+	t.Run("PutStateEffectsInOneBatch", func(t *testing.T) { testPutStateBatch(t, open(t)) })
 }
 
 // batchSeal seals a batch's records after the tail with SimpleHash.
@@ -951,6 +952,67 @@ func testPutStateEffect(t *testing.T, st store.Store) {
 	}
 	if got, _ := st.GetState(ctx, "seen", "a"); string(got) != "3" {
 		t.Fatalf("state = %q, want 3", got)
+	}
+}
+
+// testPutStateBatch: the state puts of one batch (as many auto reads'
+// records share a commit) apply in order, each IfAbsent seeing the puts
+// before it; a put that fails takes back only itself and its record, even
+// an odd key a store may refuse.
+func testPutStateBatch(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	n := 0
+	w := func(key, val string, ifAbsent bool) *store.AuditWrite {
+		n++
+		return &store.AuditWrite{
+			Rec:    store.AuditRecord{Type: "ingested", Data: json.RawMessage(`{"n":` + strconv.Itoa(n) + `}`)},
+			Effect: &store.PutStateEffect{NS: "seen", Key: key, Value: json.RawMessage(val), IfAbsent: ifAbsent},
+		}
+	}
+	ws := []*store.AuditWrite{
+		w("x", `1`, false),
+		w("y", `1`, false),
+		w("x", `9`, true), // x was put just before: refused
+		w("z", `5`, true),
+		w("z", `6`, false), // after the IfAbsent put of z
+		w("x", `2`, false),
+		w("v", `not json`, false),    // refused alone
+		w("odd\x00\xff", `1`, false), // a store may refuse it, alone
+		w("y", `3`, false),
+	}
+	if err := st.AppendAuditBatch(ctx, &store.AuditBatch{Writes: ws, Seal: batchSeal}); err != nil {
+		t.Fatal(err)
+	}
+	wantErr := map[int]bool{2: true, 6: true}
+	written := 0
+	for i, w := range ws {
+		switch {
+		case wantErr[i] && w.Err == nil:
+			t.Errorf("write %d was not refused", i)
+		case !wantErr[i] && i != 7 && w.Err != nil:
+			t.Errorf("write %d: %v", i, w.Err)
+		}
+		if w.Err == nil {
+			written++
+		}
+	}
+	if !errors.Is(ws[2].Err, store.ErrExists) {
+		t.Errorf("IfAbsent put of a key put earlier in the batch: %v, want ErrExists", ws[2].Err)
+	}
+	for key, want := range map[string]string{"x": "2", "y": "3", "z": "6"} {
+		if got, err := st.GetState(ctx, "seen", key); err != nil || string(got) != want {
+			t.Errorf("state %s = %q (%v), want %s", key, got, err, want)
+		}
+	}
+	if got, err := st.GetState(ctx, "seen", "v"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("refused put of v left %q (%v)", got, err)
+	}
+	recs, err := st.QueryAudit(ctx, store.AuditQuery{Types: []string{"ingested"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != written {
+		t.Fatalf("%d records, want %d (one per write that succeeded)", len(recs), written)
 	}
 }
 
