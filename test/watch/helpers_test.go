@@ -148,6 +148,9 @@ type agentOpts struct {
 	mcp string
 	// args are added to the agent's command line (e.g. a permission mode).
 	args []string
+	// plans is Gemini CLI's plans directory, relative to the project
+	// (none: its default, outside the project).
+	plans string
 }
 
 func startAgentWith(t testing.TB, tm *tmuxServer, session, agent, proj string, script modeltest.Script, o agentOpts) *agentPane {
@@ -214,7 +217,7 @@ trust_level = "trusted"
 		srv = modeltest.Gemini(t, script)
 		write(filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"},`+
 			`"folderTrust":{"enabled":false}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},`+
-			`"general":{"disableAutoUpdate":true}`+mcpJSON(t, o.mcp)+`}`)
+			`"general":{"disableAutoUpdate":true`+plansJSON(o.plans)+`}`+mcpJSON(t, o.mcp)+`}`)
 		env = append(env, "GEMINI_API_KEY=test", "GOOGLE_GEMINI_BASE_URL="+srv.URL, "GEMINI_CLI_NO_RELAUNCH=true")
 		argv = append(append([]string{bin, "-m", "gemini-2.5-pro"}, o.args...), "-i", "Run the command.")
 	default:
@@ -261,6 +264,15 @@ func mcpTOML(t testing.TB, script string) string {
 	// Codex runs a tool its server marks read-only without asking, unless
 	// told to ask.
 	return fmt.Sprintf("\n[mcp_servers.everything]\ncommand = %q\nargs = [%q, \"stdio\"]\ndefault_tools_approval_mode = \"prompt\"\n", nodeBin(t), script)
+}
+
+// plansJSON is Gemini CLI's general settings entry of its plans directory
+// (none: "").
+func plansJSON(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	return fmt.Sprintf(`,"plan":{"directory":%q}`, dir)
 }
 
 // mcpJSON is Gemini CLI's settings entry of the MCP server script.
