@@ -111,6 +111,13 @@ func scenes() []scene {
 		{agent: "gemini", name: "plan", args: []string{"--approval-mode", "plan"}, files: map[string]string{"plans/plan.md": "# Plan\n\n1. Create notes.txt\n2. Write hello in it\n"},
 			plan: "plan.md", until: "Ready to start implementation?", expect: &watch.Expect{Recogniser: "gemini/plan", Tool: "exit_plan_mode", Answerable: false,
 				Args: map[string]any{"plan": "Plan\n1. Create notes.txt\n2. Write hello in it"}}},
+		// Plans taller than the pane: never read as whole.
+		{agent: "codex", name: "plan-long", keys: []string{"/plan", "Enter", "Plan the change.", "Enter"}, plan: longContent(60),
+			until: "Implement this plan?", expect: &watch.Expect{Recogniser: "codex/plan", Tool: "ExitPlanMode", Answerable: true,
+				Args: map[string]any{"question": "Implement this plan?"}}},
+		{agent: "gemini", name: "plan-long", args: []string{"--approval-mode", "plan"}, files: map[string]string{"plans/plan.md": longContent(60)},
+			plan: "plan.md", until: "Ready to start implementation?", expect: &watch.Expect{Recogniser: "gemini/plan", Tool: "exit_plan_mode", Answerable: false,
+				Args: map[string]any{"question": "Ready to start implementation?"}}},
 		{agent: "codex", name: "patch-add", call: sh("codex", "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: notes.txt\n+hello\n+world\n*** End Patch\nEOF\n"),
 			until: "Press enter to confirm", expect: &watch.Expect{Recogniser: "codex/patch", Tool: "apply_patch", Complete: true, Answerable: true,
 				Args: map[string]any{"input": "*** Begin Patch\n*** Add File: /home/dev/proj/notes.txt\n+hello\n+world\n*** End Patch\n"}}},

@@ -104,6 +104,10 @@ type spec struct {
 		At   string `yaml:"at"`
 		End  string `yaml:"end"`
 		Turn string `yaml:"turn"`
+		// Cut is a line the agent draws in the subject in place of lines
+		// it hides ("... last 36 lines hidden ..."): the subject is not
+		// read.
+		Cut string `yaml:"cut"`
 	} `yaml:"subject"`
 	Tools []toolSpec `yaml:"tools"`
 }
@@ -125,7 +129,7 @@ type recogniser struct {
 	scrolled, call, arg, hint *regexp.Regexp
 	top, fence, intent, title *regexp.Regexp
 	file, destination, skip   *regexp.Regexp
-	end, turn                 *regexp.Regexp
+	end, turn, cut            *regexp.Regexp
 	option                    *regexp.Regexp
 	tools                     []compiledTool
 }
@@ -194,7 +198,7 @@ func compile(sp spec) (*recogniser, error) {
 	r.never, r.scrolled, r.call, r.arg = re(sp.Never), re(sp.Scrolled), re(sp.Subject.Call), re(sp.Subject.Arg)
 	r.top, r.fence, r.intent, r.title = re(sp.Subject.Top), re(sp.Subject.Fence), re(sp.Subject.Intent), re(sp.Subject.Title)
 	r.file, r.destination, r.skip = re(sp.Subject.File), re(sp.Subject.Destination), re(sp.Subject.Skip)
-	r.end, r.turn = re(sp.Subject.End), re(sp.Subject.Turn)
+	r.end, r.turn, r.cut = re(sp.Subject.End), re(sp.Subject.Turn), re(sp.Subject.Cut)
 	if sp.Menu != nil {
 		if sp.Menu.Marker == "" || sp.Menu.AllowOnce == "" || sp.Menu.Deny == "" {
 			return nil, errors.New("a menu needs marker, allow_once and deny")
@@ -844,6 +848,13 @@ func (r *recogniser) planUnder(sc *Screen, p *Prompt, q, optTop int) (int, bool)
 	}
 	t := r.tools[0]
 	p.Tool, p.Kind = t.Tool, action.Kind(t.Kind)
+	for _, l := range body {
+		if r.cut != nil && r.cut.MatchString(l) {
+			p.Args = map[string]any{"question": p.Question}
+			p.Incomplete = "the plan is cut short on screen (the agent hides part of it): a person reads it at the terminal"
+			return q - 1, true
+		}
+	}
 	p.Args = map[string]any{t.Arg: planText(body)}
 	p.incomplete("a plan is drawn from its markdown, not as written: a person reads it")
 	if strings.ContainsRune(p.Args[t.Arg].(string), '\uFFFD') {
@@ -854,19 +865,20 @@ func (r *recogniser) planUnder(sc *Screen, p *Prompt, q, optTop int) (int, bool)
 
 // planAbove reads a Codex style plan: not in the prompt but in the
 // conversation above it, a block under its title. It is read only when
-// the person's last message is on screen (the whole turn is) and exactly
-// one such block follows it: the model's own text can draw a line like
-// the title, so several leave the plan unread, and so does a turn partly
-// scrolled off; the prompt is still put to a person.
+// the person's last message is on screen below the pane's top line (so
+// the whole turn is), the plan is the first block after it and no other
+// block is titled as the plan: the model's own text can draw a line like
+// the title. Otherwise the plan is not read; the prompt still goes to a
+// person.
 func (r *recogniser) planAbove(sc *Screen, p *Prompt, q int) (int, bool) {
 	t := r.tools[0]
 	p.Tool, p.Kind = t.Tool, action.Kind(t.Kind)
 	p.Args = map[string]any{}
 	p.incomplete("a plan is drawn from its markdown, not as written: a person reads it")
-	title, titles, turn := -1, 0, false
+	title, titles, turn := -1, 0, -1
 	for i := q - 1; i >= 0; i-- {
 		if r.turn.MatchString(sc.Lines[i]) {
-			turn = true
+			turn = i
 			break
 		}
 		if r.title.MatchString(strings.TrimSpace(sc.Lines[i])) {
@@ -874,8 +886,21 @@ func (r *recogniser) planAbove(sc *Screen, p *Prompt, q int) (int, bool) {
 			titles++
 		}
 	}
+	// The first block after the person's message (its lines go on
+	// indented) must be the plan.
+	first := -1
+	for i := turn + 1; turn >= 0 && i < q; i++ {
+		if r.end.MatchString(sc.Lines[i]) {
+			first = i
+			break
+		}
+	}
 	switch {
-	case !turn:
+	case turn < 1 || strings.TrimSpace(sc.Lines[turn-1]) != "":
+		// Not on screen, or on its top line: Codex pins the person's
+		// message there while the turn scrolls under it, so the turn may
+		// be partly above the pane's top and a block titled as the plan
+		// there is not seen.
 		// Part of the turn is above the pane's top: a block titled as the
 		// plan there is not seen, so the one seen may not be the plan.
 		p.Args["question"] = p.Question
@@ -888,6 +913,10 @@ func (r *recogniser) planAbove(sc *Screen, p *Prompt, q int) (int, bool) {
 	case titles > 1:
 		p.Args["question"] = p.Question
 		p.Incomplete = "more than one block on screen is titled as the plan: a person reads it at the terminal"
+		return q, true
+	case first != title:
+		p.Args["question"] = p.Question
+		p.Incomplete = "the block titled as the plan is not the first after the person's message: a person reads it at the terminal"
 		return q, true
 	}
 	var body []string
