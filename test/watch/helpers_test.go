@@ -296,6 +296,34 @@ func shellCall(agent, command string) modeltest.ToolCall {
 	return modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": command, "description": "Run the requested command"}}
 }
 
+// typeKeys types text into pane a key at a time: Codex takes keys that
+// come together for a paste, and an Enter after them for a line break.
+func (s *tmuxServer) typeKeys(t testing.TB, pane, text string) {
+	t.Helper()
+	for _, r := range text {
+		s.cmd(t, "send-keys", "-t", pane, "-l", string(r))
+		time.Sleep(400 * time.Millisecond)
+	}
+}
+
+// codexPlanTurn switches the Codex in pane to Plan mode (/plan) and sends
+// msg, waiting for each step to be drawn.
+func codexPlanTurn(t testing.TB, tm *tmuxServer, pane, msg string) {
+	t.Helper()
+	tm.waitFor(t, pane, "? for shortcuts", 60*time.Second)
+	time.Sleep(time.Second)
+	tm.typeKeys(t, pane, "/plan")
+	tm.waitFor(t, pane, "switch to Plan mode", 20*time.Second)
+	time.Sleep(time.Second)
+	tm.cmd(t, "send-keys", "-t", pane, "Enter")
+	tm.waitFor(t, pane, "Plan mode (shift+tab", 20*time.Second)
+	time.Sleep(time.Second)
+	tm.typeKeys(t, pane, msg)
+	tm.waitFor(t, pane, "› "+msg, 20*time.Second)
+	time.Sleep(time.Second)
+	tm.cmd(t, "send-keys", "-t", pane, "Enter")
+}
+
 // oneCall scripts one call, then a text answer.
 func oneCall(c modeltest.ToolCall) modeltest.Script { return modeltest.OneCall(c.Name, c.Input) }
 

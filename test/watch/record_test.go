@@ -29,6 +29,7 @@ type scene struct {
 	before      []modeltest.ToolCall // calls made before call (e.g. the Read an Edit needs)
 	mcp         bool                 // the agent has the MCP server "everything"
 	args        []string             // added to the agent's command line
+	codexPlan   string               // Codex: switched to Plan mode (/plan), this message is sent
 	plan        string               // Claude Code: write this plan to its plan file, then ExitPlanMode; Codex: answer with it as a proposed plan in Plan mode; Gemini CLI: exit_plan_mode with the plan file plans/plan.md (made in files)
 	expect      *watch.Expect
 }
@@ -102,7 +103,7 @@ func scenes() []scene {
 		// Codex's Plan mode (/plan): the model's answer holds the plan in
 		// a <proposed_plan> block; after the turn Codex asks whether to
 		// implement it.
-		{agent: "codex", name: "plan", keys: []string{"/plan", "Enter", "Plan the change.", "Enter"}, plan: "# Plan\n\n1. Create notes.txt\n2. Write hello in it\n",
+		{agent: "codex", name: "plan", codexPlan: "Plan the change.", plan: "# Plan\n\n1. Create notes.txt\n2. Write hello in it\n",
 			until: "Implement this plan?", expect: &watch.Expect{Recogniser: "codex/plan", Tool: "ExitPlanMode", Answerable: true,
 				// Codex draws the heading's "#".
 				Args: map[string]any{"plan": "# Plan\n1. Create notes.txt\n2. Write hello in it"}}},
@@ -112,7 +113,7 @@ func scenes() []scene {
 			plan: "plan.md", until: "Ready to start implementation?", expect: &watch.Expect{Recogniser: "gemini/plan", Tool: "exit_plan_mode", Answerable: false,
 				Args: map[string]any{"plan": "Plan\n1. Create notes.txt\n2. Write hello in it"}}},
 		// Plans taller than the pane: never read as whole.
-		{agent: "codex", name: "plan-long", keys: []string{"/plan", "Enter", "Plan the change.", "Enter"}, plan: longContent(60),
+		{agent: "codex", name: "plan-long", codexPlan: "Plan the change.", plan: longContent(60),
 			until: "Implement this plan?", expect: &watch.Expect{Recogniser: "codex/plan", Tool: "ExitPlanMode", Answerable: true,
 				Args: map[string]any{"question": "Implement this plan?"}}},
 		{agent: "gemini", name: "plan-long", args: []string{"--approval-mode", "plan"}, files: map[string]string{"plans/plan.md": longContent(60)},
@@ -242,19 +243,12 @@ func TestRecordScreens(t *testing.T) {
 				tm.waitFor(t, ap.pane, "? for shortcuts", 60*time.Second)
 				time.Sleep(time.Second)
 				for _, k := range sc.keys {
-					if k == "Enter" || k == "Escape" || k == "BTab" {
-						tm.cmd(t, "send-keys", "-t", ap.pane, k)
-					} else {
-						// Typed a key at a time: Codex takes keys that
-						// come together for a paste, and an Enter after
-						// them for a line break.
-						for _, r := range k {
-							tm.cmd(t, "send-keys", "-t", ap.pane, "-l", string(r))
-							time.Sleep(400 * time.Millisecond)
-						}
-					}
-					time.Sleep(time.Second)
+					tm.cmd(t, "send-keys", "-t", ap.pane, k)
+					time.Sleep(300 * time.Millisecond)
 				}
+			}
+			if sc.codexPlan != "" {
+				codexPlanTurn(t, tm, ap.pane, sc.codexPlan)
 			}
 			tm.waitFor(t, ap.pane, sc.until, 60*time.Second)
 			time.Sleep(700 * time.Millisecond) // let it finish drawing

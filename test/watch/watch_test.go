@@ -578,20 +578,7 @@ func TestWatchCodexPlan(t *testing.T) {
 			}
 			ap := startAgentWith(t, e.tm, "agents", "codex", proj, codexPlanScript("# Plan\n\n1. Create notes.txt\n2. Write hello in it\n"), agentOpts{})
 			e.dump = func() string { return e.tm.capture(t, ap.pane) + "\nwatcher:\n" + e.log.String() }
-			e.tm.waitFor(t, ap.pane, "? for shortcuts", 60*time.Second)
-			time.Sleep(time.Second)
-			for _, k := range []string{"/plan", "Enter", "Plan the change.", "Enter"} {
-				if k == "Enter" {
-					e.tm.cmd(t, "send-keys", "-t", ap.pane, k)
-				} else {
-					// A key at a time: keys that come together are a paste.
-					for _, r := range k {
-						e.tm.cmd(t, "send-keys", "-t", ap.pane, "-l", string(r))
-						time.Sleep(400 * time.Millisecond)
-					}
-				}
-				time.Sleep(time.Second)
-			}
+			codexPlanTurn(t, e.tm, ap.pane, "Plan the change.")
 			e.startWatcher(t)
 			id := e.pending(t, cliVersions["codex"], "Create notes.txt", 120*time.Second)
 			requests := len(ap.srv.Requests())
