@@ -107,9 +107,10 @@ type slackApp struct {
 	logf     func(string, ...any)
 	backoff  func() *backoff
 
-	mu     sync.Mutex
-	byTS   map[string]*slackSent
-	byAppr map[string][]*slackSent
+	mu      sync.Mutex
+	byTS    map[string]*slackSent
+	byAppr  map[string][]*slackSent
+	sending int // chat.postMessage calls of requests under way (see sentFor)
 }
 
 var (
@@ -237,10 +238,21 @@ func (s *slackApp) Send(ctx context.Context, m *Message) error {
 		Channel string `json:"channel"`
 		TS      string `json:"ts"`
 	}
+	answerable := tok != "" && m.ApprovalID != ""
+	if answerable {
+		s.mu.Lock()
+		s.sending++
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			s.sending--
+			s.mu.Unlock()
+		}()
+	}
 	if err := s.call(ctx, "chat.postMessage", s.bot, params, &r); err != nil {
 		return err
 	}
-	if tok != "" && m.ApprovalID != "" {
+	if answerable {
 		sent := &slackSent{approval: m.ApprovalID, channel: r.Channel, ts: r.TS, token: tok, text: text}
 		s.mu.Lock()
 		s.byTS[r.TS] = sent
@@ -248,6 +260,32 @@ func (s *slackApp) Send(ctx context.Context, m *Message) error {
 		s.mu.Unlock()
 	}
 	return nil
+}
+
+// sentWait is how long a reply to a message not known yet waits while a
+// request's message is being sent.
+const sentWait = 3 * time.Second
+
+// sentFor returns the request's message with timestamp ts, or nil. Slack
+// delivers events about a message as soon as it exists, which can be before
+// chat.postMessage's answer (its ts) reached us: while such a send is under
+// way, a reply to an unknown message waits for it a little rather than
+// being dropped.
+func (s *slackApp) sentFor(ctx context.Context, ts string) *slackSent {
+	deadline := time.Now().Add(sentWait)
+	for {
+		s.mu.Lock()
+		sent, sending := s.byTS[ts], s.sending
+		s.mu.Unlock()
+		if sent != nil || sending == 0 || !time.Now().Before(deadline) {
+			return sent
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // SlackEnvelope is a Socket Mode message from Slack.
@@ -405,8 +443,8 @@ func (s *slackApp) handleAction(ctx context.Context, h Handler, p *slackInteract
 	default:
 		return
 	}
+	sent := s.sentFor(ctx, p.Container.MessageTS)
 	s.mu.Lock()
-	sent := s.byTS[p.Container.MessageTS]
 	reason := ""
 	if sent != nil && sent.token == a.Value {
 		reason = sent.reason
@@ -428,9 +466,7 @@ func (s *slackApp) handleThreadReply(ctx context.Context, h Handler, p *slackEve
 	if ev.Channel != s.channel || ev.ThreadTS == "" || ev.ThreadTS == ev.TS || ev.BotID != "" || ev.Subtype != "" {
 		return
 	}
-	s.mu.Lock()
-	sent := s.byTS[ev.ThreadTS]
-	s.mu.Unlock()
+	sent := s.sentFor(ctx, ev.ThreadTS)
 	if sent == nil {
 		return
 	}

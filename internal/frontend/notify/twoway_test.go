@@ -465,6 +465,24 @@ func TestSlackAppAnswers(t *testing.T) {
 	}
 }
 
+// A reply in a message's thread that arrives before chat.postMessage's
+// answer (Slack delivers events as soon as the message exists) waits for
+// the send instead of being dropped.
+func TestSlackAppReplyBeforeSendReturns(t *testing.T) {
+	sl := notifytest.NewSlack(t, "xoxb-test", "xapp-test")
+	sl.PostDelay = 700 * time.Millisecond
+	tw := newTwoWay(t, "channels:\n  - type: slack_app\n    bot_token: xoxb-test\n    app_token: xapp-test\n    channel: C0OVERSEER\n"+
+		"    api_url: "+sl.URL()+"\n    allow: [U0ANN]\n")
+	sl.WaitConnections(1, 10*time.Second)
+	apr := tw.submit("early")
+	m := sl.WaitMessage("target=early", 10*time.Second) // the send has not returned yet
+	sl.WaitAck(sl.ThreadReply("U0ANN", m, "deny: not before the release"), 5*time.Second)
+	got := tw.waitStatus(store.StatusDenied, apr.ID)
+	if got.Answer.Reason != "not before the release" {
+		t.Fatalf("answer %+v", got.Answer)
+	}
+}
+
 // reply is an email replying to m from from with body.
 func reply(m *mail.Message, from, body string) []byte {
 	return []byte(strings.ReplaceAll("From: "+from+"\nTo: overseer@localhost\nSubject: Re: "+m.Header.Get("Subject")+

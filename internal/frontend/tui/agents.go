@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -93,13 +92,10 @@ func (m Model) fetchAgents() tea.Cmd {
 	if !ok {
 		return nil
 	}
-	ctx := m.ctx
-	return func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	return m.call(func(cctx context.Context) tea.Msg {
 		list, err := a.Agents(cctx)
 		return agentsMsg{list: list, err: err}
-	}
+	})
 }
 
 // selectedAgent is the agent the selection is on.
@@ -118,13 +114,11 @@ func (m Model) fetchRecord() tea.Cmd {
 	if !ok || !sel {
 		return nil
 	}
-	ctx, name := m.ctx, cur.Agent
-	return func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	name := cur.Agent
+	return m.call(func(cctx context.Context) tea.Msg {
 		rec, err := a.AgentRecord(cctx, name)
 		return agentRecMsg{rec: rec, err: err}
-	}
+	})
 }
 
 // record is the selected agent's record, when it was read.
@@ -229,7 +223,7 @@ func (m Model) changeTrust(promote bool) (tea.Model, tea.Cmd) {
 	if !ok || rec == nil || m.busy["agent:"+rec.Agent] {
 		return m, nil
 	}
-	name, who, ctx := rec.Agent, m.opts.Who, m.ctx
+	name, who := rec.Agent, m.opts.Who
 	const reason = "decided in the terminal UI"
 	var run func(context.Context) (*kernel.TrustChange, error)
 	op := "demote"
@@ -263,12 +257,10 @@ func (m Model) changeTrust(promote bool) (tea.Model, tea.Cmd) {
 	}
 	m.busy["agent:"+name] = true
 	m.setStatus(op+" "+plain(name)+"…", false)
-	return m, func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	return m, m.call(func(cctx context.Context) tea.Msg {
 		c, err := run(cctx)
 		return agentChangedMsg{agent: name, op: op, change: c, err: err}
-	}
+	})
 }
 
 // renderAgents renders the agents view below the header.

@@ -153,10 +153,7 @@ func (m Model) fetchControls(md mode) tea.Cmd {
 	if !ok {
 		return nil
 	}
-	ctx := m.ctx
-	return func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	return m.call(func(cctx context.Context) tea.Msg {
 		switch md {
 		case modeAutoRules:
 			rules, err := c.AutoRules(cctx)
@@ -180,7 +177,7 @@ func (m Model) fetchControls(md mode) tea.Cmd {
 			cs, st, err := c.Budgets(cctx)
 			return limitsMsg{limits: ls, uses: us, caps: cs, budgets: st, err: err}
 		}
-	}
+	})
 }
 
 // updateControls handles the controls views' messages; ok is false for
@@ -269,12 +266,10 @@ func (m Model) controlsKey(s string) (tea.Model, tea.Cmd) {
 	}
 	m.busy[what+" "+id] = true
 	m.setStatus(fmt.Sprintf("turning %s %s %s…", what, id, onOffWord(enabled)), false)
-	ctx, who := m.ctx, m.opts.Who
-	return m, func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	who := m.opts.Who
+	return m, m.call(func(cctx context.Context) tea.Msg {
 		return toggledMsg{what: what, id: id, enabled: enabled, err: set(cctx, id, enabled, who)}
-	}
+	})
 }
 
 // The controls views' key lines.

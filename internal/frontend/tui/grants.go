@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -54,13 +53,10 @@ func (m Model) fetchGrants() tea.Cmd {
 	if !ok {
 		return nil
 	}
-	ctx := m.ctx
-	return func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	return m.call(func(cctx context.Context) tea.Msg {
 		list, err := g.Grants(cctx)
 		return grantsMsg{list: list, err: err}
-	}
+	})
 }
 
 // updateGrants handles the grants view's messages; ok is false for any
@@ -106,12 +102,10 @@ func (m Model) grantsKey(s string) (tea.Model, tea.Cmd) {
 	}
 	m.busy[id] = true
 	m.setStatus("revoking "+id+"…", false)
-	ctx, who := m.ctx, m.opts.Who
-	return m, func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	who := m.opts.Who
+	return m, m.call(func(cctx context.Context) tea.Msg {
 		return grantRevokedMsg{id: id, err: api.RevokeGrant(cctx, id, who)}
-	}
+	})
 }
 
 // renderGrants renders the grants view below the header.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -47,13 +46,10 @@ func (m Model) fetchPanes() tea.Cmd {
 	if !ok {
 		return nil
 	}
-	ctx := m.ctx
-	return func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	return m.call(func(cctx context.Context) tea.Msg {
 		sets, err := p.WatchPanes(cctx)
 		return panesMsg{sets: sets, err: err}
-	}
+	})
 }
 
 // updatePanes handles the panes view's messages; ok is false for any other.

@@ -69,12 +69,10 @@ func (m Model) resumeFirst() (tea.Model, tea.Cmd) {
 		m.setStatus("no agent is paused", false)
 		return m, nil
 	}
-	agent, ctx, who := m.paused[0].Agent, m.ctx, m.opts.Who
-	return m, func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	agent, who := m.paused[0].Agent, m.opts.Who
+	return m, m.call(func(cctx context.Context) tea.Msg {
 		return resumedMsg{agent: agent, err: p.ResumeAgent(cctx, agent, who)}
-	}
+	})
 }
 
 // updatePauses handles the paused agents' messages; ok is false for any

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -71,13 +70,10 @@ func (m Model) fetchPins() tea.Cmd {
 	if !ok {
 		return nil
 	}
-	ctx := m.ctx
-	return func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	return m.call(func(cctx context.Context) tea.Msg {
 		list, err := p.MCPPins(cctx)
 		return pinsMsg{list: list, err: err}
-	}
+	})
 }
 
 func (m Model) acceptPin(pin mcppin.Pin) tea.Cmd {
@@ -85,12 +81,10 @@ func (m Model) acceptPin(pin mcppin.Pin) tea.Cmd {
 	if !ok || pin.Pending == nil {
 		return nil
 	}
-	ctx, who, hash := m.ctx, m.opts.Who, pin.Pending.Hash
-	return func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	who, hash := m.opts.Who, pin.Pending.Hash
+	return m.call(func(cctx context.Context) tea.Msg {
 		return pinDoneMsg{key: pinKey(pin), err: p.AcceptMCPPin(cctx, pin.Server, pin.Kind, pin.Tool, hash, who)}
-	}
+	})
 }
 
 // updatePins handles the MCP view's messages; ok is false for any other.

@@ -78,13 +78,10 @@ func (m Model) fetchProposals() tea.Cmd {
 	if !ok {
 		return nil
 	}
-	ctx := m.ctx
-	return func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	return m.call(func(cctx context.Context) tea.Msg {
 		list, err := t.Proposals(cctx)
 		return proposalsMsg{list: list, err: err}
-	}
+	})
 }
 
 func (m Model) decideProposal(p kernel.Proposal, op string) tea.Cmd {
@@ -92,10 +89,8 @@ func (m Model) decideProposal(p kernel.Proposal, op string) tea.Cmd {
 	if !ok {
 		return nil
 	}
-	ctx, who := m.ctx, m.opts.Who
-	return func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	who := m.opts.Who
+	return m.call(func(cctx context.Context) tea.Msg {
 		var err error
 		if op == "accept" {
 			err = t.AcceptProposal(cctx, p.ID, p.Version, who)
@@ -103,7 +98,7 @@ func (m Model) decideProposal(p kernel.Proposal, op string) tea.Cmd {
 			err = t.DismissProposal(cctx, p.ID, who)
 		}
 		return proposalDoneMsg{id: p.ID, op: op, err: err}
-	}
+	})
 }
 
 // updateTrust handles the proposals view's messages; ok is false for any

@@ -171,22 +171,34 @@ func (m Model) refresh() tea.Cmd {
 	}
 }
 
+// apiTimeout bounds one call of the TUI to the daemon.
+const apiTimeout = 30 * time.Second
+
+// call is a command that runs fn with the model's context, bounded by
+// apiTimeout: every request the TUI makes of the daemon.
+func (m Model) call(fn func(ctx context.Context) tea.Msg) tea.Cmd {
+	ctx := m.ctx
+	return func() tea.Msg {
+		cctx, cancel := context.WithTimeout(ctx, apiTimeout)
+		defer cancel()
+		return fn(cctx)
+	}
+}
+
 func (m Model) tick() tea.Cmd {
 	return m.after(m.opts.Poll, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
 func (m Model) answer(id, decision, reason, remember string) tea.Cmd {
-	api, ctx, who := m.api, m.ctx, m.opts.Who
-	return func() tea.Msg {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	api, who := m.api, m.opts.Who
+	return m.call(func(cctx context.Context) tea.Msg {
 		req := client.AnswerRequest{Who: who, Channel: Channel, Reason: reason}
 		if remember != "once" {
 			req.Remember = remember
 		}
 		resp, err := api.Answer(cctx, id, decision, req)
 		return answeredMsg{id: id, decision: decision, resp: resp, err: err}
-	}
+	})
 }
 
 func (m Model) fetchRule(id string) tea.Cmd {

@@ -60,7 +60,10 @@ func (m SlackMessage) Buttons() map[string]string {
 // the next connection, as Slack retries.
 type Slack struct {
 	BotToken, AppToken string
-	t                  testing.TB
+	// PostDelay holds chat.postMessage's answer back for so long after the
+	// message exists (and can be answered), as a slow network does.
+	PostDelay time.Duration
+	t         testing.TB
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -198,7 +201,9 @@ func (s *Slack) serve(w http.ResponseWriter, r *http.Request) {
 		m := &SlackMessage{Channel: ch, TS: fmt.Sprintf("%d.%06d", s.nextTS, 100), ThreadTS: str("thread_ts"), Text: text, Blocks: p["blocks"]}
 		s.msgs = append(s.msgs, m)
 		s.cond.Broadcast()
+		delay := s.PostDelay
 		s.mu.Unlock()
+		time.Sleep(delay)
 		slackJSON(w, map[string]any{"ok": true, "channel": ch, "ts": m.TS,
 			"message": map[string]any{"type": "message", "text": text, "user": "U0BOT", "ts": m.TS, "bot_id": "B0BOT", "blocks": p["blocks"]}})
 	case "chat.update":

@@ -868,9 +868,16 @@ function onPins(ev) {
 
 function kindName(k) { return { prompt: "prompt", resource: "resource", resource_template: "resource template" }[k] || "tool"; }
 
+// pinsLoads numbers the reads of the pins: answers can arrive out of order
+// (an event's read started before an accept may end after the accept's),
+// and only the latest read may draw, or the page would show a withheld
+// definition that is no longer withheld.
+let pinsLoads = 0;
 async function loadPins() {
+  const n = ++pinsLoads;
   let d;
-  try { d = await api("GET", "/ui/api/mcp/pins"); } catch (e) { toast(e.message, true); return; }
+  try { d = await api("GET", "/ui/api/mcp/pins"); } catch (e) { if (n === pinsLoads) toast(e.message, true); return; }
+  if (n !== pinsLoads) return;
   pinsVersion = d.version;
   const pins = d.pins || [];
   const pending = pins.filter((p) => p.pending);
