@@ -148,6 +148,9 @@ type agentOpts struct {
 	mcp string
 	// args are added to the agent's command line (e.g. a permission mode).
 	args []string
+	// plans is Gemini CLI's plans directory, relative to the project
+	// (none: its default, outside the project).
+	plans string
 }
 
 func startAgentWith(t testing.TB, tm *tmuxServer, session, agent, proj string, script modeltest.Script, o agentOpts) *agentPane {
@@ -214,7 +217,7 @@ trust_level = "trusted"
 		srv = modeltest.Gemini(t, script)
 		write(filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"},`+
 			`"folderTrust":{"enabled":false}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},`+
-			`"general":{"disableAutoUpdate":true}`+mcpJSON(t, o.mcp)+`}`)
+			`"general":{"disableAutoUpdate":true`+plansJSON(o.plans)+`}`+mcpJSON(t, o.mcp)+`}`)
 		env = append(env, "GEMINI_API_KEY=test", "GOOGLE_GEMINI_BASE_URL="+srv.URL, "GEMINI_CLI_NO_RELAUNCH=true")
 		argv = append(append([]string{bin, "-m", "gemini-2.5-pro"}, o.args...), "-i", "Run the command.")
 	default:
@@ -263,6 +266,15 @@ func mcpTOML(t testing.TB, script string) string {
 	return fmt.Sprintf("\n[mcp_servers.everything]\ncommand = %q\nargs = [%q, \"stdio\"]\ndefault_tools_approval_mode = \"prompt\"\n", nodeBin(t), script)
 }
 
+// plansJSON is Gemini CLI's general settings entry of its plans directory
+// (none: "").
+func plansJSON(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	return fmt.Sprintf(`,"plan":{"directory":%q}`, dir)
+}
+
 // mcpJSON is Gemini CLI's settings entry of the MCP server script.
 func mcpJSON(t testing.TB, script string) string {
 	if script == "" {
@@ -282,6 +294,34 @@ func shellCall(agent, command string) modeltest.ToolCall {
 		return modeltest.ToolCall{Name: "run_shell_command", Input: map[string]any{"command": command, "description": "Run the requested command"}}
 	}
 	return modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": command, "description": "Run the requested command"}}
+}
+
+// typeKeys types text into pane a key at a time: Codex takes keys that
+// come together for a paste, and an Enter after them for a line break.
+func (s *tmuxServer) typeKeys(t testing.TB, pane, text string) {
+	t.Helper()
+	for _, r := range text {
+		s.cmd(t, "send-keys", "-t", pane, "-l", string(r))
+		time.Sleep(400 * time.Millisecond)
+	}
+}
+
+// codexPlanTurn switches the Codex in pane to Plan mode (/plan) and sends
+// msg, waiting for each step to be drawn.
+func codexPlanTurn(t testing.TB, tm *tmuxServer, pane, msg string) {
+	t.Helper()
+	tm.waitFor(t, pane, "? for shortcuts", 60*time.Second)
+	time.Sleep(time.Second)
+	tm.typeKeys(t, pane, "/plan")
+	tm.waitFor(t, pane, "switch to Plan mode", 20*time.Second)
+	time.Sleep(time.Second)
+	tm.cmd(t, "send-keys", "-t", pane, "Enter")
+	tm.waitFor(t, pane, "Plan mode (shift+tab", 20*time.Second)
+	time.Sleep(time.Second)
+	tm.typeKeys(t, pane, msg)
+	tm.waitFor(t, pane, "› "+msg, 20*time.Second)
+	time.Sleep(time.Second)
+	tm.cmd(t, "send-keys", "-t", pane, "Enter")
 }
 
 // oneCall scripts one call, then a text answer.

@@ -29,7 +29,8 @@ type scene struct {
 	before      []modeltest.ToolCall // calls made before call (e.g. the Read an Edit needs)
 	mcp         bool                 // the agent has the MCP server "everything"
 	args        []string             // added to the agent's command line
-	plan        string               // Claude Code: write this plan to its plan file, then ExitPlanMode
+	codexPlan   string               // Codex: switched to Plan mode (/plan), this message is sent
+	plan        string               // Claude Code: write this plan to its plan file, then ExitPlanMode; Codex: answer with it as a proposed plan in Plan mode; Gemini CLI: exit_plan_mode with the plan file plans/plan.md (made in files)
 	expect      *watch.Expect
 }
 
@@ -99,6 +100,25 @@ func scenes() []scene {
 		{agent: "claude", name: "plan", args: []string{"--permission-mode", "plan"}, plan: "# Plan\n\n1. Create notes.txt\n2. Write hello in it\n",
 			until: "Would you like to proceed?", expect: &watch.Expect{Recogniser: "claude-code/plan", Tool: "ExitPlanMode", Answerable: false,
 				Args: map[string]any{"plan": "Plan\n1. Create notes.txt\n2. Write hello in it"}}},
+		// Codex's Plan mode (/plan): the model's answer holds the plan in
+		// a <proposed_plan> block; after the turn Codex asks whether to
+		// implement it.
+		{agent: "codex", name: "plan", codexPlan: "Plan the change.", plan: "# Plan\n\n1. Create notes.txt\n2. Write hello in it\n",
+			until: "Implement this plan?", expect: &watch.Expect{Recogniser: "codex/plan", Tool: "ExitPlanMode", Answerable: true,
+				// Codex draws the heading's "#".
+				Args: map[string]any{"plan": "# Plan\n1. Create notes.txt\n2. Write hello in it"}}},
+		// Gemini CLI's plan mode (--approval-mode plan): the plan file
+		// offered with exit_plan_mode.
+		{agent: "gemini", name: "plan", args: []string{"--approval-mode", "plan"}, files: map[string]string{"plans/plan.md": "# Plan\n\n1. Create notes.txt\n2. Write hello in it\n"},
+			plan: "plan.md", until: "Ready to start implementation?", expect: &watch.Expect{Recogniser: "gemini/plan", Tool: "exit_plan_mode", Answerable: false,
+				Args: map[string]any{"plan": "Plan\n1. Create notes.txt\n2. Write hello in it"}}},
+		// Plans taller than the pane: never read as whole.
+		{agent: "codex", name: "plan-long", codexPlan: "Plan the change.", plan: longContent(60),
+			until: "Implement this plan?", expect: &watch.Expect{Recogniser: "codex/plan", Tool: "ExitPlanMode", Answerable: true,
+				Args: map[string]any{"question": "Implement this plan?"}}},
+		{agent: "gemini", name: "plan-long", args: []string{"--approval-mode", "plan"}, files: map[string]string{"plans/plan.md": longContent(60)},
+			plan: "plan.md", until: "Ready to start implementation?", expect: &watch.Expect{Recogniser: "gemini/plan", Tool: "exit_plan_mode", Answerable: false,
+				Args: map[string]any{"question": "Ready to start implementation?"}}},
 		{agent: "codex", name: "patch-add", call: sh("codex", "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: notes.txt\n+hello\n+world\n*** End Patch\nEOF\n"),
 			until: "Press enter to confirm", expect: &watch.Expect{Recogniser: "codex/patch", Tool: "apply_patch", Complete: true, Answerable: true,
 				Args: map[string]any{"input": "*** Begin Patch\n*** Add File: /home/dev/proj/notes.txt\n+hello\n+world\n*** End Patch\n"}}},
@@ -151,6 +171,18 @@ func planScript(plan string) modeltest.Script {
 	}
 }
 
+// codexPlanScript answers in Codex's Plan mode with plan as its proposed
+// plan, and "ok" otherwise.
+func codexPlanScript(plan string) modeltest.Script {
+	return func(r *modeltest.Request) modeltest.Reply {
+		b, _ := json.Marshal(r.Body)
+		if r.HasTools && strings.Contains(string(b), "Plan Mode") {
+			return modeltest.Reply{Text: "Here is the plan.\n\n<proposed_plan>\n" + plan + "</proposed_plan>\n"}
+		}
+		return modeltest.Reply{Text: "ok"}
+	}
+}
+
 // longContent is n numbered lines of text.
 func longContent(n int) string {
 	var b strings.Builder
@@ -176,6 +208,9 @@ func TestRecordScreens(t *testing.T) {
 				t.Fatal(err)
 			}
 			for name, body := range sc.files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(proj, name)), 0o755); err != nil {
+					t.Fatal(err)
+				}
 				if err := os.WriteFile(filepath.Join(proj, name), []byte(body), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -184,13 +219,21 @@ func TestRecordScreens(t *testing.T) {
 			if sc.call != nil {
 				script = modeltest.Steps(append(append([]modeltest.ToolCall{}, sc.before...), *sc.call)...)
 			}
-			if sc.plan != "" {
+			switch {
+			case sc.plan != "" && sc.agent == "codex":
+				script = codexPlanScript(sc.plan)
+			case sc.plan != "" && sc.agent == "gemini":
+				script = modeltest.Steps(modeltest.ToolCall{Name: "exit_plan_mode", Input: map[string]any{"plan_filename": sc.plan}})
+			case sc.plan != "":
 				script = planScript(sc.plan)
 			}
 			if sc.call != nil && sc.mcp && sc.agent == "codex" {
 				script = whenOffered(sc.call.Namespace, *sc.call)
 			}
 			o := agentOpts{args: sc.args}
+			if sc.agent == "gemini" && sc.plan != "" {
+				o.plans = "plans"
+			}
 			if sc.mcp {
 				npm := overseertest.MCPPeers(t, "server-everything")
 				o.mcp = filepath.Join(npm, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
@@ -203,6 +246,9 @@ func TestRecordScreens(t *testing.T) {
 					tm.cmd(t, "send-keys", "-t", ap.pane, k)
 					time.Sleep(300 * time.Millisecond)
 				}
+			}
+			if sc.codexPlan != "" {
+				codexPlanTurn(t, tm, ap.pane, sc.codexPlan)
 			}
 			tm.waitFor(t, ap.pane, sc.until, 60*time.Second)
 			time.Sleep(700 * time.Millisecond) // let it finish drawing

@@ -520,3 +520,99 @@ func TestWatchPlanApproved(t *testing.T) {
 		t.Errorf("Claude Code switched to accepting edits:\n%s", e.tm.capture(t, ap.pane))
 	}
 }
+
+// TestWatchGeminiPlanApproved: Gemini CLI's plan prompt (plan mode,
+// exit_plan_mode) goes to a person with the plan file's text; the person's
+// yes is typed on "Yes, manually accept edits" — the watcher moves the
+// selection off "automatically accept edits" first — and Gemini CLI leaves
+// plan mode for its default mode, where it still asks for each tool.
+func TestWatchGeminiPlanApproved(t *testing.T) {
+	e := newWatchEnv(t)
+	proj := filepath.Join(t.TempDir(), "plan")
+	if err := os.MkdirAll(filepath.Join(proj, "plans"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "plans", "plan.md"), []byte("# Plan\n\n1. Create notes.txt\n2. Write hello in it\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ap := startAgentWith(t, e.tm, "agents", "gemini", proj,
+		modeltest.Steps(modeltest.ToolCall{Name: "exit_plan_mode", Input: map[string]any{"plan_filename": "plan.md"}}),
+		agentOpts{args: []string{"--approval-mode", "plan"}, plans: "plans"})
+	e.startWatcher(t)
+	e.dump = func() string { return e.tm.capture(t, ap.pane) + "\nwatcher:\n" + e.log.String() }
+	id := e.pending(t, cliVersions["gemini"], "Create notes.txt", 120*time.Second)
+	if res := overseertest.Run(t, e.home, "", "approve", id, "--reason", "good plan"); res.Code != 0 {
+		t.Fatalf("overseer approve: %d %s %s", res.Code, res.Stdout, res.Stderr)
+	}
+	results := func() string {
+		var b strings.Builder
+		for _, r := range ap.srv.Results() {
+			fmt.Fprintf(&b, "%v %q\n", r.IsError, r.Content)
+		}
+		return b.String()
+	}
+	eventually(t, 60*time.Second, "Gemini CLI learned the plan was approved, for its default mode", func() bool {
+		rs := ap.srv.Results()
+		return len(rs) >= 1 && !rs[0].IsError && strings.Contains(rs[0].Content, "Plan approved") &&
+			strings.Contains(rs[0].Content, "Default")
+	}, func() string { return results() + e.dump() })
+	res := overseertest.Run(t, e.home, "", "audit", "export")
+	if !strings.Contains(res.Stdout, `keys: [\"Down\" \"Enter\"]`) || !strings.Contains(res.Stdout, "recogniser: gemini/plan") {
+		t.Errorf("the audit log has no answer of the plan prompt with the moved selection:\n%s", res.Stdout)
+	}
+}
+
+// TestWatchCodexPlan: Codex's plan prompt (Plan mode) goes to a person
+// with the plan read from above it. The person's no is typed (Esc): the
+// prompt closes, Codex stays in Plan mode and does not start implementing.
+// The person's yes is typed on "Yes, implement this plan": Codex asks the
+// model to implement it, in Default mode.
+func TestWatchCodexPlan(t *testing.T) {
+	for _, approve := range []bool{false, true} {
+		name := map[bool]string{false: "refused", true: "approved"}[approve]
+		t.Run(name, func(t *testing.T) {
+			e := newWatchEnv(t)
+			proj := filepath.Join(t.TempDir(), "plan")
+			if err := os.MkdirAll(proj, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ap := startAgentWith(t, e.tm, "agents", "codex", proj, codexPlanScript("# Plan\n\n1. Create notes.txt\n2. Write hello in it\n"), agentOpts{})
+			e.dump = func() string { return e.tm.capture(t, ap.pane) + "\nwatcher:\n" + e.log.String() }
+			codexPlanTurn(t, e.tm, ap.pane, "Plan the change.")
+			e.startWatcher(t)
+			id := e.pending(t, cliVersions["codex"], "Create notes.txt", 120*time.Second)
+			requests := len(ap.srv.Requests())
+			if !approve {
+				if res := overseertest.Run(t, e.home, "", "deny", id, "--reason", "not this plan"); res.Code != 0 {
+					t.Fatalf("overseer deny: %d %s %s", res.Code, res.Stdout, res.Stderr)
+				}
+				eventually(t, 60*time.Second, "the refused plan prompt closed", func() bool {
+					return strings.Contains(e.log.String(), "answered no") && !strings.Contains(e.tm.capture(t, ap.pane), "Implement this plan?")
+				}, e.dump)
+				time.Sleep(2 * time.Second)
+				if n := len(ap.srv.Requests()); n != requests {
+					t.Errorf("Codex asked the model %d more times after the plan was refused:\n%s", n-requests, e.dump())
+				}
+				if !strings.Contains(e.tm.capture(t, ap.pane), "Plan mode") {
+					t.Errorf("Codex left Plan mode after the refusal:\n%s", e.dump())
+				}
+				return
+			}
+			if res := overseertest.Run(t, e.home, "", "approve", id, "--reason", "good plan"); res.Code != 0 {
+				t.Fatalf("overseer approve: %d %s %s", res.Code, res.Stdout, res.Stderr)
+			}
+			eventually(t, 60*time.Second, "Codex asked the model to implement the plan, in Default mode", func() bool {
+				rs := ap.srv.Requests()
+				if len(rs) <= requests {
+					return false
+				}
+				b, _ := json.Marshal(rs[len(rs)-1].Body)
+				return strings.Contains(string(b), "Implement the plan") && strings.Contains(string(b), "Collaboration Mode: Default")
+			}, e.dump)
+			res := overseertest.Run(t, e.home, "", "audit", "export")
+			if !strings.Contains(res.Stdout, `keys: [\"Enter\"]`) || !strings.Contains(res.Stdout, "recogniser: codex/plan") {
+				t.Errorf("the audit log has no answer of the plan prompt:\n%s", res.Stdout)
+			}
+		})
+	}
+}

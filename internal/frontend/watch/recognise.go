@@ -32,6 +32,13 @@ const (
 	styleNone     = "none"
 )
 
+// Where a plan is drawn (subject.at).
+const (
+	planFenced = "fenced"
+	planUnder  = "under"
+	planAbove  = "above"
+)
+
 // file is recognisers.yaml, decoded strictly.
 type file struct {
 	Recognisers []spec `yaml:"recognisers"`
@@ -88,6 +95,19 @@ type spec struct {
 		// menu that match arg (groups name and value), values as text.
 		Call string `yaml:"call"`
 		Arg  string `yaml:"arg"`
+		// A plan: where it is drawn. fenced (the default): between two
+		// fences under its title, above the question (Claude Code);
+		// under: between the question and the menu (Gemini CLI); above:
+		// in the conversation above the question, a block under its
+		// title up to a line matching end, after the last line matching
+		// turn (the person's last message; Codex).
+		At   string `yaml:"at"`
+		End  string `yaml:"end"`
+		Turn string `yaml:"turn"`
+		// Cut is a line the agent draws in the subject in place of lines
+		// it hides ("... last 36 lines hidden ..."): the subject is not
+		// read.
+		Cut string `yaml:"cut"`
 	} `yaml:"subject"`
 	Tools []toolSpec `yaml:"tools"`
 }
@@ -109,6 +129,7 @@ type recogniser struct {
 	scrolled, call, arg, hint *regexp.Regexp
 	top, fence, intent, title *regexp.Regexp
 	file, destination, skip   *regexp.Regexp
+	end, turn, cut            *regexp.Regexp
 	option                    *regexp.Regexp
 	tools                     []compiledTool
 }
@@ -177,6 +198,7 @@ func compile(sp spec) (*recogniser, error) {
 	r.never, r.scrolled, r.call, r.arg = re(sp.Never), re(sp.Scrolled), re(sp.Subject.Call), re(sp.Subject.Arg)
 	r.top, r.fence, r.intent, r.title = re(sp.Subject.Top), re(sp.Subject.Fence), re(sp.Subject.Intent), re(sp.Subject.Title)
 	r.file, r.destination, r.skip = re(sp.Subject.File), re(sp.Subject.Destination), re(sp.Subject.Skip)
+	r.end, r.turn, r.cut = re(sp.Subject.End), re(sp.Subject.Turn), re(sp.Subject.Cut)
 	if sp.Menu != nil {
 		if sp.Menu.Marker == "" || sp.Menu.AllowOnce == "" || sp.Menu.Deny == "" {
 			return nil, errors.New("a menu needs marker, allow_once and deny")
@@ -227,8 +249,21 @@ func compile(sp spec) (*recogniser, error) {
 			return nil, errors.New("a tool subject needs the call's args group, or an arg with the groups name and value")
 		}
 	case stylePlan:
-		if r.fence == nil || r.title == nil || len(r.tools) != 1 {
-			return nil, errors.New("a plan subject needs fence, title and one tool")
+		switch sp.Subject.At {
+		case planFenced, "":
+			if r.fence == nil || r.title == nil || len(r.tools) != 1 {
+				return nil, errors.New("a fenced plan needs fence, title and one tool")
+			}
+		case planUnder:
+			if len(r.tools) != 1 {
+				return nil, errors.New("a plan under its question needs one tool")
+			}
+		case planAbove:
+			if r.title == nil || r.end == nil || r.turn == nil || len(r.tools) != 1 {
+				return nil, errors.New("a plan above its question needs title, end, turn and one tool")
+			}
+		default:
+			return nil, fmt.Errorf("unknown plan place %q", sp.Subject.At)
 		}
 	case styleNone:
 	default:
@@ -427,7 +462,8 @@ func (r *recogniser) recognise(sc *Screen) (*Prompt, bool) {
 			q = i
 			break
 		}
-		if l != "" && r.Subject.Style != stylePrefixed && r.Subject.Style != stylePatch && r.Subject.Style != styleTool {
+		if l != "" && r.Subject.Style != stylePrefixed && r.Subject.Style != stylePatch && r.Subject.Style != styleTool &&
+			(r.Subject.Style != stylePlan || r.Subject.At != planUnder) {
 			return nil, false
 		}
 	}
@@ -459,7 +495,14 @@ func (r *recogniser) recognise(sc *Screen) (*Prompt, bool) {
 	case styleTool:
 		top, ok = r.tool(sc, p, q, optTop)
 	case stylePlan:
-		top, ok = r.plan(sc, p, q)
+		switch r.Subject.At {
+		case planUnder:
+			top, ok = r.planUnder(sc, p, q, optTop)
+		case planAbove:
+			top, ok = r.planAbove(sc, p, q)
+		default:
+			top, ok = r.plan(sc, p, q)
+		}
 	default:
 		top, ok = q, true
 		r.generic(p)
@@ -770,6 +813,121 @@ func (r *recogniser) plan(sc *Screen, p *Prompt, q int) (int, bool) {
 		top--
 	}
 	return top, true
+}
+
+// planText is a plan's text as read: its lines trimmed, blank ones left
+// out (the agents draw a plan from its markdown, so it is read for the
+// person, never as written).
+func planText(lines []string) string {
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// planUnder reads a Gemini CLI style plan: the lines between the question
+// and the menu, inside the prompt's frame. The box's top edge is the
+// line above the question.
+func (r *recogniser) planUnder(sc *Screen, p *Prompt, q, optTop int) (int, bool) {
+	if q < 1 {
+		return 0, false
+	}
+	if l := strings.TrimSpace(sc.Lines[q-1]); r.frame != nil && (!strings.HasPrefix(l, "╭") || !strings.HasSuffix(l, "╮")) {
+		return 0, false
+	}
+	var body []string
+	for i := q + 1; i < optTop; i++ {
+		l, ok := r.content(sc, i)
+		if !ok {
+			return 0, false
+		}
+		body = append(body, l)
+	}
+	t := r.tools[0]
+	p.Tool, p.Kind = t.Tool, action.Kind(t.Kind)
+	for _, l := range body {
+		if r.cut != nil && r.cut.MatchString(l) {
+			p.Args = map[string]any{"question": p.Question}
+			p.Incomplete = "the plan is cut short on screen (the agent hides part of it): a person reads it at the terminal"
+			return q - 1, true
+		}
+	}
+	p.Args = map[string]any{t.Arg: planText(body)}
+	p.incomplete("a plan is drawn from its markdown, not as written: a person reads it")
+	if strings.ContainsRune(p.Args[t.Arg].(string), '\uFFFD') {
+		p.incomplete("the plan holds characters that were not drawn as text")
+	}
+	return q - 1, true
+}
+
+// planAbove reads a Codex style plan: not in the prompt but in the
+// conversation above it, a block under its title. It is read only when
+// the person's last message is on screen below the pane's top line (so
+// the whole turn is), the plan is the first block after it and no other
+// block is titled as the plan: the model's own text can draw a line like
+// the title. Otherwise the plan is not read; the prompt still goes to a
+// person.
+func (r *recogniser) planAbove(sc *Screen, p *Prompt, q int) (int, bool) {
+	t := r.tools[0]
+	p.Tool, p.Kind = t.Tool, action.Kind(t.Kind)
+	p.Args = map[string]any{}
+	p.incomplete("a plan is drawn from its markdown, not as written: a person reads it")
+	title, titles, turn := -1, 0, -1
+	for i := q - 1; i >= 0; i-- {
+		if r.turn.MatchString(sc.Lines[i]) {
+			turn = i
+			break
+		}
+		if r.title.MatchString(strings.TrimSpace(sc.Lines[i])) {
+			title = i
+			titles++
+		}
+	}
+	// The first block after the person's message (its lines go on
+	// indented) must be the plan.
+	first := -1
+	for i := turn + 1; turn >= 0 && i < q; i++ {
+		if r.end.MatchString(sc.Lines[i]) {
+			first = i
+			break
+		}
+	}
+	switch {
+	case turn < 1 || strings.TrimSpace(sc.Lines[turn-1]) != "":
+		// Not on screen, or on its top line: Codex pins the person's
+		// message there while the turn scrolls under it, so the turn may
+		// be partly above the pane's top and a block titled as the plan
+		// there is not seen.
+		// Part of the turn is above the pane's top: a block titled as the
+		// plan there is not seen, so the one seen may not be the plan.
+		p.Args["question"] = p.Question
+		p.Incomplete = "the person's last message is not on screen, so the plan cannot be told from the model's other text: a person reads it at the terminal"
+		return q, true
+	case titles == 0:
+		p.Args["question"] = p.Question
+		p.Incomplete = "the plan is not on screen (scrolled above the pane's top): a person reads it at the terminal"
+		return q, true
+	case titles > 1:
+		p.Args["question"] = p.Question
+		p.Incomplete = "more than one block on screen is titled as the plan: a person reads it at the terminal"
+		return q, true
+	case first != title:
+		p.Args["question"] = p.Question
+		p.Incomplete = "the block titled as the plan is not the first after the person's message: a person reads it at the terminal"
+		return q, true
+	}
+	var body []string
+	for i := title + 1; i < q && !r.end.MatchString(sc.Lines[i]); i++ {
+		body = append(body, sc.Lines[i])
+	}
+	p.Args[t.Arg] = planText(body)
+	if strings.ContainsRune(p.Args[t.Arg].(string), '\uFFFD') {
+		p.incomplete("the plan holds characters that were not drawn as text")
+	}
+	return title, true
 }
 
 // patchLine is a line of a patch's diff as Codex shows it: its line
