@@ -108,9 +108,8 @@ type slackApp struct {
 	backoff  func() *backoff
 
 	mu      sync.Mutex
-	byTS    map[string]*slackSent
-	byAppr  map[string][]*slackSent
-	sending int // chat.postMessage calls of requests under way (see sentFor)
+	sent    *sentIndex[string, *slackSent] // by message ts
+	sending int                            // chat.postMessage calls of requests under way (see sentFor)
 }
 
 var (
@@ -134,7 +133,7 @@ func newSlackApp(cc ChannelConfig, opts Options) (*slackApp, error) {
 	}
 	return &slackApp{api: strings.TrimRight(api, "/") + "/", bot: bot, app: app, channel: cc.Channel, http: opts.HTTP,
 		logf: opts.Logf, backoff: func() *backoff { return newBackoff(opts) },
-		byTS: map[string]*slackSent{}, byAppr: map[string][]*slackSent{}}, nil
+		sent: newSentIndex[string, *slackSent]()}, nil
 }
 
 // call calls a Web API method with token and decodes the answer into out.
@@ -254,10 +253,7 @@ func (s *slackApp) Send(ctx context.Context, m *Message) error {
 	}
 	if answerable {
 		sent := &slackSent{approval: m.ApprovalID, channel: r.Channel, ts: r.TS, token: tok, text: text}
-		s.mu.Lock()
-		s.byTS[r.TS] = sent
-		s.byAppr[m.ApprovalID] = append(s.byAppr[m.ApprovalID], sent)
-		s.mu.Unlock()
+		s.sent.add(m.ApprovalID, r.TS, sent)
 	}
 	return nil
 }
@@ -274,9 +270,12 @@ const sentWait = 3 * time.Second
 func (s *slackApp) sentFor(ctx context.Context, ts string) *slackSent {
 	deadline := time.Now().Add(sentWait)
 	for {
+		// The count first: a send that ended before it was read has
+		// added its message (it adds before it stops counting).
 		s.mu.Lock()
-		sent, sending := s.byTS[ts], s.sending
+		sending := s.sending
 		s.mu.Unlock()
+		sent := s.sent.get(ts)
 		if sent != nil || sending == 0 || !time.Now().Before(deadline) {
 			return sent
 		}
@@ -504,14 +503,7 @@ func (s *slackApp) Settle(ctx context.Context, apr *store.Approval) {
 	if apr == nil || apr.Status == store.StatusPending {
 		return
 	}
-	s.mu.Lock()
-	sent := s.byAppr[apr.ID]
-	delete(s.byAppr, apr.ID)
-	for _, m := range sent {
-		delete(s.byTS, m.ts)
-	}
-	s.mu.Unlock()
-	for _, m := range sent {
+	for _, m := range s.sent.take(apr.ID) {
 		outcome := "→ " + outcomeText(apr)
 		if err := s.call(ctx, "chat.update", s.bot, map[string]any{"channel": m.channel, "ts": m.ts,
 			"text": slackEscape(clip(outcome, 200)), "blocks": s.blocks(m.text, "", outcome)}, nil); err != nil {

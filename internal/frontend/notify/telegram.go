@@ -110,9 +110,8 @@ type telegram struct {
 	poll    time.Duration
 	backoff func() *backoff
 
-	mu     sync.Mutex
-	byMsg  map[int64]*tgSent    // message id → sent
-	byAppr map[string][]*tgSent // approval id → its messages
+	mu   sync.Mutex
+	sent *sentIndex[int64, *tgSent] // by message id
 }
 
 var (
@@ -140,7 +139,7 @@ func newTelegram(cc ChannelConfig, opts Options) (*telegram, error) {
 	chat, _ := strconv.ParseInt(cc.ChatID, 10, 64)
 	return &telegram{api: strings.TrimRight(api, "/") + "/bot" + tok + "/", chat: chat, http: opts.HTTP, clk: opts.Clock,
 		logf: opts.Logf, poll: opts.LongPoll, backoff: func() *backoff { return newBackoff(opts) },
-		byMsg: map[int64]*tgSent{}, byAppr: map[string][]*tgSent{}}, nil
+		sent: newSentIndex[int64, *tgSent]()}, nil
 }
 
 // tgError is an error the Bot API returned.
@@ -272,10 +271,7 @@ func (t *telegram) Send(ctx context.Context, m *Message) error {
 	}
 	if m.AnswerToken != "" && m.ApprovalID != "" {
 		s := &tgSent{approval: m.ApprovalID, chat: sent.Chat.ID, id: sent.MessageID, token: m.AnswerToken, text: text}
-		t.mu.Lock()
-		t.byMsg[s.id] = s
-		t.byAppr[s.approval] = append(t.byAppr[s.approval], s)
-		t.mu.Unlock()
+		t.sent.add(s.approval, s.id, s)
 	}
 	return nil
 }
@@ -364,8 +360,8 @@ func (t *telegram) handleCallback(ctx context.Context, h Handler, cb *tgCallback
 		t.ack(ctx, cb.ID, "This button is not one of Overseer's.", true)
 		return
 	}
+	s := t.sent.get(cb.Message.MessageID)
 	t.mu.Lock()
-	s := t.byMsg[cb.Message.MessageID]
 	reason := ""
 	if s != nil && s.token == tok {
 		reason = s.reason
@@ -422,9 +418,7 @@ func (t *telegram) handleReply(ctx context.Context, h Handler, msg *tgMessage) {
 	if msg.Chat.ID != t.chat || msg.From.IsBot {
 		return
 	}
-	t.mu.Lock()
-	s := t.byMsg[msg.ReplyTo.MessageID]
-	t.mu.Unlock()
+	s := t.sent.get(msg.ReplyTo.MessageID)
 	if s == nil {
 		// Not one this process knows (it was restarted, or the reply came
 		// before sendMessage's answer): the buttons of the message replied
@@ -484,14 +478,7 @@ func (t *telegram) Settle(ctx context.Context, apr *store.Approval) {
 	if apr == nil || apr.Status == store.StatusPending {
 		return
 	}
-	t.mu.Lock()
-	sent := t.byAppr[apr.ID]
-	delete(t.byAppr, apr.ID)
-	for _, s := range sent {
-		delete(t.byMsg, s.id)
-	}
-	t.mu.Unlock()
-	for _, s := range sent {
+	for _, s := range t.sent.take(apr.ID) {
 		text := clip(s.text, maxTelegramText-300) + "\n\n→ " + outcomeText(apr)
 		if err := t.call(ctx, "editMessageText", map[string]any{"chat_id": s.chat, "message_id": s.id, "text": text,
 			"reply_markup": tgMarkup{Keyboard: [][]tgButton{}}}, nil); err != nil {
