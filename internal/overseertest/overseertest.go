@@ -81,7 +81,8 @@ func binary(t testing.TB, tags string) string {
 			b.err = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "overseer-bin-")
+		removeStaleBinaries()
+		dir, err := os.MkdirTemp("", binDirPrefix+strconv.Itoa(os.Getpid())+"-")
 		if err != nil {
 			b.err = err
 			return
@@ -105,6 +106,32 @@ func binary(t testing.TB, tags string) string {
 		t.Fatalf("building overseer: %v", b.err)
 	}
 	return b.path
+}
+
+// binDirPrefix starts the name of the directory a test process builds
+// its binary in: overseer-bin-<pid>-<random>.
+const binDirPrefix = "overseer-bin-"
+
+// removeStaleBinaries removes the binary directories of test processes that
+// have ended: a process cannot remove its own (the binary is shared by all
+// its tests), so each new one clears those left behind (86 MB apiece).
+func removeStaleBinaries() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), binDirPrefix+"*"))
+	for _, d := range dirs {
+		rest := strings.TrimPrefix(filepath.Base(d), binDirPrefix)
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 {
+			// The older form without a process id: removed once it is an hour old.
+			if st, err := os.Stat(d); err == nil && time.Since(st.ModTime()) > time.Hour {
+				os.RemoveAll(d)
+			}
+			continue
+		}
+		if pid != os.Getpid() && syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.RemoveAll(d)
+		}
+	}
 }
 
 type buildError struct {
