@@ -69,6 +69,9 @@ type celProgram struct {
 	// commands, when set, are names one of which some shell command of the
 	// action must have for the condition to be true (see commandPrefilter).
 	commands []string
+	// tests decide some of the condition's conjuncts without CEL (see
+	// conjunctTest); none when limited.
+	tests []conjunctTest
 }
 
 // compileCEL compiles a condition that must return bool.
@@ -85,6 +88,9 @@ func compileCEL(expr string) (*celProgram, error) {
 		return nil, fmt.Errorf("condition returns %s, want bool", ast.OutputType())
 	}
 	p := &celProgram{limited: comprehensions(ast) > 1, commands: commandPrefilter(ast)}
+	if !p.limited {
+		p.tests = conjunctTests(ast)
+	}
 	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
 	if p.limited {
 		opts = append(opts, cel.CostLimit(celCostLimit))
