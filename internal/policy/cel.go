@@ -131,6 +131,13 @@ type subject struct {
 	hashDone bool
 	// CEL values, made on first use.
 	vals [numVars]ref.Val
+	// argKey, argVal and argOK are the last argument the conjunct tests
+	// looked up (argDone once there is one): rules one after another read
+	// the same one.
+	argKey  string
+	argVal  any
+	argOK   bool
+	argDone bool
 	// frame is the execution frame shared by the evaluations of programs
 	// without cost tracking, made on first use and released by close. (A
 	// cost-tracked program gets a fresh frame each time: the tracker lives
@@ -151,6 +158,15 @@ func (s *subject) input(limited bool) any {
 		s.frame = f
 	}
 	return s.frame
+}
+
+// arg returns the argument k of the action and whether it has one.
+func (s *subject) arg(k string) (any, bool) {
+	if !s.argDone || s.argKey != k {
+		s.argVal, s.argOK = s.a.Args[k]
+		s.argKey, s.argDone = k, true
+	}
+	return s.argVal, s.argOK
 }
 
 // hasCommand reports whether a shell command of the action has one of the

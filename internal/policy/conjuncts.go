@@ -181,15 +181,16 @@ func stringOperandOf(e celast.Expr) stringOperand {
 // argString reads the argument named k when it is a string.
 func argString(k string) stringOperand {
 	return func(s *subject) (string, bool) {
-		v, ok := s.a.Args[k].(string)
-		return v, ok
+		v, _ := s.arg(k)
+		str, ok := v.(string)
+		return str, ok
 	}
 }
 
 // argPresent is has(args.k): false when the action has no argument k.
 func argPresent(k string) conjunctTest {
 	return func(s *subject) bool {
-		_, ok := s.a.Args[k]
+		_, ok := s.arg(k)
 		return ok
 	}
 }
