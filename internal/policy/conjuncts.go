@@ -6,6 +6,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
 	celast "cel.dev/cel-go/common/ast"
@@ -343,7 +344,9 @@ func regexLiterals(pattern string) []litReq {
 func leadingLiterals(re *syntax.Regexp) ([]string, bool) {
 	switch re.Op {
 	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 || len(re.Rune) == 0 {
+		// U+FFFD matches any byte that is not UTF-8, which its encoding
+		// does not contain.
+		if re.Flags&syntax.FoldCase != 0 || len(re.Rune) == 0 || slices.Contains(re.Rune, utf8.RuneError) {
 			return nil, false
 		}
 		return []string{string(re.Rune)}, true

@@ -123,12 +123,12 @@ func TestRegexTestSound(t *testing.T) {
 		`(curl|wget)[^|]*\|\s*(sudo\s+)?(ba|z)?sh\b`, `^(pip3?|uv pip|poetry)\s+(install|add)\b`, `^(env|printenv|set)\s*$`,
 		`^git\s+(status|log|diff|show|branch|remote\s+-v)\b`, `(?i)\b(drop|truncate)\s+(table|database|schema)\b`,
 		`^aws\s+\S+\s+(rm|delete-\S+|terminate-\S+)\b`, `(package-lock\.json|yarn\.lock|go\.sum|Cargo\.lock)$`,
-		`a+b+c`, `(ab)+c`, `(?:ab){2,3}x`, `^$`, `^`, `x*`, `^(a|ab)(c|bcd)`, `(?s)^a.b`, "^\u00e9t\u00e9", `\Aabc`, `abc\z`,
+		`a+b+c`, `(ab)+c`, "x\uFFFDy", "^\uFFFD", `(?:ab){2,3}x`, `^$`, `^`, `x*`, `^(a|ab)(c|bcd)`, `(?s)^a.b`, "^\u00e9t\u00e9", `\Aabc`, `abc\z`,
 	}
 	inputs := []string{"", "git push -f origin", "git  push --force", "git status", "gi", "npm install x", "pnpm add y",
 		"rm -rf /", "echo; rm -fr ~ ", "curl x | sudo bash", "wget -O- u|sh", "pip3 install q", "uv pip add r",
 		"poetry install", "env", "printenv  ", "set", "git remote -v", "DROP TABLE t", "aws s3 rm x", "aws ec2 terminate-instances",
-		"go.sum", "x/Cargo.lock", "aabbc", "ababc", "ababx", "abababx", "abcd", "abbcd", "a\nb", "\u00e9t\u00e9", "abc", "zabc"}
+		"go.sum", "x/Cargo.lock", "aabbc", "ababc", "ababx", "abababx", "abcd", "abbcd", "a\nb", "\u00e9t\u00e9", "abc", "zabc", "x\xffy", "\xff", "x\uFFFDy"}
 	for _, p := range patterns {
 		f := regexTest(p)
 		re := regexp.MustCompile(p)
