@@ -95,6 +95,20 @@ func loadCorpus(tb testing.TB) *corpus {
 		}
 		c.actions = append(c.actions, &a)
 	}
+	// The shell guard's labelled commands, as shell actions.
+	for _, name := range []string{"corpus.tsv", "selfapprove.tsv"} {
+		data, err := os.ReadFile(filepath.Join("..", "guard", "shell", "testdata", name))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Split(line, "\t")
+			if len(f) < 2 || strings.HasPrefix(line, "#") {
+				continue
+			}
+			c.actions = append(c.actions, shellAction(f[1]))
+		}
+	}
 	for _, p := range c.policies {
 		for _, r := range p.Rules {
 			for _, ex := range append(append([]policy.Example(nil), r.Match...), r.NotMatch...) {
@@ -103,11 +117,7 @@ func loadCorpus(tb testing.TB) *corpus {
 					a.Kind = action.InferKind(a.Tool)
 				}
 				if cmd, ok := a.StringArg("command"); ok {
-					for _, seg := range strings.Split(cmd, "|") {
-						if f := strings.Fields(seg); len(f) > 0 {
-							a.Facts.Commands = append(a.Facts.Commands, action.Command{Name: f[0], Args: f[1:]})
-						}
-					}
+					a.Facts.Commands = shellAction(cmd).Facts.Commands
 				}
 				c.actions = append(c.actions, a)
 			}
@@ -118,6 +128,18 @@ func loadCorpus(tb testing.TB) *corpus {
 		}
 	}
 	return c
+}
+
+// shellAction is a shell action running cmd, its commands split naively
+// (on |, && and ;, then on white space).
+func shellAction(cmd string) *action.Action {
+	a := &action.Action{Tool: "Bash", Kind: action.KindShell, Cwd: "/home/dev/p", Args: map[string]any{"command": cmd}}
+	for _, seg := range strings.FieldsFunc(strings.NewReplacer("&&", "|", ";", "|").Replace(cmd), func(r rune) bool { return r == '|' }) {
+		if f := strings.Fields(seg); len(f) > 0 {
+			a.Facts.Commands = append(a.Facts.Commands, action.Command{Name: f[0], Args: f[1:]})
+		}
+	}
+	return a
 }
 
 var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
