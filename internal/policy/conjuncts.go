@@ -13,6 +13,8 @@ import (
 	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/overloads"
 	"cel.dev/cel-go/common/types"
+
+	"github.com/overseer-dev/overseer/internal/action"
 )
 
 // conjunctTest decides one top-level conjunct of a condition in Go, without
@@ -65,72 +67,230 @@ func conjunctTestOf(e celast.Expr) conjunctTest {
 			return argPresent(sel.FieldName())
 		}
 		return nil
+	case celast.ComprehensionKind:
+		return existsTest(e)
 	case celast.CallKind:
 	default:
 		return nil
 	}
 	call := e.AsCall()
 	args := call.Args()
-	if call.IsMemberFunction() {
-		// operand.startsWith("lit") and the like.
-		if len(args) != 1 {
-			return nil
-		}
-		op := stringOperandOf(call.Target())
-		lit, ok := stringLiteral(args[0])
-		if op == nil || !ok {
-			return nil
-		}
-		var f func(string) bool
-		switch call.FunctionName() {
-		case overloads.StartsWith:
-			f = func(v string) bool { return strings.HasPrefix(v, lit) }
-		case overloads.EndsWith:
-			f = func(v string) bool { return strings.HasSuffix(v, lit) }
-		case overloads.Contains:
-			f = func(v string) bool { return strings.Contains(v, lit) }
-		case overloads.Matches:
-			// CEL's matches is Go's regexp (RE2 syntax, unanchored).
-			if f = regexTest(lit); f == nil {
-				return nil
+	if fn := call.FunctionName(); !call.IsMemberFunction() && len(args) == 2 {
+		switch fn {
+		case operators.In:
+			// "k" in args
+			if k, ok := stringLiteral(args[0]); ok && isIdent(args[1], "args") {
+				return argPresent(k)
 			}
-		default:
-			return nil
+		case operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals:
+			return confidenceTest(fn, args[0], args[1])
 		}
+	}
+	operand, f := stringCondition(e)
+	if f == nil {
+		return nil
+	}
+	if op := stringOperandOf(operand); op != nil {
 		return stringTest(op, f)
 	}
+	return nil
+}
+
+// stringCondition recognises a test of one operand against string
+// literals: operand.startsWith("…") (endsWith, contains, matches),
+// operand == "…" (either way round), operand != "…", operand in ["…", …].
+// It returns the operand and what the test is on a string, or a nil test.
+// On a string the test is what CEL computes; whether the operand is a
+// string is the caller's to know.
+func stringCondition(e celast.Expr) (celast.Expr, func(string) bool) {
+	if e.Kind() != celast.CallKind {
+		return nil, nil
+	}
+	call := e.AsCall()
+	args := call.Args()
+	if call.IsMemberFunction() {
+		if len(args) != 1 {
+			return nil, nil
+		}
+		lit, ok := stringLiteral(args[0])
+		if !ok {
+			return nil, nil
+		}
+		switch call.FunctionName() {
+		case overloads.StartsWith:
+			return call.Target(), func(v string) bool { return strings.HasPrefix(v, lit) }
+		case overloads.EndsWith:
+			return call.Target(), func(v string) bool { return strings.HasSuffix(v, lit) }
+		case overloads.Contains:
+			return call.Target(), func(v string) bool { return strings.Contains(v, lit) }
+		case overloads.Matches:
+			// CEL's matches is Go's regexp (RE2 syntax, unanchored).
+			if f := regexTest(lit); f != nil {
+				return call.Target(), f
+			}
+		}
+		return nil, nil
+	}
 	if len(args) != 2 {
-		return nil
+		return nil, nil
 	}
 	switch fn := call.FunctionName(); fn {
 	case operators.Equals, operators.NotEquals:
-		for i := range 2 {
-			op := stringOperandOf(args[i])
-			lit, ok := stringLiteral(args[1-i])
-			if op == nil || !ok {
-				continue
-			}
-			if fn == operators.Equals {
-				return stringTest(op, func(v string) bool { return v == lit })
-			}
-			return stringTest(op, func(v string) bool { return v != lit })
+		operand, lit := args[0], args[1]
+		if _, ok := stringLiteral(lit); !ok {
+			operand, lit = lit, operand
 		}
+		l, ok := stringLiteral(lit)
+		if !ok {
+			return nil, nil
+		}
+		if fn == operators.Equals {
+			return operand, func(v string) bool { return v == l }
+		}
+		return operand, func(v string) bool { return v != l }
 	case operators.In:
-		// "k" in args
-		if k, ok := stringLiteral(args[0]); ok && isIdent(args[1], "args") {
-			return argPresent(k)
-		}
-		// operand in ["a", "b"]
-		op := stringOperandOf(args[0])
 		lits, ok := stringLiterals(args[1])
-		if op == nil || !ok {
+		if !ok {
+			return nil, nil
+		}
+		return args[0], func(v string) bool { return slices.Contains(lits, v) }
+	}
+	return nil, nil
+}
+
+// existsTest decides facts.paths.exists(p, …) and facts.urls.exists(u, …)
+// when some conjuncts of the body are tests of the element it knows: on
+// p.path and p.intent (strings, as stringCondition), p.in_cwd and
+// p.created (bools, or their negation), and on u (a string). Those parts
+// can be neither an error nor anything but true or false on an element
+// (every element has them, of those types: see factsValue), so when no
+// element passes them, the body is false on every element and so is
+// exists.
+func existsTest(e celast.Expr) conjunctTest {
+	comp := e.AsComprehension()
+	if comp.HasIterVar2() {
+		return nil
+	}
+	rng := comp.IterRange()
+	if rng.Kind() != celast.SelectKind || rng.AsSelect().IsTestOnly() || !isIdent(rng.AsSelect().Operand(), "facts") {
+		return nil
+	}
+	list := rng.AsSelect().FieldName()
+	if list != "paths" && list != "urls" {
+		return nil
+	}
+	body := existsBody(comp)
+	if body == nil {
+		return nil
+	}
+	v := comp.IterVar()
+	if list == "urls" {
+		var fs []func(string) bool
+		for _, c := range conjuncts(body, nil) {
+			if operand, f := stringCondition(c); f != nil && isIdent(operand, v) {
+				fs = append(fs, f)
+			}
+		}
+		if len(fs) == 0 {
 			return nil
 		}
-		return stringTest(op, func(v string) bool { return slices.Contains(lits, v) })
-	case operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals:
-		return confidenceTest(fn, args[0], args[1])
+		return func(s *subject) bool {
+			for _, u := range s.a.Facts.URLs {
+				if allHold(fs, u) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	var fs []func(*action.PathFact) bool
+	for _, c := range conjuncts(body, nil) {
+		if f := pathCondition(c, v); f != nil {
+			fs = append(fs, f)
+		}
+	}
+	if len(fs) == 0 {
+		return nil
+	}
+	return func(s *subject) bool {
+		for i := range s.a.Facts.Paths {
+			if allHold(fs, &s.a.Facts.Paths[i]) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// existsBody returns q of a comprehension made by the exists macro
+// (accumulator false, step accu || q, result accu), or nil.
+func existsBody(comp celast.ComprehensionExpr) celast.Expr {
+	init := comp.AccuInit()
+	if init.Kind() != celast.LiteralKind || init.AsLiteral() != types.False {
+		return nil
+	}
+	if !isIdent(comp.Result(), comp.AccuVar()) {
+		return nil
+	}
+	step := comp.LoopStep()
+	if step.Kind() != celast.CallKind || step.AsCall().FunctionName() != operators.LogicalOr {
+		return nil
+	}
+	args := step.AsCall().Args()
+	if len(args) != 2 || !isIdent(args[0], comp.AccuVar()) {
+		return nil
+	}
+	return args[1]
+}
+
+// pathCondition recognises a test of the path fact v: v.path or v.intent
+// against string literals, v.in_cwd, v.created, or their negation.
+func pathCondition(e celast.Expr, v string) func(*action.PathFact) bool {
+	negate := false
+	if e.Kind() == celast.CallKind && e.AsCall().FunctionName() == operators.LogicalNot && len(e.AsCall().Args()) == 1 {
+		negate, e = true, e.AsCall().Args()[0]
+	}
+	if field, ok := fieldOf(e, v); ok && (field == "in_cwd" || field == "created") {
+		if field == "in_cwd" {
+			return func(p *action.PathFact) bool { return p.InCwd != negate }
+		}
+		return func(p *action.PathFact) bool { return p.Created != negate }
+	}
+	if negate {
+		return nil
+	}
+	operand, f := stringCondition(e)
+	if f == nil {
+		return nil
+	}
+	switch field, _ := fieldOf(operand, v); field {
+	case "path":
+		return func(p *action.PathFact) bool { return f(p.Path) }
+	case "intent":
+		return func(p *action.PathFact) bool { return f(string(p.Intent)) }
 	}
 	return nil
+}
+
+// fieldOf returns f when e is v.f.
+func fieldOf(e celast.Expr, v string) (string, bool) {
+	if e == nil || e.Kind() != celast.SelectKind {
+		return "", false
+	}
+	sel := e.AsSelect()
+	if sel.IsTestOnly() || !isIdent(sel.Operand(), v) {
+		return "", false
+	}
+	return sel.FieldName(), true
+}
+
+func allHold[T any](fs []func(T) bool, x T) bool {
+	for _, f := range fs {
+		if !f(x) {
+			return false
+		}
+	}
+	return true
 }
 
 // stringOperand reads a string value a condition tests; ok is false when

@@ -71,6 +71,17 @@ func TestConjunctTestsExtraction(t *testing.T) {
 		{`!args.command.startsWith("a")`, 0},
 		{`args.opts.depth == "x"`, 0}, // nested
 		{`facts.commands.exists(c, c.name == "git") && args.command.contains("push")`, 1},
+		{`facts.paths.exists(p, p.path.startsWith("/etc/"))`, 1},
+		{`facts.paths.exists(p, p.intent == "delete" && !p.in_cwd && !p.created)`, 1},
+		{`facts.paths.exists(p, p.in_cwd || p.created)`, 0},
+		{`facts.paths.exists(p, p.path.size() > 3 && p.created)`, 1},
+		{`facts.paths.exists(p, !p.path.startsWith("/"))`, 0},
+		{`facts.paths.all(p, p.path.startsWith("/etc/"))`, 0},
+		{`facts.paths.exists_one(p, p.path.startsWith("/etc/"))`, 0},
+		{`facts.urls.exists(u, u.matches("^https?://x") && u != "")`, 1},
+		{`facts.urls.exists(u, tool.startsWith("x"))`, 0},
+		{`facts.notes.exists(n, n == "x")`, 0},
+		{`[tool].exists(t, t == "x")`, 0},
 		// Two comprehensions: the program tracks its cost, and gets no tests.
 		{`args.command.contains("push") && facts.paths.all(p, p.in_cwd) && facts.urls.all(u, u != "")`, 0},
 	}
@@ -163,6 +174,10 @@ func TestConjunctTestsSound(t *testing.T) {
 		`0.5 < confidence`,
 		`has(args.opts) && args.opts.depth > 2`,
 		`args.command.startsWith("a") && facts.urls.exists(u, u.startsWith("http:"))`,
+		`facts.paths.exists(p, p.path.startsWith("/etc") && args.missing == "x")`,
+		`facts.paths.exists(p, args.missing == "x" && !p.in_cwd)`,
+		`facts.paths.exists(p, p.intent == "delete" && !p.in_cwd && !p.created)`,
+		`facts.urls.exists(u, u.matches("^http://") && int(args.command) > 1)`,
 	}
 	low, nan := 0.1, math.NaN()
 	acts := []*action.Action{
@@ -173,6 +188,10 @@ func TestConjunctTestsSound(t *testing.T) {
 		{Tool: "Fetch", Kind: action.KindNetFetch, Args: map[string]any{"method": "POST", "opts": map[string]any{"depth": 3.0}}},
 		{Tool: "q", Kind: action.KindSQL, Args: map[string]any{"query": "drop table x"}, Facts: action.Facts{SQLClass: "ddl"}},
 		{Tool: "q", Kind: action.KindSQL},
+		{Tool: "Write", Kind: action.KindFileWrite, Args: map[string]any{"command": "x"}, Facts: action.Facts{
+			Paths: []action.PathFact{{Path: "/etc/x", Intent: action.PathWrite}, {Path: "/p/y", Intent: action.PathDelete, InCwd: true}},
+			URLs:  []string{"http://x", "https://y"}}},
+		{Tool: "Rm", Kind: action.KindFileDelete, Facts: action.Facts{Paths: []action.PathFact{{Path: "/q", Intent: action.PathDelete, Created: true}}}},
 	}
 	for _, when := range conds {
 		p, err := compileCEL(when)

@@ -376,7 +376,30 @@ func randomCondition(r *rand.Rand, words []string) string {
 			"args." + pick(keys), `args["` + pick(keys) + `"]`})
 	}
 	dbl := func() string { return pick([]string{"0.0", "0.3", "-1.0", "1.0", "0.5"}) }
+	elem := func(v string) string {
+		if v == "u" {
+			return pick([]string{"u.startsWith(" + lit() + ")", "u.matches(" + re() + ")", "u == " + lit(), "u.contains(" + lit() + ")",
+				"u.size() > 3", "tool == " + lit(), "!u.startsWith(" + lit() + ")"})
+		}
+		return pick([]string{"p.path.startsWith(" + lit() + ")", "p.path.endsWith(" + lit() + ")", "p.path.matches(" + re() + ")",
+			"p.intent == " + strconv.Quote(pick([]string{"read", "write", "delete"})), "p.in_cwd", "!p.in_cwd", "p.created", "!p.created",
+			`p.intent in ["write", "delete"]`, "p.path.size() > 4", "int(p.path) > 1", "!p.path.contains(" + lit() + ")", "args.command.contains(" + lit() + ")"})
+	}
+	exists := func() string {
+		v, list := "p", "facts.paths"
+		if r.IntN(3) == 0 {
+			v, list = "u", "facts.urls"
+		}
+		parts := make([]string, 1+r.IntN(3))
+		for i := range parts {
+			parts[i] = elem(v)
+		}
+		return list + "." + pick([]string{"exists", "exists", "exists", "all"}) + "(" + v + ", " + strings.Join(parts, " && ") + ")"
+	}
 	conj := func() string {
+		if r.IntN(5) == 0 {
+			return exists()
+		}
 		switch r.IntN(20) {
 		case 0:
 			return "has(" + pick([]string{"args", "args", "facts"}) + "." + pick(append(keys, "sql_class")) + ")"
