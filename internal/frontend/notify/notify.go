@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,29 +119,16 @@ func MessageOf(apr *store.Approval) *Message {
 		verb = "confirmation"
 	}
 	m.Title = fmt.Sprintf("Overseer: %s needs your %s", apr.Tool, verb)
-	if v, ok := a.StringArg("command", "cmd", "file_path", "path", "url", "sql", "query"); ok {
+	if v, ok := a.Subject(); ok {
 		m.Detail = clip(v, maxDetail)
 	} else if len(a.Args) > 0 {
-		keys := make([]string, 0, len(a.Args))
-		for k := range a.Args {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var parts []string
-		for _, k := range keys {
-			parts = append(parts, fmt.Sprintf("%s=%v", k, a.Args[k]))
-		}
-		m.Detail = clip(strings.Join(parts, " "), maxDetail)
+		m.Detail = clip(a.ArgsLine(), maxDetail)
 	}
 	for _, r := range apr.Verdict.Reasons {
 		if r.Level < action.Confirm {
 			continue
 		}
-		name := string(r.Source)
-		if r.Name != "" {
-			name += " " + r.Name
-		}
-		m.Reasons = append(m.Reasons, fmt.Sprintf("%s (%s): %s", r.Level, name, r.Message))
+		m.Reasons = append(m.Reasons, fmt.Sprintf("%s (%s): %s", r.Level, r.Origin(), r.Message))
 	}
 	return m
 }
