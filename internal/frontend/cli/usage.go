@@ -28,17 +28,11 @@ func init() {
 }
 
 // usageBackend is the daemon or the kernel on the database.
-type usageBackend struct {
-	c *client.Client
-	k *kernel.Kernel
-}
+type usageBackend trustBackend
 
 func (a *app) usageBackend(ctx context.Context) (*usageBackend, func(), error) {
 	b, done, err := a.trust(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &usageBackend{c: b.c, k: b.k}, done, nil
+	return (*usageBackend)(b), done, err
 }
 
 func (b *usageBackend) limits(ctx context.Context) ([]usage.RateLimit, error) {
