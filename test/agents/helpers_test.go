@@ -43,23 +43,7 @@ rules:
 // skipped — or, in CI, failed.
 func findCLI(t *testing.T, name string) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cand := filepath.Join(root, ".cache", "npm", "node_modules", ".bin", name)
-	if _, err := os.Stat(cand); err == nil {
-		return cand
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	msg := name + " is not installed; run scripts/install-agent-clis.sh to install the agent CLIs these tests drive"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip("SKIPPED: " + msg)
-	return ""
+	return overseertest.NPMTool(t, name, "scripts/install-agent-clis.sh to install the agent CLIs these tests drive")
 }
 
 // env is one end-to-end setup: an Overseer home with the test policy and a
