@@ -69,6 +69,9 @@ type celProgram struct {
 	// commands, when set, are names one of which some shell command of the
 	// action must have for the condition to be true (see commandPrefilter).
 	commands []string
+	// tests decide some of the condition's conjuncts without CEL (see
+	// conjunctTest); none when limited.
+	tests []conjunctTest
 }
 
 // compileCEL compiles a condition that must return bool.
@@ -85,6 +88,9 @@ func compileCEL(expr string) (*celProgram, error) {
 		return nil, fmt.Errorf("condition returns %s, want bool", ast.OutputType())
 	}
 	p := &celProgram{limited: comprehensions(ast) > 1, commands: commandPrefilter(ast)}
+	if !p.limited {
+		p.tests = conjunctTests(ast)
+	}
 	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
 	if p.limited {
 		opts = append(opts, cel.CostLimit(celCostLimit))
@@ -125,6 +131,13 @@ type subject struct {
 	hashDone bool
 	// CEL values, made on first use.
 	vals [numVars]ref.Val
+	// argKey, argVal and argOK are the last argument the conjunct tests
+	// looked up (argDone once there is one): rules one after another read
+	// the same one.
+	argKey  string
+	argVal  any
+	argOK   bool
+	argDone bool
 	// frame is the execution frame shared by the evaluations of programs
 	// without cost tracking, made on first use and released by close. (A
 	// cost-tracked program gets a fresh frame each time: the tracker lives
@@ -145,6 +158,15 @@ func (s *subject) input(limited bool) any {
 		s.frame = f
 	}
 	return s.frame
+}
+
+// arg returns the argument k of the action and whether it has one.
+func (s *subject) arg(k string) (any, bool) {
+	if !s.argDone || s.argKey != k {
+		s.argVal, s.argOK = s.a.Args[k]
+		s.argKey, s.argDone = k, true
+	}
+	return s.argVal, s.argOK
 }
 
 // hasCommand reports whether a shell command of the action has one of the

@@ -123,6 +123,11 @@ func (c *Compiled) match(s *subject) (bool, string, error) {
 	if cond.commands != nil && !s.hasCommand(cond.commands) {
 		return false, CondWhen, nil
 	}
+	for _, t := range cond.tests {
+		if !t(s) {
+			return false, CondWhen, nil
+		}
+	}
 	out, _, err := cond.prg.Eval(s.input(cond.limited))
 	if err != nil {
 		return false, "", &EvalError{Rule: c.Name, Layer: c.Layer, Err: err}

@@ -272,13 +272,12 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	if len(a.Facts.Paths) == 0 {
 		return nil, nil
 	}
+	wd := resolveDir(a.Cwd)
 	cwd := ""
-	if a.Cwd != "" && filepath.IsAbs(a.Cwd) {
-		if r, err := resolveAbs(a.Cwd); err == nil {
-			cwd = r
-		}
+	if wd.ok {
+		cwd = wd.dest
 	}
-	rps := g.resolveAll(a, cwd)
+	rps := g.resolveAll(a, wd)
 	a.Facts.Paths = a.Facts.Paths[:0]
 	for _, rp := range rps {
 		a.Facts.Paths = append(a.Facts.Paths, rp.fact)
@@ -386,7 +385,11 @@ func (g *Guard) resolveFinding(p action.PathFact, err error) guard.Finding {
 // resolveAll resolves every path fact. For file kinds it goes back to the
 // raw argument, because the naive fact has already folded ".." lexically,
 // which is wrong after a symbolic link.
-func (g *Guard) resolveAll(a *action.Action, cwd string) []resolvedPath {
+func (g *Guard) resolveAll(a *action.Action, wd resolvedDir) []resolvedPath {
+	cwd := ""
+	if wd.ok {
+		cwd = wd.dest
+	}
 	var out []resolvedPath
 	seen := map[action.PathFact]bool{}
 	add := func(rp resolvedPath) {
@@ -410,7 +413,7 @@ func (g *Guard) resolveAll(a *action.Action, cwd string) []resolvedPath {
 				continue
 			}
 			rp.literal = filepath.Clean(abs)
-			res, err := resolveAbs(abs)
+			res, err := wd.resolve(abs)
 			if errors.Is(err, ErrSymlinkLoop) && f.Intent == action.PathDelete {
 				// Deleting a link removes the link, not what it points to: a
 				// looping link may be cleaned up, judged where it lies.

@@ -76,9 +76,14 @@ func Resolve(home, cwd, p string) (string, error) {
 
 // resolveAbs walks an absolute path component by component.
 func resolveAbs(p string) (string, error) {
-	dest := "/"
-	rest := p
-	links := 0
+	dest, _, err := walk(p, "/", p, 0)
+	return dest, err
+}
+
+// walk resolves the components of rest, the remainder of the absolute path
+// p, from dest, a resolved directory reached through links symbolic links.
+// It returns where the walk lands and the links it followed in all.
+func walk(p, dest, rest string, links int) (string, int, error) {
 	for rest != "" {
 		var comp string
 		comp, rest, _ = strings.Cut(rest, "/")
@@ -99,7 +104,7 @@ func resolveAbs(p string) (string, error) {
 				dest = next
 				continue
 			}
-			return "", fmt.Errorf("resolving %s: %w", p, err)
+			return "", links, fmt.Errorf("resolving %s: %w", p, err)
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			dest = next
@@ -107,11 +112,11 @@ func resolveAbs(p string) (string, error) {
 		}
 		links++
 		if links > MaxSymlinks {
-			return "", fmt.Errorf("resolving %s: more than %d links at %s: %w", p, MaxSymlinks, next, ErrSymlinkLoop)
+			return "", links, fmt.Errorf("resolving %s: more than %d links at %s: %w", p, MaxSymlinks, next, ErrSymlinkLoop)
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return "", fmt.Errorf("resolving %s: %w", p, err)
+			return "", links, fmt.Errorf("resolving %s: %w", p, err)
 		}
 		if filepath.IsAbs(target) {
 			dest = "/"
@@ -122,5 +127,40 @@ func resolveAbs(p string) (string, error) {
 			rest = target + "/" + rest
 		}
 	}
-	return dest, nil
+	return dest, links, nil
+}
+
+// resolvedDir is a directory (an action's working directory) resolved
+// once, so that the paths under it resolve without walking it again.
+type resolvedDir struct {
+	literal string // as given
+	dest    string // resolved
+	links   int    // the symbolic links followed to resolve it
+	ok      bool   // resolved without error
+}
+
+// resolveDir resolves dir, an absolute path; ok is false when it is not
+// absolute or does not resolve.
+func resolveDir(dir string) resolvedDir {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return resolvedDir{}
+	}
+	dest, links, err := walk(dir, "/", dir, 0)
+	return resolvedDir{literal: dir, dest: dest, links: links, ok: err == nil}
+}
+
+// resolve is resolveAbs(abs). When abs is the directory followed by "/"
+// and more, as Absolute makes a path relative to it, the walk picks up
+// where the directory's ended: walking abs from "/" reaches exactly that
+// state (the same place, the same number of links followed) once it has
+// consumed the directory's components, so the result, error or not, is
+// the same.
+func (d resolvedDir) resolve(abs string) (string, error) {
+	if d.ok {
+		if rest, found := strings.CutPrefix(abs, d.literal+"/"); found {
+			dest, _, err := walk(abs, d.dest, rest, d.links)
+			return dest, err
+		}
+	}
+	return resolveAbs(abs)
 }

@@ -155,7 +155,8 @@ func (m *secretMatcher) match(p string) (string, bool) {
 		var hit bool
 		switch {
 		case r.isPath && r.shape == shapeExact:
-			hit = lp == r.fix || strings.HasPrefix(lp, r.fix+"/")
+			// lp is r.fix or under it (without building r.fix+"/").
+			hit = strings.HasPrefix(lp, r.fix) && (len(lp) == len(r.fix) || lp[len(r.fix)] == '/')
 		case r.isPath:
 			hit = matchPathOrAncestor(r.pattern, lp)
 		case r.shape == shapeExact:

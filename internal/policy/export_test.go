@@ -1,0 +1,4 @@
+package policy
+
+// FirstExhaustive is firstExhaustive for the external tests.
+var FirstExhaustive = firstExhaustive
