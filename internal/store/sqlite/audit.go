@@ -225,11 +225,14 @@ func (d *DB) applyEffect(ctx context.Context, tx *sql.Tx, w *store.AuditWrite) (
 
 // insertSizes are the row counts of the prepared audit INSERT statements, in
 // decreasing order, ending with 1: a batch is written as a few multi-row
-// statements, which cost less than one statement per row.
+// statements, which cost less than one statement per row. A failing row
+// rolls back the whole transaction (OR ROLLBACK), as the caller would:
+// SQLite then needs no statement journal to take back a statement's
+// earlier rows, which cost about a tenth of a batch's CPU.
 var insertSizes = [...]int{32, 16, 8, 4, 2, 1}
 
 func insertAuditSQL(n int) string {
-	return `INSERT INTO audit (` + auditColumns + `) VALUES ` +
+	return `INSERT OR ROLLBACK INTO audit (` + auditColumns + `) VALUES ` +
 		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
 }
 
