@@ -246,6 +246,9 @@ func (d *DB) prepareAudit(ctx context.Context) error {
 	if d.putStateStmt, err = d.w.PrepareContext(ctx, putStateSQL); err != nil {
 		return fmt.Errorf("sqlite: prepare: %w", err)
 	}
+	if d.versionStmt, err = d.w.PrepareContext(ctx, `PRAGMA data_version`); err != nil {
+		return fmt.Errorf("sqlite: prepare: %w", err)
+	}
 	for k, n := range insertSizes {
 		if d.insertStmts[k], err = d.w.PrepareContext(ctx, insertAuditSQL(n)); err != nil {
 			return fmt.Errorf("sqlite: prepare: %w", err)
