@@ -67,10 +67,10 @@ type DB struct {
 	closed atomic.Bool
 
 	// Prepared on w at Open (see prepareAudit).
-	tailStmt     *sql.Stmt
-	putStateStmt *sql.Stmt
-	versionStmt  *sql.Stmt
-	insertStmts  [len(insertSizes)]*sql.Stmt
+	tailStmt      *sql.Stmt
+	versionStmt   *sql.Stmt
+	insertStmts   [len(insertSizes)]*sql.Stmt
+	putStateStmts [len(insertSizes)]*sql.Stmt
 
 	// Prepared audit queries on r, by their SQL (see queryStmt).
 	qmu     sync.Mutex
@@ -243,7 +243,7 @@ func (d *DB) Close() error {
 		return nil
 	}
 	var errs []error
-	for _, s := range append(d.insertStmts[:], d.tailStmt, d.putStateStmt, d.versionStmt) {
+	for _, s := range append(append(d.insertStmts[:], d.putStateStmts[:]...), d.tailStmt, d.versionStmt) {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}
