@@ -85,7 +85,7 @@ type Entry struct {
 	Agent    string
 	Session  string
 	Tool     string
-	Data     any // JSON-encoded; a json.RawMessage is compacted, nil is null
+	Data     any // JSON-encoded; a json.RawMessage is compacted, an Encoded kept, nil is null
 	// Effect, when set, is committed in the same transaction as the record
 	// (see store.AuditWrite); a failing effect fails the append.
 	Effect store.Effect
@@ -93,6 +93,12 @@ type Entry struct {
 	// answer), so that it is sealed with a key that is then erased.
 	Seal bool
 }
+
+// Encoded is data as encoding/json.Marshal encoded it (valid and compact):
+// as an Entry's Data it is stored as it is, not scanned and compacted
+// again as a json.RawMessage is. Only bytes Marshal returned may be given
+// as Encoded (the kernel's encodings of an action and its verdict).
+type Encoded []byte
 
 // Hash returns the hash of r chained to prev (see the package
 // documentation). It reads r's Seq, Time, Type, ActionID, Agent, Session,

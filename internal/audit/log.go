@@ -171,9 +171,14 @@ func (l *Log) prepare(e Entry) (store.AuditRecord, error) {
 	if e.Type == "" {
 		return store.AuditRecord{}, fmt.Errorf("%w: empty type", ErrInvalid)
 	}
-	data, err := json.Marshal(e.Data)
-	if err != nil {
-		return store.AuditRecord{}, fmt.Errorf("%w: data: %v", ErrInvalid, err)
+	var data []byte
+	if enc, ok := e.Data.(Encoded); ok && len(enc) > 0 {
+		data = enc
+	} else {
+		var err error
+		if data, err = json.Marshal(e.Data); err != nil {
+			return store.AuditRecord{}, fmt.Errorf("%w: data: %v", ErrInvalid, err)
+		}
 	}
 	if e.Type == TypeSeal || e.Type == TypeSealStart {
 		return store.AuditRecord{}, fmt.Errorf("%w: type %q is the log's own", ErrInvalid, e.Type)

@@ -389,3 +389,31 @@ func TestAppendCanceled(t *testing.T) {
 		t.Fatalf("a canceled append was written: %d records, %v", len(recs), err)
 	}
 }
+
+// Data given as Encoded is stored as it is; the same bytes as a
+// json.RawMessage are compacted: both records hash and verify.
+func TestAppendEncodedKept(t *testing.T) {
+	ctx := context.Background()
+	l, st, _, _ := newLog(t)
+	enc, err := json.Marshal(map[string]any{"cmd": "a <b> & c", "n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := l.Append(ctx, audit.Entry{Type: "x", Data: audit.Encoded(enc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := l.Append(ctx, audit.Entry{Type: "x", Data: json.RawMessage(` { "a" : 1 } `)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r1.Data) != string(enc) {
+		t.Fatalf("Encoded stored as %s, want %s", r1.Data, enc)
+	}
+	if string(r2.Data) != `{"a":1}` {
+		t.Fatalf("RawMessage stored as %s", r2.Data)
+	}
+	if rep, err := audit.Verify(ctx, st); err != nil || !rep.OK || rep.Records != 2 {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+}

@@ -61,6 +61,11 @@ type controlState struct {
 	// by any feed that started after the sync was called.
 	started atomic.Uint64
 	fed     uint64
+	// others is the store's OthersVersion when the last feed without
+	// rules read the rule changes (othersOK: it did, and nothing was read
+	// since with rules); under syncMu.
+	others   int64
+	othersOK bool
 
 	baseMu sync.Mutex
 	base   map[string]baselineEntry
@@ -162,7 +167,8 @@ func (c *controlState) feed(ctx context.Context) (bool, error) {
 	if c.warmed.Load() {
 		types := append(append(feedTypes, holdTypes...), changeTypes...)
 		qctx := ctx
-		if c.set.Load().Empty() {
+		empty := c.set.Load().Empty()
+		if empty {
 			// Nothing counts and nothing is held: only a change of the
 			// rules matters, and reading just those (usually none, from
 			// the type index) keeps the sync before every call cheap; so
@@ -171,12 +177,27 @@ func (c *controlState) feed(ctx context.Context) (bool, error) {
 			// windows back).
 			types, qctx = changeTypes, context.WithoutCancel(ctx)
 		}
+		// Without rules, and with nothing written by another process since
+		// the last read of the rule changes, there is nothing to read: the
+		// changes this process makes are loaded as it makes them
+		// (controlChanged). The version is read before the query, so that
+		// a change committed while it runs is read by the next feed.
+		ver, verOK := int64(0), false
+		if empty {
+			ver, verOK = c.othersVersion(ctx)
+			if verOK && c.othersOK && ver == c.others {
+				return false, nil
+			}
+		}
+		c.othersOK = false
 		var err error
 		recs, err = c.k.Store.QueryAudit(qctx, store.AuditQuery{AfterSeq: c.counters.Load().Seq(), Types: types})
 		if err != nil {
 			return false, err
 		}
+		c.others, c.othersOK = ver, verOK
 	} else {
+		c.othersOK = false
 		// The first feed reads the windows back from now: the calls and
 		// results within the longest window, the firings within the
 		// longest hold.
@@ -259,6 +280,19 @@ func (c *controlState) feed(ctx context.Context) (bool, error) {
 	slices.SortStableFunc(samples, func(a, b autorule.Sample) int { return a.At.Compare(b.At) })
 	c.counters.Load().Add(now, samples...)
 	return reload, nil
+}
+
+// othersVersion returns the store's OthersVersion, when it has one (the
+// SQLite store) and it can be read.
+func (c *controlState) othersVersion(ctx context.Context) (int64, bool) {
+	s, ok := c.k.Store.(interface {
+		OthersVersion(context.Context) (int64, error)
+	})
+	if !ok {
+		return 0, false
+	}
+	v, err := s.OthersVersion(ctx)
+	return v, err == nil
 }
 
 // baseline is the agent's average number of the rule's calls per window

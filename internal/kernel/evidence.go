@@ -24,6 +24,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -52,6 +53,20 @@ func (f Finding) String() string { return fmt.Sprintf("%s %s: %s", f.Kind, f.ID,
 type audited struct {
 	store.Store
 	k *Kernel
+}
+
+// errNoVersion: the store has no OthersVersion.
+var errNoVersion = errors.New("the store does not tell others' commits apart")
+
+// OthersVersion is the store's, when it has one (see
+// sqlite.DB.OthersVersion).
+func (s audited) OthersVersion(ctx context.Context) (int64, error) {
+	if v, ok := s.Store.(interface {
+		OthersVersion(context.Context) (int64, error)
+	}); ok {
+		return v.OthersVersion(ctx)
+	}
+	return 0, errNoVersion
 }
 
 type actionKey struct{}

@@ -13,7 +13,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -458,12 +457,13 @@ func (k *Kernel) observe(ctx context.Context, a *action.Action, level action.Lev
 	return nil
 }
 
-// rawOr returns raw as a record's data, or v when raw is nil.
+// rawOr returns raw (as encoding/json.Marshal encoded it) as a record's
+// data, stored as it is, or v when raw is nil.
 func rawOr(raw []byte, v any) any {
 	if raw == nil {
 		return v
 	}
-	return json.RawMessage(raw)
+	return audit.Encoded(raw)
 }
 
 func entry(typ string, a *action.Action, data any) audit.Entry {

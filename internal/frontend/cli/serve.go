@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -93,7 +94,18 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// serveGCPercent is the daemon's garbage collector target, unless GOGC
+// says otherwise. The daemon keeps little live memory (about 7 MB under
+// the API load of bench/run.sh), and every recorded call allocates its
+// encodings: collecting at five times the live heap instead of twice took
+// about a tenth off the daemon's CPU per recorded call, for a few tens of
+// MB more.
+const serveGCPercent = 400
+
 func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, keyFile string) error {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(serveGCPercent)
+	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("--addr %q: %w", addr, err)

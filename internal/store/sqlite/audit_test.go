@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -357,5 +358,70 @@ func TestAuditQueryShapesBeyondCache(t *testing.T) {
 	d.qmu.Unlock()
 	if n != maxQueryStmts {
 		t.Fatalf("%d statements kept, want %d", n, maxQueryStmts)
+	}
+}
+
+// A row of a batch that the database refuses fails the whole batch: no
+// record and no effect of it is written (the insert rolls the transaction
+// back, OR ROLLBACK), the caller gets the error, and the next batch is
+// written after the old tail.
+func TestAuditBatchRefusedRowWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	d, err := Open(filepath.Join(t.TempDir(), "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	// A stand-in for any constraint a row can break: no two records of
+	// one action may have the same type.
+	if _, err := d.w.ExecContext(ctx, `CREATE UNIQUE INDEX refuse_twins ON audit (action_id, type)`); err != nil {
+		t.Fatal(err)
+	}
+	seal := func(tail store.AuditTail, recs []*store.AuditRecord) ([]store.AuditRecord, error) {
+		prev := tail.Hash
+		if tail.Seq == 0 {
+			prev = audit.Genesis
+		}
+		for i, r := range recs {
+			r.Seq, r.Time, r.PrevHash = tail.Seq+int64(i)+1, time.Now().UTC(), prev
+			r.Hash = audit.Hash(prev, *r)
+			prev = r.Hash
+		}
+		return nil, nil
+	}
+	batch := func(ids ...string) *store.AuditBatch {
+		b := &store.AuditBatch{Seal: seal}
+		for _, id := range ids {
+			b.Writes = append(b.Writes, &store.AuditWrite{
+				Rec:    store.AuditRecord{Type: audit.TypeAction, ActionID: id, Data: json.RawMessage(`{}`)},
+				Effect: &store.PutStateEffect{NS: "reads", Key: "k-" + id, Value: json.RawMessage(`true`)}})
+		}
+		return b
+	}
+	if err := d.AppendAuditBatch(ctx, batch("a1")); err != nil {
+		t.Fatal(err)
+	}
+	// Three rows in one statement, the last one refused.
+	if err := d.AppendAuditBatch(ctx, batch("a2", "a3", "a2")); err == nil {
+		t.Fatal("a batch with a refused row was written")
+	}
+	for _, key := range []string{"k-a2", "k-a3"} {
+		if v, err := d.GetState(ctx, "reads", key); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("state %s of the refused batch: %q, %v", key, v, err)
+		}
+	}
+	if err := d.AppendAuditBatch(ctx, batch("a4")); err != nil {
+		t.Fatalf("the batch after the refused one: %v", err)
+	}
+	recs, err := d.QueryAudit(ctx, store.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, fmt.Sprintf("%d:%s", r.Seq, r.ActionID))
+	}
+	if strings.Join(got, " ") != "1:a1 2:a4" {
+		t.Fatalf("records %v, want 1:a1 2:a4", got)
 	}
 }

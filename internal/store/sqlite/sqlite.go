@@ -67,9 +67,10 @@ type DB struct {
 	closed atomic.Bool
 
 	// Prepared on w at Open (see prepareAudit).
-	tailStmt     *sql.Stmt
-	putStateStmt *sql.Stmt
-	insertStmts  [len(insertSizes)]*sql.Stmt
+	tailStmt      *sql.Stmt
+	versionStmt   *sql.Stmt
+	insertStmts   [len(insertSizes)]*sql.Stmt
+	putStateStmts [len(insertSizes)]*sql.Stmt
 
 	// Prepared audit queries on r, by their SQL (see queryStmt).
 	qmu     sync.Mutex
@@ -216,6 +217,22 @@ func (d *DB) failSync(err error) error {
 	return d.syncErr
 }
 
+// OthersVersion returns a number that changes whenever a commit to the
+// file is made by anyone but this store: another process, or another DB
+// open on the same file (SQLite's data_version, as the store's write
+// connection sees it). The store's own commits leave it as it is, so a
+// caller that remembers it can tell, without a query of the data, that
+// nothing but its own process wrote since: the daemon's check for rule
+// changes before each call. It waits for a write under way to commit.
+func (d *DB) OthersVersion(ctx context.Context) (int64, error) {
+	if err := d.check(ctx); err != nil {
+		return 0, d.wrap("data version", err)
+	}
+	var v int64
+	err := d.versionStmt.QueryRowContext(ctx).Scan(&v)
+	return v, d.wrap("data version", err)
+}
+
 // Path returns the database file's absolute path.
 func (d *DB) Path() string { return d.path }
 
@@ -226,7 +243,7 @@ func (d *DB) Close() error {
 		return nil
 	}
 	var errs []error
-	for _, s := range append(d.insertStmts[:], d.tailStmt, d.putStateStmt) {
+	for _, s := range append(append(d.insertStmts[:], d.putStateStmts[:]...), d.tailStmt, d.versionStmt) {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}

@@ -536,3 +536,46 @@ func TestScanNonPositiveSeqs(t *testing.T) {
 		t.Fatalf("ScanAudit(-10) saw %d records, want 11", n)
 	}
 }
+
+// OthersVersion changes with a commit by another DB on the file (another
+// process's, in the daemon), and not with the store's own commits.
+func TestOthersVersion(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v.db")
+	a, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	put := func(d *DB, key string) {
+		t.Helper()
+		if err := d.UpdateState(ctx, "t", key, func([]byte) ([]byte, error) { return []byte(`1`), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v0, err := a.OthersVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(a, "own")
+	if v, err := a.OthersVersion(ctx); err != nil || v != v0 {
+		t.Fatalf("after its own commit: %d, %v; want %d", v, err, v0)
+	}
+	put(b, "other")
+	v1, err := a.OthersVersion(ctx)
+	if err != nil || v1 == v0 {
+		t.Fatalf("after another's commit: %d, %v; want a change from %d", v1, err, v0)
+	}
+	if v, err := a.OthersVersion(ctx); err != nil || v != v1 {
+		t.Fatalf("read again: %d, %v; want %d", v, err, v1)
+	}
+	a.Close()
+	if _, err := a.OthersVersion(ctx); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
