@@ -2,18 +2,15 @@ package hooks
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/frontend/hookcore"
 	"github.com/overseer-dev/overseer/internal/guard/resultscan"
 	"github.com/overseer-dev/overseer/internal/kernel"
 )
@@ -271,44 +268,9 @@ func truthy(v any) bool { b, ok := v.(bool); return ok && b }
 
 func nonZero(v any) bool { f, ok := v.(float64); return ok && f != 0 }
 
-// callsDir holds, for agents that send no tool-use id (Gemini CLI), the
-// action id of each allowed call until its post event arrives.
-const callsDir = "hooks/calls"
+func (r *Runner) remember(ev *Event, id string) { hookcore.Remember(r.Home, ev, id) }
 
-// callKey identifies a call by agent, session, tool and exact arguments.
-func callKey(ev *Event) string {
-	b, _ := json.Marshal(ev.ToolInput)
-	sum := sha256.Sum256([]byte(ev.Agent + "\x00" + ev.SessionID + "\x00" + ev.ToolName + "\x00" + string(b)))
-	return hex.EncodeToString(sum[:16])
-}
-
-func (r *Runner) remember(ev *Event, id string) {
-	if r.Home == "" {
-		return
-	}
-	dir := filepath.Join(r.Home, callsDir)
-	if os.MkdirAll(dir, 0o700) != nil {
-		return
-	}
-	_ = os.WriteFile(filepath.Join(dir, callKey(ev)), []byte(id), 0o600)
-}
-
-func (r *Runner) recall(ev *Event) string {
-	if r.Home == "" {
-		return ""
-	}
-	p := filepath.Join(r.Home, callsDir, callKey(ev))
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return ""
-	}
-	_ = os.Remove(p)
-	id := strings.TrimSpace(string(b))
-	if !strings.HasPrefix(id, "act_") {
-		return ""
-	}
-	return id
-}
+func (r *Runner) recall(ev *Event) string { return hookcore.Recall(r.Home, ev) }
 
 // HasTargets reports whether a writes or deletes a path.
 func HasTargets(a *action.Action) bool {
