@@ -127,4 +127,3 @@ func ReadTranscriptUse(agent string, r io.Reader) (TranscriptUse, error) {
 const maxTokens = 1e12
 
 func sane(n int64) bool { return n >= 0 && n <= maxTokens }
-

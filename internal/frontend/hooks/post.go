@@ -43,4 +43,3 @@ type postContext struct {
 	HookEventName     string `json:"hookEventName"`
 	AdditionalContext string `json:"additionalContext"`
 }
-
