@@ -19,6 +19,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/frontend/client"
+	"github.com/overseer-dev/overseer/internal/frontend/hookcore"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/proc"
 	"github.com/overseer-dev/overseer/internal/store"
@@ -213,7 +214,7 @@ func (d *Daemon) withdraw(id, key, reason string) {
 }
 
 // withdrawTimeout bounds the hook's withdrawal on its way out.
-const withdrawTimeout = 2 * time.Second
+const withdrawTimeout = hookcore.WithdrawTimeout
 
 // selfAsker describes this hook process to the daemon as the asker of a
 // call it holds up to wait, with a fresh key to withdraw it.

@@ -52,7 +52,7 @@ type Runner struct {
 
 // DeadlineMargin is added to MaxWait for the hook's own deadline; `overseer
 // init` sets the agent's timeout a further margin above it.
-const DeadlineMargin = 15 * time.Second
+const DeadlineMargin = hookcore.DeadlineMargin
 
 func (r *Runner) maxWait() time.Duration {
 	if r.MaxWait > 0 {
@@ -69,52 +69,7 @@ func (r *Runner) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Wri
 	if limit <= 0 {
 		limit = r.maxWait() + DeadlineMargin
 	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	done := make(chan Response, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- Failure(fmt.Sprintf("the hook failed (panic: %v), so the call is denied", p))
-			}
-		}()
-		done <- r.handle(ctx, stdin)
-	}()
-	var resp Response
-	select {
-	case resp = <-done:
-	case <-ctx.Done():
-		// The handler's answer, if any, is never written; its goroutine
-		// ends with the process.
-		resp = Failure(fmt.Sprintf("the hook did not decide within %s, so the call is denied", limit))
-		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			// Interrupted: give the handler a moment to withdraw the
-			// request it holds (it does so on a context of its own).
-			select {
-			case <-done:
-			case <-time.After(withdrawTimeout):
-			}
-			resp = Failure("the hook was interrupted before a decision, so the call is denied")
-		}
-	}
-	return write(resp, stdout, stderr)
-}
-
-// write writes the response; if standard output cannot be written, the
-// call is denied through the exit status.
-func write(resp Response, stdout, stderr io.Writer) int {
-	if resp.Code != 0 && resp.Code != 2 {
-		resp.Code = 2
-	}
-	if len(resp.Stdout) > 0 {
-		if _, err := stdout.Write(resp.Stdout); err != nil {
-			resp = Failure("could not write the answer: " + err.Error())
-		}
-	}
-	if resp.Stderr != "" {
-		_, _ = io.WriteString(stderr, resp.Stderr)
-	}
-	return resp.Code
+	return hookcore.Serve(ctx, limit, func(ctx context.Context) Response { return r.handle(ctx, stdin) }, stdout, stderr)
 }
 
 func (r *Runner) handle(ctx context.Context, stdin io.Reader) Response {
