@@ -161,7 +161,7 @@ type Asker struct {
 func (c *Conn) Submit(ctx context.Context, a *action.Action, asker *Asker, known []secrets.ValueFP) (*Answer, error) {
 	body := struct {
 		*action.Action
-		Asker       *Asker             `json:"asker,omitempty"`
+		Asker       *Asker            `json:"asker,omitempty"`
 		KnownValues []secrets.ValueFP `json:"known_values,omitempty"`
 	}{a, asker, known}
 	var o Answer
