@@ -56,6 +56,9 @@ type Lean struct {
 	// place of this process. It returns only when it could not; the call
 	// is then denied.
 	Handoff func(args []string, event []byte) error
+	// Deadline bounds the whole call (it is denied when it passes); zero
+	// means the max wait plus DeadlineMargin, as in the full hook.
+	Deadline time.Duration
 }
 
 // leanArgs is the command line the lean hook takes as is.
@@ -194,8 +197,12 @@ func (l *Lean) Run(ctx context.Context) int {
 	if ev.Phase != PhasePre {
 		return handoff(data) // the result scan follows the policy: the full hook's
 	}
+	limit := l.Deadline
+	if limit <= 0 {
+		limit = maxWait + DeadlineMargin
+	}
 	var handedOff bool
-	code := Serve(ctx, maxWait+DeadlineMargin, func(ctx context.Context) Response {
+	code := Serve(ctx, limit, func(ctx context.Context) Response {
 		d, err := l.pre(ctx, home, conn, tools, ev, maxWait, confirm == ConfirmAsk && CanAsk(ev.Agent))
 		if errors.Is(err, errHandOff) {
 			handedOff = true
