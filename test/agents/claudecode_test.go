@@ -44,6 +44,7 @@ func TestClaudeCode(t *testing.T) {
 	if r := e.overseer(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
 		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
 	}
+	installsLeanHook(t, filepath.Join(e.proj, ".claude", "settings.json"))
 
 	t.Run("harmless command runs", func(t *testing.T) {
 		res, srv, out := e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "echo hello-overseer"}))

@@ -55,9 +55,7 @@ func TestCodex(t *testing.T) {
 	if r := e.overseer(t, "init", "codex", "--max-wait", "60s"); r.Code != 0 {
 		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
 	}
-	if _, err := os.Stat(filepath.Join(codexHome, "hooks.json")); err != nil {
-		t.Fatal(err)
-	}
+	installsLeanHook(t, filepath.Join(codexHome, "hooks.json"))
 
 	t.Run("harmless command runs", func(t *testing.T) {
 		srv, out := e.codex(t, bin, codexHome, modeltest.OneCall("exec_command", map[string]any{"cmd": "echo hello-codex"}))

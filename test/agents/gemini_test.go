@@ -37,6 +37,7 @@ func TestGemini(t *testing.T) {
 	if r := e.overseer(t, "init", "gemini", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
 		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
 	}
+	installsLeanHook(t, filepath.Join(e.proj, ".gemini", "settings.json"))
 	t.Run("harmless command runs", func(t *testing.T) {
 		srv, out := e.gemini(t, bin, modeltest.OneCall("run_shell_command", map[string]any{"command": "echo hello-gemini"}))
 		if rs := srv.Results(); len(rs) != 1 || rs[0].IsError || !strings.Contains(rs[0].Content, "hello-gemini") {

@@ -184,3 +184,18 @@ func baseEnv(userHome string) []string {
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + userHome, "LANG=C.UTF-8", "TERM=dumb",
 		"TMPDIR=" + os.TempDir()}
 }
+
+// installsLeanHook checks that `overseer init` wrote the lean hook entry
+// (overseer-hook, built next to the test binary) into the settings file:
+// the agents' calls below then go through it, as they do for users.
+func installsLeanHook(t *testing.T, settings string) {
+	t.Helper()
+	b, err := os.ReadFile(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean := overseertest.HookBinary(t)
+	if n := strings.Count(string(b), lean+" "); n != 2 {
+		t.Fatalf("%s runs %s in %d hook entries, want 2 (pre and post):\n%s", settings, lean, n, b)
+	}
+}
