@@ -235,6 +235,9 @@ type Waiter struct {
 	// the call.
 	Known []secrets.ValueFP
 	Now   func() time.Time
+	// Analysed is set by Decide when the daemon sent the facts it derived
+	// (for a shell command: its analysis, possibly finding nothing).
+	Analysed bool
 }
 
 // Decide submits a and, while a person has not answered, long-polls its
@@ -268,7 +271,7 @@ func (w *Waiter) Decide(ctx context.Context, a *action.Action, maxWait time.Dura
 		a.ID = o.ActionID
 	}
 	if o.Facts != nil && a.Kind == action.KindShell {
-		a.Facts = *o.Facts
+		a.Facts, w.Analysed = *o.Facts, true
 	}
 	for o.Decision == "pending" {
 		if askConfirm && o.Level == action.Confirm {

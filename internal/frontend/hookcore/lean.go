@@ -245,7 +245,7 @@ func (l *Lean) pre(ctx context.Context, home string, conn *Conn, tools *Table, e
 	// back with its answer); the lean hook has no shell analysis of its own.
 	switch {
 	case a.Kind == action.KindShell:
-		if len(a.Facts.Commands) == 0 && len(a.Facts.Paths) == 0 {
+		if !w.Analysed {
 			return Decision{}, errors.New("could not tell which files the call changes: the daemon sent no analysis of the command")
 		}
 	case len(a.Facts.Paths) == 0:

@@ -186,6 +186,10 @@ func TestLeanAnswers(t *testing.T) {
 					_, _ = w.Write([]byte(`{"action_id":"act_3","decision":"deny","level":"block","verdict":{"level":"block","stop":true,"reasons":[{"layer":"L3","name":"r","level":"block","message":"no"}]}}`))
 					return
 				}
+				if strings.HasPrefix(submitted["args"].(map[string]any)["command"].(string), "X=") {
+					_, _ = w.Write([]byte(`{"action_id":"act_4","decision":"allow","level":"auto","facts":{}}`))
+					return
+				}
 				_, _ = w.Write([]byte(allowShell))
 			}
 		default:
@@ -206,6 +210,12 @@ func TestLeanAnswers(t *testing.T) {
 	r = runLean(t, home, strings.Replace(leanBash, "echo hi", "rm -rf x", 1))
 	if r.code != 0 || !strings.Contains(r.stdout, `"permissionDecision":"deny"`) || !strings.Contains(r.stdout, `"continue":false`) {
 		t.Fatalf("rm: %+v", r)
+	}
+	// A command in which the daemon's analysis found nothing (an assignment)
+	// is let through: the analysis was made.
+	bare := strings.Replace(leanBash, "echo hi", "X=1", 1)
+	if r := runLean(t, home, bare); r.code != 0 || !strings.Contains(r.stdout, `"permissionDecision":"allow"`) {
+		t.Fatalf("X=1: %+v", r)
 	}
 	r = runLean(t, home, leanWrite)
 	if r.code != 0 || !strings.Contains(r.stdout, `"permissionDecision":"allow"`) || len(kept) != 1 || kept[0] != "/api/v1/actions/act_2/keep" {
