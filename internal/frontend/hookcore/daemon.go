@@ -1,16 +1,13 @@
 package hookcore
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -43,9 +40,8 @@ var ErrNoDaemon = errors.New("no Overseer daemon is running")
 
 // Conn is a connection to the daemon's API.
 type Conn struct {
-	Base  string // e.g. http://127.0.0.1:7777
+	Addr  string // host:port, e.g. 127.0.0.1:7777
 	Token string
-	HTTP  *http.Client
 }
 
 // Dial returns a client of the daemon named in home's address file. It
@@ -64,8 +60,7 @@ func Dial(home string) (*Conn, error) {
 		return nil, ErrNoDaemon
 	}
 	tok, _ := os.ReadFile(filepath.Join(home, TokenFile))
-	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, DisableCompression: true}
-	return &Conn{Base: "http://" + info.Addr, Token: strings.TrimSpace(string(tok)), HTTP: &http.Client{Transport: tr}}, nil
+	return &Conn{Addr: info.Addr, Token: strings.TrimSpace(string(tok))}, nil
 }
 
 // APIError is an error the daemon returned.
@@ -84,50 +79,35 @@ func (e *APIError) Error() string {
 const maxAnswer = 16 << 20
 
 func (c *Conn) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return err
 		}
-		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, rd)
+	status, ra, resp, err := roundTrip(ctx, c.Addr, method, path, c.Token, b)
 	if err != nil {
 		return err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	resp, err := c.HTTP.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
+	if status >= 300 {
 		var e struct {
 			Error APIError `json:"error"`
 		}
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var ra time.Duration
-		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-			ra = time.Duration(secs) * time.Second
+		var wait time.Duration
+		if secs, err := strconv.Atoi(ra); err == nil && secs > 0 {
+			wait = time.Duration(secs) * time.Second
 		}
-		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			e.Error.Status, e.Error.RetryAfter = resp.StatusCode, ra
+		if json.Unmarshal(resp, &e) == nil && e.Error.Message != "" {
+			e.Error.Status, e.Error.RetryAfter = status, wait
 			return &e.Error
 		}
-		return &APIError{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(b)), RetryAfter: ra}
+		return &APIError{Status: status, Code: "http", Message: strings.TrimSpace(string(resp)), RetryAfter: wait}
 	}
 	if out == nil {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
 		return nil
 	}
-	dec := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer))
-	if err := dec.Decode(out); err != nil {
+	if err := json.Unmarshal(resp, out); err != nil {
 		return fmt.Errorf("reading the daemon's answer: %w", err)
 	}
 	return nil
@@ -165,7 +145,7 @@ func (c *Conn) Submit(ctx context.Context, a *action.Action, asker *Asker, known
 		KnownValues []secrets.ValueFP `json:"known_values,omitempty"`
 	}{a, asker, known}
 	var o Answer
-	if err := c.do(ctx, http.MethodPost, "/api/v1/actions?facts=1", body, &o); err != nil {
+	if err := c.do(ctx, "POST", "/api/v1/actions?facts=1", body, &o); err != nil {
 		return nil, err
 	}
 	return &o, nil
@@ -178,7 +158,7 @@ func (c *Conn) Status(ctx context.Context, actionID string, wait time.Duration) 
 	if wait > 0 {
 		path += "?wait=" + url.QueryEscape(wait.String())
 	}
-	if err := c.do(ctx, http.MethodGet, path, nil, &o); err != nil {
+	if err := c.do(ctx, "GET", path, nil, &o); err != nil {
 		return nil, err
 	}
 	return &o, nil
@@ -186,19 +166,19 @@ func (c *Conn) Status(ctx context.Context, actionID string, wait time.Duration) 
 
 // Withdraw gives up waiting for a person's answer to action actionID.
 func (c *Conn) Withdraw(ctx context.Context, actionID, key, reason string) error {
-	return c.do(ctx, http.MethodPost, "/api/v1/actions/"+url.PathEscape(actionID)+"/withdraw",
+	return c.do(ctx, "POST", "/api/v1/actions/"+url.PathEscape(actionID)+"/withdraw",
 		map[string]string{"key": key, "reason": reason}, nil)
 }
 
 // Keep asks the daemon to keep the previous content of the files a judged
 // action is about to change (for `overseer undo`).
 func (c *Conn) Keep(ctx context.Context, actionID string) error {
-	return c.do(ctx, http.MethodPost, "/api/v1/actions/"+url.PathEscape(actionID)+"/keep", nil, nil)
+	return c.do(ctx, "POST", "/api/v1/actions/"+url.PathEscape(actionID)+"/keep", nil, nil)
 }
 
 // ReportUsage reports a session's cumulative model use.
 func (c *Conn) ReportUsage(ctx context.Context, agent, session string, u TranscriptUse) error {
-	return c.do(ctx, http.MethodPost, "/api/v1/usage", map[string]any{"agent": agent, "session": session, "model": u.Model,
+	return c.do(ctx, "POST", "/api/v1/usage", map[string]any{"agent": agent, "session": session, "model": u.Model,
 		"input_tokens": u.Input, "output_tokens": u.Output, "cumulative": true}, nil)
 }
 
@@ -297,7 +277,7 @@ func (w *Waiter) Decide(ctx context.Context, a *action.Action, maxWait time.Dura
 
 func retryAfter(err error) time.Duration {
 	var ae *APIError
-	if errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests {
+	if errors.As(err, &ae) && ae.Status == 429 {
 		return ae.RetryAfter
 	}
 	return 0
