@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
@@ -201,20 +202,22 @@ func (l *Lean) Run(ctx context.Context) int {
 	if limit <= 0 {
 		limit = maxWait + DeadlineMargin
 	}
-	var handedOff bool
+	var handedOff atomic.Bool
 	code := Serve(ctx, limit, func(ctx context.Context) Response {
 		d, err := l.pre(ctx, home, conn, tools, ev, maxWait, confirm == ConfirmAsk && CanAsk(ev.Agent))
 		if errors.Is(err, errHandOff) {
-			handedOff = true
-			return Response{}
+			handedOff.Store(true)
+			return Response{} // nothing written, exit status 0: see below
 		}
 		if err != nil {
 			return Failure(err.Error() + " — so the call is denied")
 		}
 		return Render(ev, d)
 	}, l.Stdout, l.Stderr)
-	if handedOff {
-		// Nothing reached the daemon: the full hook judges the call.
+	// Nothing reached the daemon: the full hook judges the call — unless
+	// the deadline or an interruption ended the call first (Serve then
+	// wrote a deny, status 2): one call, one answer.
+	if code == 0 && handedOff.Load() {
 		return handoff(data)
 	}
 	return code
