@@ -94,7 +94,10 @@ const (
 // process, until when, polling): should the hook be killed, its request is
 // withdrawn instead of staying in the queue; when the hook gives up itself
 // (the wait ran out, the call went to the agent's prompt, it was
-// interrupted) it withdraws the request on its way out.
+// interrupted) it withdraws the request on its way out. The lean hook entry
+// does the same with hookcore.Waiter over its own client: a change here
+// goes there too (TestLeanHookWithDaemon runs both binaries on the same
+// calls).
 func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOptions) (Decision, error) {
 	now := d.Now
 	if now == nil {
