@@ -37,6 +37,7 @@ noop="$(median true)"
 hookc="$(median hook ms-cpu/median)"
 lonec="$(median hook-no-daemon ms-cpu/median)"
 barec="$(median bare-go ms-cpu/median)"
+fullc="$(median hook-full ms-cpu/median)"
 if [ -z "$hook" ] || [ -z "$lone" ] || [ -z "$full" ] || [ -z "$fulllone" ] || [ -z "$bare" ] || [ -z "$noop" ]; then
   cat "$out" >&2
   echo "bench/hook: the benchmark printed no medians" >&2
@@ -60,6 +61,7 @@ printf 'a process that does nothing (true), median    %8.2f ms\n' "$noop"
 if [ -n "$hookc" ] && [ -n "$lonec" ] && [ -n "$barec" ]; then
   printf 'CPU time (user+system), medians: hook %.2f ms (%sx), no daemon %.2f ms (%sx), bare Go %.2f ms\n' \
     "$hookc" "$(ratio "$hookc" "$barec")" "$lonec" "$(ratio "$lonec" "$barec")" "$barec"
+  [ -n "$fullc" ] && printf 'CPU time of overseer hook run directly, daemon running: %.2f ms (%sx)\n' "$fullc" "$(ratio "$fullc" "$barec")"
 fi
 printf 'load average (1, 5, 15 min): %s\n' "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a)"
 printf '%s  hook median < %d ms  (%s calls each)\n' "$v1" "$GOAL_MS" "$N"
