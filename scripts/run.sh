@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bin
-CGO_ENABLED=0 go build -buildvcs=auto -trimpath -ldflags='-s -w' -o bin/overseer ./cmd/overseer
+CGO_ENABLED=0 go build -buildvcs=auto -trimpath -ldflags='-s -w' -o bin/ ./cmd/overseer ./cmd/overseer-hook
 exec ./bin/overseer serve "$@"

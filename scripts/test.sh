@@ -18,7 +18,7 @@ echo "== installing test tools (idempotent)"
 # overseertest.Binary): CGO off, the commit stamped for `overseer version`,
 # symbols and DWARF stripped and build paths trimmed (a release binary;
 # stack traces keep their function names and lines).
-BUILD="CGO_ENABLED=0 go build -buildvcs=auto -trimpath -ldflags='-s -w' -o bin/overseer ./cmd/overseer"
+BUILD="CGO_ENABLED=0 go build -buildvcs=auto -trimpath -ldflags='-s -w' -o bin/ ./cmd/overseer ./cmd/overseer-hook"
 echo "== one build command: ${BUILD}"
 for f in README.md scripts/run.sh; do
   if ! grep -qF "$BUILD" "$f"; then

@@ -23,12 +23,13 @@ rules:
     message: echo is harmless
 `
 
-// event is a Claude Code PreToolUse event for call i. Each call has its
-// own session, so repeat detection never raises the benchmark's calls.
-func event(i int) string {
-	return fmt.Sprintf(`{"session_id":"bench-%d","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","permission_mode":"default",`+
+// event is a Claude Code PreToolUse event for call i of the named
+// benchmark. Each call has its own session, so repeat detection never
+// raises the benchmark's calls.
+func event(name string, i int) string {
+	return fmt.Sprintf(`{"session_id":"bench-%s-%d","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","permission_mode":"default",`+
 		`"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"echo bench %d","description":"bench"},`+
-		`"tool_use_id":"toolu_bench_%d"}`, i, i, i)
+		`"tool_use_id":"toolu_bench_%d"}`, strings.ReplaceAll(name, "/", "-"), i, i, i)
 }
 
 // median reports the median of ds in milliseconds as the metric "ms/median"
@@ -96,14 +97,16 @@ func buildBare(b *testing.B) string {
 	return bin
 }
 
-// runHook times `overseer hook claude-code` b.N times against home.
+// runHook times `bin --home HOME hook claude-code` (bin: overseer or the
+// lean entry overseer-hook) b.N times against home. Each sub-benchmark has
+// sessions of its own (repeat detection must not raise later calls).
 func runHook(b *testing.B, bin, home string) {
 	env := append(os.Environ(), "OVERSEER_HOME="+home)
 	ds, cpu := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
 	for i := 0; i < b.N; i++ {
 		cmd := exec.Command(bin, "--home", home, "hook", "claude-code", "--max-wait", "2s")
 		cmd.Env = env
-		cmd.Stdin = strings.NewReader(event(i))
+		cmd.Stdin = strings.NewReader(event(b.Name(), i))
 		var out bytes.Buffer
 		cmd.Stdout = &out
 		start := time.Now()
@@ -117,12 +120,15 @@ func runHook(b *testing.B, bin, home string) {
 }
 
 // BenchmarkHookProcess times, one after the other in one run: the hook
-// process with the daemon running ("hook"), the hook process in a home with
-// no daemon, which judges the call itself ("hook-no-daemon"), the bare Go
-// hook above ("bare-go") and a process that does nothing ("true").
-// bench/hook/run.sh prints the ratios.
+// agents run — the lean entry overseer-hook that `overseer init` installs
+// — with the daemon running ("hook") and in a home with no daemon, where it
+// hands the call to `overseer hook`, which judges it itself
+// ("hook-no-daemon"); the same two for `overseer hook` run directly
+// ("hook-full", "hook-full-no-daemon"); the bare Go hook above ("bare-go")
+// and a process that does nothing ("true"). bench/hook/run.sh prints the
+// ratios.
 func BenchmarkHookProcess(b *testing.B) {
-	bin := overseertest.Binary(b)
+	bin, lean := overseertest.Binary(b), overseertest.HookBinary(b)
 	home, lone := b.TempDir(), b.TempDir()
 	for _, h := range []string{home, lone} {
 		if err := os.WriteFile(filepath.Join(h, "policy.yaml"), []byte(benchPolicy), 0o600); err != nil {
@@ -137,14 +143,16 @@ func BenchmarkHookProcess(b *testing.B) {
 	bare := buildBare(b)
 	env := append(os.Environ(), "OVERSEER_HOME="+home)
 
-	b.Run("hook", func(b *testing.B) { runHook(b, bin, home) })
-	b.Run("hook-no-daemon", func(b *testing.B) { runHook(b, bin, lone) })
+	b.Run("hook", func(b *testing.B) { runHook(b, lean, home) })
+	b.Run("hook-no-daemon", func(b *testing.B) { runHook(b, lean, lone) })
+	b.Run("hook-full", func(b *testing.B) { runHook(b, bin, home) })
+	b.Run("hook-full-no-daemon", func(b *testing.B) { runHook(b, bin, lone) })
 
 	b.Run("bare-go", func(b *testing.B) {
 		ds, cpu := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
 		for i := 0; i < b.N; i++ {
 			cmd := exec.Command(bare)
-			cmd.Stdin = strings.NewReader(event(i))
+			cmd.Stdin = strings.NewReader(event(b.Name(), i))
 			var out bytes.Buffer
 			cmd.Stdout = &out
 			start := time.Now()
@@ -162,7 +170,7 @@ func BenchmarkHookProcess(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			cmd := exec.Command(trueBin)
 			cmd.Env = env
-			cmd.Stdin = strings.NewReader(event(i))
+			cmd.Stdin = strings.NewReader(event(b.Name(), i))
 			start := time.Now()
 			if err := cmd.Run(); err != nil {
 				b.Fatal(err)

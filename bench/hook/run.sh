@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Measures the latency an agent sees from Overseer's hook: the whole
-# `overseer hook claude-code` process (start, read the event, ask the
-# running daemon or judge it in-process when none runs, print the answer)
-# for an action the policy lets through (auto), against a bare Go program
-# that reads the event and prints a decision and a process that does
-# nothing (`true`), in one run.
+# Measures the latency an agent sees from Overseer's hook: the whole hook
+# process `overseer init` installs — the lean entry overseer-hook (start,
+# read the event, ask the running daemon, print the answer; with no daemon
+# it hands the call to `overseer hook`, which judges it in its process) —
+# for an action the policy lets through (auto), against `overseer hook`
+# run directly, a bare Go program that reads the event and prints a
+# decision, and a process that does nothing (`true`), in one run.
 #
 #   goals: median of the hook process under 15 ms; with and without a
 #   daemon at most 3x the bare Go hook; without a daemon at most 24 ms
@@ -27,6 +28,8 @@ go test -run '^$' -bench '^BenchmarkHookProcess$' -benchtime "${N}x" -count 1 ./
 median() { awk -v name="BenchmarkHookProcess/$1" -v unit="${2:-ms/median}" 'index($1, name) == 1 && substr($1, length(name) + 1) ~ /^(-[0-9]+)?$/ { for (i = 2; i < NF; i++) if ($(i + 1) == unit) print $i }' "$out"; }
 hook="$(median hook)"
 lone="$(median hook-no-daemon)"
+full="$(median hook-full)"
+fulllone="$(median hook-full-no-daemon)"
 bare="$(median bare-go)"
 noop="$(median true)"
 # The CPU time (user + system) of the processes: steadier than wall time
@@ -34,7 +37,8 @@ noop="$(median true)"
 hookc="$(median hook ms-cpu/median)"
 lonec="$(median hook-no-daemon ms-cpu/median)"
 barec="$(median bare-go ms-cpu/median)"
-if [ -z "$hook" ] || [ -z "$lone" ] || [ -z "$bare" ] || [ -z "$noop" ]; then
+fullc="$(median hook-full ms-cpu/median)"
+if [ -z "$hook" ] || [ -z "$lone" ] || [ -z "$full" ] || [ -z "$fulllone" ] || [ -z "$bare" ] || [ -z "$noop" ]; then
   cat "$out" >&2
   echo "bench/hook: the benchmark printed no medians" >&2
   exit 1
@@ -49,11 +53,15 @@ v3="$(pass "$r2" 3)"
 v4="$(pass "$lone" "$PEER_MS")"
 printf 'hook process (auto, daemon running), median   %8.2f ms   %5sx the bare Go hook\n' "$hook" "$r1"
 printf 'hook process, no daemon (judged in-process)   %8.2f ms   %5sx the bare Go hook\n' "$lone" "$r2"
+printf '  overseer hook run directly, daemon running  %8.2f ms   %5sx\n' "$full" "$(ratio "$full" "$bare")"
+printf '  overseer hook run directly, no daemon       %8.2f ms   %5sx   (the lean entry'"'"'s hand-over adds %.2f ms)\n' \
+  "$fulllone" "$(ratio "$fulllone" "$bare")" "$(awk -v a="$lone" -v b="$fulllone" 'BEGIN { print a - b }')"
 printf 'bare Go hook (read the event, print a decision) %6.2f ms\n' "$bare"
 printf 'a process that does nothing (true), median    %8.2f ms\n' "$noop"
 if [ -n "$hookc" ] && [ -n "$lonec" ] && [ -n "$barec" ]; then
   printf 'CPU time (user+system), medians: hook %.2f ms (%sx), no daemon %.2f ms (%sx), bare Go %.2f ms\n' \
     "$hookc" "$(ratio "$hookc" "$barec")" "$lonec" "$(ratio "$lonec" "$barec")" "$barec"
+  [ -n "$fullc" ] && printf 'CPU time of overseer hook run directly, daemon running: %.2f ms (%sx)\n' "$fullc" "$(ratio "$fullc" "$barec")"
 fi
 printf 'load average (1, 5, 15 min): %s\n' "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a)"
 printf '%s  hook median < %d ms  (%s calls each)\n' "$v1" "$GOAL_MS" "$N"

@@ -13,6 +13,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/firewall"
+	"github.com/overseer-dev/overseer/internal/frontend/hookcore"
 	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/guard/mcpguard"
 	"github.com/overseer-dev/overseer/internal/guard/paths"
@@ -84,16 +85,23 @@ func PathsGuard(home, policyFile string, pol *policy.Policy, reads paths.ReadTra
 }
 
 // selfControls are this program's own files as control files: the hook
-// command the agents run names this binary by its absolute path, so an
-// agent that overwrote it would switch Overseer off.
+// command the agents run names this binary, or the lean hook entry next to
+// it (which hands calls to this binary), by its absolute path, so an agent
+// that overwrote, planted or removed either would switch Overseer off. The
+// lean entry's path is protected whether or not it exists: `overseer init`
+// installs one it finds there.
 func selfControls() []string {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil
 	}
-	out := []string{exe + " delete"}
+	paths := []string{exe}
 	if r, err := filepath.EvalSymlinks(exe); err == nil && r != exe {
-		out = append(out, r+" delete")
+		paths = append(paths, r)
+	}
+	var out []string
+	for _, p := range paths {
+		out = append(out, p+" delete", filepath.Join(filepath.Dir(p), hookcore.LeanName)+" delete")
 	}
 	return out
 }

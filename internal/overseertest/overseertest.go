@@ -84,10 +84,18 @@ func NPMTool(t testing.TB, name, how string) string {
 	return ""
 }
 
-// Binary builds ./cmd/overseer once per test process and returns its path.
+// Binary builds ./cmd/overseer (and the lean hook entry next to it, see
+// HookBinary) once per test process and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
 	return binary(t, "")
+}
+
+// HookBinary returns the lean hook entry (cmd/overseer-hook) built next to
+// Binary's overseer.
+func HookBinary(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(filepath.Dir(binary(t, "")), "overseer-hook")
 }
 
 // TestClockBinary builds ./cmd/overseer with the overseer_testclock tag
@@ -127,7 +135,9 @@ func binary(t testing.TB, tags string) string {
 		if tags != "" {
 			args = append(args, "-tags", tags)
 		}
-		cmd := exec.Command("go", append(args, "-o", b.path, "./cmd/overseer")...)
+		// The lean hook entry is built next to it, as releases ship it:
+		// `overseer init` installs it when it finds it there.
+		cmd := exec.Command("go", append(args, "-o", dir+string(filepath.Separator), "./cmd/overseer", "./cmd/overseer-hook")...)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -96,6 +96,7 @@ func (e *env) must(t *testing.T, args ...string) string {
 func (e *env) initClaude(t *testing.T) {
 	t.Helper()
 	e.must(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s")
+	installsLeanHook(t, filepath.Join(e.proj, ".claude", "settings.json"))
 }
 
 // initGemini installs Overseer's Gemini CLI hooks in the project; a call
@@ -103,6 +104,7 @@ func (e *env) initClaude(t *testing.T) {
 func (e *env) initGemini(t *testing.T) {
 	t.Helper()
 	e.must(t, "init", "gemini", "--project", e.proj, "--max-wait", "60s")
+	installsLeanHook(t, filepath.Join(e.proj, ".gemini", "settings.json"))
 }
 
 // codexHome creates the agent's Codex home (its CODEX_HOME) and returns it.
@@ -123,6 +125,7 @@ func (e *env) initCodex(t *testing.T) string {
 	dir := e.codexHome(t)
 	t.Setenv("CODEX_HOME", dir)
 	e.must(t, "init", "codex", "--max-wait", "60s")
+	installsLeanHook(t, filepath.Join(dir, "hooks.json"))
 	return dir
 }
 
@@ -296,4 +299,19 @@ func runCLI(t *testing.T, dir string, environ []string, timeout time.Duration, n
 func baseEnv(userHome string) []string {
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + userHome, "LANG=C.UTF-8", "TERM=dumb",
 		"TMPDIR=" + os.TempDir()}
+}
+
+// installsLeanHook checks that `overseer init` wrote the lean hook entry
+// (overseer-hook, built next to the test binary) into the settings file:
+// the agents' calls then go through it, as they do for users.
+func installsLeanHook(t *testing.T, settings string) {
+	t.Helper()
+	b, err := os.ReadFile(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean := overseertest.HookBinary(t)
+	if n := strings.Count(string(b), lean+" "); n != 2 {
+		t.Fatalf("%s runs %s in %d hook entries, want 2 (pre and post):\n%s", settings, lean, n, b)
+	}
 }

@@ -1,14 +1,19 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/overseer-dev/overseer/internal/frontend/hookcore"
 	"github.com/overseer-dev/overseer/internal/frontend/hooks"
 )
 
@@ -56,7 +61,7 @@ func settingsPath(agent, project string, getenv func(string) string, userHome st
 
 func (a *app) initCmd() *cobra.Command {
 	var project, confirm string
-	var user, uninstall bool
+	var user, uninstall, lean bool
 	var maxWait time.Duration
 	cmd := &cobra.Command{
 		Use:   "init claude-code|codex|gemini [--project DIR | --user] [--uninstall]",
@@ -117,7 +122,7 @@ added.`,
 			if cmd.Flags().Changed("max-wait") && maxWait <= 0 {
 				return exit(2, errors.New("--max-wait must be positive"))
 			}
-			command, err := a.hookCommand(agent)
+			command, err := a.hookCommand(agent, lean)
 			if err != nil {
 				return err
 			}
@@ -149,6 +154,7 @@ choose "Trust all and continue" on the "Hooks need review" screen.`)
 	cmd.Flags().StringVar(&project, "project", "", "install into this project directory's settings (default: the current directory)")
 	cmd.Flags().BoolVar(&user, "user", false, "install into the user's settings")
 	cmd.Flags().BoolVar(&uninstall, "uninstall", false, "remove the hooks this command installed")
+	cmd.Flags().BoolVar(&lean, "lean", true, "install the lean hook entry (overseer-hook next to this binary) when it is there; false: this binary")
 	cmd.Flags().StringVar(&confirm, "confirm", "", "who answers a confirm verdict: hold (default) or ask (the agent's own prompt; Claude Code and Gemini CLI)")
 	cmd.Flags().DurationVar(&maxWait, "max-wait", hooks.DefaultMaxWait, "how long the hook holds a call for a person's answer")
 	return cmd
@@ -158,7 +164,12 @@ choose "Trust all and continue" on the "Hooks need review" screen.`)
 // absolute path (so the hook does not depend on the agent's PATH: a
 // missing command would be a non-blocking error, and the call would run),
 // with the global flags this invocation was given.
-func (a *app) hookCommand(agent string) (string, error) {
+//
+// With lean, the command is the lean hook entry next to this binary
+// (leanHook) when there is one fit to run: it answers calls through the
+// daemon as fast as a bare program starts, and hands the rest to this
+// binary.
+func (a *app) hookCommand(agent string, lean bool) (string, error) {
 	exe, err := executable()
 	if err != nil {
 		return "", fmt.Errorf("finding this program's path: %w", err)
@@ -167,6 +178,13 @@ func (a *app) hookCommand(agent string) (string, error) {
 		exe = r
 	}
 	c := hooks.ShellQuote(exe)
+	if lean {
+		if l, err := leanHook(exe); err == nil {
+			c = hooks.ShellQuote(l)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(a.stderr, "overseer: not installing the lean hook entry: %v; the hook runs %s\n", err, exe)
+		}
+	}
 	if a.home != "" {
 		h, err := filepath.Abs(a.home)
 		if err != nil {
@@ -193,6 +211,38 @@ func (a *app) reportChange(fc hooks.FileChange, did, nothing string) {
 	if fc.Backup != "" {
 		fmt.Fprintf(a.stdout, "  backup of the previous file: %s\n", fc.Backup)
 	}
+}
+
+// leanHook returns the lean hook entry next to exe (hookcore.LeanName) if it
+// is fit to be the agents' hook: a regular executable file, owned by the
+// owner of exe, writable by nobody else, and built from the same source as
+// this binary (its BuildID is this one's: a lean hook left from another
+// version could speak another API). fs.ErrNotExist: there is none.
+func leanHook(exe string) (string, error) {
+	p := filepath.Join(filepath.Dir(exe), hookcore.LeanName)
+	st, err := os.Lstat(p)
+	if err != nil {
+		return "", err
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("%s is not an executable file", p)
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return "", fmt.Errorf("%s is writable by others than its owner", p)
+	}
+	if est, err := os.Stat(exe); err != nil || !sameOwner(st, est) {
+		return "", fmt.Errorf("%s is not owned by the owner of %s", p, exe)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, p, hookcore.BuildFlag).Output()
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %v", p, hookcore.BuildFlag, err)
+	}
+	if got, want := strings.TrimSpace(string(out)), hookcore.BuildID(); got != want {
+		return "", fmt.Errorf("%s was built from other source (%q, this binary %q)", p, got, want)
+	}
+	return p, nil
 }
 
 // executable returns this program's path; tests replace it.

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/overseer-dev/overseer/internal/frontend/hookcore"
+	"github.com/overseer-dev/overseer/internal/frontend/hooks"
 )
 
 func fakeExecutable(t *testing.T, path string) {
@@ -160,5 +163,62 @@ func TestInitKeepsOtherSettings(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(backups[0]); string(b) != orig {
 		t.Fatalf("backup %s", b)
+	}
+}
+
+// TestInitInstallsLeanHook: `overseer init` installs the lean hook entry
+// next to the binary when it is fit to run — an executable of the binary's
+// owner that nobody else may write, built from the same source — and this
+// binary otherwise, saying why.
+func TestInitInstallsLeanHook(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		id       string // what the lean entry says it was built from; "" none there
+		mode     os.FileMode
+		flags    []string
+		wantLean bool
+		warn     string
+	}{
+		{name: "fit", id: hookcore.BuildID(), mode: 0o755, wantLean: true},
+		{name: "none there", mode: 0o755},
+		{name: "writable by others", id: hookcore.BuildID(), mode: 0o775, warn: "writable by others"},
+		{name: "other source", id: "github.com/overseer-dev/overseer v0.0.1", mode: 0o755, warn: "built from other source"},
+		{name: "not executable", id: hookcore.BuildID(), mode: 0o644, warn: "not an executable"},
+		{name: "refused by flag", id: hookcore.BuildID(), mode: 0o755, flags: []string{"--lean=false"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := t.TempDir()
+			exe := filepath.Join(bin, "overseer")
+			if err := os.WriteFile(exe, []byte("#!/bin/sh\nexit 2\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			lean := filepath.Join(bin, hookcore.LeanName)
+			if tc.id != "" {
+				script := "#!/bin/sh\n[ \"$1\" = " + hookcore.BuildFlag + " ] && echo " + hooks.ShellQuote(tc.id) + "\n"
+				if err := os.WriteFile(lean, []byte(script), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(lean, tc.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fakeExecutable(t, exe)
+			proj, home := t.TempDir(), t.TempDir()
+			code, out, errOut := runHookCLI(t, home, "", append([]string{"init", "claude-code", "--project", proj}, tc.flags...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s %s", code, out, errOut)
+			}
+			pre := hookCommands(readSettings(t, filepath.Join(proj, ".claude", "settings.json")), "PreToolUse")
+			want := exe
+			if tc.wantLean {
+				want = lean
+			}
+			if len(pre) != 1 || !strings.HasPrefix(pre[0], want+" --home ") || !hooks.IsHookCommand(pre[0], "claude-code") {
+				t.Fatalf("pre hook %q, want it to run %s", pre, want)
+			}
+			if tc.warn != "" && !strings.Contains(errOut, tc.warn) || tc.warn == "" && strings.Contains(errOut, "lean") {
+				t.Fatalf("stderr %q, want %q", errOut, tc.warn)
+			}
+		})
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/frontend/client"
+	"github.com/overseer-dev/overseer/internal/frontend/hookcore"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/proc"
 	"github.com/overseer-dev/overseer/internal/store"
@@ -93,7 +94,10 @@ const (
 // process, until when, polling): should the hook be killed, its request is
 // withdrawn instead of staying in the queue; when the hook gives up itself
 // (the wait ran out, the call went to the agent's prompt, it was
-// interrupted) it withdraws the request on its way out.
+// interrupted) it withdraws the request on its way out. The lean hook entry
+// does the same with hookcore.Waiter over its own client: a change here
+// goes there too (TestLeanHookWithDaemon runs both binaries on the same
+// calls).
 func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOptions) (Decision, error) {
 	now := d.Now
 	if now == nil {
@@ -213,7 +217,7 @@ func (d *Daemon) withdraw(id, key, reason string) {
 }
 
 // withdrawTimeout bounds the hook's withdrawal on its way out.
-const withdrawTimeout = 2 * time.Second
+const withdrawTimeout = hookcore.WithdrawTimeout
 
 // selfAsker describes this hook process to the daemon as the asker of a
 // call it holds up to wait, with a fresh key to withdraw it.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -133,4 +134,11 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// The lean hook names the hooks' configuration file without the kernel.
+func TestConfigFileIsTheKernels(t *testing.T) {
+	if ConfigFile != kernel.HooksFile {
+		t.Fatalf("hookcore.ConfigFile %q, kernel.HooksFile %q", ConfigFile, kernel.HooksFile)
+	}
 }

@@ -2,18 +2,15 @@ package hooks
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/frontend/hookcore"
 	"github.com/overseer-dev/overseer/internal/guard/resultscan"
 	"github.com/overseer-dev/overseer/internal/kernel"
 )
@@ -55,7 +52,7 @@ type Runner struct {
 
 // DeadlineMargin is added to MaxWait for the hook's own deadline; `overseer
 // init` sets the agent's timeout a further margin above it.
-const DeadlineMargin = 15 * time.Second
+const DeadlineMargin = hookcore.DeadlineMargin
 
 func (r *Runner) maxWait() time.Duration {
 	if r.MaxWait > 0 {
@@ -72,52 +69,7 @@ func (r *Runner) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Wri
 	if limit <= 0 {
 		limit = r.maxWait() + DeadlineMargin
 	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	done := make(chan Response, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- Failure(fmt.Sprintf("the hook failed (panic: %v), so the call is denied", p))
-			}
-		}()
-		done <- r.handle(ctx, stdin)
-	}()
-	var resp Response
-	select {
-	case resp = <-done:
-	case <-ctx.Done():
-		// The handler's answer, if any, is never written; its goroutine
-		// ends with the process.
-		resp = Failure(fmt.Sprintf("the hook did not decide within %s, so the call is denied", limit))
-		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			// Interrupted: give the handler a moment to withdraw the
-			// request it holds (it does so on a context of its own).
-			select {
-			case <-done:
-			case <-time.After(withdrawTimeout):
-			}
-			resp = Failure("the hook was interrupted before a decision, so the call is denied")
-		}
-	}
-	return write(resp, stdout, stderr)
-}
-
-// write writes the response; if standard output cannot be written, the
-// call is denied through the exit status.
-func write(resp Response, stdout, stderr io.Writer) int {
-	if resp.Code != 0 && resp.Code != 2 {
-		resp.Code = 2
-	}
-	if len(resp.Stdout) > 0 {
-		if _, err := stdout.Write(resp.Stdout); err != nil {
-			resp = Failure("could not write the answer: " + err.Error())
-		}
-	}
-	if resp.Stderr != "" {
-		_, _ = io.WriteString(stderr, resp.Stderr)
-	}
-	return resp.Code
+	return hookcore.Serve(ctx, limit, func(ctx context.Context) Response { return r.handle(ctx, stdin) }, stdout, stderr)
 }
 
 func (r *Runner) handle(ctx context.Context, stdin io.Reader) Response {
@@ -271,44 +223,9 @@ func truthy(v any) bool { b, ok := v.(bool); return ok && b }
 
 func nonZero(v any) bool { f, ok := v.(float64); return ok && f != 0 }
 
-// callsDir holds, for agents that send no tool-use id (Gemini CLI), the
-// action id of each allowed call until its post event arrives.
-const callsDir = "hooks/calls"
+func (r *Runner) remember(ev *Event, id string) { hookcore.Remember(r.Home, ev, id) }
 
-// callKey identifies a call by agent, session, tool and exact arguments.
-func callKey(ev *Event) string {
-	b, _ := json.Marshal(ev.ToolInput)
-	sum := sha256.Sum256([]byte(ev.Agent + "\x00" + ev.SessionID + "\x00" + ev.ToolName + "\x00" + string(b)))
-	return hex.EncodeToString(sum[:16])
-}
-
-func (r *Runner) remember(ev *Event, id string) {
-	if r.Home == "" {
-		return
-	}
-	dir := filepath.Join(r.Home, callsDir)
-	if os.MkdirAll(dir, 0o700) != nil {
-		return
-	}
-	_ = os.WriteFile(filepath.Join(dir, callKey(ev)), []byte(id), 0o600)
-}
-
-func (r *Runner) recall(ev *Event) string {
-	if r.Home == "" {
-		return ""
-	}
-	p := filepath.Join(r.Home, callsDir, callKey(ev))
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return ""
-	}
-	_ = os.Remove(p)
-	id := strings.TrimSpace(string(b))
-	if !strings.HasPrefix(id, "act_") {
-		return ""
-	}
-	return id
-}
+func (r *Runner) recall(ev *Event) string { return hookcore.Recall(r.Home, ev) }
 
 // HasTargets reports whether a writes or deletes a path.
 func HasTargets(a *action.Action) bool {

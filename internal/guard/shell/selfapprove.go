@@ -114,6 +114,11 @@ func (a *analyzer) selfCheck(s *segCtx) {
 	switch {
 	case name == "overseer":
 		a.overseerCmd(s.args, s.prog.val, s.c.extraDyn)
+	case name == "overseer-hook":
+		// The lean hook entry does nothing but the hook (and hands calls to
+		// `overseer hook`): any run of it from a shell feeds it a forged event.
+		a.selfApprove("runs `" + s.prog.val + "` (Overseer's hook) from the agent's shell: the agent's CLI runs the hook itself, " +
+			"an event fed to it from a shell is forged (it would spend grants, record false conflicts and mark changed files as read)")
 	case name == "go":
 		if rest, prog, ok := goRunOverseer(s.args); ok {
 			a.overseerCmd(rest, prog, s.c.extraDyn)

@@ -1,11 +1,10 @@
-package hooks
+package hookcore
 
 import (
 	"encoding/json"
 	"strings"
 
 	"github.com/overseer-dev/overseer/internal/action"
-	"github.com/overseer-dev/overseer/internal/guard/resultscan"
 )
 
 // Outcome is what the hook tells the agent.
@@ -81,7 +80,7 @@ func Render(ev *Event, d Decision) Response {
 		return Failure(d.Reason)
 	}
 	if ev.Phase == PhasePost {
-		return postResponse(ev.Agent)
+		return PostResponse(ev.Agent)
 	}
 	out := d.Outcome
 	if out == Ask && !CanAsk(ev.Agent) {
@@ -101,53 +100,17 @@ func Render(ev *Event, d Decision) Response {
 	return Failure("unknown agent " + ev.Agent)
 }
 
-// RenderPost answers a post event. A result with findings is told to the
-// model as additional context (Claude Code's and Codex's PostToolUse,
-// Gemini CLI's AfterTool); with on=block, Claude Code and Codex also get
-// "decision": "block" with the warning as the reason, and Gemini CLI
-// "decision": "deny", which replaces the result the model sees by the
-// warning. A clean result gets the usual empty answer.
-func RenderPost(ev *Event, rep resultscan.Report, on resultscan.On) Response {
-	if ev == nil || !rep.Hit() {
-		return postResponse(agentOf(ev))
-	}
-	warning := resultscan.Warning(rep)
-	o := postOutput{HookSpecificOutput: postContext{HookEventName: ev.Name, AdditionalContext: warning}}
-	if on == resultscan.OnBlock {
-		o.Decision, o.Reason = "block", warning
-		if ev.Agent == Gemini {
-			o.Decision = "deny"
-		}
-	}
-	return jsonResponse(o)
-}
-
-func agentOf(ev *Event) string {
-	if ev == nil {
-		return ""
-	}
-	return ev.Agent
-}
-
-type postOutput struct {
-	Decision           string      `json:"decision,omitempty"`
-	Reason             string      `json:"reason,omitempty"`
-	HookSpecificOutput postContext `json:"hookSpecificOutput"`
-}
-
-type postContext struct {
-	HookEventName     string `json:"hookEventName"`
-	AdditionalContext string `json:"additionalContext"`
-}
-
-func postResponse(agent string) Response {
+// PostResponse is the answer to a post event with nothing to tell the
+// model.
+func PostResponse(agent string) Response {
 	if agent == Gemini {
 		return Response{Stdout: []byte("{}\n")}
 	}
 	return Response{}
 }
 
-func jsonResponse(v any) Response {
+// JSONResponse is an answer of v encoded on standard output.
+func JSONResponse(v any) Response {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return Failure("could not encode the answer: " + err.Error())
@@ -183,32 +146,32 @@ func claudeCode(ev *Event, d Decision, out Outcome, reason string) Response {
 	if ev.Name == "PermissionRequest" {
 		switch out {
 		case Allow:
-			return jsonResponse(hookOutput{HookSpecificOutput: permissionRequest{"PermissionRequest", permissionDecision{Behavior: "allow"}}})
+			return JSONResponse(hookOutput{HookSpecificOutput: permissionRequest{"PermissionRequest", permissionDecision{Behavior: "allow"}}})
 		case Ask:
 			return Response{} // no answer: Claude Code shows its own dialog
 		}
-		return jsonResponse(hookOutput{HookSpecificOutput: permissionRequest{"PermissionRequest", permissionDecision{"deny", reason}}})
+		return JSONResponse(hookOutput{HookSpecificOutput: permissionRequest{"PermissionRequest", permissionDecision{"deny", reason}}})
 	}
 	o := hookOutput{HookSpecificOutput: preToolUse{"PreToolUse", out.String(), reason}}
 	if out == Deny && d.Stop {
 		o.Continue, o.StopReason = &no, reason
 	}
-	return jsonResponse(o)
+	return JSONResponse(o)
 }
 
 func codex(ev *Event, out Outcome, reason string) Response {
 	if ev.Name == "PermissionRequest" {
 		if out == Allow {
-			return jsonResponse(hookOutput{HookSpecificOutput: permissionRequest{"PermissionRequest", permissionDecision{Behavior: "allow"}}})
+			return JSONResponse(hookOutput{HookSpecificOutput: permissionRequest{"PermissionRequest", permissionDecision{Behavior: "allow"}}})
 		}
-		return jsonResponse(hookOutput{HookSpecificOutput: permissionRequest{"PermissionRequest", permissionDecision{"deny", reason}}})
+		return JSONResponse(hookOutput{HookSpecificOutput: permissionRequest{"PermissionRequest", permissionDecision{"deny", reason}}})
 	}
 	if out == Allow {
 		// Codex 0.169 treats "allow" without updatedInput as a malformed
 		// answer (and runs the call); no output is the plain "go ahead".
 		return Response{}
 	}
-	return jsonResponse(hookOutput{HookSpecificOutput: preToolUse{"PreToolUse", "deny", reason}})
+	return JSONResponse(hookOutput{HookSpecificOutput: preToolUse{"PreToolUse", "deny", reason}})
 }
 
 type geminiOutput struct {
@@ -225,13 +188,13 @@ func CanAsk(agent string) bool { return agent == ClaudeCode || agent == Gemini }
 func gemini(d Decision, out Outcome, reason string) Response {
 	switch out {
 	case Allow:
-		return jsonResponse(geminiOutput{Decision: "allow"})
+		return JSONResponse(geminiOutput{Decision: "allow"})
 	case Ask:
-		return jsonResponse(geminiOutput{Decision: "ask", Reason: reason})
+		return JSONResponse(geminiOutput{Decision: "ask", Reason: reason})
 	}
 	o := geminiOutput{Decision: "deny", Reason: reason}
 	if d.Stop {
 		o.Continue, o.StopReason = &no, reason
 	}
-	return jsonResponse(o)
+	return JSONResponse(o)
 }

@@ -1,4 +1,4 @@
-package hooks
+package hookcore
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package hooks
+package hookcore
 
 import (
 	"bytes"
@@ -11,13 +11,12 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
 // ConfigFile is the name of the hooks' configuration file in Overseer's
-// home directory (where agents' actions cannot write).
-const ConfigFile = kernel.HooksFile
+// home directory (where agents' actions cannot write); the kernel names the
+// same file (kernel.HooksFile, checked by a test of package hooks).
+const ConfigFile = "hooks.yaml"
 
 // ConfirmMode says who answers a `confirm` verdict.
 type ConfirmMode string

@@ -1,21 +1,18 @@
-// Package hooks makes Overseer the permission layer of the coding agents
-// people already run — Claude Code, OpenAI Codex CLI and Gemini CLI —
-// through their hook systems.
-//
-// An agent runs `overseer hook <agent>` before (and after) each tool call
-// and writes the call as JSON on the hook's standard input. This package
-// parses that event (tolerating fields it does not know), maps the tool to a
-// canonical Action through a table that configuration can extend, has
-// Overseer judge it (a running daemon, or the kernel in this process when
-// none runs), holds the call while a person decides when the verdict asks
-// for one, keeps the previous content of files the call will change, and
-// answers in the agent's own output format.
+// Package hookcore is the light part of Overseer's agent hooks: the hook
+// event of each agent (Claude Code, Codex CLI, Gemini CLI) and its parsing,
+// the tool table that maps a call to a canonical Action, the hooks'
+// configuration, the answer in each agent's format, and the hook's client
+// of a running daemon. It imports no judging code (no policy, store,
+// guards or kernel), so that the lean hook entry (cmd/overseer-hook), which
+// runs before every tool call an agent makes, starts as fast as a bare Go
+// program; package hooks builds the full hook (judging in this process when
+// no daemon runs, keeping file contents, scanning results) on top of it.
 //
 // Every failure ends in a deny: the agents treat a hook's exit status other
-// than 0 and 2 as a non-blocking error and run the tool anyway, so Run
+// than 0 and 2 as a non-blocking error and run the tool anyway, so a hook
 // answers only with 0 (a decision on standard output) or 2 (a reason on
-// standard error), also after a panic or when its own deadline passes.
-package hooks
+// standard error).
+package hookcore
 
 import (
 	"bytes"

@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package hookcore
+
+import "errors"
+
+func memfd() (int, error) { return -1, errors.New("no anonymous memory files here") }
