@@ -502,7 +502,7 @@ func (g *Gateway) forward(ctx context.Context, e *toolEntry, req *mcp.CallToolRe
 	out := mcpshared.Text(res)
 	scan := g.k.ScanResult(out)
 	r := kernel.Result{ActionID: d.actionID, Agent: a.Agent, Session: a.Session,
-		Tool: a.Tool, Output: out, IsError: res.IsError, Scan: &scan}
+		Tool: a.Tool, Output: out, IsError: res.IsError, Scan: &scan, Lazy: true}
 	if d.actionID == a.ID {
 		// The action judged for this call, facts and all: its record need
 		// not be read back (an approved retry runs an earlier action).
@@ -710,8 +710,12 @@ func (r *recentCalls) drop(key string) {
 
 // resultQueue records results of calls that ran, off the path of the
 // answer to the client: the action and its verdict were recorded durably
-// before the call ran; what it returned is recorded by a goroutine owned
-// by the gateway, which drains the queue when the gateway closes.
+// before the call ran; what it returned is recorded by goroutines owned
+// by the gateway, which drain the queue when the gateway closes. A result
+// is a lazy record (kernel.Result.Lazy): it waits, briefly, to share the
+// commit of the next call's durable record, so that each call costs one
+// commit and one sync rather than two; meanwhile the next results are
+// written by other goroutines (at most resultWriters).
 type resultQueue struct {
 	g    *Gateway
 	ch   chan kernel.Result
@@ -724,6 +728,9 @@ type resultQueue struct {
 // their own (backpressure rather than loss).
 const resultBacklog = 1024
 
+// resultWriters bounds the goroutines writing results at once.
+const resultWriters = 64
+
 func newResultQueue(g *Gateway) *resultQueue {
 	q := &resultQueue{g: g, ch: make(chan kernel.Result, resultBacklog), done: make(chan struct{})}
 	go q.run()
@@ -732,8 +739,16 @@ func newResultQueue(g *Gateway) *resultQueue {
 
 func (q *resultQueue) run() {
 	defer close(q.done)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sem := make(chan struct{}, resultWriters)
 	for r := range q.ch {
-		q.write(r)
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			q.write(r)
+		}()
 	}
 }
 
