@@ -3,7 +3,9 @@ package mcpgw_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -603,4 +605,59 @@ func TestLoopLimitsCountEffectsOnly(t *testing.T) {
 	}
 	e.answer(aps[0].ID, "approve", "")
 	<-ch
+}
+
+// TestNotForwardedWhenTheRecordFails: a call whose action and verdict
+// cannot be recorded is refused, and never reaches the server (fail
+// closed: nothing runs unaudited).
+func TestNotForwardedWhenTheRecordFails(t *testing.T) {
+	e := newEnv(t, envOpts{policy: "version: 1\nrules:\n  - name: notes\n    tool: [up__write_note]\n    level: auto\n"})
+	cs := e.client(nil, "")
+	ran := filepath.Join(e.dir, "ran.txt")
+	if res := e.call(cs, "up__write_note", map[string]any{"path": ran, "text": "x"}); res.IsError {
+		t.Fatalf("with the audit log working: %s", text(res))
+	}
+	if _, err := os.Stat(ran); err != nil {
+		t.Fatalf("the call did not run with the audit log working: %v", err)
+	}
+	if err := e.k.Audit.Close(); err != nil {
+		t.Fatal(err)
+	}
+	never := filepath.Join(e.dir, "never.txt")
+	res := e.call(cs, "up__write_note", map[string]any{"path": never, "text": "x"})
+	if !res.IsError || !strings.Contains(text(res), "could not record") {
+		t.Fatalf("a call that could not be recorded: %+v %s", res, text(res))
+	}
+	if _, err := os.Stat(never); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a call that could not be recorded reached the server: %v", err)
+	}
+}
+
+// TestResultSharesTheNextCallsCommit: the result of a call is recorded
+// in the same commit as the next call's action and verdict (its records
+// carry the commit's one time stamp, in sequence), not in a commit and a
+// sync of its own. A pair that a very slow machine keeps apart longer
+// than the result waits is tried again.
+func TestResultSharesTheNextCallsCommit(t *testing.T) {
+	e := newEnv(t, envOpts{realClock: true})
+	cs := e.client(nil, "")
+	ctx := context.Background()
+	for try := 0; try < 5; try++ {
+		first := overseerMeta(e.call(cs, "up__echo", map[string]any{"message": fmt.Sprint("a", try)}))["action_id"].(string)
+		second := overseerMeta(e.call(cs, "up__echo", map[string]any{"message": fmt.Sprint("b", try)}))["action_id"].(string)
+		e.wantAudit(first, "action,verdict,result")
+		res, err := e.k.Store.QueryAudit(ctx, store.AuditQuery{ActionID: first, Types: []string{"result"}})
+		if err != nil || len(res) != 1 {
+			t.Fatal(res, err)
+		}
+		act, err := e.k.Store.QueryAudit(ctx, store.AuditQuery{ActionID: second, Types: []string{"action"}})
+		if err != nil || len(act) != 1 {
+			t.Fatal(act, err)
+		}
+		if res[0].Seq == act[0].Seq-1 && res[0].Time.Equal(act[0].Time) {
+			return
+		}
+		t.Logf("try %d: result %d at %v, next action %d at %v", try, res[0].Seq, res[0].Time, act[0].Seq, act[0].Time)
+	}
+	t.Fatal("no call's result was committed with the next call's action")
 }
