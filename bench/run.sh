@@ -371,6 +371,8 @@ mo="$(metric "$WORK/mcp.txt" BenchmarkOverhead overhead-p50-ns)"
 mpo="$(metric "$WORK/mcp.txt" BenchmarkOverhead paired-overhead-p50-ns)"
 md="$(metric "$WORK/mcp.txt" BenchmarkOverhead direct-p50-ns)"
 mg="$(metric "$WORK/mcp.txt" BenchmarkOverhead gateway-p50-ns)"
+mg90="$(metric "$WORK/mcp.txt" BenchmarkOverhead gateway-p90-ns)"
+mo90="$(metric "$WORK/mcp.txt" BenchmarkOverhead overhead-p90-ns)"
 msf() { [ -n "$1" ] && awk -v n="$1" 'BEGIN { printf "%.2f ms", n }' || echo "n/a"; }
 nsms() { [ -n "$1" ] && awk -v n="$1" 'BEGIN { printf "%.3f ms", n / 1e6 }' || echo "n/a"; }
 
@@ -430,6 +432,8 @@ printf '%-44s %14s %14s\n' "  ratio to the bare Go hook (wall)" "$rh1" "$rh2"
 printf '%-44s %14s %14s\n' "  ratio to the bare Go hook (cpu)" "$(ratio "$hkc" "$hbc")" "$(ratio "$hnc" "$hbc")"
 printf '%-44s %14s %14s %8s\n' "MCP call, median: direct / gateway" "$(nsms "$md")" "$(nsms "$mg")" ""
 printf '%-44s %14s %14s\n' "  gateway overhead (medians; paired)" "$(nsms "$mo")" "$(nsms "$mpo")"
+printf '%-44s %14s %14s\n' "  p90: gateway; overhead (p90 - direct p90)" "$(nsms "$mg90")" "$(nsms "$mo90")"
+printf '%-44s %14s\n' "  overhead, issue #18 (quiet machine)" "2.180 ms"
 printf '%-44s %s\n' "hook with a daemon <= 3x bare Go ($rh1)" "$(goal "$rh1" "<=" 3)"
 printf '%-44s %s\n' "hook without a daemon <= 3x bare Go ($rh2)" "$(goal "$rh2" "<=" 3)"
 printf '%-44s %s\n' "hook without a daemon <= 24 ms ($(msf "$hn"))" "$(goal "$hn" "<=" 24)"

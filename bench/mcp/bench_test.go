@@ -114,9 +114,12 @@ func BenchmarkOverhead(b *testing.B) {
 	}
 	md, mg := median(dd), median(gd)
 	b.ReportMetric(float64(md.Nanoseconds()), "direct-p50-ns")
+	b.ReportMetric(float64(pct(dd, 0.9).Nanoseconds()), "direct-p90-ns")
 	b.ReportMetric(float64(mg.Nanoseconds()), "gateway-p50-ns")
+	b.ReportMetric(float64(pct(gd, 0.9).Nanoseconds()), "gateway-p90-ns")
 	b.ReportMetric(float64(pct(gd, 0.99).Nanoseconds()), "gateway-p99-ns")
 	b.ReportMetric(float64((mg - md).Nanoseconds()), "overhead-p50-ns")
+	b.ReportMetric(float64((pct(gd, 0.9) - pct(dd, 0.9)).Nanoseconds()), "overhead-p90-ns")
 	b.ReportMetric(float64(median(over).Nanoseconds()), "paired-overhead-p50-ns")
 	b.ReportMetric(float64(mg)/float64(md), "ratio")
 }
