@@ -202,10 +202,12 @@ type checkedMemory struct {
 }
 
 // maxChecked bounds Guard.checked: memories of actions never observed
-// (blocked ones) do not pile up.
-const maxChecked = 256
+// (blocked ones, dry runs) do not pile up.
+const maxChecked = 64
 
-// rememberChecked keeps the memory Check read for action id.
+// rememberChecked keeps, of the memory Check read for action id, what
+// tells whether Observe changes it: the destinations. A secret read is a
+// change whatever the memory holds, so the reads are not kept.
 func (g *Guard) rememberChecked(id, key string, m Memory) {
 	if id == "" {
 		return
@@ -215,7 +217,7 @@ func (g *Guard) rememberChecked(id, key string, m Memory) {
 	if g.checked == nil || len(g.checked) >= maxChecked {
 		g.checked = map[string]checkedMemory{}
 	}
-	g.checked[id] = checkedMemory{key: key, mem: m}
+	g.checked[id] = checkedMemory{key: key, mem: Memory{Dests: m.Dests, Cleared: m.Cleared, At: m.At}}
 }
 
 // takeChecked returns (and forgets) the memory Check read for action id
