@@ -373,6 +373,7 @@ md="$(metric "$WORK/mcp.txt" BenchmarkOverhead direct-p50-ns)"
 mg="$(metric "$WORK/mcp.txt" BenchmarkOverhead gateway-p50-ns)"
 mg90="$(metric "$WORK/mcp.txt" BenchmarkOverhead gateway-p90-ns)"
 mo90="$(metric "$WORK/mcp.txt" BenchmarkOverhead overhead-p90-ns)"
+mcpu="$(metric "$WORK/mcp.txt" BenchmarkOverhead gateway-cpu-ns/call)"
 msf() { [ -n "$1" ] && awk -v n="$1" 'BEGIN { printf "%.2f ms", n }' || echo "n/a"; }
 nsms() { [ -n "$1" ] && awk -v n="$1" 'BEGIN { printf "%.3f ms", n / 1e6 }' || echo "n/a"; }
 
@@ -434,6 +435,7 @@ printf '%-44s %14s %14s %8s\n' "MCP call, median: direct / gateway" "$(nsms "$md
 printf '%-44s %14s %14s\n' "  gateway overhead (medians; paired)" "$(nsms "$mo")" "$(nsms "$mpo")"
 printf '%-44s %14s %14s\n' "  p90: gateway; overhead (p90 - direct p90)" "$(nsms "$mg90")" "$(nsms "$mo90")"
 printf '%-44s %14s\n' "  overhead, issue #18 (quiet machine)" "2.180 ms"
+printf '%-44s %14s\n' "  gateway process CPU per call" "$(nsms "$mcpu")"
 printf '%-44s %s\n' "hook with a daemon <= 3x bare Go ($rh1)" "$(goal "$rh1" "<=" 3)"
 printf '%-44s %s\n' "hook without a daemon <= 3x bare Go ($rh2)" "$(goal "$rh2" "<=" 3)"
 printf '%-44s %s\n' "hook without a daemon <= 24 ms ($(msf "$hn"))" "$(goal "$hn" "<=" 24)"

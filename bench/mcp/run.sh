@@ -41,6 +41,7 @@ through90="$(metric gateway-p90-ns)"
 p99="$(metric gateway-p99-ns)"
 over="$(metric overhead-p50-ns)"
 over90="$(metric overhead-p90-ns)"
+cpu="$(metric gateway-cpu-ns/call)"
 paired="$(metric paired-overhead-p50-ns)"
 ratio="$(metric ratio)"
 if [ -z "$over" ]; then
@@ -61,6 +62,7 @@ printf '%-40s %s\n' "overhead per call, median" "$(ms "$over")"
 printf '%-40s %s\n' "overhead per call, p90" "$(ms "$over90")"
 printf '%-40s %s\n' "overhead, median of paired calls" "$(ms "$paired")"
 printf '%-40s %s\n' "ratio gateway/direct (medians)" "$ratio"
+if [ -n "$cpu" ]; then printf '%-40s %s\n' "gateway process CPU per call" "$(ms "$cpu")"; fi
 echo "-------------------- goal -----------------------"
 printf '%-40s %s\n' "median overhead < 1 ms" "$goal"
 if [ "$STRICT" = 1 ] && [ "$goal" != PASS ]; then
