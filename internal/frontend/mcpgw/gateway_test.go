@@ -634,30 +634,33 @@ func TestNotForwardedWhenTheRecordFails(t *testing.T) {
 }
 
 // TestResultSharesTheNextCallsCommit: the result of a call is recorded
-// in the same commit as the next call's action and verdict (its records
-// carry the commit's one time stamp, in sequence), not in a commit and a
-// sync of its own. A pair that a very slow machine keeps apart longer
-// than the result waits is tried again.
+// in the same commit as a later call's action and verdict (the records of
+// one commit carry its one time stamp, in sequence), not in a commit and
+// a sync of its own. On a machine too slow for every pair of calls to
+// come within the result's wait, one of several suffices.
 func TestResultSharesTheNextCallsCommit(t *testing.T) {
 	e := newEnv(t, envOpts{realClock: true})
 	cs := e.client(nil, "")
 	ctx := context.Background()
-	for try := 0; try < 5; try++ {
-		first := overseerMeta(e.call(cs, "up__echo", map[string]any{"message": fmt.Sprint("a", try)}))["action_id"].(string)
-		second := overseerMeta(e.call(cs, "up__echo", map[string]any{"message": fmt.Sprint("b", try)}))["action_id"].(string)
-		e.wantAudit(first, "action,verdict,result")
-		res, err := e.k.Store.QueryAudit(ctx, store.AuditQuery{ActionID: first, Types: []string{"result"}})
-		if err != nil || len(res) != 1 {
-			t.Fatal(res, err)
-		}
-		act, err := e.k.Store.QueryAudit(ctx, store.AuditQuery{ActionID: second, Types: []string{"action"}})
-		if err != nil || len(act) != 1 {
-			t.Fatal(act, err)
-		}
-		if res[0].Seq == act[0].Seq-1 && res[0].Time.Equal(act[0].Time) {
-			return
-		}
-		t.Logf("try %d: result %d at %v, next action %d at %v", try, res[0].Seq, res[0].Time, act[0].Seq, act[0].Time)
+	var ids []string
+	for i := 0; i < 8; i++ {
+		ids = append(ids, overseerMeta(e.call(cs, "up__echo", map[string]any{"message": fmt.Sprint("m", i)}))["action_id"].(string))
 	}
-	t.Fatal("no call's result was committed with the next call's action")
+	for _, id := range ids {
+		e.wantAudit(id, "action,verdict,result")
+	}
+	all, err := e.k.Store.QueryAudit(ctx, store.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := 0
+	for i, r := range all {
+		if r.Type == "result" && i+1 < len(all) && all[i+1].Type == "action" && all[i+1].Time.Equal(r.Time) {
+			shared++
+		}
+	}
+	if shared == 0 {
+		t.Fatalf("no call's result was committed with a later call's action: %d records", len(all))
+	}
+	t.Logf("%d of %d results shared a later call's commit", shared, len(ids)-1)
 }
