@@ -18,7 +18,7 @@ import (
 // The binary built from the repository with the project's build command
 // names its version: the commit it was built from, never "devel".
 func TestVersionStamped(t *testing.T) {
-	root := moduleRoot(t)
+	root := overseertest.ModuleRoot(t)
 	if fi, err := os.Stat(filepath.Join(root, ".git")); err != nil || !fi.IsDir() {
 		// Go reads the commit from a repository's .git directory; a git
 		// worktree (.git is a file) or an exported tree has none.
@@ -41,24 +41,6 @@ func TestVersionStamped(t *testing.T) {
 	}
 	if !strings.Contains(v, strings.TrimSpace(string(head))) {
 		t.Fatalf("version %q does not name the commit %s", v, head)
-	}
-}
-
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
 	}
 }
 

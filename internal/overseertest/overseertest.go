@@ -52,6 +52,38 @@ func moduleRoot() (string, error) {
 	}
 }
 
+// ModuleRoot is the directory holding go.mod above the working directory
+// (a test's package directory): the project's root.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatalf("finding the module's root: %v", err)
+	}
+	return root
+}
+
+// NPMTool finds a program the scripts install under .cache/npm at the
+// module's root (the agent CLIs), else on PATH. Without it the test is
+// skipped, loudly, or failed when CI=true; how says what installs it
+// ("scripts/install-agent-clis.sh …").
+func NPMTool(t testing.TB, name, how string) string {
+	t.Helper()
+	cand := filepath.Join(ModuleRoot(t), ".cache", "npm", "node_modules", ".bin", name)
+	if _, err := os.Stat(cand); err == nil {
+		return cand
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	msg := name + " is not installed; run " + how
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip("SKIPPED: " + msg)
+	return ""
+}
+
 // Binary builds ./cmd/overseer once per test process and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
@@ -151,11 +183,7 @@ func MCPPeers(t testing.TB, packages ...string) string {
 	t.Helper()
 	dir := os.Getenv("MCP_SERVERS_DIR")
 	if dir == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			t.Fatalf("finding the module's root: %v", err)
-		}
-		dir = filepath.Join(root, ".cache", "npm-mcp")
+		dir = filepath.Join(ModuleRoot(t), ".cache", "npm-mcp")
 	}
 	missing := func(what string) {
 		t.Helper()

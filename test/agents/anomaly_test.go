@@ -19,15 +19,9 @@ import (
 // and how a person resumes it), the four changes are rolled back newest
 // first, byte for byte, and the audit log names every step.
 func TestClaudeCodeAnomalyRollback(t *testing.T) {
-	bin := findCLI(t, "claude")
-	e := newEnv(t, true)
-	if r := e.overseer(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
-		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
-	}
-	if r := e.overseer(t, "anomaly", "add", "--who", "alice", "--json",
-		`{"name":"write burst","tool_name":"file_[we]*","agent":"claude-code","threshold_count":5,"window_seconds":300,"action":"stop_and_rollback","rollback":10}`); r.Code != 0 {
-		t.Fatalf("anomaly add: %s %s", r.Stdout, r.Stderr)
-	}
+	bin, e := newClaudeEnv(t)
+	e.must(t, "anomaly", "add", "--who", "alice", "--json",
+		`{"name":"write burst","tool_name":"file_[we]*","agent":"claude-code","threshold_count":5,"window_seconds":300,"action":"stop_and_rollback","rollback":10}`)
 	original := map[string]string{}
 	var calls []modeltest.ToolCall
 	var paths []string
@@ -119,19 +113,9 @@ func TestClaudeCodeAnomalyRollback(t *testing.T) {
 // has spent $1.50 within the hour, its Bash calls are blocked by the rule
 // (the first runs: at most one turn, $1, is spent by then).
 func TestClaudeCodeCostRule(t *testing.T) {
-	bin := findCLI(t, "claude")
-	e := newEnv(t, true)
-	if r := e.overseer(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
-		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
-	}
-	for _, args := range [][]string{
-		{"budget", "prices", "--set", `{"claude-sonnet-4-5*": {"input_per_mtok": 100000, "output_per_mtok": 0}}`},
-		{"auto-rules", "add", "--who", "alice", "--json", `{"name":"costly agent","trigger":{"type":"cost_threshold","tool":"Bash","agent":"claude-code","usd":1.5,"window_minutes":60},"action":{"type":"block_tool"}}`},
-	} {
-		if r := e.overseer(t, args...); r.Code != 0 {
-			t.Fatalf("overseer %v: %s %s", args, r.Stdout, r.Stderr)
-		}
-	}
+	bin, e := newClaudeEnv(t)
+	e.must(t, "budget", "prices", "--set", `{"claude-sonnet-4-5*": {"input_per_mtok": 100000, "output_per_mtok": 0}}`)
+	e.must(t, "auto-rules", "add", "--who", "alice", "--json", `{"name":"costly agent","trigger":{"type":"cost_threshold","tool":"Bash","agent":"claude-code","usd":1.5,"window_minutes":60},"action":{"type":"block_tool"}}`)
 	// Claude Code may write a turn's usage to its transcript just after the
 	// hook of that turn's call runs, or before: the second or the third call
 	// is blocked.

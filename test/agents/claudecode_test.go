@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -39,11 +38,7 @@ func (e *env) claude(t *testing.T, bin string, script modeltest.Script, extra ..
 }
 
 func TestClaudeCode(t *testing.T) {
-	bin := findCLI(t, "claude")
-	e := newEnv(t, true)
-	if r := e.overseer(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
-		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
-	}
+	bin, e := newClaudeEnv(t)
 
 	t.Run("harmless command runs", func(t *testing.T) {
 		res, srv, out := e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "echo hello-overseer"}))
@@ -88,18 +83,9 @@ func TestClaudeCode(t *testing.T) {
 	})
 
 	t.Run("rm -rf of a protected path is denied and the victim survives", func(t *testing.T) {
-		victim := filepath.Join(e.proj, "victim")
-		keep := filepath.Join(victim, "keep.txt")
-		if err := os.MkdirAll(victim, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(keep, []byte("precious"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		victim, keep := e.victim(t)
 		res, srv, out := e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "rm -rf " + victim}))
-		if b, err := os.ReadFile(keep); err != nil || string(b) != "precious" {
-			t.Fatalf("the victim did not survive: %v\n%s", err, out)
-		}
+		survived(t, keep, out)
 		// The denial reaches the model as the tool's error.
 		rs := srv.Results()
 		if len(rs) != 1 || !rs[0].IsError || !strings.Contains(rs[0].Content, "victim directory is protected") {
@@ -112,13 +98,12 @@ func TestClaudeCode(t *testing.T) {
 
 	t.Run("confirm waits for overseer approve, then runs", func(t *testing.T) {
 		marker := filepath.Join(e.proj, "approved.txt")
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		approved := e.approveWhenPending(t, ctx)
-		_, srv, out := e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "touch " + marker}))
-		if id := <-approved; id == "" {
-			t.Fatalf("no approval was asked for\n%s", out)
-		}
+		var srv *modeltest.Server
+		var out string
+		e.whileApproving(t, func() string {
+			_, srv, out = e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "touch " + marker}))
+			return out
+		})
 		if _, err := os.Stat(marker); err != nil {
 			t.Fatalf("the approved command did not run: %v\n%s", err, out)
 		}

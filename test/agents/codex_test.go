@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,16 +44,7 @@ stream_max_retries = 0
 }
 
 func TestCodex(t *testing.T) {
-	bin := findCLI(t, "codex")
-	e := newEnv(t, true)
-	codexHome := filepath.Join(e.userHome, ".codex")
-	if err := os.MkdirAll(codexHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("CODEX_HOME", codexHome) // for `overseer init codex`
-	if r := e.overseer(t, "init", "codex", "--max-wait", "60s"); r.Code != 0 {
-		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
-	}
+	bin, e, codexHome := newCodexEnv(t)
 	if _, err := os.Stat(filepath.Join(codexHome, "hooks.json")); err != nil {
 		t.Fatal(err)
 	}
@@ -67,18 +57,9 @@ func TestCodex(t *testing.T) {
 	})
 
 	t.Run("rm -rf of a protected path is denied and the victim survives", func(t *testing.T) {
-		victim := filepath.Join(e.proj, "victim")
-		keep := filepath.Join(victim, "keep.txt")
-		if err := os.MkdirAll(victim, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(keep, []byte("precious"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		victim, keep := e.victim(t)
 		srv, out := e.codex(t, bin, codexHome, modeltest.OneCall("exec_command", map[string]any{"cmd": "rm -rf " + victim}))
-		if b, err := os.ReadFile(keep); err != nil || string(b) != "precious" {
-			t.Fatalf("the victim did not survive: %v\n%s", err, out)
-		}
+		survived(t, keep, out)
 		rs := srv.Results()
 		if len(rs) != 1 || !strings.Contains(rs[0].Content, "victim directory is protected") {
 			t.Fatalf("the denial did not reach the model: %+v\n%s", rs, out)
@@ -87,13 +68,12 @@ func TestCodex(t *testing.T) {
 
 	t.Run("confirm is held until overseer approve, then runs", func(t *testing.T) {
 		marker := filepath.Join(e.proj, "codex-approved.txt")
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		approved := e.approveWhenPending(t, ctx)
-		srv, out := e.codex(t, bin, codexHome, modeltest.OneCall("exec_command", map[string]any{"cmd": "touch " + marker}))
-		if id := <-approved; id == "" {
-			t.Fatalf("no approval was asked for\n%s", out)
-		}
+		var srv *modeltest.Server
+		var out string
+		e.whileApproving(t, func() string {
+			srv, out = e.codex(t, bin, codexHome, modeltest.OneCall("exec_command", map[string]any{"cmd": "touch " + marker}))
+			return out
+		})
 		if _, err := os.Stat(marker); err != nil {
 			t.Fatalf("the approved command did not run: %v (results %+v)\n%s", err, srv.Results(), out)
 		}

@@ -29,10 +29,7 @@ const codexPatchModel = "gpt-5.5"
 // recordCodexPatch runs Codex without any hook through the patch session.
 func (e *env) recordCodexPatch(t *testing.T, bin string) []string {
 	t.Helper()
-	codexHome := filepath.Join(e.userHome, ".codex")
-	if err := os.MkdirAll(codexHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	codexHome := e.codexHome(t)
 	srv, out := e.codexWith(t, bin, codexHome, codexPatchModel, "", modeltest.Steps(e.expand(codexPatchCalls)...))
 	rs := srv.Results()
 	if len(rs) != len(codexPatchCalls) {

@@ -14,11 +14,7 @@ import (
 // TestClaudeCodeConflict: two Claude Code sessions write one file; the
 // second is held for a person, and what it is asked names the first.
 func TestClaudeCodeConflict(t *testing.T) {
-	bin := findCLI(t, "claude")
-	e := newEnv(t, true)
-	if r := e.overseer(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
-		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
-	}
+	bin, e := newClaudeEnv(t)
 	shared := filepath.Join(e.proj, "shared.txt")
 	write := func(content string) modeltest.Script {
 		return modeltest.OneCall("Write", map[string]any{"file_path": shared, "content": content})
@@ -53,35 +49,15 @@ func TestClaudeCodeConflict(t *testing.T) {
 // TestClaudeCodeStaleRead: a file changed behind the agent's back after it
 // read it is refused for edit until the agent reads it again.
 func TestClaudeCodeStaleRead(t *testing.T) {
-	bin := findCLI(t, "claude")
-	e := newEnv(t, true)
-	if r := e.overseer(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
-		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
-	}
+	bin, e := newClaudeEnv(t)
 	notes := filepath.Join(e.proj, "notes.txt")
 	if err := os.WriteFile(notes, []byte("alpha\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	edit := modeltest.ToolCall{Name: "Edit", Input: map[string]any{"file_path": notes, "old_string": "beta", "new_string": "gamma"}}
-	calls := []modeltest.ToolCall{{Name: "Read", Input: map[string]any{"file_path": notes}}, edit,
-		{Name: "Read", Input: map[string]any{"file_path": notes}}, edit}
-	script := func(r *modeltest.Request) modeltest.Reply {
-		if !r.HasTools {
-			return modeltest.Reply{Text: "ok"}
-		}
-		n := len(r.Results)
-		if n == 1 {
-			// Someone else changes the file after the agent read it.
-			if err := os.WriteFile(notes, []byte("beta\n"), 0o644); err != nil {
-				t.Error(err)
-			}
-		}
-		if n < len(calls) {
-			c := calls[n]
-			return modeltest.Reply{Tool: &c}
-		}
-		return modeltest.Reply{Text: "done"}
-	}
+	// Someone else changes the file after the agent read it.
+	script := changedAfterRead(t, notes, "beta\n", modeltest.ToolCall{Name: "Read", Input: map[string]any{"file_path": notes}}, edit,
+		modeltest.ToolCall{Name: "Read", Input: map[string]any{"file_path": notes}}, edit)
 	_, srv, out := e.claude(t, bin, script)
 	rs := srv.Results()
 	if len(rs) != 4 {

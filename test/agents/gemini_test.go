@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,11 +31,7 @@ func (e *env) gemini(t *testing.T, bin string, script modeltest.Script) (*modelt
 }
 
 func TestGemini(t *testing.T) {
-	bin := findCLI(t, "gemini")
-	e := newEnv(t, true)
-	if r := e.overseer(t, "init", "gemini", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
-		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
-	}
+	bin, e := newGeminiEnv(t)
 	t.Run("harmless command runs", func(t *testing.T) {
 		srv, out := e.gemini(t, bin, modeltest.OneCall("run_shell_command", map[string]any{"command": "echo hello-gemini"}))
 		if rs := srv.Results(); len(rs) != 1 || rs[0].IsError || !strings.Contains(rs[0].Content, "hello-gemini") {
@@ -45,18 +40,9 @@ func TestGemini(t *testing.T) {
 	})
 
 	t.Run("rm -rf of a protected path is denied and the victim survives", func(t *testing.T) {
-		victim := filepath.Join(e.proj, "victim")
-		keep := filepath.Join(victim, "keep.txt")
-		if err := os.MkdirAll(victim, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(keep, []byte("precious"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		victim, keep := e.victim(t)
 		srv, out := e.gemini(t, bin, modeltest.OneCall("run_shell_command", map[string]any{"command": "rm -rf " + victim}))
-		if b, err := os.ReadFile(keep); err != nil || string(b) != "precious" {
-			t.Fatalf("the victim did not survive: %v\n%s", err, out)
-		}
+		survived(t, keep, out)
 		rs := srv.Results()
 		if len(rs) != 1 || !rs[0].IsError || !strings.Contains(rs[0].Content, "victim directory is protected") {
 			t.Fatalf("the denial did not reach the model as an error: %+v\n%s", rs, out)
@@ -65,13 +51,12 @@ func TestGemini(t *testing.T) {
 
 	t.Run("confirm is held until overseer approve, then runs", func(t *testing.T) {
 		marker := filepath.Join(e.proj, "gemini-approved.txt")
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		approved := e.approveWhenPending(t, ctx)
-		srv, out := e.gemini(t, bin, modeltest.OneCall("run_shell_command", map[string]any{"command": "touch " + marker}))
-		if id := <-approved; id == "" {
-			t.Fatalf("no approval was asked for\n%s", out)
-		}
+		var srv *modeltest.Server
+		var out string
+		e.whileApproving(t, func() string {
+			srv, out = e.gemini(t, bin, modeltest.OneCall("run_shell_command", map[string]any{"command": "touch " + marker}))
+			return out
+		})
 		if _, err := os.Stat(marker); err != nil {
 			t.Fatalf("the approved command did not run: %v (results %+v)\n%s", err, srv.Results(), out)
 		}

@@ -114,11 +114,7 @@ func read(p string) modeltest.ToolCall {
 // under a grant limited to reads in docs/ (Claude Code 2.1.328 reports the
 // sub-agent's agent_id and agent_type in PreToolUse).
 func TestClaudeCodeSubagentGrant(t *testing.T) {
-	bin := findCLI(t, "claude")
-	e := newEnv(t, true)
-	if r := e.overseer(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
-		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
-	}
+	bin, e := newClaudeEnv(t)
 	docs := filepath.Join(e.proj, "docs")
 	if err := os.MkdirAll(docs, 0o755); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/overseertest"
 	"github.com/overseer-dev/overseer/internal/store"
+	"github.com/overseer-dev/overseer/test/agents/modeltest"
 )
 
 // testPolicy gives the commands of these tests known levels; everything
@@ -42,23 +43,7 @@ rules:
 // skipped — or, in CI, failed.
 func findCLI(t *testing.T, name string) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cand := filepath.Join(root, ".cache", "npm", "node_modules", ".bin", name)
-	if _, err := os.Stat(cand); err == nil {
-		return cand
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	msg := name + " is not installed; run scripts/install-agent-clis.sh to install the agent CLIs these tests drive"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip("SKIPPED: " + msg)
-	return ""
+	return overseertest.NPMTool(t, name, "scripts/install-agent-clis.sh to install the agent CLIs these tests drive")
 }
 
 // env is one end-to-end setup: an Overseer home with the test policy and a
@@ -93,6 +78,134 @@ func newEnv(t *testing.T, withDaemon bool) *env {
 func (e *env) overseer(t *testing.T, args ...string) overseertest.Result {
 	t.Helper()
 	return overseertest.Run(t, e.home, "", args...)
+}
+
+// must runs the overseer binary against the env's home and fails the test
+// unless it succeeds; it returns what it printed.
+func (e *env) must(t *testing.T, args ...string) string {
+	t.Helper()
+	r := e.overseer(t, args...)
+	if r.Code != 0 {
+		t.Fatalf("overseer %v: %d %s %s", args, r.Code, r.Stdout, r.Stderr)
+	}
+	return r.Stdout
+}
+
+// initClaude installs Overseer's Claude Code hooks in the project; a call
+// waits up to 60s for a person.
+func (e *env) initClaude(t *testing.T) {
+	t.Helper()
+	e.must(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s")
+}
+
+// initGemini installs Overseer's Gemini CLI hooks in the project; a call
+// waits up to 60s for a person.
+func (e *env) initGemini(t *testing.T) {
+	t.Helper()
+	e.must(t, "init", "gemini", "--project", e.proj, "--max-wait", "60s")
+}
+
+// codexHome creates the agent's Codex home (its CODEX_HOME) and returns it.
+func (e *env) codexHome(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(e.userHome, ".codex")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// initCodex installs Overseer's Codex hooks in the agent's Codex home
+// (CODEX_HOME is set for the test, for `overseer init codex`); a call
+// waits up to 60s for a person. It returns the Codex home.
+func (e *env) initCodex(t *testing.T) string {
+	t.Helper()
+	dir := e.codexHome(t)
+	t.Setenv("CODEX_HOME", dir)
+	e.must(t, "init", "codex", "--max-wait", "60s")
+	return dir
+}
+
+// newClaudeEnv is the real Claude Code CLI and an env with a running
+// daemon whose hooks are installed in the project (initClaude).
+func newClaudeEnv(t *testing.T) (string, *env) {
+	t.Helper()
+	bin := findCLI(t, "claude")
+	e := newEnv(t, true)
+	e.initClaude(t)
+	return bin, e
+}
+
+// newCodexEnv is the real Codex CLI and an env with a running daemon whose
+// hooks are installed in the agent's Codex home (initCodex), returned too.
+func newCodexEnv(t *testing.T) (bin string, e *env, codexHome string) {
+	t.Helper()
+	bin = findCLI(t, "codex")
+	e = newEnv(t, true)
+	return bin, e, e.initCodex(t)
+}
+
+// newGeminiEnv is the real Gemini CLI and an env with a running daemon
+// whose hooks are installed in the project (initGemini).
+func newGeminiEnv(t *testing.T) (string, *env) {
+	t.Helper()
+	bin := findCLI(t, "gemini")
+	e := newEnv(t, true)
+	e.initGemini(t)
+	return bin, e
+}
+
+// victim creates a directory holding a precious file in the project, for
+// an agent to try to remove; it returns both.
+func (e *env) victim(t *testing.T) (dir, keep string) {
+	t.Helper()
+	dir = filepath.Join(e.proj, "victim")
+	keep = filepath.Join(dir, "keep.txt")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keep, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, keep
+}
+
+// survived fails the test unless the victim's precious file is as it was;
+// out is the agent's output, for the failure message.
+func survived(t *testing.T, keep, out string) {
+	t.Helper()
+	if b, err := os.ReadFile(keep); err != nil || string(b) != "precious" {
+		t.Fatalf("the victim did not survive: %v\n%s", err, out)
+	}
+}
+
+// whileApproving runs run (an agent's session; it returns the agent's
+// output) while a person approves the first pending approval through
+// `overseer approve`, and fails the test unless one was approved.
+func (e *env) whileApproving(t *testing.T, run func() string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	approved := e.approveWhenPending(t, ctx)
+	out := run()
+	if id := <-approved; id == "" {
+		t.Fatalf("no approval was asked for\n%s", out)
+	}
+}
+
+// changedAfterRead is modeltest.Steps(calls...), with path rewritten to
+// content by someone else once the first call's result is back: the
+// agent's read of it (the first call) is stale from then on.
+func changedAfterRead(t *testing.T, path, content string, calls ...modeltest.ToolCall) modeltest.Script {
+	steps := modeltest.Steps(calls...)
+	return func(r *modeltest.Request) modeltest.Reply {
+		if r.HasTools && len(r.Results) == 1 {
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+		return steps(r)
+	}
 }
 
 // approveWhenPending approves the first pending approval through

@@ -1,13 +1,9 @@
 package agents
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/overseer-dev/overseer/test/agents/modeltest"
 )
@@ -18,24 +14,12 @@ import (
 // budget cap refuses its call once the usage in its transcript (priced by
 // the budget's table) reaches the cap.
 func TestClaudeCodeLimits(t *testing.T) {
-	bin := findCLI(t, "claude")
-	e := newEnv(t, true)
-	if r := e.overseer(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
-		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
-	}
-	must := func(args ...string) string {
-		t.Helper()
-		r := e.overseer(t, args...)
-		if r.Code != 0 {
-			t.Fatalf("overseer %v: %d %s %s", args, r.Code, r.Stdout, r.Stderr)
-		}
-		return r.Stdout
-	}
+	bin, e := newClaudeEnv(t)
 
 	t.Run("rate limit blocks", func(t *testing.T) {
-		out := must("limits", "add", "--agent", "claude-code", "--tool", "Bash", "--max", "1", "--window", "1h", "--action", "block")
+		out := e.must(t, "limits", "add", "--agent", "claude-code", "--tool", "Bash", "--max", "1", "--window", "1h", "--action", "block")
 		id := strings.TrimSuffix(strings.Fields(out)[2], ":")
-		defer must("limits", "rm", id)
+		defer e.must(t, "limits", "rm", id)
 		_, srv, cli := e.claude(t, bin, modeltest.Steps(
 			modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo first-call"}},
 			modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo second-call"}}))
@@ -47,7 +31,7 @@ func TestClaudeCodeLimits(t *testing.T) {
 	})
 
 	t.Run("rate limit notify_only and ask", func(t *testing.T) {
-		out := must("limits", "add", "--agent", "claude-code", "--tool", "Bash", "--max", "1", "--window", "1h", "--action", "notify_only")
+		out := e.must(t, "limits", "add", "--agent", "claude-code", "--tool", "Bash", "--max", "1", "--window", "1h", "--action", "notify_only")
 		id := strings.TrimSuffix(strings.Fields(out)[2], ":")
 		_, srv, cli := e.claude(t, bin, modeltest.Steps(
 			modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo note-one"}},
@@ -62,19 +46,16 @@ func TestClaudeCodeLimits(t *testing.T) {
 		if !alerted {
 			t.Fatal("no alert recorded for the notify_only limit")
 		}
-		must("limits", "set", id, "--action", "ask")
+		e.must(t, "limits", "set", id, "--action", "ask")
 		// Over the limit now: the next call waits for a person, who approves.
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		approved := e.approveWhenPending(t, ctx)
-		_, srv, cli = e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "echo asked-first"}))
-		if _, ok := <-approved; !ok {
-			t.Fatalf("nobody was asked\n%s", cli)
-		}
+		e.whileApproving(t, func() string {
+			_, srv, cli = e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "echo asked-first"}))
+			return cli
+		})
 		if rs := srv.Results(); len(rs) != 1 || rs[0].IsError || !strings.Contains(rs[0].Content, "asked-first") {
 			t.Fatalf("ask: %+v\n%s", rs, cli)
 		}
-		must("limits", "rm", id)
+		e.must(t, "limits", "rm", id)
 	})
 
 	// stopped checks that Claude Code was told to stop its task (the call
@@ -99,13 +80,13 @@ func TestClaudeCodeLimits(t *testing.T) {
 	}
 
 	t.Run("a paused agent is refused with how to resume it", func(t *testing.T) {
-		must("pause-agent", "claude-code", "--reason", "away for the weekend")
+		e.must(t, "pause-agent", "claude-code", "--reason", "away for the weekend")
 		res, srv, cli := e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "echo while-paused"}))
 		if rs := srv.Results(); len(rs) != 0 {
 			t.Fatalf("the call ran: %+v", rs)
 		}
 		stopped(t, res, cli, "while-paused", "away for the weekend", "overseer resume-agent claude-code")
-		must("resume-agent", "claude-code")
+		e.must(t, "resume-agent", "claude-code")
 		_, srv, cli = e.claude(t, bin, modeltest.OneCall("Bash", map[string]any{"command": "echo resumed-call"}))
 		if rs := srv.Results(); len(rs) != 1 || rs[0].IsError || !strings.Contains(rs[0].Content, "resumed-call") {
 			t.Fatalf("after the resume: %+v\n%s", rs, cli)
@@ -114,8 +95,8 @@ func TestClaudeCodeLimits(t *testing.T) {
 
 	t.Run("budget cap from the transcript", func(t *testing.T) {
 		// The scripted model reports 10 input tokens a turn: $1 each.
-		must("budget", "prices", "--set", `{"claude-sonnet-4-5*": {"input_per_mtok": 100000, "output_per_mtok": 0}}`)
-		out := must("budget", "add", "--scope", "agent", "--scope-id", "claude-code", "--max-usd", "0.5", "--action", "stop")
+		e.must(t, "budget", "prices", "--set", `{"claude-sonnet-4-5*": {"input_per_mtok": 100000, "output_per_mtok": 0}}`)
+		out := e.must(t, "budget", "add", "--scope", "agent", "--scope-id", "claude-code", "--max-usd", "0.5", "--action", "stop")
 		id := strings.TrimSuffix(strings.Fields(out)[2], ":")
 		// Claude Code may write a turn's usage to its transcript just after
 		// the hook of that turn's call runs: the cap then refuses the next
@@ -125,10 +106,10 @@ func TestClaudeCodeLimits(t *testing.T) {
 			modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo over-budget-2"}}))
 		rs := srv.Results()
 		if len(rs) > 1 {
-			t.Fatalf("calls ran past the cap: %+v\nbudget:\n%s", rs, must("budget"))
+			t.Fatalf("calls ran past the cap: %+v\nbudget:\n%s", rs, e.must(t, "budget"))
 		}
 		stopped(t, res, cli, fmt.Sprintf("over-budget-%d", len(rs)+1), "budget cap "+id)
-		if st := must("budget"); !strings.Contains(st, "claude-code") {
+		if st := e.must(t, "budget"); !strings.Contains(st, "claude-code") {
 			t.Fatalf("budget status:\n%s", st)
 		}
 	})
@@ -138,25 +119,10 @@ func TestClaudeCodeLimits(t *testing.T) {
 // token counts (the rollout's token_count totals) count against an agent
 // budget cap: once they reach it, its command is refused.
 func TestCodexBudget(t *testing.T) {
-	bin := findCLI(t, "codex")
-	e := newEnv(t, true)
-	codexHome := filepath.Join(e.userHome, ".codex")
-	if err := os.MkdirAll(codexHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("CODEX_HOME", codexHome) // for `overseer init codex`
-	if r := e.overseer(t, "init", "codex", "--max-wait", "60s"); r.Code != 0 {
-		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
-	}
+	bin, e, codexHome := newCodexEnv(t)
 	// The scripted model reports 10 input tokens a turn: $1 each.
-	for _, args := range [][]string{
-		{"budget", "prices", "--set", `{"*": {"input_per_mtok": 100000, "output_per_mtok": 0}}`},
-		{"budget", "add", "--scope", "agent", "--scope-id", "codex", "--max-usd", "1.5", "--action", "stop"},
-	} {
-		if r := e.overseer(t, args...); r.Code != 0 {
-			t.Fatalf("overseer %v: %s %s", args, r.Stdout, r.Stderr)
-		}
-	}
+	e.must(t, "budget", "prices", "--set", `{"*": {"input_per_mtok": 100000, "output_per_mtok": 0}}`)
+	e.must(t, "budget", "add", "--scope", "agent", "--scope-id", "codex", "--max-usd", "1.5", "--action", "stop")
 	srv, out := e.codex(t, bin, codexHome, modeltest.Steps(
 		modeltest.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "echo first-codex"}},
 		modeltest.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "echo second-codex"}},

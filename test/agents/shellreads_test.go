@@ -14,40 +14,15 @@ import (
 // the file behind its back: its patch is refused as an edit of a stale
 // read. After reading it again the same way, the patch goes through.
 func TestCodexShellReadsCountAsReads(t *testing.T) {
-	bin := findCLI(t, "codex")
-	e := newEnv(t, true)
-	codexHome := filepath.Join(e.userHome, ".codex")
-	if err := os.MkdirAll(codexHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("CODEX_HOME", codexHome) // for `overseer init codex`
-	if r := e.overseer(t, "init", "codex", "--max-wait", "60s"); r.Code != 0 {
-		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
-	}
+	bin, e, codexHome := newCodexEnv(t)
 	notes := filepath.Join(e.proj, "notes.txt")
 	if err := os.WriteFile(notes, []byte("alpha\nbeta\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	read := modeltest.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "sed -n '1,200p' notes.txt"}}
 	patch := modeltest.ToolCall{Name: "apply_patch", Freeform: "*** Begin Patch\n*** Update File: notes.txt\n@@\n-alpha\n+ALPHA\n*** End Patch\n"}
-	calls := []modeltest.ToolCall{read, patch, read, patch}
-	script := func(r *modeltest.Request) modeltest.Reply {
-		if !r.HasTools {
-			return modeltest.Reply{Text: "ok"}
-		}
-		n := len(r.Results)
-		if n == 1 {
-			// Someone else changes the file after the agent read it.
-			if err := os.WriteFile(notes, []byte("alpha\nbeta\ngamma, by someone else\n"), 0o644); err != nil {
-				t.Error(err)
-			}
-		}
-		if n < len(calls) {
-			c := calls[n]
-			return modeltest.Reply{Tool: &c}
-		}
-		return modeltest.Reply{Text: "done"}
-	}
+	// Someone else changes the file after the agent read it.
+	script := changedAfterRead(t, notes, "alpha\nbeta\ngamma, by someone else\n", read, patch, read, patch)
 	srv, out := e.codexWith(t, bin, codexHome, codexPatchModel, "", script)
 	rs := srv.Results()
 	if len(rs) != 4 {
@@ -72,34 +47,14 @@ func TestCodexShellReadsCountAsReads(t *testing.T) {
 // it reads the file again with `cat` in its Bash tool, and the edit goes
 // through — a shell read counts as a read.
 func TestClaudeCodeShellReadRefreshes(t *testing.T) {
-	bin := findCLI(t, "claude")
-	e := newEnv(t, true)
-	if r := e.overseer(t, "init", "claude-code", "--project", e.proj, "--max-wait", "60s"); r.Code != 0 {
-		t.Fatalf("init: %s %s", r.Stdout, r.Stderr)
-	}
+	bin, e := newClaudeEnv(t)
 	notes := filepath.Join(e.proj, "notes.txt")
 	if err := os.WriteFile(notes, []byte("alpha\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	edit := modeltest.ToolCall{Name: "Edit", Input: map[string]any{"file_path": notes, "old_string": "beta", "new_string": "gamma"}}
-	calls := []modeltest.ToolCall{{Name: "Read", Input: map[string]any{"file_path": notes}}, edit,
-		{Name: "Bash", Input: map[string]any{"command": "cat notes.txt", "description": "read the notes again"}}, edit}
-	script := func(r *modeltest.Request) modeltest.Reply {
-		if !r.HasTools {
-			return modeltest.Reply{Text: "ok"}
-		}
-		n := len(r.Results)
-		if n == 1 {
-			if err := os.WriteFile(notes, []byte("beta\n"), 0o644); err != nil {
-				t.Error(err)
-			}
-		}
-		if n < len(calls) {
-			c := calls[n]
-			return modeltest.Reply{Tool: &c}
-		}
-		return modeltest.Reply{Text: "done"}
-	}
+	script := changedAfterRead(t, notes, "beta\n", modeltest.ToolCall{Name: "Read", Input: map[string]any{"file_path": notes}}, edit,
+		modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "cat notes.txt", "description": "read the notes again"}}, edit)
 	_, srv, out := e.claude(t, bin, script)
 	rs := srv.Results()
 	if len(rs) != 4 {

@@ -87,10 +87,7 @@ func (e *env) recordClaude(t *testing.T, bin string) []string {
 // recordCodex runs Codex without any hook through the scripted session.
 func (e *env) recordCodex(t *testing.T, bin string) []string {
 	t.Helper()
-	codexHome := filepath.Join(e.userHome, ".codex")
-	if err := os.MkdirAll(codexHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	codexHome := e.codexHome(t)
 	srv, out := e.codex(t, bin, codexHome, modeltest.Steps(e.expand(codexCalls)...))
 	if n := len(srv.Results()); n != len(codexCalls) {
 		t.Fatalf("%d tool results, want %d\n%s", n, len(codexCalls), out)

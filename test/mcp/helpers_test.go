@@ -69,6 +69,15 @@ func (s *setup) gatewayCmd(t *testing.T) *exec.Cmd {
 	return cmd
 }
 
+// gatewaySession is one session of `overseer mcp` on home, its standard
+// error in the test's log.
+func gatewaySession(t *testing.T, home string) *mcp.ClientSession {
+	t.Helper()
+	cmd := overseertest.MCPGateway(t, home)
+	cmd.Stderr = &logWriter{t: t}
+	return overseertest.MCPConnect(t, cmd, nil)
+}
+
 type logWriter struct{ t *testing.T }
 
 func (w *logWriter) Write(p []byte) (int, error) {

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,13 +72,7 @@ func listAll(t *testing.T, home string, also func(*mcp.ClientSession)) lists {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.Command(overseertest.Binary(t), "--home", home, "mcp")
-	cmd.Env = append(os.Environ(), "OVERSEER_HOME="+home)
-	cmd.Stderr = &logWriter{t: t}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := gatewaySession(t, home)
 	defer cs.Close()
 	var l lists
 	for p, err := range cs.Prompts(ctx, nil) {
@@ -124,7 +118,7 @@ func TestPromptsAndResourcesArePinned(t *testing.T) {
 		template = "demo://resource/dynamic/text/{resourceId}"
 	)
 	l := listAll(t, home, nil)
-	if !has(l.prompts, prompt) || !has(l.prompts, "every__args-prompt") || !has(l.resources, doc) || !has(l.templates, template) {
+	if !slices.Contains(l.prompts, prompt) || !slices.Contains(l.prompts, "every__args-prompt") || !slices.Contains(l.resources, doc) || !slices.Contains(l.templates, template) {
 		t.Fatalf("first session: %+v", l)
 	}
 
@@ -145,7 +139,7 @@ func TestPromptsAndResourcesArePinned(t *testing.T) {
 			t.Errorf("an unchanged prompt: %v", err)
 		}
 	})
-	if has(l.prompts, prompt) || !has(l.prompts, "every__args-prompt") || has(l.resources, doc) || has(l.templates, template) {
+	if slices.Contains(l.prompts, prompt) || !slices.Contains(l.prompts, "every__args-prompt") || slices.Contains(l.resources, doc) || slices.Contains(l.templates, template) {
 		t.Fatalf("the second session is offered a changed definition: %+v", l)
 	}
 
@@ -168,7 +162,7 @@ func TestPromptsAndResourcesArePinned(t *testing.T) {
 		t.Fatalf("accepted twice: %s", r.Stdout)
 	}
 	l = listAll(t, home, nil)
-	if !has(l.prompts, prompt) || !has(l.resources, doc) || !has(l.templates, template) {
+	if !slices.Contains(l.prompts, prompt) || !slices.Contains(l.resources, doc) || !slices.Contains(l.templates, template) {
 		t.Fatalf("after accepting: %+v", l)
 	}
 	r = overseertest.Run(t, home, "", "audit", "export")

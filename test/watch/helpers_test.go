@@ -19,40 +19,18 @@ import (
 // fixtures name them.
 var cliVersions = map[string]string{"claude": "claude-code", "codex": "codex", "gemini": "gemini"}
 
-// repoRoot is the repository's top directory.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
 // need finds a program the test drives (an agent CLI from .cache/npm, or
 // tmux); without it the test is skipped — or, under CI=true, failed.
 func need(t testing.TB, name string) string {
 	t.Helper()
-	cand := filepath.Join(repoRoot(t), ".cache", "npm", "node_modules", ".bin", name)
-	if _, err := os.Stat(cand); err == nil {
-		return cand
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	msg := name + " is not installed; run scripts/install-agent-clis.sh (agent CLIs) or scripts/install-web-test-tools.sh (tmux)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip("SKIPPED: " + msg)
-	return ""
+	return overseertest.NPMTool(t, name, "scripts/install-agent-clis.sh (agent CLIs) or scripts/install-web-test-tools.sh (tmux)")
 }
 
 // cliVersion reads an installed agent CLI's version from its package.json.
 func cliVersion(t testing.TB, agent string) string {
 	t.Helper()
 	pkg := map[string]string{"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "gemini": "@google/gemini-cli"}[agent]
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), ".cache", "npm", "node_modules", pkg, "package.json"))
+	b, err := os.ReadFile(filepath.Join(overseertest.ModuleRoot(t), ".cache", "npm", "node_modules", pkg, "package.json"))
 	if err != nil {
 		return "unknown"
 	}

@@ -199,7 +199,7 @@ func TestRecordScreens(t *testing.T) {
 	if !*record {
 		t.Skip("records fixtures only with -record")
 	}
-	out := filepath.Join(repoRoot(t), "internal", "frontend", "watch", "testdata", "screens")
+	out := filepath.Join(overseertest.ModuleRoot(t), "internal", "frontend", "watch", "testdata", "screens")
 	for _, sc := range scenes() {
 		t.Run(sc.agent+"/"+sc.name, func(t *testing.T) {
 			tm := newTmux(t)

@@ -3,7 +3,6 @@ package webe2e
 import (
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +21,7 @@ import (
 var screenshots = flag.Bool("screenshots", false, "write a screenshot of every page into docs/screenshots")
 
 func shotDir(t *testing.T) string {
-	dir := filepath.Join(moduleRoot(t), "docs", "screenshots")
+	dir := filepath.Join(overseertest.ModuleRoot(t), "docs", "screenshots")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -326,32 +325,7 @@ func TestTUIAnswers(t *testing.T) {
 	need(t, "tmux", err == nil)
 	home := newHome(t, map[string]string{})
 	d := overseertest.StartDaemon(t, home)
-	sock := filepath.Join(t.TempDir(), "tmux.sock")
-	tmux := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v: %s", args, err, out)
-		}
-		return string(out)
-	}
-	tmux("new-session", "-d", "-s", "tui", "-x", "140", "-y", "45",
-		fmt.Sprintf("%s --home %s tui --who tess --poll 200ms", overseertest.Binary(t), home))
-	t.Cleanup(func() { exec.Command("tmux", "-S", sock, "kill-server").Run() })
-	screen := func(want string) string {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		var s string
-		for time.Now().Before(deadline) {
-			s = tmux("capture-pane", "-p", "-t", "tui")
-			if strings.Contains(s, want) {
-				return s
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("the screen never showed %q:\n%s", want, s)
-		return ""
-	}
+	tmux, screen := startTUI(t, home, 140)
 	screen("0 waiting")
 
 	call := callAndWait(d, "prod")
@@ -405,32 +379,7 @@ func TestTUIControls(t *testing.T) {
 		"max_calls": 10, "window_seconds": 3600, "action_on_limit": "block"}, true); code != 201 {
 		t.Fatalf("rate limit: %d %s", code, body)
 	}
-	sock := filepath.Join(t.TempDir(), "tmux.sock")
-	tmux := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v: %s", args, err, out)
-		}
-		return string(out)
-	}
-	tmux("new-session", "-d", "-s", "tui", "-x", "160", "-y", "45",
-		fmt.Sprintf("%s --home %s tui --who tess --poll 200ms", overseertest.Binary(t), home))
-	t.Cleanup(func() { exec.Command("tmux", "-S", sock, "kill-server").Run() })
-	screen := func(want string) string {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		var s string
-		for time.Now().Before(deadline) {
-			s = tmux("capture-pane", "-p", "-t", "tui")
-			if strings.Contains(s, want) {
-				return s
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("the screen never showed %q:\n%s", want, s)
-		return ""
-	}
+	tmux, screen := startTUI(t, home, 160)
 	screen("0 waiting")
 	tmux("send-keys", "-t", "tui", "R")
 	screen("● no prod at night")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -30,24 +31,6 @@ rules:
     level: approve
     message: Deploys need a person.
 `
-
-func moduleRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test")
-		}
-		dir = parent
-	}
-}
 
 // need fails (CI) or skips (elsewhere) when a tool is missing.
 func need(t *testing.T, what string, ok bool) {
@@ -73,7 +56,7 @@ func playwrightDir(t testing.TB) string {
 	if p := os.Getenv("PLAYWRIGHT_DIR"); p != "" {
 		return p
 	}
-	return filepath.Join(moduleRoot(t), ".cache", "npm-playwright")
+	return filepath.Join(overseertest.ModuleRoot(t), ".cache", "npm-playwright")
 }
 
 func needBrowser(t *testing.T) {
@@ -133,6 +116,41 @@ func callAndWait(d *overseertest.Daemon, target string) <-chan outcome {
 	return out
 }
 
+// startTUI runs `overseer tui` on home, as tess, in a private tmux server
+// (cols wide), in the session "tui". It returns tmux, which runs a tmux
+// command on that server, and screen, which waits until the TUI shows
+// want and returns the screen.
+func startTUI(t *testing.T, home string, cols int) (tmux func(args ...string) string, screen func(want string) string) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	tmux = func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	tmux("new-session", "-d", "-s", "tui", "-x", strconv.Itoa(cols), "-y", "45",
+		fmt.Sprintf("%s --home %s tui --who tess --poll 200ms", overseertest.Binary(t), home))
+	t.Cleanup(func() { exec.Command("tmux", "-S", sock, "kill-server").Run() })
+	screen = func(want string) string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		var s string
+		for time.Now().Before(deadline) {
+			s = tmux("capture-pane", "-p", "-t", "tui")
+			if strings.Contains(s, want) {
+				return s
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("the screen never showed %q:\n%s", want, s)
+		return ""
+	}
+	return tmux, screen
+}
+
 // released waits for the agent's call to return.
 func released(t *testing.T, ch <-chan outcome) outcome {
 	t.Helper()
@@ -187,7 +205,7 @@ type driver struct {
 
 func startDriver(t *testing.T, d *overseertest.Daemon) *driver {
 	t.Helper()
-	cmd := exec.Command("node", filepath.Join(moduleRoot(t), "test", "web", "console.mjs"))
+	cmd := exec.Command("node", filepath.Join(overseertest.ModuleRoot(t), "test", "web", "console.mjs"))
 	cmd.Env = append(os.Environ(), "OVERSEER_URL=http://"+d.Addr, "OVERSEER_TOKEN="+d.Token,
 		"CHROMIUM="+chromiumPath(), "PLAYWRIGHT_DIR="+playwrightDir(t))
 	stdin, err := cmd.StdinPipe()

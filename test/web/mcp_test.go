@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,39 +26,7 @@ func TestMain(m *testing.M) {
 // agent's MCP client starts it.
 func mcpSession(t *testing.T, home string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(overseertest.Binary(t), "--home", home, "mcp")
-	cmd.Env = append(os.Environ(), "OVERSEER_HOME="+home)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
-}
-
-func tools(t *testing.T, cs *mcp.ClientSession) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var names []string
-	for tool, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, tool.Name)
-	}
-	return names
-}
-
-func has(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
+	return overseertest.MCPConnect(t, overseertest.MCPGateway(t, home), opts)
 }
 
 // TestBrowserAcceptsMCPChange: a real upstream MCP server (a separate
@@ -70,22 +38,9 @@ func has(xs []string, x string) bool {
 func TestBrowserAcceptsMCPChange(t *testing.T) {
 	needBrowser(t)
 	home := newHome(t, map[string]string{})
-	descFile := filepath.Join(t.TempDir(), "fact.txt")
-	if err := os.WriteFile(descFile, []byte("Returns a fact about animals."), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
-	cfg := "servers:\n  up:\n    command: " + q(exe) + "\n    env:\n      " + mcpgwtest.EnvServe + ": \"1\"\n      " +
-		mcpgwtest.EnvFact + ": " + q(descFile) + "\n"
-	if err := os.WriteFile(filepath.Join(home, "mcp.yaml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	descFile := mcpgwtest.FactUpstream(t, home, "Returns a fact about animals.")
 	first := mcpSession(t, home, nil)
-	if names := tools(t, first); !has(names, "up__fact") {
+	if names := overseertest.MCPTools(t, first); !slices.Contains(names, "up__fact") {
 		t.Fatalf("first session: %v", names)
 	}
 	first.Close()
@@ -110,7 +65,7 @@ func TestBrowserAcceptsMCPChange(t *testing.T) {
 	second := mcpSession(t, home, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 		changed <- struct{}{}
 	}})
-	if names := tools(t, second); has(names, "up__fact") || !has(names, "up__echo") {
+	if names := overseertest.MCPTools(t, second); slices.Contains(names, "up__fact") || !slices.Contains(names, "up__echo") {
 		t.Fatalf("the second session sees the changed tool: %v", names)
 	}
 
@@ -146,7 +101,7 @@ func TestBrowserAcceptsMCPChange(t *testing.T) {
 
 	// The open session is offered the tool within the gateway's poll.
 	deadline := time.Now().Add(30 * time.Second)
-	for !has(tools(t, second), "up__fact") {
+	for !slices.Contains(overseertest.MCPTools(t, second), "up__fact") {
 		if time.Now().After(deadline) {
 			t.Fatal("the second session is not offered the accepted tool")
 		}
@@ -155,7 +110,7 @@ func TestBrowserAcceptsMCPChange(t *testing.T) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	if names := tools(t, mcpSession(t, home, nil)); !has(names, "up__fact") {
+	if names := overseertest.MCPTools(t, mcpSession(t, home, nil)); !slices.Contains(names, "up__fact") {
 		t.Fatalf("a new session after accepting: %v", names)
 	}
 	r := overseertest.Run(t, home, "", "audit", "export")

@@ -46,7 +46,7 @@ func itemOf(apr *store.Approval) approvalItem {
 // subjectOf is what a person most needs to see of an action: its command,
 // path, URL or query, else its arguments.
 func subjectOf(a *action.Action) string {
-	if v, ok := a.StringArg("command", "cmd", "file_path", "path", "url", "sql", "query"); ok {
+	if v, ok := a.Subject(); ok {
 		return v
 	}
 	if len(a.Args) == 0 {

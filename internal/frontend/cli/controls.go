@@ -97,64 +97,6 @@ func (a *app) autoRulesCmd() *cobra.Command {
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 
-	put := func(use, short string, edit bool) *cobra.Command {
-		var raw, who string
-		c := &cobra.Command{
-			Use:   use,
-			Short: short,
-			Args:  cobra.RangeArgs(0, 1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				b, err := ruleArg(raw)
-				if err != nil {
-					return err
-				}
-				r, err := autorule.DecodeRule(b)
-				if err != nil {
-					return err
-				}
-				r.ID = ""
-				if edit {
-					if len(args) != 1 {
-						return fmt.Errorf("name the rule to edit")
-					}
-					r.ID = args[0]
-				}
-				if who == "" {
-					who = whoami()
-				}
-				return a.changeKernel(cmd.Context(), func(k *kernel.Kernel) error {
-					got, err := k.PutAutoRule(cmd.Context(), r, who)
-					if err != nil {
-						return err
-					}
-					return a.printJSON(got)
-				})
-			},
-		}
-		c.Flags().StringVar(&raw, "json", "", "the rule as JSON, or @file")
-		c.Flags().StringVar(&who, "who", "", "who makes the change (default: your user name)")
-		return c
-	}
-	var who string
-	rm := &cobra.Command{
-		Use:   "rm ID",
-		Short: "Remove an auto-rule",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if who == "" {
-				who = whoami()
-			}
-			return a.withKernel(cmd.Context(), func(k *kernel.Kernel) error {
-				if err := k.DeleteAutoRule(cmd.Context(), args[0], who); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.stdout, "Removed auto-rule %s.\n", args[0])
-				return nil
-			})
-		},
-	}
-	rm.Flags().StringVar(&who, "who", "", "who removes it (default: your user name)")
-
 	var ruleID string
 	var limit int
 	logCmd := &cobra.Command{
@@ -184,37 +126,6 @@ func (a *app) autoRulesCmd() *cobra.Command {
 	logCmd.Flags().StringVar(&ruleID, "rule", "", "only this rule's firings")
 	logCmd.Flags().IntVar(&limit, "limit", 50, "at most this many, newest first")
 
-	var raw string
-	var days int
-	test := &cobra.Command{
-		Use:   "test",
-		Short: "Dry run: replay a rule over the audit trail of the last days and show what it would have done, call by call",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := ruleArg(raw)
-			if err != nil {
-				return err
-			}
-			r, err := autorule.DecodeRule(b)
-			if err != nil {
-				return err
-			}
-			return a.withKernel(cmd.Context(), func(k *kernel.Kernel) error {
-				rep, err := k.DryRunAutoRule(cmd.Context(), r, days)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return a.printJSON(rep)
-				}
-				return a.printDryRun(rep)
-			})
-		},
-	}
-	test.Flags().StringVar(&raw, "json", "", "the rule as JSON, or @file")
-	test.Flags().IntVar(&days, "days", kernel.DefaultDryRunDays, "how many days of the audit trail to replay")
-	test.Flags().BoolVar(&asJSON, "out-json", false, "print the report as JSON")
-
 	templates := &cobra.Command{
 		Use:   "templates",
 		Short: "List the ready-made rule sets (night-mode, weekend-safety)",
@@ -242,8 +153,11 @@ func (a *app) autoRulesCmd() *cobra.Command {
 		},
 	}
 	template.Flags().StringVar(&twho, "who", "", "who adds them (default: your user name)")
-	cmd.AddCommand(list, put("add", "Add an auto-rule (JSON: name, trigger, action, priority, enabled)", false),
-		put("edit ID", "Replace an auto-rule", true), rm, logCmd, test, templates, template)
+	kind := autoRuleKind
+	cmd.AddCommand(list, kind.putCmd(a, "add", "Add an auto-rule (JSON: name, trigger, action, priority, enabled)", false),
+		kind.putCmd(a, "edit ID", "Replace an auto-rule", true), kind.rmCmd(a, "Remove an auto-rule"), logCmd,
+		kind.testCmd(a, "Dry run: replay a rule over the audit trail of the last days and show what it would have done, call by call"),
+		templates, template)
 	return cmd
 }
 
@@ -284,63 +198,6 @@ func (a *app) anomalyCmd() *cobra.Command {
 			})
 		},
 	}
-	put := func(use, short string, edit bool) *cobra.Command {
-		var raw, who string
-		c := &cobra.Command{
-			Use:   use,
-			Short: short,
-			Args:  cobra.RangeArgs(0, 1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				b, err := ruleArg(raw)
-				if err != nil {
-					return err
-				}
-				r, err := autorule.DecodeAnomalyRule(b)
-				if err != nil {
-					return err
-				}
-				r.ID = ""
-				if edit {
-					if len(args) != 1 {
-						return fmt.Errorf("name the rule to edit")
-					}
-					r.ID = args[0]
-				}
-				if who == "" {
-					who = whoami()
-				}
-				return a.changeKernel(cmd.Context(), func(k *kernel.Kernel) error {
-					got, err := k.PutAnomalyRule(cmd.Context(), r, who)
-					if err != nil {
-						return err
-					}
-					return a.printJSON(got)
-				})
-			},
-		}
-		c.Flags().StringVar(&raw, "json", "", "the rule as JSON, or @file")
-		c.Flags().StringVar(&who, "who", "", "who makes the change (default: your user name)")
-		return c
-	}
-	var who string
-	rm := &cobra.Command{
-		Use:   "rm ID",
-		Short: "Remove an anomaly rule",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if who == "" {
-				who = whoami()
-			}
-			return a.withKernel(cmd.Context(), func(k *kernel.Kernel) error {
-				if err := k.DeleteAnomalyRule(cmd.Context(), args[0], who); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.stdout, "Removed anomaly rule %s.\n", args[0])
-				return nil
-			})
-		},
-	}
-	rm.Flags().StringVar(&who, "who", "", "who removes it (default: your user name)")
 	events := &cobra.Command{
 		Use:   "events",
 		Short: "The detected anomalies, newest first, with their rollbacks",
@@ -378,24 +235,118 @@ func (a *app) anomalyCmd() *cobra.Command {
 	}
 	rollback.Flags().IntVar(&depth, "depth", 0, "how many reversible actions (default: the rule's, else 10)")
 	rollback.Flags().StringVar(&rwho, "who", "", "who rolls back (default: your user name)")
+	kind := anomalyRuleKind
+	cmd.AddCommand(rules, kind.putCmd(a, "add", "Add an anomaly rule (JSON: name, tool_name, threshold_count, window_seconds, baseline_multiplier, action, rollback, notify_channels)", false),
+		kind.putCmd(a, "edit ID", "Replace an anomaly rule", true), kind.rmCmd(a, "Remove an anomaly rule"), events, rollback,
+		kind.testCmd(a, "Dry run: replay an anomaly rule over the audit trail and show where it would have stopped an agent"))
+	return cmd
+}
+
+// ruleKind is what the commands that add, edit, remove and dry-run a kind
+// of rule (auto-rules, anomaly rules) need to know of it.
+type ruleKind[R any] struct {
+	noun   string // in what a removal prints
+	decode func([]byte) (R, error)
+	setID  func(r *R, id string)
+	put    func(k *kernel.Kernel, ctx context.Context, r R, who string) (*R, error)
+	remove func(k *kernel.Kernel, ctx context.Context, id, who string) error
+	dryRun func(k *kernel.Kernel, ctx context.Context, r R, days int) (*kernel.ControlDryRun, error)
+}
+
+var (
+	autoRuleKind = ruleKind[autorule.Rule]{noun: "auto-rule", decode: autorule.DecodeRule,
+		setID: func(r *autorule.Rule, id string) { r.ID = id },
+		put:   (*kernel.Kernel).PutAutoRule, remove: (*kernel.Kernel).DeleteAutoRule, dryRun: (*kernel.Kernel).DryRunAutoRule}
+	anomalyRuleKind = ruleKind[autorule.AnomalyRule]{noun: "anomaly rule", decode: autorule.DecodeAnomalyRule,
+		setID: func(r *autorule.AnomalyRule, id string) { r.ID = id },
+		put:   (*kernel.Kernel).PutAnomalyRule, remove: (*kernel.Kernel).DeleteAnomalyRule, dryRun: (*kernel.Kernel).DryRunAnomalyRule}
+)
+
+// putCmd adds a rule (edit false: any ID in the JSON is dropped) or
+// replaces the one named by the argument (edit true).
+func (rk ruleKind[R]) putCmd(a *app, use, short string, edit bool) *cobra.Command {
+	var raw, who string
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.RangeArgs(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := ruleArg(raw)
+			if err != nil {
+				return err
+			}
+			r, err := rk.decode(b)
+			if err != nil {
+				return err
+			}
+			rk.setID(&r, "")
+			if edit {
+				if len(args) != 1 {
+					return fmt.Errorf("name the rule to edit")
+				}
+				rk.setID(&r, args[0])
+			}
+			if who == "" {
+				who = whoami()
+			}
+			return a.changeKernel(cmd.Context(), func(k *kernel.Kernel) error {
+				got, err := rk.put(k, cmd.Context(), r, who)
+				if err != nil {
+					return err
+				}
+				return a.printJSON(got)
+			})
+		},
+	}
+	c.Flags().StringVar(&raw, "json", "", "the rule as JSON, or @file")
+	c.Flags().StringVar(&who, "who", "", "who makes the change (default: your user name)")
+	return c
+}
+
+// rmCmd removes a rule.
+func (rk ruleKind[R]) rmCmd(a *app, short string) *cobra.Command {
+	var who string
+	rm := &cobra.Command{
+		Use:   "rm ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if who == "" {
+				who = whoami()
+			}
+			return a.withKernel(cmd.Context(), func(k *kernel.Kernel) error {
+				if err := rk.remove(k, cmd.Context(), args[0], who); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "Removed %s %s.\n", rk.noun, args[0])
+				return nil
+			})
+		},
+	}
+	rm.Flags().StringVar(&who, "who", "", "who removes it (default: your user name)")
+	return rm
+}
+
+// testCmd replays a rule over the audit trail without changing anything.
+func (rk ruleKind[R]) testCmd(a *app, short string) *cobra.Command {
 	var raw string
 	var days int
 	var asJSON bool
 	test := &cobra.Command{
 		Use:   "test",
-		Short: "Dry run: replay an anomaly rule over the audit trail and show where it would have stopped an agent",
+		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := ruleArg(raw)
 			if err != nil {
 				return err
 			}
-			r, err := autorule.DecodeAnomalyRule(b)
+			r, err := rk.decode(b)
 			if err != nil {
 				return err
 			}
 			return a.withKernel(cmd.Context(), func(k *kernel.Kernel) error {
-				rep, err := k.DryRunAnomalyRule(cmd.Context(), r, days)
+				rep, err := rk.dryRun(k, cmd.Context(), r, days)
 				if err != nil {
 					return err
 				}
@@ -409,7 +360,5 @@ func (a *app) anomalyCmd() *cobra.Command {
 	test.Flags().StringVar(&raw, "json", "", "the rule as JSON, or @file")
 	test.Flags().IntVar(&days, "days", kernel.DefaultDryRunDays, "how many days of the audit trail to replay")
 	test.Flags().BoolVar(&asJSON, "out-json", false, "print the report as JSON")
-	cmd.AddCommand(rules, put("add", "Add an anomaly rule (JSON: name, tool_name, threshold_count, window_seconds, baseline_multiplier, action, rollback, notify_channels)", false),
-		put("edit ID", "Replace an anomaly rule", true), rm, events, rollback, test)
-	return cmd
+	return test
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/overseer-dev/overseer/internal/action"
-	"github.com/overseer-dev/overseer/internal/frontend/client"
 	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
 	"github.com/overseer-dev/overseer/internal/grant"
 	"github.com/overseer-dev/overseer/internal/kernel"
@@ -26,17 +25,11 @@ func init() {
 
 // grantBackend is where the grant commands go: the daemon when one runs
 // for this home, else the database directly.
-type grantBackend struct {
-	c *client.Client
-	k *kernel.Kernel
-}
+type grantBackend trustBackend
 
 func (a *app) grantBackend(ctx context.Context) (*grantBackend, func(), error) {
 	b, done, err := a.trust(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &grantBackend{c: b.c, k: b.k}, done, nil
+	return (*grantBackend)(b), done, err
 }
 
 func (b *grantBackend) list(ctx context.Context, active bool) ([]kernel.GrantView, error) {

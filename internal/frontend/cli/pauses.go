@@ -27,17 +27,11 @@ func init() {
 }
 
 // pauseBackend is the daemon or the kernel on the database.
-type pauseBackend struct {
-	c *client.Client
-	k *kernel.Kernel
-}
+type pauseBackend trustBackend
 
 func (a *app) pauses(ctx context.Context) (*pauseBackend, func(), error) {
 	b, done, err := a.trust(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &pauseBackend{c: b.c, k: b.k}, done, nil
+	return (*pauseBackend)(b), done, err
 }
 
 func (b *pauseBackend) pause(ctx context.Context, agent, reason, who string) error {

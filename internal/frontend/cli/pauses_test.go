@@ -87,9 +87,11 @@ func TestLimitsAndBudgetCommands(t *testing.T) {
 	if code, out := run("limits", "set", id, "--max", "50"); code != 0 || !strings.Contains(out, "at most 50 calls in 10m0s") {
 		t.Fatalf("limits set: %d %s", code, out)
 	}
-	if code, out := run("budget", "add", "--max-usd", "5", "--period", "weekly", "--action", "notify"); code != 0 || !strings.Contains(out, "$5.00 weekly (global), then notify") {
+	code, out = run("budget", "add", "--max-usd", "5", "--period", "weekly", "--action", "notify")
+	if code != 0 || !strings.Contains(out, "$5.00 weekly (global), then notify") {
 		t.Fatalf("budget add: %d %s", code, out)
 	}
+	capID := strings.TrimSuffix(strings.Fields(out)[2], ":")
 	if code, out := run("budget"); code != 0 || !strings.Contains(out, "$0.00") || !strings.Contains(out, "$5.00") {
 		t.Fatalf("budget: %d %s", code, out)
 	}
@@ -98,6 +100,7 @@ func TestLimitsAndBudgetCommands(t *testing.T) {
 	}
 	agentCheck = func() (AgentEvidence, bool) { return AgentEvidence{Agent: "Codex", Why: "test"}, true }
 	for _, args := range [][]string{{"limits", "set", id, "--max", "1000"}, {"limits", "rm", id}, {"budget", "add", "--max-usd", "1e6"},
+		{"budget", "rm", capID},
 		{"budget", "prices", "--set", "{}"}} {
 		if code, _ := run(args...); code != exitRefusedUnderAgent {
 			t.Errorf("%v under an agent: exit %d", args, code)
@@ -112,5 +115,11 @@ func TestLimitsAndBudgetCommands(t *testing.T) {
 	}
 	if code, out := run("limits", "rm", id); code != 1 || !strings.Contains(out, "no rate limit") {
 		t.Fatalf("limits rm again: %d %s", code, out)
+	}
+	if code, out := run("budget", "rm", capID); code != 0 || strings.TrimSpace(out) != "Removed budget cap "+capID+"." {
+		t.Fatalf("budget rm: %d %s", code, out)
+	}
+	if code, out := run("budget", "rm", capID); code != 1 || !strings.Contains(out, "no budget cap "+capID) {
+		t.Fatalf("budget rm again: %d %s", code, out)
 	}
 }

@@ -239,11 +239,7 @@ func (a *app) printRefusal(v action.Verdict) {
 		if r.Level < action.Confirm {
 			continue
 		}
-		name := string(r.Source)
-		if r.Name != "" {
-			name += " " + r.Name
-		}
-		fmt.Fprintf(a.stderr, "  - %s [%s %s]: %s\n", r.Level, r.Layer, name, r.Message)
+		fmt.Fprintf(a.stderr, "  - %s [%s %s]: %s\n", r.Level, r.Layer, r.Origin(), r.Message)
 	}
 	for _, h := range v.Hints {
 		fmt.Fprintf(a.stderr, "  hint: %s\n", h)

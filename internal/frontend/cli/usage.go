@@ -28,17 +28,11 @@ func init() {
 }
 
 // usageBackend is the daemon or the kernel on the database.
-type usageBackend struct {
-	c *client.Client
-	k *kernel.Kernel
-}
+type usageBackend trustBackend
 
 func (a *app) usageBackend(ctx context.Context) (*usageBackend, func(), error) {
 	b, done, err := a.trust(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &usageBackend{c: b.c, k: b.k}, done, nil
+	return (*usageBackend)(b), done, err
 }
 
 func (b *usageBackend) limits(ctx context.Context) ([]usage.RateLimit, error) {
@@ -131,7 +125,7 @@ Agent and tool empty mean every agent (each counted on its own) and every tool.
 	var asJSON bool
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	list.RunE = func(cmd *cobra.Command, _ []string) error { return a.limitsList(cmd.Context(), asJSON) }
-	cmd.AddCommand(list, a.limitsPutCmd(true), a.limitsPutCmd(false), a.limitsRmCmd(), a.limitsUsageCmd())
+	cmd.AddCommand(list, a.limitsPutCmd(true), a.limitsPutCmd(false), a.usageRmCmd("rate limit", (*usageBackend).deleteLimit), a.limitsUsageCmd())
 	return cmd
 }
 
@@ -255,10 +249,12 @@ func (a *app) limitsPutCmd(create bool) *cobra.Command {
 	return cmd
 }
 
-func (a *app) limitsRmCmd() *cobra.Command {
+// usageRmCmd removes a rate limit or a budget cap (what) with remove; it
+// is refused under an agent.
+func (a *app) usageRmCmd(what string, remove func(b *usageBackend, ctx context.Context, id, who string) error) *cobra.Command {
 	var who string
 	cmd := &cobra.Command{
-		Use: "rm ID", Aliases: []string{"remove"}, Short: "Remove a rate limit", Args: cobra.ExactArgs(1),
+		Use: "rm ID", Aliases: []string{"remove"}, Short: "Remove a " + what, Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := a.refuseUnderAgent(cmd, ""); err != nil {
 				return err
@@ -271,10 +267,10 @@ func (a *app) limitsRmCmd() *cobra.Command {
 			if who == "" {
 				who = whoami()
 			}
-			if err := b.deleteLimit(cmd.Context(), args[0], who); err != nil {
-				return missing(err, "rate limit", args[0])
+			if err := remove(b, cmd.Context(), args[0], who); err != nil {
+				return missing(err, what, args[0])
 			}
-			fmt.Fprintf(a.stdout, "Removed rate limit %s.\n", args[0])
+			fmt.Fprintf(a.stdout, "Removed %s %s.\n", what, args[0])
 			return nil
 		},
 	}
@@ -354,7 +350,7 @@ told and refused at the hard cap). A person is told at 80% and at 100%.
 	var asJSON bool
 	status.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	status.RunE = func(cmd *cobra.Command, _ []string) error { return a.budgetStatus(cmd.Context(), asJSON) }
-	cmd.AddCommand(status, a.budgetPutCmd(true), a.budgetPutCmd(false), a.budgetRmCmd(), a.budgetPricesCmd())
+	cmd.AddCommand(status, a.budgetPutCmd(true), a.budgetPutCmd(false), a.usageRmCmd("budget cap", (*usageBackend).deleteCap), a.budgetPricesCmd())
 	return cmd
 }
 
@@ -461,33 +457,6 @@ func (a *app) budgetPutCmd(create bool) *cobra.Command {
 		fmt.Fprintf(a.stdout, "Budget cap %s: $%.2f %s (%s), then %s.\n", out.ID, out.MaxCostUSD, out.Period, out.Scope, out.Action)
 		return nil
 	}
-	return cmd
-}
-
-func (a *app) budgetRmCmd() *cobra.Command {
-	var who string
-	cmd := &cobra.Command{
-		Use: "rm ID", Aliases: []string{"remove"}, Short: "Remove a budget cap", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.refuseUnderAgent(cmd, ""); err != nil {
-				return err
-			}
-			b, done, err := a.usageBackend(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			if who == "" {
-				who = whoami()
-			}
-			if err := b.deleteCap(cmd.Context(), args[0], who); err != nil {
-				return missing(err, "budget cap", args[0])
-			}
-			fmt.Fprintf(a.stdout, "Removed budget cap %s.\n", args[0])
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&who, "who", "", "who removes it (default: your user name)")
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -87,43 +88,12 @@ func (c *Controls) GetAutoRule(w http.ResponseWriter, r *http.Request) {
 // PutAutoRule adds (POST) or replaces (PUT, with the id in the path) an
 // auto-rule, as the body's "who" unless fixed, else as who.
 func (c *Controls) PutAutoRule(w http.ResponseWriter, r *http.Request, who string, fixed bool) {
-	b, ok := c.body(w, r)
-	if !ok {
-		return
-	}
-	rest, bodyWho, err := withWho(b)
-	if err != nil {
-		writeErr(w, http.StatusBadRequest, "bad_request", "the body is not a JSON object: "+err.Error())
-		return
-	}
-	if bodyWho != "" && !fixed {
-		who = bodyWho
-	}
-	rule, err := autorule.DecodeRule(rest)
-	if err != nil {
-		c.fail(w, err)
-		return
-	}
-	status := http.StatusCreated
-	rule.ID = ""
-	if id := r.PathValue("id"); id != "" {
-		rule.ID, status = id, http.StatusOK
-	}
-	got, err := c.k.PutAutoRule(r.Context(), rule, who)
-	if err != nil {
-		c.fail(w, err)
-		return
-	}
-	writeJSON(w, status, got)
+	putRule(c, w, r, who, fixed, autoRuleKind)
 }
 
 // DeleteAutoRule removes an auto-rule as who.
 func (c *Controls) DeleteAutoRule(w http.ResponseWriter, r *http.Request, who string) {
-	if err := c.k.DeleteAutoRule(r.Context(), r.PathValue("id"), who); err != nil {
-		c.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"deleted": r.PathValue("id")})
+	c.deleteRule(w, r, who, (*kernel.Kernel).DeleteAutoRule)
 }
 
 // RuleLog answers the auto-rules that fired (?rule=ID&limit=N), newest
@@ -180,21 +150,7 @@ func (c *Controls) dryRunBody(w http.ResponseWriter, r *http.Request) (*DryRunRe
 // TestAutoRule replays a rule over the audit trail and answers what it
 // would have done, call by call. Nothing is saved.
 func (c *Controls) TestAutoRule(w http.ResponseWriter, r *http.Request) {
-	req, ok := c.dryRunBody(w, r)
-	if !ok {
-		return
-	}
-	rule, err := autorule.DecodeRule(req.Rule)
-	if err != nil {
-		c.fail(w, err)
-		return
-	}
-	rep, err := c.k.DryRunAutoRule(r.Context(), rule, req.Days)
-	if err != nil {
-		c.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, rep)
+	testRule(c, w, r, autoRuleKind)
 }
 
 // Templates answers the ready-made rules.
@@ -234,62 +190,17 @@ func (c *Controls) GetAnomalyRule(w http.ResponseWriter, r *http.Request) {
 
 // PutAnomalyRule adds (POST) or replaces (PUT) an anomaly rule.
 func (c *Controls) PutAnomalyRule(w http.ResponseWriter, r *http.Request, who string, fixed bool) {
-	b, ok := c.body(w, r)
-	if !ok {
-		return
-	}
-	rest, bodyWho, err := withWho(b)
-	if err != nil {
-		writeErr(w, http.StatusBadRequest, "bad_request", "the body is not a JSON object: "+err.Error())
-		return
-	}
-	if bodyWho != "" && !fixed {
-		who = bodyWho
-	}
-	rule, err := autorule.DecodeAnomalyRule(rest)
-	if err != nil {
-		c.fail(w, err)
-		return
-	}
-	status := http.StatusCreated
-	rule.ID = ""
-	if id := r.PathValue("id"); id != "" {
-		rule.ID, status = id, http.StatusOK
-	}
-	got, err := c.k.PutAnomalyRule(r.Context(), rule, who)
-	if err != nil {
-		c.fail(w, err)
-		return
-	}
-	writeJSON(w, status, got)
+	putRule(c, w, r, who, fixed, anomalyRuleKind)
 }
 
 // DeleteAnomalyRule removes an anomaly rule as who.
 func (c *Controls) DeleteAnomalyRule(w http.ResponseWriter, r *http.Request, who string) {
-	if err := c.k.DeleteAnomalyRule(r.Context(), r.PathValue("id"), who); err != nil {
-		c.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"deleted": r.PathValue("id")})
+	c.deleteRule(w, r, who, (*kernel.Kernel).DeleteAnomalyRule)
 }
 
 // TestAnomalyRule replays an anomaly rule over the audit trail.
 func (c *Controls) TestAnomalyRule(w http.ResponseWriter, r *http.Request) {
-	req, ok := c.dryRunBody(w, r)
-	if !ok {
-		return
-	}
-	rule, err := autorule.DecodeAnomalyRule(req.Rule)
-	if err != nil {
-		c.fail(w, err)
-		return
-	}
-	rep, err := c.k.DryRunAnomalyRule(r.Context(), rule, req.Days)
-	if err != nil {
-		c.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, rep)
+	testRule(c, w, r, anomalyRuleKind)
 }
 
 // AnomalyEvents answers the detected anomalies with their rollbacks (the
@@ -344,6 +255,86 @@ func (c *Controls) Rollback(w http.ResponseWriter, r *http.Request, who string, 
 		resp["errors"] = err.Error()
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// ruleKind is what the handlers that change and dry-run a kind of rule
+// (auto-rules, anomaly rules) need to know of it.
+type ruleKind[R any] struct {
+	decode func([]byte) (R, error)
+	setID  func(r *R, id string)
+	put    func(k *kernel.Kernel, ctx context.Context, r R, who string) (*R, error)
+	dryRun func(k *kernel.Kernel, ctx context.Context, r R, days int) (*kernel.ControlDryRun, error)
+}
+
+var (
+	autoRuleKind = ruleKind[autorule.Rule]{decode: autorule.DecodeRule, setID: func(r *autorule.Rule, id string) { r.ID = id },
+		put: (*kernel.Kernel).PutAutoRule, dryRun: (*kernel.Kernel).DryRunAutoRule}
+	anomalyRuleKind = ruleKind[autorule.AnomalyRule]{decode: autorule.DecodeAnomalyRule,
+		setID: func(r *autorule.AnomalyRule, id string) { r.ID = id },
+		put:   (*kernel.Kernel).PutAnomalyRule, dryRun: (*kernel.Kernel).DryRunAnomalyRule}
+)
+
+// putRule adds (POST) or replaces (PUT, with the id in the path) a rule of
+// kind, as the body's "who" unless fixed, else as who.
+func putRule[R any](c *Controls, w http.ResponseWriter, r *http.Request, who string, fixed bool, kind ruleKind[R]) {
+	b, ok := c.body(w, r)
+	if !ok {
+		return
+	}
+	rest, bodyWho, err := withWho(b)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "bad_request", "the body is not a JSON object: "+err.Error())
+		return
+	}
+	if bodyWho != "" && !fixed {
+		who = bodyWho
+	}
+	rule, err := kind.decode(rest)
+	if err != nil {
+		c.fail(w, err)
+		return
+	}
+	status := http.StatusCreated
+	kind.setID(&rule, "")
+	if id := r.PathValue("id"); id != "" {
+		kind.setID(&rule, id)
+		status = http.StatusOK
+	}
+	got, err := kind.put(c.k, r.Context(), rule, who)
+	if err != nil {
+		c.fail(w, err)
+		return
+	}
+	writeJSON(w, status, got)
+}
+
+// testRule replays a rule of kind over the audit trail and answers what it
+// would have done, call by call. Nothing is saved.
+func testRule[R any](c *Controls, w http.ResponseWriter, r *http.Request, kind ruleKind[R]) {
+	req, ok := c.dryRunBody(w, r)
+	if !ok {
+		return
+	}
+	rule, err := kind.decode(req.Rule)
+	if err != nil {
+		c.fail(w, err)
+		return
+	}
+	rep, err := kind.dryRun(c.k, r.Context(), rule, req.Days)
+	if err != nil {
+		c.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// deleteRule removes the rule of the path with remove, as who.
+func (c *Controls) deleteRule(w http.ResponseWriter, r *http.Request, who string, remove func(k *kernel.Kernel, ctx context.Context, id, who string) error) {
+	if err := remove(c.k, r.Context(), r.PathValue("id"), who); err != nil {
+		c.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": r.PathValue("id")})
 }
 
 // controlRoutes registers the anomaly and auto-rule endpoints (token

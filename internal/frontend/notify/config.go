@@ -354,6 +354,23 @@ func checkURL(s string) error {
 	return nil
 }
 
+// checkAPIURL checks a two-way channel's api_url, when set: an http or
+// https URL, and https unless it is on this machine (the channel's tokens
+// go there; why says more for a channel that puts one in the URL).
+func checkAPIURL(raw, why string) error {
+	if raw == "" {
+		return nil
+	}
+	if err := checkURL(raw); err != nil {
+		return fmt.Errorf("api_url: %v", err)
+	}
+	u, _ := url.Parse(raw)
+	if u.Scheme != "https" && !isLoopback(u.Hostname()) {
+		return errors.New("api_url must be https" + why + " unless it is on this machine")
+	}
+	return nil
+}
+
 func validPriority(p string) bool {
 	switch p {
 	case "1", "2", "3", "4", "5", "min", "low", "default", "high", "max", "urgent":

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,29 +119,16 @@ func MessageOf(apr *store.Approval) *Message {
 		verb = "confirmation"
 	}
 	m.Title = fmt.Sprintf("Overseer: %s needs your %s", apr.Tool, verb)
-	if v, ok := a.StringArg("command", "cmd", "file_path", "path", "url", "sql", "query"); ok {
+	if v, ok := a.Subject(); ok {
 		m.Detail = clip(v, maxDetail)
 	} else if len(a.Args) > 0 {
-		keys := make([]string, 0, len(a.Args))
-		for k := range a.Args {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var parts []string
-		for _, k := range keys {
-			parts = append(parts, fmt.Sprintf("%s=%v", k, a.Args[k]))
-		}
-		m.Detail = clip(strings.Join(parts, " "), maxDetail)
+		m.Detail = clip(a.ArgsLine(), maxDetail)
 	}
 	for _, r := range apr.Verdict.Reasons {
 		if r.Level < action.Confirm {
 			continue
 		}
-		name := string(r.Source)
-		if r.Name != "" {
-			name += " " + r.Name
-		}
-		m.Reasons = append(m.Reasons, fmt.Sprintf("%s (%s): %s", r.Level, name, r.Message))
+		m.Reasons = append(m.Reasons, fmt.Sprintf("%s (%s): %s", r.Level, r.Origin(), r.Message))
 	}
 	return m
 }
@@ -335,9 +321,7 @@ func (n *Notifier) Config() *Config { return n.cfg }
 // Notify sends apr to every channel at once and waits for them. It returns
 // the channels' errors, joined.
 func (n *Notifier) Notify(ctx context.Context, apr *store.Approval) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(n.chans))
-	for i, nc := range n.chans {
+	return n.deliverAll(ctx, func(nc namedChannel) *Message {
 		m := MessageOf(apr)
 		if n.opts.Linker != nil {
 			l, err := n.opts.Linker.Links(ctx, apr, nc.name)
@@ -355,16 +339,8 @@ func (n *Notifier) Notify(ctx context.Context, apr *store.Approval) error {
 				m.AnswerToken = tok
 			}
 		}
-		wg.Add(1)
-		go func() { // owned by Notify, which waits for it
-			defer wg.Done()
-			if err := n.deliver(ctx, nc, m); err != nil {
-				errs[i] = fmt.Errorf("%s: %w", nc.name, err)
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+		return m
+	})
 }
 
 // PublishHead sends an audit chain head to every channel but the desktop
@@ -372,35 +348,35 @@ func (n *Notifier) Notify(ctx context.Context, apr *store.Approval) error {
 // from a place the agent cannot rewrite. It returns the channels' errors,
 // joined; with no such channel it does nothing.
 func (n *Notifier) PublishHead(ctx context.Context, h audit.Head) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(n.chans))
-	for i, nc := range n.chans {
+	return n.deliverAll(ctx, func(nc namedChannel) *Message {
 		if nc.typ == TypeDesktop {
-			continue
+			return nil
 		}
 		hh := h
-		m := &Message{Title: "Overseer audit log head", Summary: fmt.Sprintf("audit record %d", h.Seq),
+		return &Message{Title: "Overseer audit log head", Summary: fmt.Sprintf("audit record %d", h.Seq),
 			Detail: h.Line(), CreatedAt: h.Time, Head: &hh}
-		wg.Add(1)
-		go func() { // owned by PublishHead, which waits for it
-			defer wg.Done()
-			if err := n.deliver(ctx, nc, m); err != nil {
-				errs[i] = fmt.Errorf("%s: %w", nc.name, err)
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	})
 }
 
 // Alert sends an alarm's message to every channel at once (whatever levels
 // they take) and waits for them. It returns the channels' errors, joined.
 func (n *Notifier) Alert(ctx context.Context, m *Message) error {
+	return n.deliverAll(ctx, func(namedChannel) *Message { return m })
+}
+
+// deliverAll delivers to every channel at once the message msgOf makes for
+// it (none where it is nil; msgOf runs for one channel after the other)
+// and waits for them. It returns the channels' errors, joined.
+func (n *Notifier) deliverAll(ctx context.Context, msgOf func(nc namedChannel) *Message) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(n.chans))
 	for i, nc := range n.chans {
+		m := msgOf(nc)
+		if m == nil {
+			continue
+		}
 		wg.Add(1)
-		go func() { // owned by Alert, which waits for it
+		go func() { // owned by deliverAll, which waits for it
 			defer wg.Done()
 			if err := n.deliver(ctx, nc, m); err != nil {
 				errs[i] = fmt.Errorf("%s: %w", nc.name, err)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -63,16 +62,7 @@ func validateSlackApp(ch *ChannelConfig) error {
 			return fmt.Errorf("allow: %q is not a Slack user id (U…)", a)
 		}
 	}
-	if ch.APIURL != "" {
-		if err := checkURL(ch.APIURL); err != nil {
-			return fmt.Errorf("api_url: %v", err)
-		}
-		u, _ := url.Parse(ch.APIURL)
-		if u.Scheme != "https" && !isLoopback(u.Hostname()) {
-			return errors.New("api_url must be https unless it is on this machine")
-		}
-	}
-	return nil
+	return checkAPIURL(ch.APIURL, "")
 }
 
 func secretOf(value, file, what string) (string, error) {

@@ -79,16 +79,7 @@ func validateTelegram(ch *ChannelConfig) error {
 			return fmt.Errorf("allow: %q is not a Telegram user id (a number)", a)
 		}
 	}
-	if ch.APIURL != "" {
-		if err := checkURL(ch.APIURL); err != nil {
-			return fmt.Errorf("api_url: %v", err)
-		}
-		u, _ := url.Parse(ch.APIURL)
-		if u.Scheme != "https" && !isLoopback(u.Hostname()) {
-			return errors.New("api_url must be https (the bot token is in its path) unless it is on this machine")
-		}
-	}
-	return nil
+	return checkAPIURL(ch.APIURL, " (the bot token is in its path)")
 }
 
 // tgSent is a message the bot sent for a request.

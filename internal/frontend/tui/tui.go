@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -569,19 +568,10 @@ func dur(d time.Duration) string {
 
 // mainArg is the argument a person most needs to see.
 func mainArg(a *action.Action) string {
-	if v, ok := a.StringArg("command", "cmd", "file_path", "path", "url", "sql", "query"); ok {
+	if v, ok := a.Subject(); ok {
 		return v
 	}
-	keys := make([]string, 0, len(a.Args))
-	for k := range a.Args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%v", k, a.Args[k]))
-	}
-	return strings.Join(parts, " ")
+	return a.ArgsLine()
 }
 
 // oneLine puts s on one line, without control characters: what it shows
@@ -736,11 +726,7 @@ func (m Model) render() string {
 			if r.Level < action.Confirm {
 				continue
 			}
-			name := string(r.Source)
-			if r.Name != "" {
-				name += " " + r.Name
-			}
-			add(fmt.Sprintf("  - %s %s %s: %s", lvl(r.Level), r.Layer, name, oneLine(r.Message)))
+			add(fmt.Sprintf("  - %s %s %s: %s", lvl(r.Level), r.Layer, r.Origin(), oneLine(r.Message)))
 		}
 		if p := cur.Verdict.Preview; p != nil {
 			for i, l := range strings.Split(strings.TrimRight(p.Summary, "\n"), "\n") {

@@ -139,21 +139,8 @@ func (c *Console) checkAnswer(ctx context.Context, a ChannelAnswer) (AnswerClaim
 	if !c.clk.Now().Before(time.Unix(cl.Expires, 0)) {
 		return cl, nil, ErrLinkExpired
 	}
-	apr, err := c.k.Gate.Get(ctx, cl.Approval)
-	if err != nil {
-		return cl, nil, err
-	}
-	if apr.ID != cl.Approval || apr.ArgsHash != cl.ArgsHash {
-		return cl, apr, ErrLinkMismatch
-	}
-	used, err := c.linkUsed(ctx, nonce)
-	if err != nil {
-		return cl, apr, err
-	}
-	if used {
-		return cl, apr, ErrLinkUsed
-	}
-	return cl, apr, nil
+	apr, err := c.boundApproval(ctx, cl.Approval, cl.ArgsHash, nonce)
+	return cl, apr, err
 }
 
 // AnswerFromChannel verifies a channel's answer and gives it to the gate

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -401,21 +400,10 @@ func answerApplied(status store.ApprovalStatus, ans store.Answer) bool {
 // actionLine is a short account of an action: its tool and main argument.
 func actionLine(a *action.Action) string {
 	s := a.Tool
-	if v, ok := a.StringArg("command", "cmd", "file_path", "path", "url", "sql", "query"); ok {
+	if v, ok := a.Subject(); ok {
 		s += ": " + v
 	} else if len(a.Args) > 0 {
-		keys := make([]string, 0, len(a.Args))
-		for k := range a.Args {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for i, k := range keys {
-			sep := " "
-			if i == 0 {
-				sep = ": "
-			}
-			s += fmt.Sprintf("%s%s=%v", sep, k, a.Args[k])
-		}
+		s += ": " + a.ArgsLine()
 	}
 	return oneLine(s, 160)
 }

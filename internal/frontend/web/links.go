@@ -157,21 +157,31 @@ func (c *Console) checkLink(ctx context.Context, tok string) (LinkClaims, *store
 	if err != nil {
 		return cl, nil, err
 	}
-	apr, err := c.k.Gate.Get(ctx, cl.Approval)
+	apr, err := c.boundApproval(ctx, cl.Approval, cl.ArgsHash, cl.Nonce)
+	return cl, apr, err
+}
+
+// boundApproval reads the approval a verified link or answer token names
+// and checks it against the token: the same approval and arguments
+// (ErrLinkMismatch) and a nonce not used yet (ErrLinkUsed; a read error
+// counts as used). Past the read the approval is returned with the error,
+// for the page that explains it.
+func (c *Console) boundApproval(ctx context.Context, approval, argsHash, nonce string) (*store.Approval, error) {
+	apr, err := c.k.Gate.Get(ctx, approval)
 	if err != nil {
-		return cl, nil, err
+		return nil, err
 	}
-	if apr.ID != cl.Approval || apr.ArgsHash != cl.ArgsHash {
-		return cl, apr, ErrLinkMismatch
+	if apr.ID != approval || apr.ArgsHash != argsHash {
+		return apr, ErrLinkMismatch
 	}
-	used, err := c.linkUsed(ctx, cl.Nonce)
+	used, err := c.linkUsed(ctx, nonce)
 	if err != nil {
-		return cl, apr, err
+		return apr, err
 	}
 	if used {
-		return cl, apr, ErrLinkUsed
+		return apr, ErrLinkUsed
 	}
-	return cl, apr, nil
+	return apr, nil
 }
 
 // linkUsed reports whether a nonce was used. A read error counts as used.
@@ -225,6 +235,13 @@ func (c *Console) renderLink(w http.ResponseWriter, v linkView) {
 	_ = c.pages.link.render(w, linkVals(v, c.clk.Now()))
 }
 
+// renderLinkError shows the page of a link that answered nothing: what
+// linkError says of err, and the approval when it was read.
+func (c *Console) renderLinkError(w http.ResponseWriter, err error, apr *store.Approval) {
+	st, title, msg := linkError(err)
+	c.renderLink(w, linkView{Title: title, Message: msg, Status: st, Approval: apr})
+}
+
 // linkError maps a link error to what the person sees.
 func linkError(err error) (int, string, string) {
 	switch {
@@ -247,8 +264,7 @@ func (c *Console) linkPage(w http.ResponseWriter, r *http.Request) {
 	tok := r.PathValue("token")
 	cl, apr, err := c.checkLink(r.Context(), tok)
 	if err != nil {
-		st, title, msg := linkError(err)
-		c.renderLink(w, linkView{Title: title, Message: msg, Status: st, Approval: apr})
+		c.renderLinkError(w, err, apr)
 		return
 	}
 	v := linkView{Token: tok, Claims: cl, Approval: apr}
@@ -270,8 +286,7 @@ func (c *Console) linkAnswer(w http.ResponseWriter, r *http.Request) {
 	tok := r.PathValue("token")
 	cl, apr, err := c.checkLink(r.Context(), tok)
 	if err != nil {
-		st, title, msg := linkError(err)
-		c.renderLink(w, linkView{Title: title, Message: msg, Status: st, Approval: apr})
+		c.renderLinkError(w, err, apr)
 		return
 	}
 	if apr.Status != store.StatusPending {
@@ -285,8 +300,7 @@ func (c *Console) linkAnswer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := c.useLink(r.Context(), cl); err != nil {
-		st, title, msg := linkError(err)
-		c.renderLink(w, linkView{Title: title, Message: msg, Status: st, Approval: apr})
+		c.renderLinkError(w, err, apr)
 		return
 	}
 	who := cl.Who
@@ -300,8 +314,7 @@ func (c *Console) linkAnswer(w http.ResponseWriter, r *http.Request) {
 	got, applied, err := c.k.Answer(r.Context(), cl.Approval, store.Answer{Decision: cl.Decision, Who: who,
 		Channel: LinkChannel, Reason: reason})
 	if err != nil && got == nil {
-		st, title, msg := linkError(err)
-		c.renderLink(w, linkView{Title: title, Message: msg, Status: st, Approval: apr})
+		c.renderLinkError(w, err, apr)
 		return
 	}
 	v := linkView{Approval: got, Done: true, Applied: applied}

@@ -144,28 +144,35 @@ service stats {
 	if err := os.WriteFile(filepath.Join(dir, "dovecot.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d.cmd = exec.Command(bin, "-F", "-c", filepath.Join(dir, "dovecot.conf"))
+	t.Cleanup(d.Stop)
+	d.run("start")
+	return d
+}
+
+// run starts dovecot on its configuration and waits until it takes
+// connections on its port; what is in the failure message.
+func (d *Dovecot) run(what string) {
+	d.t.Helper()
+	d.cmd = exec.Command(dovecotPath(), "-F", "-c", filepath.Join(d.dir, "dovecot.conf"))
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Stop ends its children too
 	out := &lockedBuf{}
 	d.cmd.Stdout, d.cmd.Stderr = out, out
 	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
-	t.Cleanup(d.Stop)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", d.Addr, time.Second)
 		if err == nil {
 			c.Close()
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "dovecot.log"))
-			t.Fatalf("dovecot did not start: %s\n%s", out.String(), log)
+			log, _ := os.ReadFile(filepath.Join(d.dir, "dovecot.log"))
+			d.t.Fatalf("dovecot did not %s: %s\n%s", what, out.String(), log)
 		}
 		time.Sleep(30 * time.Millisecond)
 	}
-	return d
 }
 
 // Stop kills the server and its processes (connections are cut).
@@ -180,24 +187,7 @@ func (d *Dovecot) Stop() {
 // Restart starts a stopped server again on the same port.
 func (d *Dovecot) Restart() {
 	d.t.Helper()
-	bin := dovecotPath()
-	d.cmd = exec.Command(bin, "-F", "-c", filepath.Join(d.dir, "dovecot.conf"))
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
-		d.t.Fatal(err)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", d.Addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatal("dovecot did not start again")
-		}
-		time.Sleep(30 * time.Millisecond)
-	}
+	d.run("start again")
 }
 
 // Deliver puts raw (an RFC 5322 message, CRLF line ends) into the

@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -51,25 +49,21 @@ type NtfyMessage struct {
 // ones and "keepalive" events). With Tokens set, every request needs
 // "Authorization: Bearer <token>" and the token's topics.
 type Ntfy struct {
-	t testing.TB
+	scripted
 	// Tokens maps an access token to the topics it may read and write;
 	// nil means anyone may do anything (like the public server).
 	Tokens map[string][]string
 	// Keepalive is the stream's keepalive interval (default 45s).
 	Keepalive time.Duration
 
-	mu   sync.Mutex
-	cond *sync.Cond
-	srv  *http.Server
-	addr string
 	msgs []NtfyMessage
 	subs int
 }
 
 // NewNtfy starts a scripted ntfy server on a random loopback port.
 func NewNtfy(t testing.TB) *Ntfy {
-	n := &Ntfy{t: t, Keepalive: 45 * time.Second}
-	n.cond = sync.NewCond(&n.mu)
+	n := &Ntfy{Keepalive: 45 * time.Second}
+	n.init(t, "ntfy", http.HandlerFunc(n.serve))
 	n.start("127.0.0.1:0")
 	t.Cleanup(n.Stop)
 	return n
@@ -77,46 +71,14 @@ func NewNtfy(t testing.TB) *Ntfy {
 
 // URL is the server's address.
 func (n *Ntfy) URL() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return "http://" + n.addr
-}
-
-func (n *Ntfy) start(addr string) {
-	ln, err := net.Listen("tcp", addr)
-	for i := 0; err != nil && i < 50; i++ {
-		time.Sleep(20 * time.Millisecond)
-		ln, err = net.Listen("tcp", addr)
-	}
-	if err != nil {
-		n.t.Fatalf("ntfy: listen: %v", err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(n.serve)}
-	n.mu.Lock()
-	n.srv, n.addr = srv, ln.Addr().String()
-	n.mu.Unlock()
-	go srv.Serve(ln) //nolint:errcheck // ends with Stop
+	return "http://" + n.hostPort()
 }
 
 // Stop kills the server (streams are cut); the message cache is kept.
-func (n *Ntfy) Stop() {
-	n.mu.Lock()
-	srv := n.srv
-	n.srv = nil
-	n.cond.Broadcast()
-	n.mu.Unlock()
-	if srv != nil {
-		srv.Close()
-	}
-}
+func (n *Ntfy) Stop() { n.stop(nil) }
 
 // Restart brings a stopped server back on the same port.
-func (n *Ntfy) Restart() {
-	n.mu.Lock()
-	addr := n.addr
-	n.mu.Unlock()
-	n.start(addr)
-}
+func (n *Ntfy) Restart() { n.restart() }
 
 func ntfyError(w http.ResponseWriter, code, http int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
@@ -289,7 +251,7 @@ func (n *Ntfy) subscribe(w http.ResponseWriter, r *http.Request, topic string) {
 		next = len(n.msgs)
 	}
 	lastKeep := time.Now()
-	for n.srv != nil && r.Context().Err() == nil {
+	for n.serving(r) {
 		wrote := false
 		for ; next < len(n.msgs); next++ {
 			if n.msgs[next].Topic == topic {
@@ -304,9 +266,7 @@ func (n *Ntfy) subscribe(w http.ResponseWriter, r *http.Request, topic string) {
 		if wrote {
 			fl.Flush()
 		}
-		t := time.AfterFunc(50*time.Millisecond, func() { n.mu.Lock(); n.cond.Broadcast(); n.mu.Unlock() })
-		n.cond.Wait()
-		t.Stop()
+		n.wait(50 * time.Millisecond)
 	}
 }
 
@@ -384,19 +344,4 @@ func (n *Ntfy) Publish(topic, token, text string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-func (n *Ntfy) waitFor(d time.Duration, what string, ok func() bool) {
-	n.t.Helper()
-	deadline := time.Now().Add(d)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for !ok() {
-		if time.Now().After(deadline) {
-			n.t.Fatalf("ntfy: timed out waiting for %s", what)
-		}
-		t := time.AfterFunc(50*time.Millisecond, func() { n.mu.Lock(); n.cond.Broadcast(); n.mu.Unlock() })
-		n.cond.Wait()
-		t.Stop()
-	}
 }

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -63,12 +61,8 @@ type Slack struct {
 	// PostDelay holds chat.postMessage's answer back for so long after the
 	// message exists (and can be answered), as a slow network does.
 	PostDelay time.Duration
-	t         testing.TB
+	scripted
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	srv     *http.Server
-	addr    string
 	conns   map[*websocket.Conn]bool
 	opened  int
 	nextTS  int64
@@ -81,9 +75,9 @@ type Slack struct {
 
 // NewSlack starts a scripted Slack on a random loopback port.
 func NewSlack(t testing.TB, bot, app string) *Slack {
-	s := &Slack{BotToken: bot, AppToken: app, t: t, conns: map[*websocket.Conn]bool{}, nextTS: 1700000000,
+	s := &Slack{BotToken: bot, AppToken: app, conns: map[*websocket.Conn]bool{}, nextTS: 1700000000,
 		unacked: map[string][]byte{}, acked: map[string]bool{}}
-	s.cond = sync.NewCond(&s.mu)
+	s.init(t, "slack", http.HandlerFunc(s.serve))
 	s.start("127.0.0.1:0")
 	t.Cleanup(s.Stop)
 	return s
@@ -91,50 +85,21 @@ func NewSlack(t testing.TB, bot, app string) *Slack {
 
 // URL is the api_url to configure.
 func (s *Slack) URL() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return "http://" + s.addr + "/api"
-}
-
-func (s *Slack) start(addr string) {
-	ln, err := net.Listen("tcp", addr)
-	for i := 0; err != nil && i < 50; i++ {
-		time.Sleep(20 * time.Millisecond)
-		ln, err = net.Listen("tcp", addr)
-	}
-	if err != nil {
-		s.t.Fatalf("slack: listen: %v", err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(s.serve)}
-	s.mu.Lock()
-	s.srv, s.addr = srv, ln.Addr().String()
-	s.mu.Unlock()
-	go srv.Serve(ln) //nolint:errcheck // ends with Stop
+	return "http://" + s.hostPort() + "/api"
 }
 
 // Stop kills the server and its WebSockets.
 func (s *Slack) Stop() {
-	s.mu.Lock()
-	srv := s.srv
-	s.srv = nil
-	for c := range s.conns {
-		c.CloseNow()
-	}
-	s.conns = map[*websocket.Conn]bool{}
-	s.cond.Broadcast()
-	s.mu.Unlock()
-	if srv != nil {
-		srv.Close()
-	}
+	s.stop(func() {
+		for c := range s.conns {
+			c.CloseNow()
+		}
+		s.conns = map[*websocket.Conn]bool{}
+	})
 }
 
 // Restart brings a stopped server back on the same port.
-func (s *Slack) Restart() {
-	s.mu.Lock()
-	addr := s.addr
-	s.mu.Unlock()
-	s.start(addr)
-}
+func (s *Slack) Restart() { s.restart() }
 
 func slackJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -434,21 +399,6 @@ func (s *Slack) Connections() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.opened
-}
-
-func (s *Slack) waitFor(d time.Duration, what string, ok func() bool) {
-	s.t.Helper()
-	deadline := time.Now().Add(d)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for !ok() {
-		if time.Now().After(deadline) {
-			s.t.Fatalf("slack: timed out waiting for %s", what)
-		}
-		t := time.AfterFunc(50*time.Millisecond, func() { s.mu.Lock(); s.cond.Broadcast(); s.mu.Unlock() })
-		s.cond.Wait()
-		t.Stop()
-	}
 }
 
 // Messages returns the messages posted, in order.

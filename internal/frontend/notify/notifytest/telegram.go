@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -50,13 +49,9 @@ type CallbackAnswer struct {
 // editMessageText and answerCallbackQuery, checking their parameters as
 // the Bot API does.
 type Telegram struct {
+	scripted
 	Token string
-	t     testing.TB
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	srv      *http.Server
-	addr     string
 	nextMsg  int64
 	nextUpd  int64
 	nextCB   int
@@ -74,8 +69,8 @@ const BotID = 7000000001
 
 // NewTelegram starts a scripted Bot API on a random loopback port.
 func NewTelegram(t testing.TB, token string) *Telegram {
-	tg := &Telegram{Token: token, t: t, nextMsg: 100, nextUpd: 500000, msgs: map[int64]*TGMessage{}}
-	tg.cond = sync.NewCond(&tg.mu)
+	tg := &Telegram{Token: token, nextMsg: 100, nextUpd: 500000, msgs: map[int64]*TGMessage{}}
+	tg.init(t, "telegram", http.HandlerFunc(tg.serve))
 	tg.start("127.0.0.1:0")
 	t.Cleanup(tg.Stop)
 	return tg
@@ -83,46 +78,14 @@ func NewTelegram(t testing.TB, token string) *Telegram {
 
 // URL is the api_url to configure.
 func (tg *Telegram) URL() string {
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
-	return "http://" + tg.addr
-}
-
-func (tg *Telegram) start(addr string) {
-	ln, err := net.Listen("tcp", addr)
-	for i := 0; err != nil && i < 50; i++ { // the old port may linger briefly
-		time.Sleep(20 * time.Millisecond)
-		ln, err = net.Listen("tcp", addr)
-	}
-	if err != nil {
-		tg.t.Fatalf("telegram: listen: %v", err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(tg.serve)}
-	tg.mu.Lock()
-	tg.srv, tg.addr = srv, ln.Addr().String()
-	tg.mu.Unlock()
-	go srv.Serve(ln) //nolint:errcheck // ends with Stop
+	return "http://" + tg.hostPort()
 }
 
 // Stop kills the server (open long polls are cut).
-func (tg *Telegram) Stop() {
-	tg.mu.Lock()
-	srv := tg.srv
-	tg.srv = nil
-	tg.cond.Broadcast()
-	tg.mu.Unlock()
-	if srv != nil {
-		srv.Close()
-	}
-}
+func (tg *Telegram) Stop() { tg.stop(nil) }
 
 // Restart brings a stopped server back on the same port.
-func (tg *Telegram) Restart() {
-	tg.mu.Lock()
-	addr := tg.addr
-	tg.mu.Unlock()
-	tg.start(addr)
-}
+func (tg *Telegram) Restart() { tg.restart() }
 
 func write(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -320,10 +283,8 @@ func (tg *Telegram) getUpdates(w http.ResponseWriter, r *http.Request, p map[str
 	for len(tg.updIDs) > 0 && offset > 0 && tg.updIDs[0] < offset {
 		tg.updIDs, tg.updates = tg.updIDs[1:], tg.updates[1:]
 	}
-	for len(tg.updates) == 0 && time.Now().Before(deadline) && tg.srv != nil && r.Context().Err() == nil {
-		t := time.AfterFunc(time.Until(deadline), func() { tg.mu.Lock(); tg.cond.Broadcast(); tg.mu.Unlock() })
-		tg.cond.Wait()
-		t.Stop()
+	for len(tg.updates) == 0 && time.Now().Before(deadline) && tg.serving(r) {
+		tg.wait(time.Until(deadline))
 	}
 	if tg.srv == nil {
 		return // killed: the connection is cut
@@ -458,21 +419,6 @@ func (tg *Telegram) Pending() int {
 	tg.mu.Lock()
 	defer tg.mu.Unlock()
 	return len(tg.updates)
-}
-
-func (tg *Telegram) waitFor(d time.Duration, what string, ok func() bool) {
-	tg.t.Helper()
-	deadline := time.Now().Add(d)
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
-	for !ok() {
-		if time.Now().After(deadline) {
-			tg.t.Fatalf("telegram: timed out waiting for %s", what)
-		}
-		t := time.AfterFunc(50*time.Millisecond, func() { tg.mu.Lock(); tg.cond.Broadcast(); tg.mu.Unlock() })
-		tg.cond.Wait()
-		t.Stop()
-	}
 }
 
 // lockedBuf is a bytes buffer safe for a process's output.
