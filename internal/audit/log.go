@@ -35,7 +35,16 @@ type Log struct {
 	syncErr  error         // a sync failed: every later batch fails (syncer only)
 	inflight atomic.Int32  // committed batches not yet answered
 	synced   chan struct{} // a sync returned (capacity 1)
+
+	held  []*request   // lazy requests waiting for a batch to join (writer only)
+	heldN atomic.Int32 // len(held), for tests
+	// lazyWait is LazyWait (tests wait longer, before the first append).
+	lazyWait time.Duration
 }
+
+// LazyWait is how long a lazy record (AppendLazy) may wait for a durable
+// append to share its commit with.
+const LazyWait = 100 * time.Millisecond
 
 // gatherWait is how long the writer lets a batch gather while the last
 // one's sync runs, before committing it beside that sync: batches stay as
@@ -55,6 +64,7 @@ type request struct {
 	ctx   context.Context
 	w     store.AuditWrite
 	seal  bool        // close the epoch after this record
+	lazy  bool        // may wait for the next durable batch (AppendLazy)
 	reply chan result // buffered: the writer never blocks on it
 }
 
@@ -80,6 +90,8 @@ func NewSealed(st store.AuditStore, clk clock.Clock, s *Sealer) *Log {
 		synq:   make(chan *synced, 64),
 		done:   make(chan struct{}),
 		synced: make(chan struct{}, 1),
+
+		lazyWait: LazyWait,
 	}
 	go l.run()
 	go l.syncer()
@@ -128,13 +140,30 @@ func (l *Log) Append(ctx context.Context, e Entry) (store.AuditRecord, error) {
 // not two. It returns only after every record is durable, or with the first
 // error (then treat the action as not allowed).
 func (l *Log) AppendAll(ctx context.Context, entries ...Entry) ([]store.AuditRecord, error) {
+	return l.appendAll(ctx, false, entries)
+}
+
+// AppendLazy is AppendAll for records nothing waits for: what an action
+// returned, recorded after the answer went back. The records wait, for
+// up to LazyWait, for the next durable append (Append, AppendAll) and are
+// committed and synced in its batch, so that they cost no commit and no
+// sync of their own; with none in that time they are written alone. Like
+// AppendAll it returns once they are durable, or with an error. Records
+// that must be on disk before anything proceeds are never lazy: a lazy
+// record waits in memory, and the process's end (not Close) loses it.
+func (l *Log) AppendLazy(ctx context.Context, entries ...Entry) ([]store.AuditRecord, error) {
+	return l.appendAll(ctx, true, entries)
+}
+
+func (l *Log) appendAll(ctx context.Context, lazy bool, entries []Entry) ([]store.AuditRecord, error) {
 	reqs := make([]*request, 0, len(entries))
 	for _, e := range entries {
 		rec, err := l.prepare(e)
 		if err != nil {
 			return nil, err
 		}
-		reqs = append(reqs, &request{ctx: ctx, w: store.AuditWrite{Rec: rec, Effect: e.Effect}, seal: e.Seal, reply: make(chan result, 1)})
+		reqs = append(reqs, &request{ctx: ctx, w: store.AuditWrite{Rec: rec, Effect: e.Effect}, seal: e.Seal, lazy: lazy,
+			reply: make(chan result, 1)})
 	}
 	l.mu.RLock()
 	if l.closed {
@@ -230,12 +259,22 @@ func (l *Log) run() {
 		defer t.Stop()
 		tick = t.C
 	}
+	// lazy runs while lazy requests are held (see AppendLazy).
+	lazy := time.NewTimer(LazyWait)
+	lazy.Stop()
+	defer lazy.Stop()
+	lazyOn := false
 	batch := make([]*request, 0, MaxBatch)
 	for {
+		if len(l.held) > 0 && !lazyOn {
+			lazy.Reset(l.lazyWait)
+			lazyOn = true
+		}
 		var req *request
 		select {
 		case r, ok := <-l.queue:
 			if !ok {
+				l.flushHeld()
 				if l.sealer != nil && l.sealer.wrote() {
 					l.commit(nil, "stop")
 				}
@@ -246,6 +285,10 @@ func (l *Log) run() {
 			if l.sealer.due(l.clk.Now()) {
 				l.commit(nil, "interval")
 			}
+			continue
+		case <-lazy.C:
+			lazyOn = false
+			l.flushHeld()
 			continue
 		}
 		l.gather()
@@ -262,6 +305,30 @@ func (l *Log) run() {
 				break fill
 			}
 		}
+		if allLazy(batch) && len(l.held)+len(batch) <= MaxBatch {
+			l.held = append(l.held, batch...)
+			l.heldN.Store(int32(len(l.held)))
+			continue
+		}
+		if len(l.held) > 0 {
+			// The lazy requests ride with this batch (first: they came
+			// first), as many as fit; the rest wait on.
+			n := min(len(l.held), MaxBatch-len(batch))
+			batch = append(append(make([]*request, 0, n+len(batch)), l.held[:n]...), batch...)
+			l.held = append(l.held[:0], l.held[n:]...)
+			l.heldN.Store(int32(len(l.held)))
+		}
+		l.commit(batch, "")
+	}
+}
+
+// flushHeld commits the lazy requests held.
+func (l *Log) flushHeld() {
+	for len(l.held) > 0 {
+		n := min(len(l.held), MaxBatch)
+		batch := append([]*request(nil), l.held[:n]...)
+		l.held = append(l.held[:0], l.held[n:]...)
+		l.heldN.Store(int32(len(l.held)))
 		l.commit(batch, "")
 	}
 }
@@ -345,6 +412,16 @@ func (l *Log) commit(batch []*request, reason string) {
 		return
 	}
 	answer(live, err)
+}
+
+// allLazy reports whether a batch holds only lazy requests.
+func allLazy(batch []*request) bool {
+	for _, r := range batch {
+		if !r.lazy {
+			return false
+		}
+	}
+	return true
 }
 
 // answer tells the callers of a batch its outcome.

@@ -68,6 +68,11 @@ type Result struct {
 	// gateway): the paths it wrote are then not read back from its record.
 	// Never taken from a request.
 	Facts *action.Facts `json:"-"`
+	// Lazy lets the result's records wait, briefly, to share the commit
+	// of the next durable record (see audit.Log.AppendLazy): for a caller
+	// that already answered the call and records what it returned off
+	// that path (the MCP gateway). Never taken from a request.
+	Lazy bool `json:"-"`
 }
 
 // ResultRecord is the audit record of a result and its classification.
@@ -136,7 +141,11 @@ func (k *Kernel) RecordResult(ctx context.Context, r Result) (ResultRecord, erro
 			Session: r.Session, Tool: r.Tool, Data: Alert{Kind: "result", Summary: "tool result: " + scan.Summary(),
 				ActionID: r.ActionID, Tool: r.Tool, Findings: scan}})
 	}
-	_, err := k.Audit.AppendAll(ctx, entries...)
+	appendAll := k.Audit.AppendAll
+	if r.Lazy {
+		appendAll = k.Audit.AppendLazy
+	}
+	_, err := appendAll(ctx, entries...)
 	k.recordWrites(ctx, r)
 	return rec, err
 }

@@ -3,7 +3,9 @@ package mcpgw_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -603,4 +605,62 @@ func TestLoopLimitsCountEffectsOnly(t *testing.T) {
 	}
 	e.answer(aps[0].ID, "approve", "")
 	<-ch
+}
+
+// TestNotForwardedWhenTheRecordFails: a call whose action and verdict
+// cannot be recorded is refused, and never reaches the server (fail
+// closed: nothing runs unaudited).
+func TestNotForwardedWhenTheRecordFails(t *testing.T) {
+	e := newEnv(t, envOpts{policy: "version: 1\nrules:\n  - name: notes\n    tool: [up__write_note]\n    level: auto\n"})
+	cs := e.client(nil, "")
+	ran := filepath.Join(e.dir, "ran.txt")
+	if res := e.call(cs, "up__write_note", map[string]any{"path": ran, "text": "x"}); res.IsError {
+		t.Fatalf("with the audit log working: %s", text(res))
+	}
+	if _, err := os.Stat(ran); err != nil {
+		t.Fatalf("the call did not run with the audit log working: %v", err)
+	}
+	if err := e.k.Audit.Close(); err != nil {
+		t.Fatal(err)
+	}
+	never := filepath.Join(e.dir, "never.txt")
+	res := e.call(cs, "up__write_note", map[string]any{"path": never, "text": "x"})
+	if !res.IsError || !strings.Contains(text(res), "could not record") {
+		t.Fatalf("a call that could not be recorded: %+v %s", res, text(res))
+	}
+	if _, err := os.Stat(never); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a call that could not be recorded reached the server: %v", err)
+	}
+}
+
+// TestResultSharesTheNextCallsCommit: the result of a call is recorded
+// in the same commit as a later call's action and verdict (the records of
+// one commit carry its one time stamp, in sequence), not in a commit and
+// a sync of its own. On a machine too slow for every pair of calls to
+// come within the result's wait, one of several suffices.
+func TestResultSharesTheNextCallsCommit(t *testing.T) {
+	e := newEnv(t, envOpts{realClock: true})
+	cs := e.client(nil, "")
+	ctx := context.Background()
+	var ids []string
+	for i := 0; i < 8; i++ {
+		ids = append(ids, overseerMeta(e.call(cs, "up__echo", map[string]any{"message": fmt.Sprint("m", i)}))["action_id"].(string))
+	}
+	for _, id := range ids {
+		e.wantAudit(id, "action,verdict,result")
+	}
+	all, err := e.k.Store.QueryAudit(ctx, store.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := 0
+	for i, r := range all {
+		if r.Type == "result" && i+1 < len(all) && all[i+1].Type == "action" && all[i+1].Time.Equal(r.Time) {
+			shared++
+		}
+	}
+	if shared == 0 {
+		t.Fatalf("no call's result was committed with a later call's action: %d records", len(all))
+	}
+	t.Logf("%d of %d results shared a later call's commit", shared, len(ids)-1)
 }

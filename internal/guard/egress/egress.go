@@ -187,6 +187,53 @@ type Guard struct {
 
 	setsMu sync.Mutex
 	sets   map[string]setCache // by directory: its secret files' values
+
+	// checked are the session memories Check read, by action id, for
+	// Observe of the same action to tell without a read of its own
+	// whether it changes anything (see update).
+	checkedMu sync.Mutex
+	checked   map[string]checkedMemory
+}
+
+// checkedMemory is a session's memory as Check read it for an action.
+type checkedMemory struct {
+	key string
+	mem Memory
+}
+
+// maxChecked bounds Guard.checked: memories of actions never observed
+// (blocked ones, dry runs) do not pile up.
+const maxChecked = 64
+
+// rememberChecked keeps, of the memory Check read for action id, what
+// tells whether Observe changes it: the destinations. A secret read is a
+// change whatever the memory holds, so the reads are not kept.
+func (g *Guard) rememberChecked(id, key string, m Memory) {
+	if id == "" {
+		return
+	}
+	g.checkedMu.Lock()
+	defer g.checkedMu.Unlock()
+	if g.checked == nil || len(g.checked) >= maxChecked {
+		g.checked = map[string]checkedMemory{}
+	}
+	g.checked[id] = checkedMemory{key: key, mem: Memory{Dests: m.Dests, Cleared: m.Cleared, At: m.At}}
+}
+
+// takeChecked returns (and forgets) the memory Check read for action id
+// under key, or nil.
+func (g *Guard) takeChecked(id, key string) *Memory {
+	g.checkedMu.Lock()
+	defer g.checkedMu.Unlock()
+	c, ok := g.checked[id]
+	if !ok {
+		return nil
+	}
+	delete(g.checked, id)
+	if c.key != key {
+		return nil
+	}
+	return &c.mem
 }
 
 var _ guard.Guard = (*Guard)(nil)
@@ -259,11 +306,13 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	}
 	var mem Memory
 	if g.env.Store != nil && a.Session != "" {
-		m, err := load(ctx, g.env.Store, sessionKey(a.Agent, a.Session))
+		key := sessionKey(a.Agent, a.Session)
+		m, err := load(ctx, g.env.Store, key)
 		if err != nil {
 			return fs, fmt.Errorf("egress: reading the session's memory: %w", err)
 		}
 		mem = m
+		g.rememberChecked(a.ID, key, m)
 	}
 	an := g.analyzer(a.Cwd, mem)
 	if r := g.reported(ctx); r != nil {
@@ -532,7 +581,12 @@ func (g *Guard) flowFinding(by string, dests []string, mem Memory) (guard.Findin
 // or approved by a person: answered). The kernel calls it after recording
 // an action's verdict and after a person's approval.
 func (g *Guard) Observe(ctx context.Context, a *action.Action, level action.Level, answered bool) error {
-	if g.env.Store == nil || a.Session == "" || level == action.Block {
+	if g.env.Store == nil || a.Session == "" {
+		return nil
+	}
+	key := sessionKey(a.Agent, a.Session)
+	seen := g.takeChecked(a.ID, key)
+	if level == action.Block {
 		return nil
 	}
 	var reads []SecretRead
@@ -572,7 +626,7 @@ func (g *Guard) Observe(ctx context.Context, a *action.Action, level action.Leve
 	if len(reads) == 0 && len(dests) == 0 {
 		return nil
 	}
-	return update(ctx, g.env.Store, sessionKey(a.Agent, a.Session), g.env.Clock.Now(), func(m *Memory) bool {
+	return update(ctx, g.env.Store, key, g.env.Clock.Now(), seen, func(m *Memory) bool {
 		changed := false
 		for _, r := range reads {
 			dup := false

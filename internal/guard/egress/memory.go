@@ -49,6 +49,15 @@ type Memory struct {
 	At      time.Time `json:"at"` // last change
 }
 
+// clone copies m, so that changing the copy leaves m as it was.
+func (m *Memory) clone() Memory {
+	c := *m
+	c.Reads = slices.Clone(m.Reads)
+	c.Dests = slices.Clone(m.Dests)
+	c.Cleared = slices.Clone(m.Cleared)
+	return c
+}
+
 func (m *Memory) seen(dest string) bool { return slices.Contains(m.Dests, dest) }
 
 func (m *Memory) cleared(dest string) bool { return slices.Contains(m.Cleared, dest) }
@@ -72,8 +81,24 @@ func load(ctx context.Context, st store.StateStore, key string) (Memory, error) 
 	return m, err
 }
 
-// update changes a session's memory atomically.
-func update(ctx context.Context, st store.StateStore, key string, now time.Time, fn func(*Memory) bool) error {
+// update changes a session's memory atomically. fn reports whether it
+// changed the memory; it may be called more than once. seen, when not
+// nil, is the memory as read a moment ago (by Check, for this action).
+func update(ctx context.Context, st store.StateStore, key string, now time.Time, seen *Memory, fn func(*Memory) bool) error {
+	// Most actions change nothing (a session sends to the places it sent
+	// to before): a read tells, without the write lock and the sync of a
+	// write. What a read saw is what the memory held at least (reads and
+	// destinations are added, and dropped only when old or past the
+	// bounds, where dropping a destination only makes later checks
+	// stricter), and fn records every secret read as a change: a change
+	// the read does not need is not needed under the lock either.
+	if seen != nil {
+		if m := seen.clone(); !fn(&m) {
+			return nil
+		}
+	} else if m, err := load(ctx, st, key); err == nil && !fn(&m) {
+		return nil
+	}
 	return st.UpdateState(ctx, Namespace, key, func(old []byte) ([]byte, error) {
 		var m Memory
 		if old != nil && json.Unmarshal(old, &m) != nil {

@@ -10,18 +10,30 @@ import (
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
-// GetState implements store.StateStore.
+// getStateSQL reads one state value.
+const getStateSQL = `SELECT value FROM state WHERE ns = ? AND key = ?`
+
+// GetState implements store.StateStore. One statement reads one
+// consistent snapshot without a transaction around it, and its prepared
+// form is kept: guards read their session's state before every action.
 func (d *DB) GetState(ctx context.Context, ns, key string) ([]byte, error) {
-	var v string
-	err := d.read(ctx, "get state", func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT value FROM state WHERE ns = ? AND key = ?`, ns, key).Scan(&v)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("state %s/%s: %w", ns, key, store.ErrNotFound)
-		}
-		return err
-	})
+	if err := d.check(ctx); err != nil {
+		return nil, d.wrap("get state", err)
+	}
+	stmt, kept, err := d.queryStmt(ctx, getStateSQL)
 	if err != nil {
-		return nil, err
+		return nil, d.wrap("get state", err)
+	}
+	if !kept {
+		defer stmt.Close()
+	}
+	var v string
+	err = stmt.QueryRowContext(ctx, ns, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, d.wrap("get state", fmt.Errorf("state %s/%s: %w", ns, key, store.ErrNotFound))
+	}
+	if err != nil {
+		return nil, d.wrap("get state", err)
 	}
 	return []byte(v), nil
 }
