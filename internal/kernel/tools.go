@@ -13,7 +13,6 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/firewall"
-	"github.com/overseer-dev/overseer/internal/frontend/hookcore"
 	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/guard/mcpguard"
 	"github.com/overseer-dev/overseer/internal/guard/paths"
@@ -101,7 +100,7 @@ func selfControls() []string {
 	}
 	var out []string
 	for _, p := range paths {
-		out = append(out, p+" delete", filepath.Join(filepath.Dir(p), hookcore.LeanName)+" delete")
+		out = append(out, p+" delete", filepath.Join(filepath.Dir(p), LeanHookName)+" delete")
 	}
 	return out
 }
@@ -454,3 +453,9 @@ func (k *Kernel) actionOrigin(ctx context.Context, actionID string) (agent, tool
 	}
 	return recs[0].Agent, recs[0].Tool
 }
+
+// LeanHookName is the file name of the lean hook entry next to the binary
+// (hookcore.LeanName; the kernel imports no front end, and a test in
+// hookcore keeps the two the same). Its path is protected like the
+// binary's, whether or not the file exists.
+const LeanHookName = "overseer-hook"

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/apiauth"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/store"
 )
@@ -95,6 +96,11 @@ func Discover(ctx context.Context, home string) (*Client, error) {
 	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := c.do(hctx, "GET", "/healthz", nil, nil); err != nil {
+		if errors.Is(err, apiauth.ErrImpostor) {
+			// Not this home's daemon (a stale address file, and another
+			// server on its port): it gets nothing, and is not used.
+			return nil, fmt.Errorf("%w (%v)", ErrNoDaemon, err)
+		}
 		return nil, fmt.Errorf("%w (%s does not answer: %v)", ErrNoDaemon, info.Addr, err)
 	}
 	return c, nil
@@ -114,6 +120,25 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("daemon: %s (%s, HTTP %d)", e.Message, e.Code, e.Status)
 }
 
+// Sign signs req with the client's token (package apiauth: the token
+// itself is never sent) and returns the check of its answer: an answer
+// without the daemon's proof is refused with an error wrapping
+// apiauth.ErrImpostor and must not be read. A client without a token
+// neither signs nor checks.
+func (c *Client) Sign(req *http.Request) (check func(*http.Response) error) {
+	if c.Token == "" {
+		return func(*http.Response) error { return nil }
+	}
+	h, nonce := apiauth.Sign(c.Token, req.Method, req.URL.RequestURI(), time.Now())
+	req.Header.Set("Authorization", h)
+	return func(resp *http.Response) error {
+		if !apiauth.CheckProof(c.Token, nonce, resp.Header.Get(apiauth.ProofHeader)) {
+			return fmt.Errorf("%w (%s answered HTTP %d)", apiauth.ErrImpostor, c.Base, resp.StatusCode)
+		}
+		return nil
+	}
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
@@ -130,14 +155,15 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
+	check := c.Sign(req)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
+	if err := check(resp); err != nil {
+		return err
+	}
 	if resp.StatusCode >= 300 {
 		var e struct {
 			Error APIError `json:"error"`

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/apiauth"
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
 	"github.com/overseer-dev/overseer/internal/proc"
 	"github.com/overseer-dev/overseer/internal/store"
@@ -60,6 +61,11 @@ func Dial(home string) (*Conn, error) {
 		return nil, ErrNoDaemon
 	}
 	tok, _ := os.ReadFile(filepath.Join(home, TokenFile))
+	if strings.TrimSpace(string(tok)) == "" {
+		// Without the token the daemon's answers cannot be told from
+		// another server's (package apiauth).
+		return nil, ErrNoDaemon
+	}
 	return &Conn{Addr: info.Addr, Token: strings.TrimSpace(string(tok))}, nil
 }
 
@@ -189,6 +195,12 @@ func NotConnected(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED)
 }
 
+// Unreached reports whether err means the daemon was not reached: nothing
+// listens at its address (NotConnected), or the server there did not prove
+// it is the daemon (apiauth.ErrImpostor: it was sent nothing it can use,
+// and its answer is not taken).
+func Unreached(err error) bool { return NotConnected(err) || errors.Is(err, apiauth.ErrImpostor) }
+
 // Reasons the hook gives when it stops waiting.
 const (
 	ReasonHandedToAgent = "the call was handed to the agent's own permission prompt"
@@ -242,7 +254,7 @@ func (w *Waiter) Decide(ctx context.Context, a *action.Action, maxWait time.Dura
 		o, err = w.C.Submit(ctx, a, asker, w.Known)
 	}
 	if err != nil {
-		if NotConnected(err) {
+		if Unreached(err) {
 			return Decision{}, fmt.Errorf("%w: %v", ErrNoDaemon, err)
 		}
 		return Decision{}, fmt.Errorf("submitting the call to the Overseer daemon: %w", err)

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/overseer-dev/overseer/internal/apiauth"
 )
 
 // The lean hook speaks HTTP/1.1 to the daemon itself, one request per
@@ -46,8 +48,13 @@ func roundTrip(ctx context.Context, addr, method, path, token string, body []byt
 
 	var req bytes.Buffer
 	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: overseer-hook\r\nConnection: close\r\n", method, path, addr)
+	// The request is signed with the token, never carrying it (package
+	// apiauth): the server at the address may not be the daemon.
+	var nonce string
 	if token != "" {
-		fmt.Fprintf(&req, "Authorization: Bearer %s\r\n", token)
+		var h string
+		h, nonce = apiauth.Sign(token, method, path, time.Now())
+		fmt.Fprintf(&req, "Authorization: %s\r\n", h)
 	}
 	if body != nil {
 		fmt.Fprintf(&req, "Content-Type: application/json\r\nContent-Length: %d\r\n", len(body))
@@ -57,8 +64,14 @@ func roundTrip(ctx context.Context, addr, method, path, token string, body []byt
 	if _, err := conn.Write(req.Bytes()); err != nil {
 		return 0, "", nil, ctxErr(ctx, err)
 	}
-	status, retryAfter, resp, err = readAnswer(bufio.NewReader(io.LimitReader(conn, maxHeader+maxAnswer+4096)), method)
-	return status, retryAfter, resp, ctxErr(ctx, err)
+	status, h, resp, err := readAnswer(bufio.NewReader(io.LimitReader(conn, maxHeader+maxAnswer+4096)), method)
+	if err != nil {
+		return 0, "", nil, ctxErr(ctx, err)
+	}
+	if token != "" && !apiauth.CheckProof(token, nonce, h.Get(apiauth.ProofHeader)) {
+		return 0, "", nil, fmt.Errorf("%w (%s answered HTTP %d)", apiauth.ErrImpostor, addr, status)
+	}
+	return status, h.Get("Retry-After"), resp, nil
 }
 
 // ctxErr prefers the context's error to the I/O error it caused.
@@ -71,45 +84,44 @@ func ctxErr(ctx context.Context, err error) error {
 
 // readAnswer reads one HTTP/1.1 answer: status line, headers, and a body
 // framed by Content-Length, chunked encoding or the end of the connection.
-func readAnswer(r *bufio.Reader, method string) (status int, retryAfter string, body []byte, err error) {
+func readAnswer(r *bufio.Reader, method string) (status int, hdr textproto.MIMEHeader, body []byte, err error) {
 	tp := textproto.NewReader(r)
 	line, err := tp.ReadLine()
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("reading the daemon's answer: %w", noEOF(err))
+		return 0, nil, nil, fmt.Errorf("reading the daemon's answer: %w", noEOF(err))
 	}
 	proto, rest, ok := strings.Cut(line, " ")
 	code, _, _ := strings.Cut(rest, " ")
 	if !ok || (proto != "HTTP/1.1" && proto != "HTTP/1.0") || len(code) != 3 {
-		return 0, "", nil, fmt.Errorf("the daemon's answer is not HTTP: %.60q", line)
+		return 0, nil, nil, fmt.Errorf("the daemon's answer is not HTTP: %.60q", line)
 	}
 	status, err = strconv.Atoi(code)
 	if err != nil || status < 100 || status > 599 {
-		return 0, "", nil, fmt.Errorf("the daemon's answer has no status: %.60q", line)
+		return 0, nil, nil, fmt.Errorf("the daemon's answer has no status: %.60q", line)
 	}
 	if status < 200 {
-		return 0, "", nil, fmt.Errorf("the daemon answered %d, which the hook does not take", status)
+		return 0, nil, nil, fmt.Errorf("the daemon answered %d, which the hook does not take", status)
 	}
 	h, err := tp.ReadMIMEHeader()
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("reading the daemon's answer: %w", noEOF(err))
+		return 0, nil, nil, fmt.Errorf("reading the daemon's answer: %w", noEOF(err))
 	}
-	retryAfter = h.Get("Retry-After")
 	if method == "HEAD" || status == 204 || status == 304 {
-		return status, retryAfter, nil, nil
+		return status, h, nil, nil
 	}
 	te, cl := strings.ToLower(strings.TrimSpace(h.Get("Transfer-Encoding"))), h.Values("Content-Length")
 	switch {
 	case te != "" && te != "chunked", te == "chunked" && len(cl) > 0, len(cl) > 1:
-		return 0, "", nil, errors.New("the daemon's answer is framed ambiguously")
+		return 0, nil, nil, errors.New("the daemon's answer is framed ambiguously")
 	case te == "chunked":
 		body, err = readChunked(r)
 	case len(cl) == 1:
 		n, perr := strconv.ParseInt(strings.TrimSpace(cl[0]), 10, 64)
 		if perr != nil || n < 0 {
-			return 0, "", nil, fmt.Errorf("the daemon's answer has a bad length %q", cl[0])
+			return 0, nil, nil, fmt.Errorf("the daemon's answer has a bad length %q", cl[0])
 		}
 		if n > maxAnswer {
-			return 0, "", nil, fmt.Errorf("the daemon's answer is larger than %d bytes", maxAnswer)
+			return 0, nil, nil, fmt.Errorf("the daemon's answer is larger than %d bytes", maxAnswer)
 		}
 		body = make([]byte, n)
 		_, err = io.ReadFull(r, body)
@@ -120,9 +132,9 @@ func readAnswer(r *bufio.Reader, method string) (status int, retryAfter string, 
 		}
 	}
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("reading the daemon's answer: %w", noEOF(err))
+		return 0, nil, nil, fmt.Errorf("reading the daemon's answer: %w", noEOF(err))
 	}
-	return status, retryAfter, body, nil
+	return status, h, body, nil
 }
 
 // readChunked reads a chunked body up to maxAnswer bytes, trailers and all.

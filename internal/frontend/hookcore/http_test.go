@@ -7,6 +7,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/apiauth"
 )
 
 func TestReadAnswer(t *testing.T) {
@@ -47,11 +50,14 @@ func TestReadAnswer(t *testing.T) {
 // daemon's — in each framing it uses.
 func TestRoundTripWithGoServer(t *testing.T) {
 	big := strings.Repeat("x", 100<<10)
+	var v apiauth.Verifier
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer tok" || r.Header.Get("Content-Type") != "application/json" {
+		nonce, ok := v.Verify("tok", r.Header.Get("Authorization"), r.Method, r.RequestURI, time.Now())
+		if !ok || r.Header.Get("Content-Type") != "application/json" {
 			http.Error(w, "who?", 401)
 			return
 		}
+		w.Header().Set(apiauth.ProofHeader, apiauth.Proof("tok", nonce))
 		switch r.URL.Path {
 		case "/small":
 			_, _ = w.Write([]byte(`{"a":1}`))

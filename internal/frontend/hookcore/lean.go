@@ -229,7 +229,7 @@ func (l *Lean) pre(ctx context.Context, home string, conn *Conn, tools *Table, e
 	a := tools.Action(ev)
 	// The model use so far counts before the call is judged, so that a
 	// budget cap it reaches refuses this call.
-	if err := l.reportUsage(ctx, conn, ev); NotConnected(err) {
+	if err := l.reportUsage(ctx, conn, ev); Unreached(err) {
 		return Decision{}, errHandOff
 	}
 	w := &Waiter{C: conn, Redial: func() (*Conn, error) { return Dial(home) }}

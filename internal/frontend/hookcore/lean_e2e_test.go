@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overseer-dev/overseer/internal/frontend/hookcore"
+	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/overseertest"
 )
 
@@ -202,5 +204,13 @@ func TestLeanHookWithoutDaemon(t *testing.T) {
 	}
 	if r := runBin(t, alone, e2eHome(t), "claude-code", bash("s-alone", "tu-alone", "echo hi"), nil); r.code != 2 || !strings.Contains(r.stderr, "could not run the full Overseer") {
 		t.Errorf("without the full binary: %+v", r)
+	}
+}
+
+// TestLeanNameIsProtected: the kernel protects the lean entry's path by
+// its own copy of the name (it imports no front end).
+func TestLeanNameIsProtected(t *testing.T) {
+	if hookcore.LeanName != kernel.LeanHookName {
+		t.Fatalf("hookcore.LeanName %q, kernel.LeanHookName %q", hookcore.LeanName, kernel.LeanHookName)
 	}
 }

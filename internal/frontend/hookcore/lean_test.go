@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/overseer-dev/overseer/internal/apiauth"
 )
 
 // The lean entry's paths, each against a daemon a test scripts (an HTTP
@@ -70,14 +72,74 @@ func daemonAt(t *testing.T, home, addr string) {
 	}
 }
 
-// fakeDaemon serves h and names it in a new home.
+// fakeToken is the token of the scripted daemons' homes.
+const fakeToken = "fake-daemon-token"
+
+// fakeDaemon serves h, as a daemon holding the home's token does (it
+// proves every signed request, package apiauth), and names it in a new
+// home.
 func fakeDaemon(t *testing.T, h http.HandlerFunc) string {
 	t.Helper()
-	srv := httptest.NewServer(h)
+	var v apiauth.Verifier
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del("X-Signed")
+		if nonce, ok := v.Verify(fakeToken, r.Header.Get("Authorization"), r.Method, r.RequestURI, time.Now()); ok {
+			w.Header().Set(apiauth.ProofHeader, apiauth.Proof(fakeToken, nonce))
+			r.Header.Set("X-Signed", "yes") // for h: signed with the home's token
+		}
+		h(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	home := t.TempDir()
 	daemonAt(t, home, strings.TrimPrefix(srv.URL, "http://"))
+	if err := os.WriteFile(filepath.Join(home, TokenFile), []byte(fakeToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return home
+}
+
+// TestLeanImpostor: a server at the daemon's address that does not hold
+// the token (an agent's, listening where a killed daemon was) learns no
+// token and its "allow" is not taken: the call goes to the full hook,
+// which judges it in its process. Nor is a home without the token trusted.
+func TestLeanImpostor(t *testing.T) {
+	var auth []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		io.WriteString(w, allowShell)
+	}))
+	t.Cleanup(srv.Close)
+	home := t.TempDir()
+	daemonAt(t, home, strings.TrimPrefix(srv.URL, "http://"))
+	if err := os.WriteFile(filepath.Join(home, TokenFile), []byte(fakeToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runLean(t, home, leanBash)
+	if !r.handoff.called || strings.Contains(r.stdout, `"allow"`) {
+		t.Fatalf("the impostor's answer was taken: %+v", r)
+	}
+	mu.Lock()
+	for _, a := range auth {
+		if strings.Contains(a, fakeToken) || !apiauth.Signed(a) {
+			t.Fatalf("the impostor was sent %q", a)
+		}
+	}
+	n := len(auth)
+	mu.Unlock()
+	if n == 0 {
+		t.Fatal("the impostor was never asked: the test proves nothing")
+	}
+	// The same address, with no token in the home: not used at all.
+	if err := os.Remove(filepath.Join(home, TokenFile)); err != nil {
+		t.Fatal(err)
+	}
+	r = runLean(t, home, leanBash)
+	if !r.handoff.called || strings.Contains(r.stdout, `"allow"`) {
+		t.Fatalf("without the token the server's answer was taken: %+v", r)
+	}
 }
 
 // denied reports whether the run denied the call: exit 2 with a reason,
@@ -173,7 +235,7 @@ func TestLeanAnswers(t *testing.T) {
 			kept = append(kept, r.URL.Path)
 			w.WriteHeader(http.StatusNoContent)
 		case r.URL.Path == "/api/v1/actions":
-			if r.Header.Get("Authorization") != "Bearer tok" {
+			if r.Header.Get("X-Signed") != "yes" {
 				http.Error(w, `{"error":{"code":"auth","message":"no token"}}`, 401)
 				return
 			}
@@ -196,9 +258,6 @@ func TestLeanAnswers(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	})
-	if err := os.WriteFile(filepath.Join(home, TokenFile), []byte("tok\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	r := runLean(t, home, leanBash)
 	if r.code != 0 || !strings.Contains(r.stdout, `"permissionDecision":"allow"`) || r.handoff.called {
 		t.Fatalf("echo: %+v", r)
@@ -242,8 +301,16 @@ func TestLeanHandsOff(t *testing.T) {
 		extra     []string
 		withEvent bool
 	}{
-		"no daemon":            {func(t *testing.T) string { return t.TempDir() }, leanBash, nil, false},
-		"daemon not listening": {func(t *testing.T) string { h := t.TempDir(); daemonAt(t, h, closed); return h }, leanBash, nil, true},
+		"no daemon": {func(t *testing.T) string { return t.TempDir() }, leanBash, nil, false},
+		"daemon not listening": {func(t *testing.T) string {
+			h := t.TempDir()
+			daemonAt(t, h, closed)
+			if err := os.WriteFile(filepath.Join(h, TokenFile), []byte(fakeToken), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}, leanBash, nil, true},
+		"no token in the home": {func(t *testing.T) string { h := t.TempDir(); daemonAt(t, h, closed); return h }, leanBash, nil, false},
 		"post event":           {answering, strings.Replace(leanBash, "PreToolUse", "PostToolUse", 1), nil, true},
 		"unknown flag":         {answering, leanBash, []string{"--fast"}, false},
 		"bad max wait":         {answering, leanBash, []string{"--max-wait", "-1s"}, false},

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/apiauth"
 	"github.com/overseer-dev/overseer/internal/frontend/client"
 	"github.com/overseer-dev/overseer/internal/frontend/hookcore"
 	"github.com/overseer-dev/overseer/internal/kernel"
@@ -127,7 +128,10 @@ func (d *Daemon) Decide(ctx context.Context, a *action.Action, opts DecideOption
 		o, err = d.C.SubmitWith(ctx, a, sopts)
 	}
 	if err != nil {
-		if notConnected(err) {
+		if notConnected(err) || errors.Is(err, apiauth.ErrImpostor) {
+			// Nothing reached the daemon: none listens, or the server at
+			// its address is not it (it learnt nothing it could use, and
+			// its answer is not taken).
 			return Decision{}, fmt.Errorf("%w: %v", client.ErrNoDaemon, err)
 		}
 		return Decision{}, fmt.Errorf("submitting the call to the Overseer daemon: %w", err)
@@ -378,6 +382,11 @@ func DialDaemon(home string) (*client.Client, error) {
 		return nil, client.ErrNoDaemon
 	}
 	tok, _ := os.ReadFile(filepath.Join(home, kernel.TokenFile))
+	if strings.TrimSpace(string(tok)) == "" {
+		// Without the token the daemon's answers cannot be told from
+		// another server's (package apiauth): judge in this process.
+		return nil, client.ErrNoDaemon
+	}
 	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, DisableCompression: true}
 	return &client.Client{Base: "http://" + info.Addr, Token: strings.TrimSpace(string(tok)),
 		HTTP: &http.Client{Transport: tr}}, nil
@@ -497,9 +506,7 @@ func (d *Daemon) Facts(ctx context.Context, actionID string) (action.Facts, erro
 	if err != nil {
 		return action.Facts{}, err
 	}
-	if d.C.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+d.C.Token)
-	}
+	check := d.C.Sign(req)
 	hc := d.C.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
@@ -509,6 +516,9 @@ func (d *Daemon) Facts(ctx context.Context, actionID string) (action.Facts, erro
 		return action.Facts{}, err
 	}
 	defer resp.Body.Close()
+	if err := check(resp); err != nil {
+		return action.Facts{}, err
+	}
 	if resp.StatusCode != http.StatusOK {
 		return action.Facts{}, fmt.Errorf("reading the action's record: HTTP %d", resp.StatusCode)
 	}

@@ -1,3 +1,18 @@
+// Package hooks makes Overseer the permission layer of the coding agents
+// people already run — Claude Code, OpenAI Codex CLI and Gemini CLI —
+// through their hook systems: `overseer hook <agent>`, run before and
+// after each tool call (directly, or handed on by the lean entry
+// overseer-hook of package hookcore, which parses the events, maps tools
+// to Actions and answers in each agent's format). This package has
+// Overseer judge the call (a running daemon, or the kernel in this process
+// when none runs), holds it while a person decides when the verdict asks
+// for one, keeps the previous content of files the call will change, and
+// scans results after the call.
+//
+// Every failure ends in a deny: the agents treat a hook's exit status other
+// than 0 and 2 as a non-blocking error and run the tool anyway, so Run
+// answers only with 0 (a decision on standard output) or 2 (a reason on
+// standard error), also after a panic or when its own deadline passes.
 package hooks
 
 import (

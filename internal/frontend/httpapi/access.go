@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/overseer-dev/overseer/internal/apiauth"
 	"github.com/overseer-dev/overseer/internal/limits"
 )
 
@@ -40,8 +41,12 @@ func equal(a, b string) bool {
 	return b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-// Authorized reports whether r carries the daemon's token.
+// Authorized reports whether r carries the daemon's token, or a valid
+// signature made with it (see Server.serve).
 func (s *Server) Authorized(r *http.Request) bool {
+	if signed, _ := r.Context().Value(signedKey{}).(bool); signed {
+		return true
+	}
 	tok, ok := bearer(r)
 	return ok && equal(tok, s.opts.Token)
 }
@@ -70,7 +75,7 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 // scrape requires the scrape token or the daemon's token.
 func (s *Server) scrape(h http.Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if tok, ok := bearer(r); ok && (equal(tok, s.opts.ScrapeToken) || equal(tok, s.opts.Token)) {
+		if tok, ok := bearer(r); s.Authorized(r) || ok && equal(tok, s.opts.ScrapeToken) {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -83,7 +88,7 @@ func (s *Server) scrape(h http.Handler) http.HandlerFunc {
 // named in the path.
 func (s *Server) statusAuth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if tok, ok := bearer(r); ok && (equal(tok, s.opts.Token) || equal(tok, s.StatusToken(r.PathValue("id")))) {
+		if tok, ok := bearer(r); s.Authorized(r) || ok && equal(tok, s.StatusToken(r.PathValue("id"))) {
 			h(w, r)
 			return
 		}
@@ -105,7 +110,7 @@ func (s *Server) StatusToken(id string) string {
 // Retry-After when its client has guessed wrong too often. A request that
 // presented no credential at all is not a guess.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, msg string) {
-	if _, presented := bearer(r); presented {
+	if _, presented := bearer(r); presented || apiauth.Signed(r.Header.Get("Authorization")) {
 		s.metrics.authFailures.Inc()
 		if wait := s.opts.Throttle.Wrong(ClientIP(r)); wait > 0 {
 			WriteThrottled(w, wait)

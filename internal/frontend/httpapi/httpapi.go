@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/apiauth"
 	"github.com/overseer-dev/overseer/internal/audit"
 	promreg "github.com/overseer-dev/overseer/internal/frontend/metrics"
 	"github.com/overseer-dev/overseer/internal/gate"
@@ -67,6 +68,8 @@ type Server struct {
 	// acquire).
 	room     *semaphore.Weighted
 	roomSize int64
+	// signed checks the requests Overseer's clients sign (package apiauth).
+	signed apiauth.Verifier
 }
 
 // New builds the API server over k.
@@ -116,7 +119,24 @@ func QuotaConfig(l policy.LimitSettings) limits.Config {
 }
 
 // Handler returns the server's handler.
-func (s *Server) Handler() http.Handler { return s.r }
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
+
+// signedKey marks, in a request's context, a valid signature (apiauth).
+type signedKey struct{}
+
+// serve checks a request signed by one of Overseer's clients before the
+// router sees it: a valid signature (once, in its time window) counts as
+// the daemon's token, and the answer carries the proof that this daemon
+// holds the token, without which the client takes no answer.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if h := r.Header.Get("Authorization"); apiauth.Signed(h) {
+		if nonce, ok := s.signed.Verify(s.opts.Token, h, r.Method, r.RequestURI, time.Now()); ok {
+			w.Header().Set(apiauth.ProofHeader, apiauth.Proof(s.opts.Token, nonce))
+			r = r.WithContext(context.WithValue(r.Context(), signedKey{}, true))
+		}
+	}
+	s.r.ServeHTTP(w, r)
+}
 
 // Router is the daemon's router, so other front ends (web console, MCP over
 // HTTP) mount their handlers on the same listener, each route with the

@@ -79,9 +79,7 @@ func (a ClientAPI) get(ctx context.Context, path string, out any) error {
 	if err != nil {
 		return err
 	}
-	if a.C.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+a.C.Token)
-	}
+	check := a.C.Sign(req)
 	hc := a.C.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
@@ -91,6 +89,9 @@ func (a ClientAPI) get(ctx context.Context, path string, out any) error {
 		return err
 	}
 	defer resp.Body.Close()
+	if err := check(resp); err != nil {
+		return err
+	}
 	if resp.StatusCode >= 300 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		var e struct {
