@@ -116,13 +116,16 @@ func TestClaudeCodeCostRule(t *testing.T) {
 	bin, e := newClaudeEnv(t)
 	e.must(t, "budget", "prices", "--set", `{"claude-sonnet-4-5*": {"input_per_mtok": 100000, "output_per_mtok": 0}}`)
 	e.must(t, "auto-rules", "add", "--who", "alice", "--json", `{"name":"costly agent","trigger":{"type":"cost_threshold","tool":"Bash","agent":"claude-code","usd":1.5,"window_minutes":60},"action":{"type":"block_tool"}}`)
-	// Claude Code may write a turn's usage to its transcript just after the
-	// hook of that turn's call runs, or before: the second or the third call
-	// is blocked.
-	_, srv, cli := e.claude(t, bin, modeltest.Steps(
-		modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo spend-1"}},
-		modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo spend-2"}},
-		modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo spend-3"}}))
+	// Claude Code writes a turn's usage to its transcript when it gets to
+	// it: just after the hook of that turn's call runs, or before, and on a
+	// busy machine a turn or two later still (the hook reads the
+	// transcript as it is). So some call after the first is blocked, the
+	// second at the earliest; five give the transcript room to lag.
+	var steps []modeltest.ToolCall
+	for i := 1; i <= 5; i++ {
+		steps = append(steps, modeltest.ToolCall{Name: "Bash", Input: map[string]any{"command": fmt.Sprintf("echo spend-%d", i)}})
+	}
+	_, srv, cli := e.claude(t, bin, modeltest.Steps(steps...))
 	rs := srv.Results()
 	blocked := -1
 	for i, r := range rs {
