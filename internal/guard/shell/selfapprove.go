@@ -688,3 +688,13 @@ func (g *Guard) WithSelfAPI(self *netguard.SelfAPI) *Guard {
 	c.self = self
 	return &c
 }
+
+// AgentMayRun reports whether an agent may run `overseer sub op` (op is
+// the first operand after the sub-command, "" for none): the allow-list of
+// selfapi.yaml, which the shell guard applies to the commands it sees by
+// name. The CLI applies the same list to itself under an agent, so that a
+// renamed copy of the binary is refused what the name is (package cli).
+func AgentMayRun(sub, op string) bool {
+	next, ok := selfRules().allowed[strings.ToLower(sub)]
+	return ok && (next == nil || next.has(strings.ToLower(op)))
+}
