@@ -140,3 +140,48 @@ func TestRenamedCopyRefusedUnderAgent(t *testing.T) {
 		t.Fatalf("the hook under the agent: %v %s", err, out)
 	}
 }
+
+// TestBuildIntoBinaryDirDenied: the lean hook entry execs `overseer` next
+// to it, and the hook commands name one of the two, so an agent that
+// builds or copies a program of that name into their directory switches
+// Overseer off. The guard knew only the files by their paths; a build into
+// the directory (`go build -o DIR/ ./cmd/overseer`, `GOBIN=DIR go install`)
+// or a copy of a directory's contents, a computed name or a glob wrote
+// them unseen. Judged end to end: the real daemon, the lean hook, the
+// agent's events. The twins (the same into the project) are allowed.
+func TestBuildIntoBinaryDirDenied(t *testing.T) {
+	home := t.TempDir()
+	proj := t.TempDir()
+	overseertest.StartDaemon(t, home)
+	bin := filepath.Dir(overseertest.Binary(t))
+	hook := func(command string) string {
+		t.Helper()
+		ev, _ := json.Marshal(map[string]any{"session_id": "bin", "cwd": proj, "hook_event_name": "PreToolUse",
+			"tool_name": "Bash", "tool_input": map[string]any{"command": command}, "tool_use_id": fmt.Sprintf("tu-%d", time.Now().UnixNano())})
+		cmd := exec.Command(overseertest.HookBinary(t), "hook", "claude-code", "--max-wait", "2s")
+		cmd.Env = append(os.Environ(), "OVERSEER_HOME="+home)
+		cmd.Stdin = strings.NewReader(string(ev))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("hook: %v %s", err, out)
+		}
+		return string(out)
+	}
+	for _, c := range []string{
+		"go build -o " + bin + "/ ./cmd/overseer",
+		"GOBIN=" + bin + " go install ./cmd/overseer",
+		"cd " + bin + " && go build " + proj + "/cmd/overseer",
+		"cp -r ./stage/. " + bin + "/",
+		`cp "$f" ` + bin + "/",
+		"cp ./stage/* " + bin + "/",
+	} {
+		if out := hook(c); !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "control file") && !strings.Contains(out, "holds control files") {
+			t.Errorf("%s: %s", c, out)
+		}
+	}
+	for _, c := range []string{"go build -o bin/ ./cmd/overseer", "cp -r ./stage/. ./out/", "go build ./..."} {
+		if out := hook(c); !strings.Contains(out, `"permissionDecision":"allow"`) {
+			t.Errorf("twin %s: %s", c, out)
+		}
+	}
+}
