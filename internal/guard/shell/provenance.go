@@ -1983,7 +1983,7 @@ func (a *analyzer) goOutputs(s *segCtx, ops []arg) {
 		return
 	}
 	base, known := a.cwd, a.cwdKnown
-	if c, ok := optValue(s.args, "-C", "--C"); ok {
+	if c, ok := goFlag(s.args, "C"); ok {
 		if c.dyn {
 			return
 		}
@@ -2019,7 +2019,7 @@ func (a *analyzer) goOutputs(s *segCtx, ops []arg) {
 	var dir string
 	switch ops[0].val {
 	case "build":
-		o, ok := optValue(s.args, "-o", "--o")
+		o, ok := goFlag(s.args, "o")
 		switch {
 		case ok && o.dyn:
 			return // a computed -o is already a write of what it names
@@ -2046,6 +2046,22 @@ func (a *analyzer) goOutputs(s *segCtx, ops []arg) {
 	for _, n := range names {
 		a.effectFact(path.Join(dir, n), action.PathWrite)
 	}
+}
+
+// goFlag returns the value of the go command's flag name, in any of the
+// forms Go's flag package takes: -name v, --name v, -name=v, --name=v.
+func goFlag(args []arg, name string) (arg, bool) {
+	for _, x := range args {
+		if x.val == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(x.val, "-"+name+"="); ok && !x.dyn {
+			y := x
+			y.val = v
+			return y, true
+		}
+	}
+	return optValue(args, "-"+name, "--"+name)
 }
 
 // goBinName is the name of the executable go builds for package operand p
