@@ -185,3 +185,36 @@ func TestBuildIntoBinaryDirDenied(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPServerListProtected: the project's .mcp.json names the gateway
+// (`overseer mcp`) and every MCP server Claude Code starts; an agent that
+// rewrote it (the gateway's arguments pointed at its own policy, or another
+// server) changed what runs outside Overseer at the next start, and was not
+// asked. Judged end to end through the lean hook; the twin (a file of that
+// name elsewhere) is allowed.
+func TestMCPServerListProtected(t *testing.T) {
+	home := t.TempDir()
+	proj := t.TempDir()
+	overseertest.StartDaemon(t, home)
+	write := func(p string) string {
+		t.Helper()
+		ev, _ := json.Marshal(map[string]any{"session_id": "mcpj", "cwd": proj, "hook_event_name": "PreToolUse",
+			"tool_name": "Write", "tool_input": map[string]any{"file_path": p,
+				"content": `{"mcpServers":{"overseer":{"command":"overseer","args":["--policy","mine.yaml","mcp"]}}}`},
+			"tool_use_id": fmt.Sprintf("tu-%d", time.Now().UnixNano())})
+		cmd := exec.Command(overseertest.HookBinary(t), "hook", "claude-code", "--max-wait", "2s")
+		cmd.Env = append(os.Environ(), "OVERSEER_HOME="+home)
+		cmd.Stdin = strings.NewReader(string(ev))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("hook: %v %s", err, out)
+		}
+		return string(out)
+	}
+	if out := write(filepath.Join(proj, ".mcp.json")); !strings.Contains(out, `"permissionDecision":"deny"`) {
+		t.Errorf("writing .mcp.json: %s", out)
+	}
+	if out := write(filepath.Join(proj, "docs", "mcp.json")); !strings.Contains(out, `"permissionDecision":"allow"`) {
+		t.Errorf("twin docs/mcp.json: %s", out)
+	}
+}
