@@ -1242,6 +1242,20 @@ func (a *analyzer) copyEffects(ops []arg, base intent, targetDir *arg, noTarget,
 			// cp x.sh y.sh: the copy holds what was written to x.sh.
 			a.written[target] = w
 		}
+		if !recursive && !contents {
+			// cp /usr/local/bin/overseer ./ov: the copy is Overseer too
+			// when the command runs it (selfapprove.go).
+			n, ok := a.ovCopies[sp]
+			if !ok {
+				n = a.overseerFile(sp)
+			}
+			if n != "" {
+				if a.ovCopies == nil {
+					a.ovCopies = map[string]string{}
+				}
+				a.ovCopies[target] = n
+			}
+		}
 		if recursive || contents {
 			a.effectFact(target, action.PathUnknown)
 			a.treeWrites(sp, target)

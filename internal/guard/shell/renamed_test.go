@@ -63,7 +63,16 @@ func TestRenamedOverseerBinary(t *testing.T) {
 			t.Errorf("%s: not refused as Overseer's command", c)
 		}
 	}
-	for _, c := range []string{"./ov version", "./ov approvals", "./ov policy test", "./tool -test.v", "./missing hook claude-code"} {
+	// A copy made earlier in the same command, from a path the guard reads.
+	for _, c := range []string{
+		"cp " + overseertest.Binary(t) + " ./x && ./x hook claude-code",
+		"cp " + overseertest.HookBinary(t) + " ./y; cp ./y ./z && ./z hook gemini",
+	} {
+		if !selfApproved(c) {
+			t.Errorf("%s: not refused as Overseer's command", c)
+		}
+	}
+	for _, c := range []string{"./ov version", "cp " + overseertest.Binary(t) + " ./x && ./x version", "cp ./tool ./t2 && ./t2", "./ov approvals", "./ov policy test", "./tool -test.v", "./missing hook claude-code"} {
 		if selfApproved(c) {
 			t.Errorf("twin %s: refused as Overseer's command", c)
 		}

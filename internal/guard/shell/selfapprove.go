@@ -726,15 +726,27 @@ var overseerModule = sync.OnceValue(func() string {
 // information Go writes into the file, or "" (not a path, not a file, not
 // Overseer's).
 func (a *analyzer) overseerBinary(prog arg) string {
-	mod := overseerModule()
-	if prog.dyn || mod == "" || !strings.ContainsAny(prog.val, `/\`) {
+	if prog.dyn || !strings.ContainsAny(prog.val, `/\`) {
 		return ""
 	}
 	p, ok := a.abs(prog.val)
 	if !ok {
 		return ""
 	}
-	f, err := a.fileSystem().Open(strings.TrimPrefix(a.expandHome(p), "/"))
+	p = a.expandHome(p)
+	if n, ok := a.ovCopies[p]; ok {
+		return n // cp /usr/local/bin/overseer ./ov && ./ov …
+	}
+	return a.overseerFile(p)
+}
+
+// overseerFile is overseerBinary of the file at the absolute path p.
+func (a *analyzer) overseerFile(p string) string {
+	mod := overseerModule()
+	if mod == "" {
+		return ""
+	}
+	f, err := a.fileSystem().Open(strings.TrimPrefix(p, "/"))
 	if err != nil {
 		return ""
 	}
