@@ -116,7 +116,16 @@ func TestEffectCorpora(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ovh, "token"), []byte("secret-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	repl := strings.NewReplacer("{OVH}", ovh, "{HOME}", home, "{PROJ}", proj)
+	// {BIN}: the directory of this binary, whose own file and the lean hook
+	// entry's path next to it are protected (the hook commands name them).
+	bin := "/nonexistent-bin"
+	if exe, err := os.Executable(); err == nil {
+		if r, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = r
+		}
+		bin = filepath.Dir(exe)
+	}
+	repl := strings.NewReplacer("{OVH}", ovh, "{HOME}", home, "{PROJ}", proj, "{BIN}", bin)
 	type tally struct{ n, ok int }
 	byLabel := map[string]*tally{}
 	byFile := map[string]map[string]*tally{}

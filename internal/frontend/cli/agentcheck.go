@@ -10,29 +10,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/overseer-dev/overseer/internal/guard/shell"
 	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
 // No self-approval, defence in depth. The shell guard blocks an agent's
 // `overseer approve …`; in case a command slips through (a renamed copy of
-// the binary, a script the agent wrote), the commands that answer
-// approvals or loosen Overseer refuse to run when they find they run under
-// an AI agent: the agents' own environment markers, or an agent CLI among
-// the process's ancestors.
-
-// answeringCommands are the command paths (below the root) that refuse to
-// run under an agent, and the flag that makes a command answering when
-// only some of its uses are ("" means every use).
-var answeringCommands = map[string]string{
-	"approve": "",
-	"deny":    "",
-	"tui":     "",
-	"resume":  "",
-	"init":    "uninstall",
-	// An agent may not resume itself (nor pause another).
-	"resume-agent": "",
-	"pause-agent":  "",
-}
+// the binary, a script the agent wrote), every command the guard refuses
+// agents (answering, loosening Overseer, judging or running in its place)
+// refuses to run when it finds it runs under an AI agent: the agents' own
+// environment markers, or an agent CLI among the process's ancestors.
 
 // AnswerTokenEnv names the variable that lets a process which holds the
 // daemon's token answer even where agent markers are seen (tests and
@@ -248,27 +235,51 @@ var agentCheck = func() (AgentEvidence, bool) {
 	return DetectAgent(os.Getenv, ProcFS{}, os.Getpid())
 }
 
-// guardAnswering makes the answering commands of root refuse to run under
-// an agent.
+// guardAnswering makes the commands of root that an agent may not run
+// refuse to run under an agent. Which commands those are is the shell
+// guard's allow-list (shell.AgentMayRun): the guard refuses the others by
+// name, and the binary refuses them whatever it is called, so that a
+// renamed copy (`cp "$(command -v overseer)" ./x && ./x serve --policy
+// mine.yaml`) changes nothing. Two commands are exempt, as the agents' own
+// programs run them: `hook` (the agent's hook, whose forged use from a
+// shell the guard blocks) and `mcp` without a sub-command (the gateway an
+// agent's MCP configuration starts).
 func (a *app) guardAnswering(root *cobra.Command) {
-	for _, c := range root.Commands() {
-		flag, ok := answeringCommands[c.Name()]
-		if !ok || c.RunE == nil {
-			continue
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		for _, sub := range c.Commands() {
+			walk(sub, append(path[:len(path):len(path)], sub.Name()))
+		}
+		if len(path) == 0 || (c.RunE == nil && c.Run == nil) {
+			return
+		}
+		cmdName, op := path[0], ""
+		if len(path) > 1 {
+			op = path[1]
+		}
+		if agentRuns(path) || shell.AgentMayRun(cmdName, op) {
+			return
 		}
 		run := c.RunE
+		if run == nil {
+			r := c.Run
+			run = func(cmd *cobra.Command, args []string) error { r(cmd, args); return nil }
+			c.Run = nil
+		}
 		c.RunE = func(cmd *cobra.Command, args []string) error {
-			if flag != "" {
-				if f := cmd.Flags().Lookup(flag); f == nil || !f.Changed || f.Value.String() == "false" {
-					return run(cmd, args)
-				}
-			}
-			if err := a.refuseUnderAgent(cmd, flag); err != nil {
+			if err := a.refuseUnderAgent(cmd, ""); err != nil {
 				return err
 			}
 			return run(cmd, args)
 		}
 	}
+	walk(root, nil)
+}
+
+// agentRuns reports whether the agents' own programs run the command at
+// path: the hook, and the MCP gateway.
+func agentRuns(path []string) bool {
+	return len(path) == 1 && (path[0] == "hook" || path[0] == "mcp")
 }
 
 // refuseUnderAgent returns the error an answering command fails with when

@@ -128,6 +128,19 @@ func TestAnsweringCommandsRefuseUnderAgent(t *testing.T) {
 		{"deny", "apr_x", "--reason", "no"},
 		{"init", "claude-code", "--project", proj, "--uninstall"},
 		{"tui"},
+		// Every command the shell guard refuses agents by name refuses
+		// too, so that a renamed copy of the binary gains nothing: it
+		// would judge in Overseer's place with the agent's policy, or
+		// loosen it.
+		{"init", "claude-code", "--project", proj},
+		{"--policy", filepath.Join(proj, "p.yaml"), "serve", "--addr", "127.0.0.1:0"},
+		{"agent", "promote", "claude-code", "--to", "delegated"},
+		{"agent", "demote", "claude-code"},
+		{"rules", "remove", "r1"},
+		{"mcp", "accept", "srv", "tool"},
+		{"audit", "key", "--forget"},
+		{"undo", "act_x"},
+		{"tool", "run", "read_file", "--args", "{}"},
 	} {
 		code, _, errOut := runHookCLI(t, home, "", args...)
 		if code != exitRefusedUnderAgent || !strings.Contains(errOut, "running under an AI agent") ||
@@ -135,12 +148,16 @@ func TestAnsweringCommandsRefuseUnderAgent(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want a refusal", args, code, errOut)
 		}
 	}
-	// Read-only commands and installing the hooks still work.
-	if code, out, errOut := runHookCLI(t, home, "", "version"); code != 0 {
-		t.Errorf("version: exit %d %s %s", code, out, errOut)
+	// What an agent may run still runs: read-only commands, and the hook
+	// its own program runs.
+	for _, args := range [][]string{{"version"}, {"policy", "test"}, {"approvals"}, {"agent", "list"}} {
+		if code, out, errOut := runHookCLI(t, home, "", args...); code == exitRefusedUnderAgent || strings.Contains(errOut, "running under an AI agent") {
+			t.Errorf("%v: refused: exit %d %s %s", args, code, out, errOut)
+		}
 	}
-	if code, out, errOut := runHookCLI(t, home, "", "init", "claude-code", "--project", proj); code != 0 {
-		t.Errorf("init: exit %d %s %s", code, out, errOut)
+	ev := `{"session_id":"s","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t1"}`
+	if code, out, errOut := runHookCLI(t, home, ev, "hook", "claude-code"); code != 0 || !strings.Contains(out, `"allow"`) {
+		t.Errorf("hook: exit %d %s %s", code, out, errOut)
 	}
 	// A process that shows the daemon's token may answer (scripts, tests).
 	tok, err := EnsureToken(home)

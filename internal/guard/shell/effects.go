@@ -357,12 +357,19 @@ func (a *analyzer) effects(s *segCtx) {
 	last := inUnknown
 	hasLastWhen := false
 	dashdash := false
+	// dynOps: a computed word that is not the last (a source of cp, or an
+	// option) was left out of ops; dynLast: the last word is computed.
+	dynOps, dynLast := false, false
 	for j := 0; j < len(args); j++ {
 		x := args[j]
 		v := x.val
 		if x.dyn || dashdash || len(v) < 2 || v[0] != '-' || spec != nil && spec.modes && isMode(v) {
 			if !x.dyn || dashdash {
 				ops = append(ops, x)
+			} else if j < len(args)-1 {
+				dynOps = true
+			} else {
+				dynLast = true
 			}
 			continue
 		}
@@ -527,7 +534,7 @@ func (a *analyzer) effects(s *segCtx) {
 		a.effectFact(a.cwdPath(), action.PathUnknown)
 	}
 	if spec != nil && spec.copy {
-		a.copyEffects(ops, base, targetDir, noTarget, recursive, links)
+		a.copyEffects(ops, base, targetDir, noTarget, recursive, links, dynOps || targetDir != nil && dynLast)
 		if hasLastWhen && len(ops) > 1 {
 			a.candidate(ops[len(ops)-1], last, false)
 		}
@@ -1165,8 +1172,10 @@ const maxCopyWalk = 256
 // itself (-T, one source onto a file). A recursive copy writes every file
 // below the source (walked on disk, and those written earlier in the
 // command) and an unknown set of files into the target directory; hard
-// links (cp -l) make the sources writable through the copies.
-func (a *analyzer) copyEffects(ops []arg, base intent, targetDir *arg, noTarget, recursive, links bool) {
+// links (cp -l) make the sources writable through the copies. A computed
+// source (dynSource: a computed word before the destination) lands in the
+// destination directory under a name not known.
+func (a *analyzer) copyEffects(ops []arg, base intent, targetDir *arg, noTarget, recursive, links, dynSource bool) {
 	var dest arg
 	var sources []arg
 	switch {
@@ -1174,6 +1183,8 @@ func (a *analyzer) copyEffects(ops []arg, base intent, targetDir *arg, noTarget,
 		dest, sources = *targetDir, ops
 	case len(ops) >= 2:
 		dest, sources = ops[len(ops)-1], ops[:len(ops)-1]
+	case len(ops) == 1 && dynSource:
+		dest = ops[0]
 	default:
 		return
 	}
@@ -1194,8 +1205,18 @@ func (a *analyzer) copyEffects(ops []arg, base intent, targetDir *arg, noTarget,
 	dp = a.expandHome(dp)
 	intoDir := !noTarget && (targetDir != nil || len(sources) > 1 || strings.HasSuffix(dest.val, "/") ||
 		dest.val == "~" || dest.val == "." || dest.val == ".." || a.isDir(dp))
+	if dynSource && intoDir {
+		a.effectFact(dp, action.PathUnknown)
+	}
 	for _, src := range sources {
-		if src.dyn || remoteArg(src.val) {
+		if remoteArg(src.val) {
+			continue
+		}
+		if src.dyn {
+			// cp "$f" dir/: a file whose name is not known lands in dir.
+			if intoDir {
+				a.effectFact(dp, action.PathUnknown)
+			}
 			continue
 		}
 		sp, ok := a.abs(src.val)
@@ -1203,8 +1224,16 @@ func (a *analyzer) copyEffects(ops []arg, base intent, targetDir *arg, noTarget,
 			continue
 		}
 		sp = a.expandHome(sp)
+		if src.glob && intoDir {
+			// cp d/* dir/: each file the pattern matches lands in dir
+			// under its name; what it may match at run time and not now
+			// (nothing now, files the command makes) is not known.
+			a.globIntoDir(src, sp, dp)
+			continue
+		}
 		target := dp
-		contents := strings.HasSuffix(src.val, "/") // rsync src/ dest: the contents
+		// rsync src/ dest, cp -r src/. dest: the contents.
+		contents := strings.HasSuffix(src.val, "/") || recursive && path.Base(src.val) == "."
 		if intoDir && !contents {
 			target = path.Join(dp, path.Base(sp))
 		}
@@ -1213,10 +1242,50 @@ func (a *analyzer) copyEffects(ops []arg, base intent, targetDir *arg, noTarget,
 			// cp x.sh y.sh: the copy holds what was written to x.sh.
 			a.written[target] = w
 		}
+		if !recursive && !contents {
+			// cp /usr/local/bin/overseer ./ov: the copy is Overseer too
+			// when the command runs it (selfapprove.go).
+			n, ok := a.ovCopies[sp]
+			if !ok {
+				n = a.overseerFile(sp)
+			}
+			if n != "" {
+				if a.ovCopies == nil {
+					a.ovCopies = map[string]string{}
+				}
+				a.ovCopies[target] = n
+			}
+		}
 		if recursive || contents {
 			a.effectFact(target, action.PathUnknown)
 			a.treeWrites(sp, target)
 		}
+	}
+}
+
+// globIntoDir records what a copy of the glob source src (resolved to sp)
+// writes into the directory dp: dp/name for every file the pattern matches
+// now, and, since what it will match when the command runs is not known
+// (a file the command makes, or any at all when it matches nothing now),
+// files not known landing in dp.
+func (a *analyzer) globIntoDir(src arg, sp, dp string) {
+	pat := sp
+	if src.pat != "" {
+		if p, ok := a.abs(src.pat); ok {
+			pat = a.expandHome(p)
+		}
+	}
+	ms, ok := a.globMatches(pat, true)
+	for _, m := range ms {
+		a.effectFact(path.Join(dp, path.Base(m)), action.PathWrite)
+	}
+	for w := range a.written {
+		if ok, _ := path.Match(pat, w); ok {
+			a.effectFact(path.Join(dp, path.Base(w)), action.PathWrite)
+		}
+	}
+	if !ok || len(ms) == 0 || len(a.written) > 0 {
+		a.effectFact(dp, action.PathUnknown)
 	}
 }
 

@@ -46,6 +46,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"strings"
 
@@ -1273,6 +1274,7 @@ func (a *analyzer) goCmd(s *segCtx) {
 			a.optionCode(s, x, "go "+name+" runs a command")
 		}
 	}
+	a.goOutputs(s, ops)
 	if len(ops) < 2 || ops[0].dyn || ops[0].val != "run" {
 		return
 	}
@@ -1967,4 +1969,161 @@ func (a *analyzer) scriptCmd(s *segCtx) {
 	if x, ok := optValue(s.args, "-c", "--command"); ok {
 		a.optionCode(s, x, "script -c runs a command")
 	}
+}
+
+// goOutputs records the executables go build and go install write, each
+// named after its package (the last element of its import path, a major
+// version suffix skipped): go build into the -o directory (an existing one,
+// or one written with a trailing slash) or, without -o, the one package's
+// executable into the working directory; go install into $GOBIN, else
+// $GOPATH/bin, else ~/go/bin. A package whose name is not known
+// (pattern, computed) writes files not known into that directory.
+func (a *analyzer) goOutputs(s *segCtx, ops []arg) {
+	if len(ops) == 0 || ops[0].dyn || ops[0].val != "build" && ops[0].val != "install" {
+		return
+	}
+	base, known := a.cwd, a.cwdKnown
+	if c, ok := goFlag(s.args, "C"); ok {
+		if c.dyn {
+			return
+		}
+		if p, ok := a.abs(c.val); ok {
+			base, known = a.expandHome(p), true
+		}
+	}
+	resolve := func(v string) (string, bool) {
+		if strings.HasPrefix(v, "~") {
+			if p, ok := a.abs(v); ok {
+				return a.expandHome(p), true
+			}
+		}
+		if path.IsAbs(v) {
+			return path.Clean(v), true
+		}
+		return path.Join(base, v), known
+	}
+	pkgs := ops[1:]
+	if len(pkgs) == 0 {
+		pkgs = []arg{{val: "."}}
+	}
+	var names []string
+	unknown := false
+	for _, p := range pkgs {
+		n := goBinName(p, resolve)
+		if n == "" {
+			unknown = true
+			continue
+		}
+		names = append(names, n)
+	}
+	var dir string
+	switch ops[0].val {
+	case "build":
+		o, ok := goFlag(s.args, "o")
+		switch {
+		case ok && o.dyn:
+			return // a computed -o is already a write of what it names
+		case ok:
+			p, pok := resolve(o.val)
+			if !pok || !strings.HasSuffix(o.val, "/") && !a.isDir(p) {
+				return // a file: the -o write covers it
+			}
+			dir = p
+		case len(pkgs) == 1 && known:
+			dir = base
+		default:
+			return // several packages: go build writes no executable
+		}
+	default:
+		dir = a.goBin()
+	}
+	if dir == "" {
+		return
+	}
+	if unknown {
+		a.effectFact(dir, action.PathUnknown)
+	}
+	for _, n := range names {
+		a.effectFact(path.Join(dir, n), action.PathWrite)
+	}
+}
+
+// goFlag returns the value of the go command's flag name, in any of the
+// forms Go's flag package takes: -name v, --name v, -name=v, --name=v.
+func goFlag(args []arg, name string) (arg, bool) {
+	for _, x := range args {
+		if x.val == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(x.val, "-"+name+"="); ok && !x.dyn {
+			y := x
+			y.val = v
+			return y, true
+		}
+	}
+	return optValue(args, "-"+name, "--"+name)
+}
+
+// goBinName is the name of the executable go builds for package operand p
+// ("./cmd/tool", "example.com/x/cmd/tool@v1", "main.go"), or "" when it is
+// not known (computed, a pattern with "...", the module root seen only as
+// ".").
+func goBinName(p arg, resolve func(string) (string, bool)) string {
+	if p.dyn || p.glob || strings.Contains(p.val, "...") {
+		return ""
+	}
+	v := p.val
+	if i := strings.LastIndexByte(v, '@'); i > 0 {
+		v = v[:i]
+	}
+	if strings.HasSuffix(v, ".go") {
+		return strings.TrimSuffix(path.Base(v), ".go")
+	}
+	if v == "." || v == "./" || strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../") || path.IsAbs(v) || strings.HasPrefix(v, "~") {
+		r, ok := resolve(v)
+		if !ok {
+			return ""
+		}
+		v = r
+	}
+	v = strings.TrimSuffix(v, "/")
+	elems := strings.Split(v, "/")
+	n := elems[len(elems)-1]
+	if len(elems) > 1 && len(n) > 1 && n[0] == 'v' && strings.Trim(n[1:], "0123456789") == "" {
+		n = elems[len(elems)-2] // example.com/tool/v2 builds "tool"
+	}
+	if n == "" || n == "." || n == ".." {
+		return ""
+	}
+	return n
+}
+
+// goBin is the directory go install writes executables to.
+func (a *analyzer) goBin() string {
+	get := func(name string) (string, bool) {
+		if st, ok := a.vars[name]; ok {
+			return st.val, !st.dyn && !st.isArr
+		}
+		v, ok := a.env.Vars[name]
+		return v, ok
+	}
+	if v, ok := get("GOBIN"); ok && v != "" {
+		if p, ok := a.abs(v); ok && path.IsAbs(a.expandHome(p)) {
+			return a.expandHome(p)
+		}
+		return ""
+	} else if _, set := a.vars["GOBIN"]; set {
+		return "" // computed
+	}
+	if v, ok := get("GOPATH"); ok && v != "" {
+		first, _, _ := strings.Cut(v, string(os.PathListSeparator))
+		if p, ok := a.abs(first); ok {
+			return path.Join(a.expandHome(p), "bin")
+		}
+		return ""
+	}
+	if a.env.Home == "" {
+		return ""
+	}
+	return path.Join(a.env.Home, "go", "bin")
 }

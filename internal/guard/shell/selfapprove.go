@@ -1,8 +1,11 @@
 package shell
 
 import (
+	"debug/buildinfo"
 	_ "embed"
+	"io"
 	"path"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,6 +114,14 @@ const selfAdvice = "an agent may not answer its own approvals, change Overseer's
 // selfCheck is the hook classify calls for every segment.
 func (a *analyzer) selfCheck(s *segCtx) {
 	name := s.name
+	if name != "overseer" && name != "overseer-hook" {
+		// A copy of Overseer's binary under another name (./ov) is
+		// Overseer: the guard judges the file the command runs, not its
+		// name.
+		if n := a.overseerBinary(s.prog); n != "" {
+			name = n
+		}
+	}
 	switch {
 	case name == "overseer":
 		a.overseerCmd(s.args, s.prog.val, s.c.extraDyn)
@@ -687,4 +698,71 @@ func (g *Guard) WithSelfAPI(self *netguard.SelfAPI) *Guard {
 	c := *g
 	c.self = self
 	return &c
+}
+
+// AgentMayRun reports whether an agent may run `overseer sub op` (op is
+// the first operand after the sub-command, "" for none): the allow-list of
+// selfapi.yaml, which the shell guard applies to the commands it sees by
+// name. The CLI applies the same list to itself under an agent, so that a
+// renamed copy of the binary is refused what the name is (package cli).
+func AgentMayRun(sub, op string) bool {
+	next, ok := selfRules().allowed[strings.ToLower(sub)]
+	return ok && (next == nil || next.has(strings.ToLower(op)))
+}
+
+// overseerModule is the module Overseer is built from (this binary's main
+// module), or "" when unknown.
+var overseerModule = sync.OnceValue(func() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Path
+	}
+	return ""
+})
+
+// overseerBinary reports whether the program a command runs by its path
+// (./ov, /tmp/x/tool) is a build of Overseer's own commands, whatever the
+// file is called: a copy, a link or a rebuild of the overseer CLI or the
+// lean hook entry. It returns "overseer" or "overseer-hook" from the build
+// information Go writes into the file, or "" (not a path, not a file, not
+// Overseer's).
+func (a *analyzer) overseerBinary(prog arg) string {
+	if prog.dyn || !strings.ContainsAny(prog.val, `/\`) {
+		return ""
+	}
+	p, ok := a.abs(prog.val)
+	if !ok {
+		return ""
+	}
+	p = a.expandHome(p)
+	if n, ok := a.ovCopies[p]; ok {
+		return n // cp /usr/local/bin/overseer ./ov && ./ov …
+	}
+	return a.overseerFile(p)
+}
+
+// overseerFile is overseerBinary of the file at the absolute path p.
+func (a *analyzer) overseerFile(p string) string {
+	mod := overseerModule()
+	if mod == "" {
+		return ""
+	}
+	f, err := a.fileSystem().Open(strings.TrimPrefix(p, "/"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	ra, isRA := f.(io.ReaderAt)
+	if err != nil || !st.Mode().IsRegular() || !isRA {
+		return ""
+	}
+	bi, err := buildinfo.Read(ra)
+	if err != nil || bi.Main.Path != mod || !strings.HasPrefix(bi.Path, mod+"/cmd/") {
+		return ""
+	}
+	switch n := path.Base(bi.Path); n {
+	case "overseer", "overseer-hook":
+		return n
+	}
+	return ""
 }

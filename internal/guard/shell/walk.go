@@ -52,28 +52,31 @@ type analyzer struct {
 	env Env
 	out *Analysis
 
-	src         string // the source text being walked (for dynamic argument text)
-	depth       int    // re-parse depth
-	nest        int    // syntax nesting depth
-	cwd         string // working directory at this point of the command
-	cwdKnown    bool
-	pipeIn      bool     // standard input comes from a pipe
-	wrapCtx     []string // wrappers of the command whose string is being re-parsed
-	cur         int      // index of the segment findings are about, or -1
-	vars        map[string]varState
-	funcs       map[string]bool
-	classes     []classAcc
-	ops         []string // scratch buffer for operands
-	budget      int      // file system entries previews may still visit
-	limited     bool     // a limit finding was added
-	fsys        fs.FS
-	redirSubs   []redirSub
-	downloaded  map[string]bool        // files downloaded earlier in the command
-	written     map[string]writtenFile // files written earlier in the command
-	certState                          // static values followed through the command (static.go)
-	prov        provState              // files runners execute, read once (provenance.go)
-	envState                           // environment variables the command sets (envvars.go)
-	effectFacts int                    // path facts added by the effect scan
+	src        string // the source text being walked (for dynamic argument text)
+	depth      int    // re-parse depth
+	nest       int    // syntax nesting depth
+	cwd        string // working directory at this point of the command
+	cwdKnown   bool
+	pipeIn     bool     // standard input comes from a pipe
+	wrapCtx    []string // wrappers of the command whose string is being re-parsed
+	cur        int      // index of the segment findings are about, or -1
+	vars       map[string]varState
+	funcs      map[string]bool
+	classes    []classAcc
+	ops        []string // scratch buffer for operands
+	budget     int      // file system entries previews may still visit
+	limited    bool     // a limit finding was added
+	fsys       fs.FS
+	redirSubs  []redirSub
+	downloaded map[string]bool        // files downloaded earlier in the command
+	written    map[string]writtenFile // files written earlier in the command
+	// ovCopies are files the command copied Overseer's binaries to, and
+	// which command each is ("overseer", "overseer-hook").
+	ovCopies    map[string]string
+	certState             // static values followed through the command (static.go)
+	prov        provState // files runners execute, read once (provenance.go)
+	envState              // environment variables the command sets (envvars.go)
+	effectFacts int       // path facts added by the effect scan
 }
 
 // redirSub remembers the segments that came from substitutions inside a
