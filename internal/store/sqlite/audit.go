@@ -473,6 +473,16 @@ func auditSQL(q store.AuditQuery, strictAfter bool) (string, []any) {
 			col = "+type"
 		}
 		where = append(where, col+" IN ("+ph+")")
+		// The type index is partial: it leaves out the types every call
+		// writes (see commonTypes). SQLite uses it only for a query that
+		// says so.
+		common := false
+		for _, t := range q.Types {
+			common = common || commonTypes[t]
+		}
+		if !common && q.ActionID == "" {
+			where = append(where, notCommonType)
+		}
 	}
 	// The indexes on action_id, agent and tool are partial (they leave out
 	// the empty value); SQLite uses a partial index only when the query
