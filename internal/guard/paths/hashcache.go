@@ -28,8 +28,9 @@ type HashCache struct {
 }
 
 // racyWindow is how long after a file's last change its hash is not
-// remembered: far more than any file system's clock tick.
-const racyWindow = time.Second
+// remembered: more than any file system's clock tick (FAT's is two
+// seconds).
+const racyWindow = 3 * time.Second
 
 // maxHashEntries bounds the cache; when it is full it starts over.
 const maxHashEntries = 4096
