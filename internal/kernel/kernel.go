@@ -204,7 +204,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 			k.observers = append(k.observers, o)
 		}
 	}
-	k.reads = readObserver{paths.NewStoreTracker(st, cfg.Clock)}
+	k.reads = readObserver{t: paths.NewStoreTracker(st, cfg.Clock), hashes: paths.NewHashCache()}
 	k.observers = append(k.observers, k.reads)
 	k.Bus = perception.New(st, cfg.Clock)
 	// A failure is kept: every call then goes to a person until a read

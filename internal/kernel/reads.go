@@ -26,7 +26,12 @@ import (
 // files their shell commands print whole (`cat f`, `sed -n '1,200p' f` of
 // a file of at most 200 lines: shell.ShownFiles), when the kernel records
 // them as running (or a person approves them).
-type readObserver struct{ t *paths.StoreTracker }
+type readObserver struct {
+	t *paths.StoreTracker
+	// hashes remembers the hashes of files read before (nil: every read
+	// hashes its file).
+	hashes *paths.HashCache
+}
 
 // Observe implements guard.Observer: it records the reads of an action a
 // person approved. Those of an action that runs without a person are
@@ -161,7 +166,7 @@ func (o readObserver) states(session string, ps []action.PathFact, full bool, in
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		h, mt, err := paths.HashFile(p.Path)
+		h, mt, err := o.hashes.Hash(p.Path, fi)
 		if err != nil {
 			continue
 		}
@@ -182,7 +187,7 @@ func (k *Kernel) recordWrites(ctx context.Context, r Result) {
 	}
 	if r.Facts != nil {
 		if len(r.Facts.Paths) > 0 {
-			o := readObserver{paths.NewStoreTracker(k.raw, k.Clock)}
+			o := readObserver{t: paths.NewStoreTracker(k.raw, k.Clock)}
 			_ = o.record(ctx, r.Session, r.Facts.Paths, true, action.PathWrite)
 		}
 		return
@@ -195,6 +200,6 @@ func (k *Kernel) recordWrites(ctx context.Context, r Result) {
 	if json.Unmarshal(recs[0].Data, &a) != nil || a.Session != r.Session || a.Agent != r.Agent {
 		return
 	}
-	o := readObserver{paths.NewStoreTracker(k.raw, k.Clock)}
+	o := readObserver{t: paths.NewStoreTracker(k.raw, k.Clock)}
 	_ = o.record(ctx, a.Session, a.Facts.Paths, true, action.PathWrite)
 }

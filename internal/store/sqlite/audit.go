@@ -61,6 +61,29 @@ func (d *DB) AppendAudit(ctx context.Context, recs []store.AuditRecord, seal fun
 	})
 }
 
+// holdVersion reads the file's data version inside tx, which holds the
+// write lock (BEGIN IMMEDIATE), and lets OthersVersion answer with it
+// until releaseVersion: while the lock is held no other connection can
+// commit, so the version stays current.
+func (d *DB) holdVersion(ctx context.Context, tx *sql.Tx) error {
+	var v int64
+	if err := tx.StmtContext(ctx, d.versionStmt).QueryRowContext(ctx).Scan(&v); err != nil {
+		return fmt.Errorf("data version: %w", err)
+	}
+	d.vmu.Lock()
+	d.lockedVersion, d.lockHeld = v, true
+	d.vmu.Unlock()
+	return nil
+}
+
+// releaseVersion ends holdVersion's answer; it runs before the
+// transaction commits or rolls back, while the lock is still held.
+func (d *DB) releaseVersion() {
+	d.vmu.Lock()
+	d.lockHeld = false
+	d.vmu.Unlock()
+}
+
 // readTail reads the chain's last record inside tx.
 func (d *DB) readTail(ctx context.Context, tx *sql.Tx) (store.AuditTail, error) {
 	var (
@@ -99,6 +122,11 @@ func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) (err err
 		}()
 	}
 	return write(ctx, "append audit", func(tx *sql.Tx) error {
+		if err := d.holdVersion(ctx, tx); err != nil {
+			return err
+		}
+		// Forgotten before the commit lets the lock go.
+		defer d.releaseVersion()
 		tail, err := d.readTail(ctx, tx)
 		if err != nil {
 			return err
@@ -445,6 +473,16 @@ func auditSQL(q store.AuditQuery, strictAfter bool) (string, []any) {
 			col = "+type"
 		}
 		where = append(where, col+" IN ("+ph+")")
+		// The type index is partial: it leaves out the types every call
+		// writes (see commonTypes). SQLite uses it only for a query that
+		// says so.
+		common := false
+		for _, t := range q.Types {
+			common = common || commonTypes[t]
+		}
+		if !common && q.ActionID == "" {
+			where = append(where, notCommonType)
+		}
 	}
 	// The indexes on action_id, agent and tool are partial (they leave out
 	// the empty value); SQLite uses a partial index only when the query

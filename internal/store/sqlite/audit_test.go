@@ -59,6 +59,12 @@ func TestAuditQueryPlans(t *testing.T) {
 		{"agent", store.AuditQuery{Agent: "codex", Desc: true, Limit: 100}, "USING INDEX audit_agent"},
 		{"tool", store.AuditQuery{Tool: "Bash", Desc: true, Limit: 100}, "USING INDEX audit_tool"},
 		{"type", store.AuditQuery{Types: []string{audit.TypePolicyChange}, Limit: 100}, "USING INDEX audit_type"},
+		{"types", store.AuditQuery{Types: []string{"agent_paused", "agent_resumed"}}, "USING INDEX audit_type"},
+		// The type index leaves out the records every call writes: a query
+		// for them reads the newest first, or a window from the time index.
+		{"common type, newest first", store.AuditQuery{Types: []string{audit.TypeAction}, Desc: true, Limit: 100}, "SCAN audit"},
+		{"common type in a window", store.AuditQuery{Types: []string{audit.TypeAction, audit.TypeResult}, Since: since,
+			Until: since.Add(time.Hour)}, "USING INDEX audit_time"},
 		{"time window", store.AuditQuery{Since: since, Until: since.Add(time.Hour)}, "USING INDEX audit_time"},
 		{"session reads newest first", store.AuditQuery{Session: "s", Desc: true, Limit: 100}, "SCAN audit"},
 		// The sync before every call without auto-rules: rule changes after
@@ -178,6 +184,11 @@ func TestMigrationFromSchema1(t *testing.T) {
 	}
 	if hasIndex(t, d, "audit_session") {
 		t.Fatal("the session index is still there")
+	}
+	var typeIndex string
+	if err := d.r.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'audit_type'`).Scan(&typeIndex); err != nil ||
+		!strings.Contains(typeIndex, notCommonType) {
+		t.Fatalf("type index %q (%v), want it without the common types", typeIndex, err)
 	}
 	appendN(d, 30, 30)
 	rep, err := audit.Verify(ctx, d)

@@ -83,6 +83,12 @@ type DB struct {
 	wal      *os.File    // the WAL file syncWAL syncs (nil before the first sync)
 	walInfo  os.FileInfo // wal's identity
 	syncErr  error       // a sync failed (see syncWAL)
+
+	// While an audit batch holds the file's write lock, the data version
+	// its transaction read after taking it (see OthersVersion).
+	vmu           sync.Mutex
+	lockHeld      bool
+	lockedVersion int64
 }
 
 var _ store.Store = (*DB)(nil)
@@ -223,12 +229,22 @@ func (d *DB) failSync(err error) error {
 // connection sees it). The store's own commits leave it as it is, so a
 // caller that remembers it can tell, without a query of the data, that
 // nothing but its own process wrote since: the daemon's check for rule
-// changes before each call. It waits for a write under way to commit.
+// changes before each call. While an audit batch is being written it
+// answers at once with the version the batch read after taking the file's
+// write lock: no one else can commit while the batch holds it, so that
+// version is current (and the check before a call need not wait for the
+// batch's commit, which it did, and in step with it). Otherwise it waits
+// for a write under way to commit.
 func (d *DB) OthersVersion(ctx context.Context) (int64, error) {
 	if err := d.check(ctx); err != nil {
 		return 0, d.wrap("data version", err)
 	}
-	var v int64
+	d.vmu.Lock()
+	v, held := d.lockedVersion, d.lockHeld
+	d.vmu.Unlock()
+	if held {
+		return v, nil
+	}
 	err := d.versionStmt.QueryRowContext(ctx).Scan(&v)
 	return v, d.wrap("data version", err)
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -573,6 +574,34 @@ func TestOthersVersion(t *testing.T) {
 	}
 	if v, err := a.OthersVersion(ctx); err != nil || v != v1 {
 		t.Fatalf("read again: %d, %v; want %d", v, err, v1)
+	}
+	// While an audit batch holds the write lock, the version is answered
+	// without waiting for the batch, and is current: it has b's commit
+	// made just before.
+	put(b, "other again")
+	var during int64
+	batch := &store.AuditBatch{Writes: []*store.AuditWrite{{Rec: store.AuditRecord{Type: "t", Data: json.RawMessage(`1`)}}},
+		Seal: func(tail store.AuditTail, recs []*store.AuditRecord) ([]store.AuditRecord, error) {
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			v, err := a.OthersVersion(wctx)
+			if err != nil {
+				return nil, fmt.Errorf("version during the batch: %w", err)
+			}
+			during = v
+			for i, r := range recs {
+				r.Seq, r.Time, r.PrevHash, r.Hash = tail.Seq+int64(i)+1, time.Now(), "p", "h"
+			}
+			return nil, nil
+		}}
+	if err := a.AppendAuditBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if during == v1 {
+		t.Fatalf("during the batch: %d, the version before another's commit", during)
+	}
+	if v, err := a.OthersVersion(ctx); err != nil || v != during {
+		t.Fatalf("after the batch: %d, %v; want %d (as during it)", v, err, during)
 	}
 	a.Close()
 	if _, err := a.OthersVersion(ctx); !errors.Is(err, store.ErrClosed) {
