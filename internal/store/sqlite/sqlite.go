@@ -123,8 +123,10 @@ func OpenContext(ctx context.Context, path string) (*DB, error) {
 	}
 	if mode == "wal" {
 		d.syncSelf = true
-		// The migrations committed without a sync of their own.
-		err = d.syncWAL()
+		if p.Migrated {
+			// The migrations committed without a sync of their own.
+			err = d.syncWAL()
+		}
 	} else {
 		// Not in WAL mode (a file system without shared memory): SQLite
 		// syncs every commit itself.
