@@ -67,8 +67,11 @@ type DB struct {
 	closed atomic.Bool
 
 	// Prepared on w at Open (see prepareAudit).
-	tailStmt      *sql.Stmt
-	versionStmt   *sql.Stmt
+	tailStmt    *sql.Stmt
+	versionStmt *sql.Stmt
+	// The multi-row statements, prepared on w when first needed (see
+	// prepareSizes), under pmu.
+	pmu           sync.Mutex
 	insertStmts   [len(insertSizes)]*sql.Stmt
 	putStateStmts [len(insertSizes)]*sql.Stmt
 
@@ -245,11 +248,13 @@ func (d *DB) Close() error {
 		return nil
 	}
 	var errs []error
+	d.pmu.Lock()
 	for _, s := range append(append(d.insertStmts[:], d.putStateStmts[:]...), d.tailStmt, d.versionStmt) {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}
 	}
+	d.pmu.Unlock()
 	d.smu.Lock()
 	if d.wal != nil {
 		errs = append(errs, d.wal.Close())
