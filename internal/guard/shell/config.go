@@ -582,11 +582,8 @@ func compileSecret(s string) (secretRule, error) {
 	return secretRule{kind: 'b', text: s}, nil
 }
 
-// defaultRules returns the compiled embedded defaults.
-var defaultRules = sync.OnceValue(func() *rules {
-	r, err := compile(defaultConfig())
-	if err != nil {
-		panic("shell: embedded rules.yaml: " + err.Error())
-	}
-	return r
-})
+// defaultRules returns the compiled embedded defaults: rules.yaml as
+// compile makes it, built into the binary as Go code (compiled_gen.go,
+// checked by TestEmbeddedJSON), so that a process does not compile them at
+// every start.
+var defaultRules = sync.OnceValue(defaultRulesValue)

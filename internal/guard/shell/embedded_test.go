@@ -70,8 +70,17 @@ func TestEmbeddedJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	compiled, err := compile(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiledGen, err := genTable("rules.yaml (compiled)", "defaultRulesValue", compiled)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if *updateJSON {
-		for name, b := range map[string][]byte{"rules_gen.go": gen, "effects_gen.go": effGen, "selfapi_gen.go": selfGen} {
+		for name, b := range map[string][]byte{"rules_gen.go": gen, "effects_gen.go": effGen, "selfapi_gen.go": selfGen,
+			"compiled_gen.go": compiledGen} {
 			if err := os.WriteFile(name, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +91,7 @@ func TestEmbeddedJSON(t *testing.T) {
 	if have, err := os.ReadFile("rules_gen.go"); err != nil || !bytes.Equal(have, gen) {
 		t.Errorf("rules_gen.go is not rules.yaml (%v): %s", err, regen)
 	}
-	for name, want := range map[string][]byte{"effects_gen.go": effGen, "selfapi_gen.go": selfGen} {
+	for name, want := range map[string][]byte{"effects_gen.go": effGen, "selfapi_gen.go": selfGen, "compiled_gen.go": compiledGen} {
 		if have, err := os.ReadFile(name); err != nil || !bytes.Equal(have, want) {
 			t.Errorf("%s is not its YAML file (%v): %s", name, err, regen)
 		}
@@ -92,6 +101,9 @@ func TestEmbeddedJSON(t *testing.T) {
 	}
 	if !reflect.DeepEqual(selfListsValue(), self) {
 		t.Error("selfListsValue differs from selfapi.yaml")
+	}
+	if !reflect.DeepEqual(defaultRulesValue(), compiled) {
+		t.Error("defaultRulesValue differs from rules.yaml compiled")
 	}
 	// What the guard loads is what the YAML says.
 	if !reflect.DeepEqual(DefaultConfig(), rules) {
