@@ -35,7 +35,13 @@ func genTable(src, fn string, v any) ([]byte, error) {
 		"package shell\n\n" +
 		"// " + fn + " is " + src + ", decoded.\n" +
 		"func " + fn + "() " + localName(rv.Type()) + " {\n\treturn " + goLiteral(rv) + "\n}\n"
-	return format.Source([]byte(code))
+	// Formatting twice: one pass can leave the alignment of long
+	// composite literals to a second (gofmt would change it).
+	b, err := format.Source([]byte(code))
+	if err != nil {
+		return nil, err
+	}
+	return format.Source(b)
 }
 
 // TestEmbeddedJSON checks that rules_gen.go, effects_gen.go and
