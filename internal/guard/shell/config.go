@@ -287,7 +287,7 @@ type listEntry struct {
 // operand.
 type listIndex struct {
 	entries []listEntry
-	byFirst map[string][]int // lower-cased literal first operand → entries
+	byFirst map[string][]int // lower-cased literal first operand → entries; nil when none
 	other   []int            // entries without operands or with a glob first operand
 }
 
@@ -396,7 +396,7 @@ func compile(c Config) (*rules, error) {
 			name := strings.ToLower(f[0])
 			li := r.lists[name]
 			if li == nil {
-				li = &listIndex{byFirst: map[string][]int{}}
+				li = &listIndex{}
 				r.lists[name] = li
 			}
 			i := len(li.entries)
@@ -404,6 +404,9 @@ func compile(c Config) (*rules, error) {
 			if len(le.subs) == 0 || le.subs[0].glob {
 				li.other = append(li.other, i)
 			} else {
+				if li.byFirst == nil {
+					li.byFirst = map[string][]int{}
+				}
 				li.byFirst[le.subs[0].s] = append(li.byFirst[le.subs[0].s], i)
 			}
 		}
