@@ -542,6 +542,14 @@ type Setup struct {
 // A log that is already sealed is left as it is (its state is checked at
 // the next append). It runs under the store's write lock.
 func (s *Sealer) SetUp(ctx context.Context, st store.AuditStore, home string, clk func() time.Time) (Setup, error) {
+	// A log whose last record carries a seal tag is sealed already: the
+	// write transaction below would find so and write nothing. Reading the
+	// tail first spares every process that opens a sealed log (each hook
+	// run without a daemon) the write lock and a sync of nothing. Any
+	// other answer, or an error, takes the locked path.
+	if tail, err := st.QueryAudit(ctx, store.AuditQuery{Desc: true, Limit: 1}); err == nil && len(tail) == 1 && tail[0].Tag != "" {
+		return Setup{}, nil
+	}
 	var out Setup
 	b := &store.AuditBatch{Seal: func(tail store.AuditTail, _ []*store.AuditRecord) ([]store.AuditRecord, error) {
 		s.mu.Lock()

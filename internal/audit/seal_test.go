@@ -343,3 +343,47 @@ func TestVerifyKeyCopies(t *testing.T) {
 		t.Fatalf("a key ahead of the log passed with KeyCopies: %+v", rep)
 	}
 }
+
+// Setting up a log that is sealed already writes nothing and takes no write
+// lock: a process that opens it (a hook run without a daemon) does not wait
+// for another writer, and the log goes on as before.
+func TestSetUpSealedLogWritesNothing(t *testing.T) {
+	home := t.TempDir()
+	db, dbPath := openDB(t)
+	clk := clock.NewFake(t0)
+	l, first := sealed(t, home, db, clk)
+	fill(t, l, clk, 3)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite", "file:"+dbPath+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	held, err := other.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	s := audit.NewSealer(home, audit.SealerOptions{Interval: time.Hour, Records: 1000})
+	setup, err := s.SetUp(ctx, db, home, clk.Now)
+	if err != nil {
+		t.Fatalf("setting up a sealed log while another process writes: %v", err)
+	}
+	if setup.New {
+		t.Fatal("a sealed log was set up anew")
+	}
+	if err := held.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	l = audit.NewSealed(db, clk, s)
+	fill(t, l, clk, 2)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep := mustVerify(t, db, audit.Options{Key: &first.Key, SealFile: filepath.Join(home, audit.SealFile)}); !rep.OK || !rep.SealChecked || rep.SealedThrough != rep.LastSeq {
+		t.Fatalf("verify after a second setup: %+v", rep)
+	}
+}

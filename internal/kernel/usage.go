@@ -364,8 +364,8 @@ func (k *Kernel) closeUsage() error {
 // failed write took is given back to the counter for the next flush.
 func (k *Kernel) FlushUsage(ctx context.Context) error { return k.flushUsage(ctx, false) }
 
-// flushUsage is FlushUsage; final gives back every lease not used (the
-// kernel closes).
+// flushUsage is FlushUsage; final gives back every lease not used and
+// reads nothing back (the kernel closes: nobody reads the spend again).
 func (k *Kernel) flushUsage(ctx context.Context, final bool) error {
 	u := k.usage
 	u.flushMu.Lock()
@@ -382,6 +382,9 @@ func (k *Kernel) flushUsage(ctx context.Context, final bool) error {
 	}
 	u.mu.Unlock()
 	if d.Empty() && rep == nil {
+		if final {
+			return nil // nothing to write, and nobody reads the spend again
+		}
 		return k.rereadSpend(ctx)
 	}
 	now := k.Clock.Now()
@@ -467,8 +470,10 @@ func (k *Kernel) flushUsage(ctx context.Context, final bool) error {
 			u.mu.Unlock()
 		}
 	}
-	if err := k.rereadSpend(ctx); err != nil {
-		errs = append(errs, err)
+	if !final {
+		if err := k.rereadSpend(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

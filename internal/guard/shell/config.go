@@ -287,7 +287,7 @@ type listEntry struct {
 // operand.
 type listIndex struct {
 	entries []listEntry
-	byFirst map[string][]int // lower-cased literal first operand → entries
+	byFirst map[string][]int // lower-cased literal first operand → entries; nil when none
 	other   []int            // entries without operands or with a glob first operand
 }
 
@@ -396,7 +396,7 @@ func compile(c Config) (*rules, error) {
 			name := strings.ToLower(f[0])
 			li := r.lists[name]
 			if li == nil {
-				li = &listIndex{byFirst: map[string][]int{}}
+				li = &listIndex{}
 				r.lists[name] = li
 			}
 			i := len(li.entries)
@@ -404,6 +404,9 @@ func compile(c Config) (*rules, error) {
 			if len(le.subs) == 0 || le.subs[0].glob {
 				li.other = append(li.other, i)
 			} else {
+				if li.byFirst == nil {
+					li.byFirst = map[string][]int{}
+				}
 				li.byFirst[le.subs[0].s] = append(li.byFirst[le.subs[0].s], i)
 			}
 		}
@@ -582,11 +585,8 @@ func compileSecret(s string) (secretRule, error) {
 	return secretRule{kind: 'b', text: s}, nil
 }
 
-// defaultRules returns the compiled embedded defaults.
-var defaultRules = sync.OnceValue(func() *rules {
-	r, err := compile(defaultConfig())
-	if err != nil {
-		panic("shell: embedded rules.yaml: " + err.Error())
-	}
-	return r
-})
+// defaultRules returns the compiled embedded defaults: rules.yaml as
+// compile makes it, built into the binary as Go code (compiled_gen.go,
+// checked by TestEmbeddedJSON), so that a process does not compile them at
+// every start.
+var defaultRules = sync.OnceValue(defaultRulesValue)

@@ -124,26 +124,18 @@ type effectSpec struct {
 	patch                 bool              // its operands (or standard input) are patches whose targets it writes
 }
 
-// effectSpecs returns the compiled program specs of effects.yaml, compiled
-// on first use: a process that analyses no command (a hook that asks the
+// effectSpecs returns the compiled program specs of effects.yaml (built
+// into the binary as Go code, effects_gen.go: see embedded.go), compiled on
+// first use: a process that analyses no command (a hook that asks the
 // daemon) does not pay for it at start-up.
-var effectSpecs = sync.OnceValue(func() map[string]*effectSpec { return mustCompileEffects(effectsJSON) })
-
-// mustCompileEffects compiles the embedded effects.json, the JSON form of
-// effects.yaml (see embedded.go).
-func mustCompileEffects(b []byte) map[string]*effectSpec {
-	var doc effectsDoc
-	err := decodeEmbedded(b, &doc)
-	var m map[string]*effectSpec
-	if err == nil {
-		m, err = compileEffectsDoc(doc)
-	}
+var effectSpecs = sync.OnceValue(func() map[string]*effectSpec {
+	m, err := compileEffectsDoc(effectsDocValue())
 	if err != nil {
-		// The embedded file is checked by the tests.
+		// The generated table is checked by the tests.
 		panic(err)
 	}
 	return m
-}
+})
 
 // compileEffects decodes effects.yaml strictly and compiles it.
 // effectsDoc is the shape of effects.yaml.

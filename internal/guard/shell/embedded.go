@@ -1,31 +1,13 @@
 package shell
 
-import (
-	"bytes"
-	_ "embed"
-	"encoding/json"
-	"fmt"
-)
-
-// The shell guard's tables are written in YAML (rules.yaml, effects.yaml)
-// and built into the binary in a form that is quicker to load: rules.yaml as
-// Go code (rules_gen.go, defaultConfigValue), effects.yaml as JSON
-// (effects.json). A hook process that judges a call itself loads them at
-// every start, and decoding the YAML was most of its time. The tests check
-// that both are the YAML files' content; after editing a YAML file,
-// regenerate them:
+// The shell guard's tables are written in YAML (rules.yaml, effects.yaml,
+// selfapi.yaml) and built into the binary as Go code, which loads without
+// decoding anything: rules_gen.go (defaultConfigValue), effects_gen.go
+// (effectsDocValue) and selfapi_gen.go (selfListsValue); rules.yaml also
+// as compiled (compiled_gen.go, defaultRulesValue). A hook process
+// that judges a call itself loads them at every start, and decoding the
+// YAML, then the JSON the effects were kept in, was much of its time. The
+// tests check that the generated files are the YAML files' content; after
+// editing a YAML file, regenerate them:
 //
 //go:generate go test -run ^TestEmbeddedJSON$ -update-json .
-
-//go:embed effects.json
-var effectsJSON []byte
-
-// decodeEmbedded decodes one of the embedded JSON tables strictly.
-func decodeEmbedded(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("embedded table: %w", err)
-	}
-	return nil
-}

@@ -2,7 +2,6 @@ package shell
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"go/format"
@@ -10,9 +9,11 @@ import (
 	"reflect"
 	"regexp"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
-var updateJSON = flag.Bool("update-json", false, "rewrite rules_gen.go and effects.json from their YAML files")
+var updateJSON = flag.Bool("update-json", false, "rewrite rules_gen.go, effects_gen.go and selfapi_gen.go from their YAML files")
 
 // genRules is rules_gen.go for the content of rules.yaml, c.
 func genRules(c Config) ([]byte, error) {
@@ -26,9 +27,27 @@ func genRules(c Config) ([]byte, error) {
 	return format.Source([]byte(src))
 }
 
-// TestEmbeddedJSON checks that rules_gen.go and effects.json hold what
-// rules.yaml and effects.yaml say, and that the defaults they give are
-// valid: the guard loads the generated forms, people edit the YAML files.
+// genTable is a generated file holding fn, which returns the Go literal of
+// v, decoded from the YAML file src.
+func genTable(src, fn string, v any) ([]byte, error) {
+	rv := reflect.ValueOf(v)
+	code := "// Code generated from " + src + " by `go generate` (TestEmbeddedJSON); DO NOT EDIT.\n\n" +
+		"package shell\n\n" +
+		"// " + fn + " is " + src + ", decoded.\n" +
+		"func " + fn + "() " + localName(rv.Type()) + " {\n\treturn " + goLiteral(rv) + "\n}\n"
+	// Formatting twice: one pass can leave the alignment of long
+	// composite literals to a second (gofmt would change it).
+	b, err := format.Source([]byte(code))
+	if err != nil {
+		return nil, err
+	}
+	return format.Source(b)
+}
+
+// TestEmbeddedJSON checks that rules_gen.go, effects_gen.go and
+// selfapi_gen.go hold what rules.yaml, effects.yaml and selfapi.yaml say,
+// and that the defaults they give are valid: the guard loads the generated
+// forms, people edit the YAML files.
 func TestEmbeddedJSON(t *testing.T) {
 	rules, err := ParseConfig(defaultRulesYAML) // validates too
 	if err != nil {
@@ -45,13 +64,29 @@ func TestEmbeddedJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	effJSON, err := json.MarshalIndent(effects, "", " ")
+	effGen, err := genTable("effects.yaml", "effectsDocValue", effects)
 	if err != nil {
 		t.Fatal(err)
 	}
-	effJSON = append(effJSON, '\n')
+	var self selfLists
+	if err := yaml.Unmarshal(selfAPIYAML, &self); err != nil {
+		t.Fatalf("selfapi.yaml: %v", err)
+	}
+	selfGen, err := genTable("selfapi.yaml", "selfListsValue", self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := compile(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiledGen, err := genTable("rules.yaml (compiled)", "defaultRulesValue", compiled)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if *updateJSON {
-		for name, b := range map[string][]byte{"rules_gen.go": gen, "effects.json": effJSON} {
+		for name, b := range map[string][]byte{"rules_gen.go": gen, "effects_gen.go": effGen, "selfapi_gen.go": selfGen,
+			"compiled_gen.go": compiledGen} {
 			if err := os.WriteFile(name, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -62,8 +97,19 @@ func TestEmbeddedJSON(t *testing.T) {
 	if have, err := os.ReadFile("rules_gen.go"); err != nil || !bytes.Equal(have, gen) {
 		t.Errorf("rules_gen.go is not rules.yaml (%v): %s", err, regen)
 	}
-	if !bytes.Equal(effectsJSON, effJSON) {
-		t.Errorf("effects.json is not effects.yaml: %s", regen)
+	for name, want := range map[string][]byte{"effects_gen.go": effGen, "selfapi_gen.go": selfGen, "compiled_gen.go": compiledGen} {
+		if have, err := os.ReadFile(name); err != nil || !bytes.Equal(have, want) {
+			t.Errorf("%s is not its YAML file (%v): %s", name, err, regen)
+		}
+	}
+	if !reflect.DeepEqual(effectsDocValue(), effects) {
+		t.Error("effectsDocValue differs from effects.yaml")
+	}
+	if !reflect.DeepEqual(selfListsValue(), self) {
+		t.Error("selfListsValue differs from selfapi.yaml")
+	}
+	if !reflect.DeepEqual(defaultRulesValue(), compiled) {
+		t.Error("defaultRulesValue differs from rules.yaml compiled")
 	}
 	// What the guard loads is what the YAML says.
 	if !reflect.DeepEqual(DefaultConfig(), rules) {
@@ -72,8 +118,8 @@ func TestEmbeddedJSON(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("the generated defaults: %v", err)
 	}
-	if got, want := len(mustCompileEffects(effectsJSON)), len(effects.Programs); got != want {
-		t.Errorf("effects.json gives %d programs, effects.yaml %d", got, want)
+	if got, want := len(effectSpecs()), len(effects.Programs); got != want {
+		t.Errorf("effects_gen.go gives %d programs, effects.yaml %d", got, want)
 	}
 	// A fresh copy each time: a caller may change it.
 	a := DefaultConfig()

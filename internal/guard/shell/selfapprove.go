@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"go.yaml.in/yaml/v3"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/overseer-dev/overseer/internal/action"
@@ -59,13 +58,11 @@ type selfSets struct {
 	allowed map[string]set
 }
 
-// selfRules are the lists of selfapi.yaml, read on first use (not at
-// start-up).
+// selfRules are the lists of selfapi.yaml (built into the binary as Go
+// code, selfapi_gen.go: see embedded.go), made into sets on first use (not
+// at start-up).
 var selfRules = sync.OnceValue(func() selfSets {
-	var l selfLists
-	if err := yaml.Unmarshal(selfAPIYAML, &l); err != nil {
-		panic("shell: selfapi.yaml: " + err.Error())
-	}
+	l := selfListsValue()
 	allowed := map[string]set{}
 	for sub, v := range l.OverseerAllowed {
 		switch v := v.(type) {

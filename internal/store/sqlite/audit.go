@@ -28,6 +28,7 @@ func (d *DB) AppendAudit(ctx context.Context, recs []store.AuditRecord, seal fun
 	if len(recs) == 0 {
 		return d.check(ctx)
 	}
+	d.prepareSizes(ctx, len(recs))
 	return d.write(ctx, "append audit", func(tx *sql.Tx) error {
 		var (
 			tailSeq  int64
@@ -112,6 +113,9 @@ func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) (err err
 	for _, w := range b.Writes {
 		w.Err = nil
 	}
+	// The seal may add a record or two: their statements are prepared in
+	// the transaction if need be.
+	d.prepareSizes(ctx, len(b.Writes))
 	write := d.write
 	if b.DeferSync && d.syncSelf {
 		write = d.commit
@@ -204,7 +208,11 @@ func (d *DB) putStates(ctx context.Context, tx *sql.Tx, puts []*store.PutStateEf
 		for _, e := range puts[:n] {
 			args = append(args, e.NS, e.Key, string(e.Value))
 		}
-		if _, err := tx.StmtContext(ctx, d.putStateStmts[k]).ExecContext(ctx, args...); err != nil {
+		st, err := d.txStmt(ctx, tx, &d.putStateStmts, k, putStatesSQL)
+		if err == nil {
+			_, err = st.ExecContext(ctx, args...)
+		}
+		if err != nil {
 			return fmt.Errorf("state %s/%s: %w", puts[0].NS, puts[0].Key, err)
 		}
 		puts = puts[n:]
@@ -305,8 +313,8 @@ func insertAuditSQL(n int) string {
 		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
 }
 
-// prepareAudit prepares the statements AppendAudit uses, once, on the
-// write pool's connection.
+// prepareAudit prepares the statements every append uses (the chain's
+// tail) and OthersVersion's, once, on the write pool's connection.
 func (d *DB) prepareAudit(ctx context.Context) error {
 	var err error
 	if d.tailStmt, err = d.w.PrepareContext(ctx, `SELECT seq, hash, type, epoch, tag, data FROM audit ORDER BY seq DESC LIMIT 1`); err != nil {
@@ -315,15 +323,45 @@ func (d *DB) prepareAudit(ctx context.Context) error {
 	if d.versionStmt, err = d.w.PrepareContext(ctx, `PRAGMA data_version`); err != nil {
 		return fmt.Errorf("sqlite: prepare: %w", err)
 	}
-	for k, n := range insertSizes {
-		if d.insertStmts[k], err = d.w.PrepareContext(ctx, insertAuditSQL(n)); err != nil {
-			return fmt.Errorf("sqlite: prepare: %w", err)
+	return nil
+}
+
+// prepareSizes prepares, on the write pool's connection and outside any
+// transaction, the multi-row statements for up to n rows that are not
+// prepared yet. A process that writes a few records (a hook judging one
+// call) prepares the few small statements it uses, not all of them: each
+// costs SQLite a parse, the largest most. An error leaves the statement to
+// be prepared inside the transaction (see txStmt).
+func (d *DB) prepareSizes(ctx context.Context, n int) {
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
+	if d.closed.Load() {
+		return
+	}
+	for k, size := range insertSizes {
+		if size > n {
+			continue
 		}
-		if d.putStateStmts[k], err = d.w.PrepareContext(ctx, putStatesSQL(n)); err != nil {
-			return fmt.Errorf("sqlite: prepare: %w", err)
+		if d.insertStmts[k] == nil {
+			d.insertStmts[k], _ = d.w.PrepareContext(ctx, insertAuditSQL(size))
+		}
+		if d.putStateStmts[k] == nil {
+			d.putStateStmts[k], _ = d.w.PrepareContext(ctx, putStatesSQL(size))
 		}
 	}
-	return nil
+}
+
+// txStmt is the statement set[k] within tx; one not prepared yet is
+// prepared within tx for this use only (the write pool's one connection is
+// tx's: it cannot be prepared outside tx now).
+func (d *DB) txStmt(ctx context.Context, tx *sql.Tx, set *[len(insertSizes)]*sql.Stmt, k int, query func(int) string) (*sql.Stmt, error) {
+	d.pmu.Lock()
+	s := set[k]
+	d.pmu.Unlock()
+	if s != nil {
+		return tx.StmtContext(ctx, s), nil
+	}
+	return tx.PrepareContext(ctx, query(insertSizes[k]))
 }
 
 // insertAudit inserts recs, insertSizes[k] of them, with one statement.
@@ -334,7 +372,11 @@ func (d *DB) insertAudit(ctx context.Context, tx *sql.Tx, k int, recs []store.Au
 		args = append(args, r.Seq, fmtTime(r.Time), r.Type, r.ActionID, r.Agent, r.Session, r.Tool,
 			string(r.Data), r.PrevHash, r.Hash, r.Epoch, r.Tag)
 	}
-	if _, err := tx.StmtContext(ctx, d.insertStmts[k]).ExecContext(ctx, args...); err != nil {
+	st, err := d.txStmt(ctx, tx, &d.insertStmts, k, insertAuditSQL)
+	if err == nil {
+		_, err = st.ExecContext(ctx, args...)
+	}
+	if err != nil {
 		return fmt.Errorf("insert records %d to %d: %w", recs[0].Seq, recs[len(recs)-1].Seq, err)
 	}
 	return nil

@@ -436,3 +436,80 @@ func TestAuditBatchRefusedRowWritesNothing(t *testing.T) {
 		t.Fatalf("records %v, want 1:a1 2:a4", got)
 	}
 }
+
+// The multi-row statements are prepared when a batch first needs them, and
+// a batch that needs one not prepared yet (its seal adds records) prepares
+// it within the transaction: every record is written either way.
+func TestAuditStatementsPreparedOnUse(t *testing.T) {
+	ctx := context.Background()
+	d := openT(t, filepath.Join(t.TempDir(), "lazy.db"))
+	prepared := func() (n int) {
+		d.pmu.Lock()
+		defer d.pmu.Unlock()
+		for k := range insertSizes {
+			if d.insertStmts[k] != nil {
+				n++
+			}
+		}
+		return n
+	}
+	if n := prepared(); n != 0 {
+		t.Fatalf("%d insert statements prepared at open, want none", n)
+	}
+	extra := 0 // records the seal adds
+	seal := func(tail store.AuditTail, recs []*store.AuditRecord) ([]store.AuditRecord, error) {
+		prev := tail.Hash
+		if tail.Seq == 0 {
+			prev = audit.Genesis
+		}
+		var more []store.AuditRecord
+		for i := 0; i < len(recs)+extra; i++ {
+			r := &store.AuditRecord{Type: audit.TypeAction, ActionID: fmt.Sprintf("extra-%d-%d", tail.Seq, i), Data: json.RawMessage(`{}`)}
+			if i < len(recs) {
+				r = recs[i]
+			}
+			r.Seq, r.Time, r.PrevHash = tail.Seq+int64(i)+1, time.Now().UTC(), prev
+			r.Hash = audit.Hash(prev, *r)
+			prev = r.Hash
+			if i >= len(recs) {
+				more = append(more, *r)
+			}
+		}
+		return more, nil
+	}
+	batch := func(n int) *store.AuditBatch {
+		b := &store.AuditBatch{Seal: seal}
+		for i := range n {
+			b.Writes = append(b.Writes, &store.AuditWrite{
+				Rec:    store.AuditRecord{Type: audit.TypeAction, ActionID: fmt.Sprintf("a%d", i), Data: json.RawMessage(`{}`)},
+				Effect: &store.PutStateEffect{NS: "reads", Key: fmt.Sprintf("k%d", i), Value: json.RawMessage(`true`)}})
+		}
+		return b
+	}
+	if err := d.AppendAuditBatch(ctx, batch(1)); err != nil {
+		t.Fatal(err)
+	}
+	if n := prepared(); n != 1 {
+		t.Fatalf("%d insert statements prepared after a one-record batch, want 1", n)
+	}
+	extra = 3 // 1 + 3 records: the 4-row statement, not prepared yet
+	if err := d.AppendAuditBatch(ctx, batch(1)); err != nil {
+		t.Fatal(err)
+	}
+	extra = 0
+	if err := d.AppendAuditBatch(ctx, batch(20)); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := d.QueryAudit(ctx, store.AuditQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1+4+20 {
+		t.Fatalf("%d records written, want %d", len(recs), 1+4+20)
+	}
+	for i, r := range recs {
+		if r.Seq != int64(i+1) || i > 0 && r.PrevHash != recs[i-1].Hash {
+			t.Fatalf("record %d: seq %d, prev %s: not a chain", i, r.Seq, r.PrevHash)
+		}
+	}
+}

@@ -175,16 +175,25 @@ var identifier = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // as BEGIN IMMEDIATE (see OpenPools), so that two migrating processes do not
 // both read the versions before either writes.
 func Migrate(ctx context.Context, db *sql.DB, table string, ms []Migration) error {
+	_, err := migrate(ctx, db, table, ms)
+	return err
+}
+
+// migrate is Migrate; it also reports whether it applied a step.
+func migrate(ctx context.Context, db *sql.DB, table string, ms []Migration) (applied bool, err error) {
 	if !identifier.MatchString(table) {
-		return fmt.Errorf("sqlite: migrate: version table %q is not a plain identifier", table)
+		return false, fmt.Errorf("sqlite: migrate: version table %q is not a plain identifier", table)
 	}
 	if len(ms) == 0 {
-		return fmt.Errorf("sqlite: migrate: no migrations")
+		return false, fmt.Errorf("sqlite: migrate: no migrations")
 	}
 	for i, m := range ms {
 		if m.Version <= 0 || i > 0 && m.Version <= ms[i-1].Version {
-			return fmt.Errorf("sqlite: migrate: migration %d (%s) is out of order", m.Version, m.Name)
+			return false, fmt.Errorf("sqlite: migrate: migration %d (%s) is out of order", m.Version, m.Name)
 		}
+	}
+	if upToDate(ctx, db, table, ms) {
+		return false, nil
 	}
 	deadline := time.Now().Add(BusyTimeout)
 	for {
@@ -195,18 +204,41 @@ func Migrate(ctx context.Context, db *sql.DB, table string, ms []Migration) erro
 			// switch to WAL, its recovery): try again shortly.
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				return applied, ctx.Err()
 			case <-time.After(20 * time.Millisecond):
 			}
 			continue
 		}
 		if err != nil {
-			return err
+			return applied, err
 		}
 		if done {
-			return nil
+			return applied, nil
 		}
+		applied = true
 	}
+}
+
+// upToDate reports whether the database already records exactly the
+// versions of ms, read without a write transaction: a process opening a
+// database that needs no migration (every run of a hook) then takes no
+// write lock and writes nothing. Any other answer, including an error (no
+// version table yet), leaves the decision to migrateOne.
+func upToDate(ctx context.Context, db *sql.DB, table string, ms []Migration) bool {
+	rows, err := db.QueryContext(ctx, `SELECT version FROM "`+table+`" ORDER BY version`)
+	if err != nil {
+		return false
+	}
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil || i >= len(ms) || v != ms[i].Version {
+			return false
+		}
+		i++
+	}
+	return rows.Err() == nil && i == len(ms)
 }
 
 // migrateOne applies the first missing step of ms and reports done when

@@ -3,12 +3,15 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"modernc.org/sqlite"
 )
 
 // PoolOptions says how OpenPools opens a file. The zero value gives durable
@@ -57,6 +60,10 @@ type Pools struct {
 	// Read is query_only; its readers see WAL snapshots and never block
 	// the writer.
 	Read *sql.DB
+	// Migrated reports whether OpenPools applied a migration (committed
+	// at the write pool's synchronous level: not synced when that is
+	// NORMAL).
+	Migrated bool
 }
 
 // OpenPools opens (creating if needed) the SQLite file at path as a write
@@ -103,10 +110,13 @@ func OpenPools(ctx context.Context, path string, o PoolOptions) (*Pools, error) 
 		wp = append(wp, "_pragma=foreign_keys(ON)")
 		rp = append(rp, "_pragma=foreign_keys(ON)")
 	}
-	wp = append(wp, "_txlock=immediate")
-	rp = append(rp, "_pragma=query_only(1)")
+	// The WAL file is kept, emptied, when the last connection to the file
+	// closes, instead of being removed (see keepWAL).
+	jl := fmt.Sprintf("_pragma=journal_size_limit(%d)", walSizeLimit)
+	wp = append(wp, jl, "_txlock=immediate")
+	rp = append(rp, jl, "_pragma=query_only(1)")
 
-	w, err := sql.Open("sqlite", dsn(abs, wp...))
+	w, err := openKeepWAL(dsn(abs, wp...))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
@@ -114,12 +124,13 @@ func OpenPools(ctx context.Context, path string, o PoolOptions) (*Pools, error) 
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
+	migrated := false
 	if len(o.Migrations) > 0 {
 		table := o.MigrationTable
 		if table == "" {
 			table = MigrationTable
 		}
-		err = Migrate(ctx, w, table, o.Migrations)
+		migrated, err = migrate(ctx, w, table, o.Migrations)
 	} else if err = w.PingContext(ctx); err != nil {
 		err = fmt.Errorf("sqlite: open: %w", err)
 	}
@@ -128,7 +139,7 @@ func OpenPools(ctx context.Context, path string, o PoolOptions) (*Pools, error) 
 		return nil, err
 	}
 
-	r, err := sql.Open("sqlite", dsn(abs, rp...))
+	r, err := openKeepWAL(dsn(abs, rp...))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", err)
@@ -145,7 +156,46 @@ func OpenPools(ctx context.Context, path string, o PoolOptions) (*Pools, error) 
 		r.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
-	return &Pools{Path: abs, Write: w, Read: r}, nil
+	return &Pools{Path: abs, Write: w, Read: r, Migrated: migrated}, nil
+}
+
+// walSizeLimit is the pools' journal_size_limit: a WAL file that a
+// checkpoint has emptied is cut down to this size when it is reused, and to
+// nothing when the last connection closes.
+const walSizeLimit = 64 << 20
+
+// openKeepWAL opens a pool on dsn whose connections keep the WAL file when
+// the last of them closes (SQLITE_FCNTL_PERSIST_WAL): SQLite still
+// checkpoints it into the database file then, and, with a
+// journal_size_limit, empties it, but does not remove it and the -shm file.
+// A short-lived process (a hook judging one call) would otherwise create
+// both files anew, and remove them on its way out, on every run.
+func openKeepWAL(dsn string) (*sql.DB, error) {
+	c, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(keepWAL{c}), nil
+}
+
+// keepWAL is a connector whose connections set SQLITE_FCNTL_PERSIST_WAL.
+type keepWAL struct{ driver.Connector }
+
+func (k keepWAL) Connect(ctx context.Context) (driver.Conn, error) {
+	c, err := k.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fc, ok := c.(sqlite.FileControl)
+	if !ok {
+		c.Close()
+		return nil, errors.New("sqlite: the driver's connection has no file control")
+	}
+	if _, err := fc.FileControlPersistWAL("main", 1); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("sqlite: keep the WAL file: %w", err)
+	}
+	return c, nil
 }
 
 // Close closes both pools.

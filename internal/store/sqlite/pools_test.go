@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // pragma reads one integer or text pragma on a connection of db.
@@ -231,5 +232,81 @@ func BenchmarkOpenPools(b *testing.B) {
 			b.Fatal(err)
 		}
 		p.Close()
+	}
+}
+
+// TestReopenKeepsWALAndWritesNothing: closing the last connection leaves the
+// WAL file in place, emptied (a short-lived process does not create and
+// remove it on every run), and opening a file whose schema is up to date
+// takes no write lock and commits nothing: the database file and the WAL
+// stay as they were.
+func TestReopenKeepsWALAndWritesNothing(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "keep.db")
+	p, err := OpenPools(ctx, path, PoolOptions{Migrations: migrations})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Migrated {
+		t.Fatal("a new file reports no migration applied")
+	}
+	if _, err := p.Write.ExecContext(ctx, `INSERT INTO state (ns, key, value) VALUES ('n', 'k', '1')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if _, err := os.Stat(path + suffix); err != nil {
+			t.Fatalf("after close: %v", err)
+		}
+	}
+	if fi, _ := os.Stat(path + "-wal"); fi.Size() != 0 {
+		t.Fatalf("after close the WAL holds %d bytes, want it emptied", fi.Size())
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another process holds the write lock: opening needs no write, so it
+	// does not wait for it.
+	other, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	held, err := other.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback()
+	for i := range 2 {
+		octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		p, err := OpenPools(octx, path, PoolOptions{Migrations: migrations})
+		cancel()
+		if err != nil {
+			t.Fatalf("reopen %d: %v", i, err)
+		}
+		if p.Migrated {
+			t.Errorf("reopen %d: an up-to-date file reports a migration applied", i)
+		}
+		var v string
+		if err := p.Read.QueryRowContext(ctx, `SELECT value FROM state WHERE ns = 'n' AND key = 'k'`).Scan(&v); err != nil || v != "1" {
+			t.Fatalf("reopen %d: state %q, %v", i, v, err)
+		}
+		if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() != 0 {
+			t.Fatalf("reopen %d: the WAL is %v, %v; want it kept and empty (nothing written)", i, fi, err)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held.Rollback()
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Fatal("reopening an up-to-date file changed the database file")
 	}
 }

@@ -67,8 +67,11 @@ type DB struct {
 	closed atomic.Bool
 
 	// Prepared on w at Open (see prepareAudit).
-	tailStmt      *sql.Stmt
-	versionStmt   *sql.Stmt
+	tailStmt    *sql.Stmt
+	versionStmt *sql.Stmt
+	// The multi-row statements, prepared on w when first needed (see
+	// prepareSizes), under pmu.
+	pmu           sync.Mutex
 	insertStmts   [len(insertSizes)]*sql.Stmt
 	putStateStmts [len(insertSizes)]*sql.Stmt
 
@@ -129,8 +132,10 @@ func OpenContext(ctx context.Context, path string) (*DB, error) {
 	}
 	if mode == "wal" {
 		d.syncSelf = true
-		// The migrations committed without a sync of their own.
-		err = d.syncWAL()
+		if p.Migrated {
+			// The migrations committed without a sync of their own.
+			err = d.syncWAL()
+		}
 	} else {
 		// Not in WAL mode (a file system without shared memory): SQLite
 		// syncs every commit itself.
@@ -259,11 +264,13 @@ func (d *DB) Close() error {
 		return nil
 	}
 	var errs []error
+	d.pmu.Lock()
 	for _, s := range append(append(d.insertStmts[:], d.putStateStmts[:]...), d.tailStmt, d.versionStmt) {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}
 	}
+	d.pmu.Unlock()
 	d.smu.Lock()
 	if d.wal != nil {
 		errs = append(errs, d.wal.Close())
