@@ -9,14 +9,11 @@ import (
 	"sync"
 
 	"cel.dev/cel-go/cel"
-	"cel.dev/cel-go/common"
 	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
-	"cel.dev/cel-go/parser"
-	exprpb "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
 
 	"github.com/overseer-dev/overseer/internal/action"
 )
@@ -83,12 +80,9 @@ func compileCEL(expr string) (*celProgram, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CEL environment: %w", err)
 	}
-	ast, ok := compileQuick(env, expr)
-	if !ok {
-		var iss *cel.Issues
-		if ast, iss = env.Compile(expr); iss.Err() != nil {
-			return nil, errors.New(strings.TrimSpace(iss.Err().Error()))
-		}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, errors.New(strings.TrimSpace(iss.Err().Error()))
 	}
 	if !ast.OutputType().IsExactType(cel.BoolType) {
 		return nil, fmt.Errorf("condition returns %s, want bool", ast.OutputType())
@@ -106,67 +100,6 @@ func compileCEL(expr string) (*celProgram, error) {
 	}
 	return p, nil
 }
-
-// compileQuick compiles expr with cel-go's hand-written (Pratt) parser
-// instead of the ANTLR one cel.Env uses, and type-checks it in env; false
-// means it did not (any error: the caller compiles with env.Compile, so
-// that what it accepts and every message are the environment's). The ANTLR
-// parser spends about a millisecond on the first condition of a process
-// (building its prediction tables): most of what loading a small policy
-// costs a hook without a daemon. TestQuickCompileAgrees compiles every
-// condition of the built-in policy, the test policies and a list of tricky
-// ones both ways and compares the trees.
-//
-// cel.Env offers no option for its parser, so the parsed tree enters
-// through a static optimizer that replaces a one-identifier seed with it:
-// the optimizer type-checks its result in env.
-func compileQuick(env *cel.Env, expr string) (*cel.Ast, bool) {
-	p, err := celParser()
-	if err != nil {
-		return nil, false
-	}
-	src, err := common.NewTextSourceWithLimit(expr, celSizeLimit)
-	if err != nil {
-		return nil, false
-	}
-	parsed, errs := p.Parse(src)
-	if len(errs.GetErrors()) > 0 {
-		return nil, false
-	}
-	opt, err := cel.NewStaticOptimizer(replaceAST{parsed}, cel.OptimizeWithSource(src))
-	if err != nil {
-		return nil, false
-	}
-	checked, iss := opt.Optimize(env, celSeed())
-	if iss.Err() != nil || checked == nil {
-		return nil, false
-	}
-	return checked, true
-}
-
-// celParser is a Pratt parser with the environment's macros.
-var celParser = sync.OnceValues(func() (*parser.Parser, error) {
-	env, err := celEnv()
-	if err != nil {
-		return nil, err
-	}
-	return parser.NewParser(parser.EnablePrattParser(true), parser.Macros(env.Macros()...))
-})
-
-// celSizeLimit is the longest condition, in code points (cel.Env's
-// default, which env.Compile applies).
-const celSizeLimit = 100_000
-
-// celSeed is a checked Ast of one identifier, which replaceAST replaces.
-var celSeed = sync.OnceValue(func() *cel.Ast {
-	return cel.CheckedExprToAst(&exprpb.CheckedExpr{Expr: &exprpb.Expr{Id: 1,
-		ExprKind: &exprpb.Expr_IdentExpr{IdentExpr: &exprpb.Expr_Ident{Name: "tool"}}}})
-})
-
-// replaceAST is a static optimizer that returns a given tree.
-type replaceAST struct{ a *celast.AST }
-
-func (r replaceAST) Optimize(*cel.OptimizerContext, *celast.AST) *celast.AST { return r.a }
 
 // comprehensions counts the comprehensions of a checked expression.
 func comprehensions(a *cel.Ast) int {
