@@ -174,14 +174,32 @@ func (d *DB) setGuess(t *store.AuditTail) {
 }
 
 // takeGuess returns the tail the next append expects, if any, and
-// forgets it: an append sets it again once it committed.
+// forgets it: an append sets it again once it committed. After a miss
+// the next afterMiss batches take the plain path: while other instances
+// keep appending between this one's batches, a guess costs more than it
+// saves.
 func (d *DB) takeGuess() *store.AuditTail {
 	d.guessMu.Lock()
 	defer d.guessMu.Unlock()
 	t := d.guess
 	d.guess = nil
+	if d.unsure > 0 {
+		d.unsure--
+		return nil
+	}
 	return t
 }
+
+// missed notes that a guess found another instance's records.
+func (d *DB) missed() {
+	d.misses.Add(1)
+	d.guessMu.Lock()
+	d.unsure = afterMiss
+	d.guessMu.Unlock()
+}
+
+// afterMiss is how many batches take the plain path after a miss.
+const afterMiss = 4
 
 // guessTries is how many times appendGuessed seals a batch against a tail
 // it expects before it leaves the batch to the plain path.
@@ -228,7 +246,8 @@ func guessable(b *store.AuditBatch) bool {
 // another instance appended meanwhile, the check fails, nothing is
 // written, and the batch is sealed again against the tail read with it
 // and sent again (up to guessTries times; a miss costs two more round
-// trips, the rollback and the new try). It reports false, having
+// trips, the rollback and the new try, and the next afterMiss batches
+// take the plain path). It reports false, having
 // written nothing, when the batch is left to the plain path: the tries
 // ran out, or Seal refused a tail it was not sure of.
 func (d *DB) appendGuessed(ctx context.Context, b *store.AuditBatch, guess store.AuditTail) (bool, error) {
@@ -301,7 +320,7 @@ func (d *DB) appendGuessed(ctx context.Context, b *store.AuditBatch, guess store
 		if !isTailMoved(err) {
 			return true, d.wrap(ctx, "append audit", err)
 		}
-		d.misses.Add(1)
+		d.missed()
 		if data != "" {
 			got.Data = json.RawMessage(data)
 		}

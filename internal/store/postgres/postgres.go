@@ -106,6 +106,7 @@ type DB struct {
 	guessMu sync.Mutex
 	guess   *store.AuditTail // the chain's tail after this DB's last append (see appendGuessed)
 	misses  atomic.Int64     // appendGuessed's tries that found another tail
+	unsure  int              // batches left to append without a guess after a miss (under guessMu)
 }
 
 var (
