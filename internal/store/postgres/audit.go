@@ -293,6 +293,9 @@ func (d *DB) appendGuessed(ctx context.Context, b *store.AuditBatch, guess store
 			if _, err := conn.Exec(ctx, `ROLLBACK`); err != nil {
 				return true, d.wrap(ctx, "append audit", err)
 			}
+			if conn.Conn().PgConn().TxStatus() != 'I' {
+				return false, nil
+			}
 			t.open = false
 		}
 		q := &pgx.Batch{}
@@ -316,6 +319,11 @@ func (d *DB) appendGuessed(ctx context.Context, b *store.AuditBatch, guess store
 			b.Extra = extra
 			d.setGuess(tailAfter(guess, all))
 			return true, nil
+		}
+		if pe := (pgx.ErrPreprocessingBatch{}); errors.As(err, &pe) {
+			// Nothing of the batch ran (its statements could not be
+			// prepared): the plain path, on a connection of its own.
+			return false, nil
 		}
 		if !isTailMoved(err) {
 			return true, d.wrap(ctx, "append audit", err)
