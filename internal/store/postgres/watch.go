@@ -98,13 +98,10 @@ func (d *DB) Size(ctx context.Context) (int64, error) {
 }
 
 // Publish implements store.Publisher with NOTIFY: the payloads in one
-// statement, so one transaction and one round trip for all of them. That
-// transaction writes nothing but the notifications, which are never kept
-// (a crash loses those not yet delivered either way), so it commits
-// without waiting for its commit record to reach the disk
-// (synchronous_commit off for it alone): a NOTIFY takes a transaction id,
-// and its commit would otherwise wait for a WAL flush of its own. As with
-// any NOTIFY, identical payloads sent together are delivered once.
+// statement, so one transaction and one round trip for all of them (a
+// transaction that only notifies writes no WAL of its own, so its commit
+// does not wait for the disk either way). As with any NOTIFY, identical
+// payloads sent together are delivered once.
 func (d *DB) Publish(ctx context.Context, kind string, payloads ...string) error {
 	for _, p := range payloads {
 		if len(p) > store.MaxPublish {
@@ -124,6 +121,5 @@ func (d *DB) Publish(ctx context.Context, kind string, payloads ...string) error
 	})
 }
 
-// publishSQL sends $2's messages on channel $1, in order, in a
-// transaction that does not wait for the disk (see Publish).
-const publishSQL = `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, m) FROM unnest($2::text[]) AS m`
+// publishSQL sends $2's messages on channel $1, in order.
+const publishSQL = `SELECT pg_notify($1, m) FROM unnest($2::text[]) AS m`
