@@ -531,8 +531,15 @@ func (d *DB) QueryAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditR
 func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery, strictAfter bool) ([]store.AuditRecord, error) {
 	query, args := auditSQL(q, strictAfter)
 	var out []store.AuditRecord
+	// Planned for its arguments each time (an unnamed statement), never
+	// with a generic plan: a generic plan of "seq > $1 AND type =
+	// ANY($2) ORDER BY seq" walks the primary key from $1 and filters
+	// the types, a scan of every record since $1 where the type index
+	// finds the few records wanted (the sync before each call reads the
+	// rule changes after a position that stays put while there are none).
+	qargs := append([]any{pgx.QueryExecModeExec}, args...)
 	err := d.readOne(ctx, "query audit", func(db querier) error {
-		rows, err := db.Query(ctx, query, args...)
+		rows, err := db.Query(ctx, query, qargs...)
 		if err != nil {
 			return err
 		}
