@@ -63,9 +63,10 @@ type controlState struct {
 	fed     uint64
 	// others is the store's OthersVersion when the last feed without
 	// rules read the rule changes (othersOK: it did, and nothing was read
-	// since with rules); under syncMu.
+	// since with rules), at othersAt; under syncMu.
 	others   int64
 	othersOK bool
+	othersAt time.Time
 
 	baseMu sync.Mutex
 	base   map[string]baselineEntry
@@ -182,10 +183,11 @@ func (c *controlState) feed(ctx context.Context) (bool, error) {
 		// changes this process makes are loaded as it makes them
 		// (controlChanged). The version is read before the query, so that
 		// a change committed while it runs is read by the next feed.
+		// The changes are read at least every othersMaxAge all the same.
 		ver, verOK := int64(0), false
 		if empty {
 			ver, verOK = c.othersVersion(ctx)
-			if verOK && c.othersOK && ver == c.others {
+			if verOK && c.othersOK && ver == c.others && now.Sub(c.othersAt) < othersMaxAge && !now.Before(c.othersAt) {
 				return false, nil
 			}
 		}
@@ -195,7 +197,7 @@ func (c *controlState) feed(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		c.others, c.othersOK = ver, verOK
+		c.others, c.othersOK, c.othersAt = ver, verOK, now
 	} else {
 		c.othersOK = false
 		// The first feed reads the windows back from now: the calls and
@@ -282,8 +284,15 @@ func (c *controlState) feed(ctx context.Context) (bool, error) {
 	return reload, nil
 }
 
+// othersMaxAge bounds how long a feed without rules relies on the
+// store's OthersVersion: past it, the rule changes are read again even if
+// the version says nothing changed (a shared store's version is only as
+// good as the announcements it hears).
+const othersMaxAge = time.Second
+
 // othersVersion returns the store's OthersVersion, when it has one (the
-// SQLite store) and it can be read.
+// SQLite store; a PostgreSQL store while it listens for announcements) and
+// it can be read.
 func (c *controlState) othersVersion(ctx context.Context) (int64, bool) {
 	s, ok := c.k.Store.(interface {
 		OthersVersion(context.Context) (int64, error)
@@ -452,7 +461,9 @@ func (k *Kernel) AutoRule(ctx context.Context, id string) (*autorule.Rule, error
 
 // PutAutoRule adds a rule (empty ID) or replaces one, as who; the change is
 // audited and in force at once (in this process; other processes within a
-// second, or at their next submission). The times it fired are kept.
+// second, or at their next submission: on a shared PostgreSQL database,
+// their next once they heard the change announced, which takes
+// milliseconds). The times it fired are kept.
 func (k *Kernel) PutAutoRule(ctx context.Context, r autorule.Rule, who string) (*autorule.Rule, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
@@ -581,6 +592,7 @@ func (k *Kernel) controlChanged(ctx context.Context, ch AutoRuleChange, typ stri
 	if _, err := k.Audit.Append(ctx, audit.Entry{Type: typ, Data: ch}); err != nil {
 		return fmt.Errorf("the change was saved but recording it failed: %w", err)
 	}
+	k.announceControls(ctx)
 	if ch.Op != "add" {
 		k.controls.holds.Clear(ch.ID)
 	}
@@ -588,6 +600,20 @@ func (k *Kernel) controlChanged(ctx context.Context, ch AutoRuleChange, typ stri
 		return err
 	}
 	return k.controls.sync(ctx)
+}
+
+// changeControls announces a change of the auto-rules or anomaly rules
+// to the instances sharing the store.
+const changeControls = "controls"
+
+// announceControls tells the instances sharing the store that the rules
+// changed (after the change's record is committed), so that their next
+// call reads the change (their OthersVersion moves). An announcement that
+// is lost delays it by othersMaxAge at most.
+func (k *Kernel) announceControls(ctx context.Context) {
+	if pub, ok := k.raw.(store.Publisher); ok && k.shared {
+		_ = pub.Publish(ctx, changeControls, "")
+	}
 }
 
 // RuleLog returns the auto-rules that fired, newest first (at most limit;

@@ -1,6 +1,13 @@
 package kernel
 
-import "time"
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/perception"
+	"github.com/overseer-dev/overseer/internal/store"
+)
 
 // SetPauseRecheck sets how often kernels ask the store whether another
 // process changed the pauses, for the test's duration.
@@ -23,4 +30,15 @@ func SetFlushInterval(d time.Duration) (restore func()) {
 	old := flushInterval
 	flushInterval = d
 	return func() { flushInterval = old }
+}
+
+// PublishSamples publishes n samples (sessions "s0"… in order) as an
+// instance named id does at its tick, through pub.
+func PublishSamples(pub store.Publisher, id string, n int) {
+	s := &sampleShare{pub: pub, id: id}
+	for i := range n {
+		s.buf = append(s.buf, sharedSample{Session: "s" + strconv.Itoa(i),
+			ActionSample: perception.ActionSample{Tool: "Read", ArgsHash: strings.Repeat("5d41", 16), Time: time.Unix(int64(i), 0).UTC()}})
+	}
+	s.publish()
 }

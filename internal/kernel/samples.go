@@ -98,31 +98,60 @@ func (s *sampleShare) run() {
 	}
 }
 
-// publish sends the queued samples, in payloads under store.MaxPublish.
+// publish sends the queued samples, in payloads under store.MaxPublish
+// (each sample encoded once, as many in a payload as fit; one too large
+// alone is left out), up to publishPayloads payloads in one Publish.
 func (s *sampleShare) publish() {
 	s.mu.Lock()
 	buf := s.buf
 	s.buf = nil
 	s.mu.Unlock()
+	if len(buf) == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	prefix := s.id + "|"
-	for len(buf) > 0 {
-		n := len(buf)
-		var b []byte
-		for {
-			b, _ = json.Marshal(buf[:n])
-			if len(prefix)+len(b) <= store.MaxPublish || n == 1 {
-				break
+	var (
+		payloads []string
+		cur      []byte
+	)
+	send := func() {
+		_ = s.pub.Publish(ctx, changeSamples, payloads...) // lost: only a later stop
+		payloads = payloads[:0]
+	}
+	end := func() {
+		if len(cur) > 0 {
+			payloads = append(payloads, string(append(cur, ']')))
+			cur = cur[:0]
+			if len(payloads) == publishPayloads {
+				send()
 			}
-			n = max(1, n/2)
 		}
-		if len(prefix)+len(b) <= store.MaxPublish {
-			_ = s.pub.Publish(ctx, changeSamples, prefix+string(b)) // lost: only a later stop
+	}
+	for i := range buf {
+		b, err := json.Marshal(&buf[i])
+		if err != nil || len(prefix)+len(b)+2 > store.MaxPublish {
+			continue
 		}
-		buf = buf[n:]
+		if len(cur) > 0 && len(cur)+1+len(b)+1 > store.MaxPublish {
+			end()
+		}
+		if len(cur) == 0 {
+			cur = append(append(cur, prefix...), '[')
+		} else {
+			cur = append(cur, ',')
+		}
+		cur = append(cur, b...)
+	}
+	end()
+	if len(payloads) > 0 {
+		send()
 	}
 }
+
+// publishPayloads is the most payloads one Publish carries.
+const publishPayloads = 64
 
 // takeSamples records the samples another instance published.
 func (k *Kernel) takeSamples(payload string) {

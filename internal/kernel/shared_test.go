@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/autorule"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/limits"
 	"github.com/overseer-dev/overseer/internal/policy"
@@ -611,5 +613,98 @@ func BenchmarkSharedSubmitLimited(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A tick's samples go out packed in payloads within the bound, every one
+// of them once and in order, however many there are.
+func TestSharedSamplesPacked(t *testing.T) {
+	db, err := postgres.Open(t.Context(), pgtest.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	changes := make(chan store.Change, 1000)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go db.Watch(ctx, func(c store.Change) { changes <- c })
+	if c := <-changes; c.Kind != store.ChangeResync {
+		t.Fatalf("first change %+v", c)
+	}
+	const n = 2500
+	kernel.PublishSamples(db, "inst", n)
+	next := 0
+	var sizes []int
+	for next < n {
+		select {
+		case c := <-changes:
+			if c.Kind != "samples" {
+				continue
+			}
+			sizes = append(sizes, len(c.ID))
+			if len(c.ID) > store.MaxPublish {
+				t.Fatalf("a payload of %d bytes", len(c.ID))
+			}
+			body, ok := strings.CutPrefix(c.ID, "inst|")
+			if !ok {
+				t.Fatalf("payload %.40q…", c.ID)
+			}
+			var list []struct {
+				S string `json:"s"`
+			}
+			if err := json.Unmarshal([]byte(body), &list); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range list {
+				if s.S != fmt.Sprintf("s%d", next) {
+					t.Fatalf("sample %q, want s%d", s.S, next)
+				}
+				next++
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d samples heard of %d", next, n)
+		}
+	}
+	// Greedy packing: a payload ends only when the next sample does not
+	// fit (a sample here is under 200 bytes).
+	for i, sz := range sizes[:len(sizes)-1] {
+		if sz < store.MaxPublish-200 {
+			t.Errorf("payload %d of %d has %d bytes", i, len(sizes), sz)
+		}
+	}
+}
+
+// An auto-rule added on one instance is read by another before its next
+// call once it heard the change announced: well before the second after
+// which it would read the rule changes anyway.
+func TestSharedAutoRuleAnnounced(t *testing.T) {
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 2, 50*time.Millisecond)
+	proj := t.TempDir()
+	judge := func(k *kernel.Kernel) action.Level {
+		t.Helper()
+		if err := k.SyncControls(ctx); err != nil { // as Submit does before judging
+			t.Fatal(err)
+		}
+		return k.Evaluate(ctx, &action.Action{Agent: "a", Session: "s", Tool: "Bash",
+			Args: map[string]any{"command": "docker run alpine"}, Cwd: proj}).Level
+	}
+	if l := judge(ks[1]); l != action.Confirm {
+		t.Fatalf("docker run before the rule: %s, want confirm", l)
+	}
+	start := time.Now()
+	if _, err := ks[0].PutAutoRule(ctx, autorule.Rule{Name: "less docker", Enabled: true, Priority: 1,
+		Trigger: autorule.Trigger{Type: autorule.TriggerPattern, Tool: "shell", Text: "docker"},
+		Action:  autorule.Action{Type: autorule.ActDowngradeRisk}}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	for judge(ks[1]) != action.Notify {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the other instance never applied the rule")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if d := time.Since(start); d > 800*time.Millisecond {
+		t.Errorf("the other instance applied the rule after %v: not on the announcement", d)
 	}
 }

@@ -82,7 +82,13 @@ type AuditBatch struct {
 	// chain's true tail and the records whose effects succeeded (in order).
 	// It fills in their Seq, Time, PrevHash, Hash, Epoch and Tag, and may
 	// return further records (already sealed, after recs) to append: the
-	// seal markers. If it fails nothing is written.
+	// seal markers. If it fails nothing is written. A store may also call
+	// it first with the tail it expects (the one its last append left, for
+	// a batch whose effects are known not to fail), before it holds its
+	// write lock, and then check under the lock that the tail is that one:
+	// when it is not, nothing of that call is written and Seal is called
+	// again with the true tail (or another it expects and checks). Only
+	// the records of the last call are written.
 	Seal func(tail AuditTail, recs []*AuditRecord) (extra []AuditRecord, err error)
 	// Extra is set to the further records written.
 	Extra []AuditRecord
@@ -444,12 +450,14 @@ type Locker interface {
 }
 
 // Publisher is an optional ability of a Store shared by several
-// processes: a message to every process's Watch (its own included), as a
-// Change of kind with the payload as its ID, delivered at most once and
-// not kept (a process that does not listen then never hears it). Payloads
-// are bounded (MaxPublish bytes).
+// processes: messages to every process's Watch (its own included), each as
+// a Change of kind with the payload as its ID, in order, delivered at most
+// once and not kept (a process that does not listen then never hears
+// them). Payloads are bounded (MaxPublish bytes each); several are sent
+// together, in one exchange with the store (identical ones in one call
+// may be delivered once).
 type Publisher interface {
-	Publish(ctx context.Context, kind, payload string) error
+	Publish(ctx context.Context, kind string, payloads ...string) error
 }
 
 // MaxPublish bounds a published payload.

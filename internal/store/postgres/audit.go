@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/overseer-dev/overseer/internal/store"
@@ -145,11 +146,195 @@ func (d *DB) appendAuditRun(ctx context.Context, last *putRun, fn func(q querier
 		return d.wrap(ctx, "append audit", err)
 	}
 	defer t.end()
+	d.setGuess(nil)
 	recs, err := fn(t.conn, tail)
 	if err == nil {
 		err = t.commit(ctx, tail.Seq, recs, last)
 	}
+	if err == nil {
+		d.setGuess(tailAfter(tail, recs))
+	}
 	return d.wrap(ctx, "append audit", err)
+}
+
+// tailAfter returns the chain's tail once recs are appended after tail.
+func tailAfter(tail store.AuditTail, recs []store.AuditRecord) *store.AuditTail {
+	if len(recs) == 0 {
+		return &tail
+	}
+	r := &recs[len(recs)-1]
+	return &store.AuditTail{Seq: r.Seq, Hash: r.Hash, Type: r.Type, Epoch: r.Epoch, Tag: r.Tag, Data: r.Data}
+}
+
+// setGuess sets (nil: forgets) the tail the next append expects.
+func (d *DB) setGuess(t *store.AuditTail) {
+	d.guessMu.Lock()
+	d.guess = t
+	d.guessMu.Unlock()
+}
+
+// takeGuess returns the tail the next append expects, if any, and
+// forgets it: an append sets it again once it committed. After a miss
+// the next afterMiss batches take the plain path: while other instances
+// keep appending between this one's batches, a guess costs more than it
+// saves.
+func (d *DB) takeGuess() *store.AuditTail {
+	d.guessMu.Lock()
+	defer d.guessMu.Unlock()
+	t := d.guess
+	d.guess = nil
+	if d.unsure > 0 {
+		d.unsure--
+		return nil
+	}
+	return t
+}
+
+// missed notes that a guess found another instance's records.
+func (d *DB) missed() {
+	d.misses.Add(1)
+	d.guessMu.Lock()
+	d.unsure = afterMiss
+	d.guessMu.Unlock()
+}
+
+// afterMiss is how many batches take the plain path after a miss.
+const afterMiss = 4
+
+// guessTries is how many times appendGuessed seals a batch against a tail
+// it expects before it leaves the batch to the plain path.
+const guessTries = 3
+
+// checkTailSQL fails, under the audit lock, unless the chain's last record
+// is $1 with hash $2. The error is a failed cast whose text says so
+// (tailMoved); the CASE is not constant, so it is evaluated when run.
+const checkTailSQL = `SELECT (CASE WHEN (SELECT seq FROM audit ORDER BY seq DESC LIMIT 1) = $1
+	AND (SELECT hash FROM audit WHERE seq = $1) = $2 THEN '1' ELSE '` + tailMoved + `' END)::int`
+
+// tailMoved is the text of checkTailSQL's error.
+const tailMoved = "overseer: the audit tail is not the one expected"
+
+// isTailMoved reports whether err is checkTailSQL's.
+func isTailMoved(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && strings.Contains(pe.Message, tailMoved)
+}
+
+// guessable reports whether b can be appended by appendGuessed: it has
+// records, and no effect but plain state puts (whose outcome is known
+// before they run, so that the batch can be sealed before it is sent).
+func guessable(b *store.AuditBatch) bool {
+	if len(b.Writes) == 0 {
+		return false
+	}
+	for _, w := range b.Writes {
+		if w.Effect != nil {
+			if _, ok := plainPut(w); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// appendGuessed appends b, which must be guessable, in one round trip:
+// it seals the records against the tail this DB expects (the tail after
+// its last append, guess) and sends BEGIN, the audit lock, a read of the
+// tail, a check that the tail is the one expected, the state puts, the
+// insert and COMMIT together. The check runs under the lock, so the
+// records committed follow the true tail, as on the plain path; when
+// another instance appended meanwhile, the check fails, nothing is
+// written, and the batch is sealed again against the tail read with it
+// and sent again (up to guessTries times; a miss costs two more round
+// trips, the rollback and the new try, and the next afterMiss batches
+// take the plain path). It reports false, having
+// written nothing, when the batch is left to the plain path: the tries
+// ran out, or Seal refused a tail it was not sure of.
+func (d *DB) appendGuessed(ctx context.Context, b *store.AuditBatch, guess store.AuditTail) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+	defer cancel()
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return true, d.wrap(ctx, "append audit", err)
+	}
+	t := &appendTx{conn: conn}
+	defer t.end()
+	recs := make([]*store.AuditRecord, len(b.Writes))
+	for i, w := range b.Writes {
+		recs[i] = &w.Rec
+	}
+	for try := 0; try < guessTries; try++ {
+		extra, err := b.Seal(guess, recs)
+		if err != nil {
+			return false, nil // the plain path seals against the true tail, or fails
+		}
+		all := make([]store.AuditRecord, 0, len(recs)+len(extra))
+		for _, r := range recs {
+			all = append(all, *r)
+		}
+		all = append(all, extra...)
+		args, err := auditArgs(guess.Seq, all)
+		if err != nil {
+			return true, d.wrap(ctx, "append audit", err)
+		}
+		var (
+			got  store.AuditTail
+			data string
+			run  putRun
+		)
+		for _, w := range b.Writes {
+			if e, ok := plainPut(w); ok {
+				run = append(run, e)
+			}
+		}
+		if t.open {
+			// Not in the batch: a batch's statements are prepared first,
+			// which the aborted transaction refuses.
+			if _, err := conn.Exec(ctx, `ROLLBACK`); err != nil {
+				return true, d.wrap(ctx, "append audit", err)
+			}
+			if conn.Conn().PgConn().TxStatus() != 'I' {
+				return false, nil
+			}
+			t.open = false
+		}
+		q := &pgx.Batch{}
+		q.Queue(`BEGIN`)
+		q.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, lockClass, auditLock)
+		q.Queue(tailSQL).QueryRow(func(row pgx.Row) error {
+			err := row.Scan(&got.Seq, &got.Hash, &got.Type, &got.Epoch, &got.Tag, &data)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			return err
+		})
+		q.Queue(checkTailSQL, guess.Seq, guess.Hash)
+		run.queue(q)
+		q.Queue(insertAuditSQL, args...)
+		q.Queue(`COMMIT`)
+		t.open = true
+		err = conn.SendBatch(ctx, q).Close()
+		if err == nil {
+			t.open = false
+			b.Extra = extra
+			d.setGuess(tailAfter(guess, all))
+			return true, nil
+		}
+		if pe := (pgx.ErrPreprocessingBatch{}); errors.As(err, &pe) {
+			// Nothing of the batch ran (its statements could not be
+			// prepared): the plain path, on a connection of its own.
+			return false, nil
+		}
+		if !isTailMoved(err) {
+			return true, d.wrap(ctx, "append audit", err)
+		}
+		d.missed()
+		if data != "" {
+			got.Data = json.RawMessage(data)
+		}
+		guess = got
+	}
+	return false, nil
 }
 
 // AppendAudit implements store.AuditStore. The tail is read under the
@@ -182,6 +367,16 @@ func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
 	b.Extra, b.Sync = nil, nil // commits are durable: DeferSync is not needed
 	for _, w := range b.Writes {
 		w.Err = nil
+	}
+	if guessable(b) {
+		if err := d.check(ctx); err != nil {
+			return d.wrap(ctx, "append audit", err)
+		}
+		if guess := d.takeGuess(); guess != nil {
+			if done, err := d.appendGuessed(ctx, b, *guess); done {
+				return err
+			}
+		}
 	}
 	var (
 		extra []store.AuditRecord
@@ -336,8 +531,15 @@ func (d *DB) QueryAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditR
 func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery, strictAfter bool) ([]store.AuditRecord, error) {
 	query, args := auditSQL(q, strictAfter)
 	var out []store.AuditRecord
+	// Planned for its arguments each time (an unnamed statement), never
+	// with a generic plan: a generic plan of "seq > $1 AND type =
+	// ANY($2) ORDER BY seq" walks the primary key from $1 and filters
+	// the types, a scan of every record since $1 where the type index
+	// finds the few records wanted (the sync before each call reads the
+	// rule changes after a position that stays put while there are none).
+	qargs := append([]any{pgx.QueryExecModeExec}, args...)
 	err := d.readOne(ctx, "query audit", func(db querier) error {
-		rows, err := db.Query(ctx, query, args...)
+		rows, err := db.Query(ctx, query, qargs...)
 		if err != nil {
 			return err
 		}

@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -95,6 +96,17 @@ type DB struct {
 	closed atomic.Bool
 	stop   context.CancelFunc // ends the listeners
 	ctx    context.Context    // the listeners' context
+
+	// listening counts the Watch connections listening now; heard counts
+	// the notifications they heard and the times they started listening
+	// (see OthersVersion).
+	listening atomic.Int32
+	heard     atomic.Int64
+
+	guessMu sync.Mutex
+	guess   *store.AuditTail // the chain's tail after this DB's last append (see appendGuessed)
+	misses  atomic.Int64     // appendGuessed's tries that found another tail
+	unsure  int              // batches left to append without a guess after a miss (under guessMu)
 }
 
 var (

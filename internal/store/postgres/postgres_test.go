@@ -213,3 +213,105 @@ func TestLead(t *testing.T) {
 		}
 	}
 }
+
+// An append that expects the tail its store last wrote, after another
+// instance appended since, finds out under the lock, writes nothing of
+// its first try, and seals its records again after the true tail: one
+// chain, each put written once with its records.
+func TestAppendAfterAnotherInstance(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := open(t, url), open(t, url)
+	seals := 0
+	seal := func(tail store.AuditTail, recs []*store.AuditRecord) ([]store.AuditRecord, error) {
+		seals++
+		prev := tail.Hash
+		for i, r := range recs {
+			r.Seq, r.PrevHash, r.Time = tail.Seq+int64(i)+1, prev, storetest.T0
+			r.Hash = storetest.SimpleHash(prev, *r)
+			prev = r.Hash
+		}
+		return nil, nil
+	}
+	n := 0
+	batch := func(db *postgres.DB) {
+		t.Helper()
+		ws := make([]*store.AuditWrite, 3)
+		for i := range ws {
+			n++
+			ws[i] = &store.AuditWrite{Rec: store.AuditRecord{Type: "action", Data: json.RawMessage(fmt.Sprint(n))},
+				Effect: &store.PutStateEffect{NS: "reads", Key: fmt.Sprint(n), Value: json.RawMessage(`true`)}}
+		}
+		if err := db.AppendAuditBatch(t.Context(), &store.AuditBatch{Writes: ws, Seal: seal}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch(a) // a expects its own tail from now on
+	batch(a)
+	if a.GuessMisses() != 0 {
+		t.Fatalf("%d misses with one instance appending", a.GuessMisses())
+	}
+	batch(b)
+	seals = 0
+	batch(a) // expects the tail before b's batch
+	if a.GuessMisses() != 1 || seals != 2 {
+		t.Fatalf("after another instance appended: %d misses, %d seals; want 1 and 2", a.GuessMisses(), seals)
+	}
+	batch(a)
+	if a.GuessMisses() != 1 {
+		t.Fatalf("%d misses, want still 1", a.GuessMisses())
+	}
+	recs, err := a.QueryAudit(t.Context(), store.AuditQuery{})
+	if err != nil || len(recs) != n {
+		t.Fatalf("%d records (%v), want %d", len(recs), err, n)
+	}
+	storetest.CheckChain(t, recs)
+	reads, err := b.ListState(t.Context(), "reads")
+	if err != nil || len(reads) != n {
+		t.Fatalf("%d puts written (%v), want %d", len(reads), err, n)
+	}
+}
+
+// Publish sends its payloads in order, each heard as a change of its own;
+// OthersVersion moves with what the watch hears, and fails while nothing
+// listens.
+func TestPublishAndOthersVersion(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := open(t, url), open(t, url)
+	if _, err := b.OthersVersion(t.Context()); err == nil {
+		t.Fatal("OthersVersion without a watch: no error")
+	}
+	heard := make(chan store.Change, 100)
+	go b.Watch(t.Context(), func(c store.Change) { heard <- c })
+	next := func() store.Change {
+		t.Helper()
+		select {
+		case c := <-heard:
+			return c
+		case <-time.After(10 * time.Second):
+			t.Fatal("nothing heard")
+		}
+		return store.Change{}
+	}
+	if c := next(); c.Kind != store.ChangeResync {
+		t.Fatalf("first change %+v, want a resync", c)
+	}
+	v0, err := b.OthersVersion(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Publish(t.Context(), "k", "one", "two", "three"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"one", "two", "three"} {
+		if c := next(); c.Kind != "k" || c.ID != want {
+			t.Fatalf("heard %+v, want k:%s", c, want)
+		}
+	}
+	v1, err := b.OthersVersion(t.Context())
+	if err != nil || v1 == v0 {
+		t.Fatalf("OthersVersion %d (%v) after announcements, was %d", v1, err, v0)
+	}
+	if err := a.Publish(t.Context(), "k", strings.Repeat("x", store.MaxPublish+1)); err == nil {
+		t.Fatal("an oversized payload was published")
+	}
+}

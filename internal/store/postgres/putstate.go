@@ -65,8 +65,9 @@ type batcher interface {
 }
 
 // putRun collects consecutive plain state puts of an audit batch (see
-// plainPut) and applies them in one round trip: their keys locked first in
-// sorted order (as UpdateStates does), then written in the order given.
+// plainPut) and applies them in two statements whatever their number:
+// their keys locked first, in sorted order (as UpdateStates does), then
+// written, the last value given for a key winning.
 type putRun []*store.PutStateEffect
 
 // flush applies the puts collected and empties the run. An error aborts
@@ -83,6 +84,14 @@ func (r *putRun) flush(ctx context.Context, q batcher) error {
 	return nil
 }
 
+// lockStatesSQL takes the key locks of UpdateState for the keys $2 and
+// $3 (one array each, in the order to lock them).
+const lockStatesSQL = `SELECT pg_advisory_xact_lock($1, hashtext(ns || '/' || key)) FROM unnest($2::text[], $3::text[]) AS k(ns, key)`
+
+// putStatesSQL writes the rows $1, $2, $3 (no key twice).
+const putStatesSQL = `INSERT INTO state (ns, key, value) SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+	ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`
+
 // queue adds the run's statements to b and empties the run.
 func (r *putRun) queue(b *pgx.Batch) {
 	run := *r
@@ -90,18 +99,20 @@ func (r *putRun) queue(b *pgx.Batch) {
 		return
 	}
 	*r = run[:0]
-	keys := slices.Clone(run)
-	slices.SortFunc(keys, func(a, b *store.PutStateEffect) int {
+	// The last put of each key, in key order: the order the locks are
+	// taken in, and a key at most once in the one INSERT.
+	keys := make([]*store.PutStateEffect, len(run))
+	for i, e := range run {
+		keys[len(run)-1-i] = e // reversed: the stable sort keeps the last put of a key first
+	}
+	slices.SortStableFunc(keys, func(a, b *store.PutStateEffect) int {
 		return cmp.Or(cmp.Compare(a.NS, b.NS), cmp.Compare(a.Key, b.Key))
 	})
+	keys = slices.CompactFunc(keys, func(a, b *store.PutStateEffect) bool { return a.NS == b.NS && a.Key == b.Key })
+	ns, key, val := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	for i, e := range keys {
-		if i > 0 && e.NS == keys[i-1].NS && e.Key == keys[i-1].Key {
-			continue
-		}
-		b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, stateClass, e.NS, e.Key)
+		ns[i], key[i], val[i] = e.NS, e.Key, string(e.Value)
 	}
-	for _, e := range run {
-		b.Queue(`INSERT INTO state (ns, key, value) VALUES ($1, $2, $3)
-			ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, e.NS, e.Key, string(e.Value))
-	}
+	b.Queue(lockStatesSQL, stateClass, ns, key)
+	b.Queue(putStatesSQL, ns, key, val)
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -44,17 +45,42 @@ func (d *DB) Watch(ctx context.Context, fn func(store.Change)) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
+		d.heard.Add(1)
+		d.listening.Add(1)
 		fn(store.Change{Kind: store.ChangeResync})
 		for {
 			n, err := conn.WaitForNotification(ctx)
 			if err != nil {
 				break
 			}
+			d.heard.Add(1)
 			kind, id, _ := strings.Cut(n.Payload, ":")
 			fn(store.Change{Kind: kind, ID: id})
 		}
+		d.listening.Add(-1)
 		conn.Close(context.Background())
 	}
+}
+
+// errNotListening: OthersVersion without a Watch listening.
+var errNotListening = errors.New("postgres: no watch is listening")
+
+// OthersVersion returns a number that changes whenever a Watch of this DB
+// hears a notification (of any kind, from any instance, this one's
+// included) or starts listening again, and an error when none is
+// listening now (then nothing tells the changes of others). A caller that
+// remembers it can tell, without a query, that no instance announced a
+// change since (as the SQLite store's OthersVersion tells that no one else
+// committed): the daemon's check for rule changes before each call; the
+// changes it looks for are announced (see kernel's controlChanged).
+func (d *DB) OthersVersion(ctx context.Context) (int64, error) {
+	if err := d.check(ctx); err != nil {
+		return 0, d.wrap(ctx, "others version", err)
+	}
+	if d.listening.Load() == 0 {
+		return 0, errNotListening
+	}
+	return d.heard.Load(), nil
 }
 
 // Size implements store.Sizer: the bytes Overseer's tables take in the
@@ -71,10 +97,29 @@ func (d *DB) Size(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// Publish implements store.Publisher with NOTIFY.
-func (d *DB) Publish(ctx context.Context, kind, payload string) error {
-	if len(payload) > store.MaxPublish {
-		return fmt.Errorf("postgres: publish: a payload of %d bytes is over %d", len(payload), store.MaxPublish)
+// Publish implements store.Publisher with NOTIFY: the payloads in one
+// statement, so one transaction and one round trip for all of them (a
+// transaction that only notifies writes no WAL of its own, so its commit
+// does not wait for the disk either way). As with any NOTIFY, identical
+// payloads sent together are delivered once.
+func (d *DB) Publish(ctx context.Context, kind string, payloads ...string) error {
+	for _, p := range payloads {
+		if len(p) > store.MaxPublish {
+			return fmt.Errorf("postgres: publish: a payload of %d bytes is over %d", len(p), store.MaxPublish)
+		}
 	}
-	return d.readOne(ctx, "publish", func(q querier) error { return notify(ctx, q, kind, payload) })
+	if len(payloads) == 0 {
+		return d.check(ctx)
+	}
+	msgs := make([]string, len(payloads))
+	for i, p := range payloads {
+		msgs[i] = kind + ":" + p
+	}
+	return d.readOne(ctx, "publish", func(q querier) error {
+		_, err := q.Exec(ctx, publishSQL, Channel, msgs)
+		return err
+	})
 }
+
+// publishSQL sends $2's messages on channel $1, in order.
+const publishSQL = `SELECT pg_notify($1, m) FROM unnest($2::text[]) AS m`

@@ -1138,6 +1138,82 @@ func testCanceled(t *testing.T, open Opener) {
 	}
 }
 
+// testBatchChainShared: batches of records with state puts (as auto
+// reads write them), appended through two handles at once, some with an
+// effect that must run before its batch is sealed, make one gapless chain
+// (each handle's next batch follows the other's, whatever the handle
+// expected), and every put of a batch is written with its records, the
+// last put of a key winning.
+func testBatchChainShared(t *testing.T, open SharedOpener) {
+	a, b := open(t)
+	const workers, batches, per = 4, 25, 5
+	seal := func(tail store.AuditTail, recs []*store.AuditRecord) ([]store.AuditRecord, error) {
+		prev := tail.Hash
+		for i, r := range recs {
+			r.Seq, r.PrevHash, r.Time = tail.Seq+int64(i)+1, prev, T0
+			r.Hash = SimpleHash(prev, *r)
+			prev = r.Hash
+		}
+		return nil, nil
+	}
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := a
+			if i%2 == 1 {
+				st = b
+			}
+			for j := range batches {
+				ws := make([]*store.AuditWrite, per)
+				for k := range ws {
+					ws[k] = &store.AuditWrite{
+						Rec: store.AuditRecord{Type: "action", Data: json.RawMessage(fmt.Sprintf(`{"w":%d,"b":%d,"k":%d}`, i, j, k))},
+						Effect: &store.PutStateEffect{NS: "reads", Key: fmt.Sprintf("w%d", i),
+							Value: json.RawMessage(strconv.Itoa(j*per + k))},
+					}
+				}
+				if j%5 == 4 { // an effect whose outcome is known only once it ran
+					ws[per-1].Effect = &store.PutStateEffect{NS: "once", Key: fmt.Sprintf("w%d-%d", i, j),
+						Value: json.RawMessage(`1`), IfAbsent: true}
+				}
+				if err := st.AppendAuditBatch(t.Context(), &store.AuditBatch{Writes: ws, Seal: seal}); err != nil {
+					t.Errorf("append: %v", err)
+					return
+				}
+				for _, w := range ws {
+					if w.Err != nil {
+						t.Errorf("write: %v", w.Err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	recs, err := a.QueryAudit(t.Context(), store.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != workers*batches*per {
+		t.Fatalf("%d records, want %d", len(recs), workers*batches*per)
+	}
+	CheckChain(t, recs)
+	for i := range workers {
+		want := strconv.Itoa(batches*per - 1) // the last batch's last put
+		if (batches-1)%5 == 4 {
+			want = strconv.Itoa(batches*per - 2)
+		}
+		if got, err := b.GetState(t.Context(), "reads", fmt.Sprintf("w%d", i)); err != nil || string(got) != want {
+			t.Errorf("state w%d = %q (%v), want %s", i, got, err, want)
+		}
+	}
+	once, err := a.ListState(t.Context(), "once")
+	if err != nil || len(once) != workers*batches/5 {
+		t.Errorf("%d IfAbsent puts written (%v), want %d", len(once), err, workers*batches/5)
+	}
+}
+
 // RunShared runs the tests that need two handles on one backend: writes
 // through both are serialised as if by one.
 func RunShared(t *testing.T, open SharedOpener) {
@@ -1177,6 +1253,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 		}
 		CheckChain(t, recs)
 	})
+	t.Run("AuditBatchChainGapless", func(t *testing.T) { testBatchChainShared(t, open) })
 	t.Run("FirstAnswerWins", func(t *testing.T) {
 		a, b := open(t)
 		concurrentAnswers(t, a, b)
