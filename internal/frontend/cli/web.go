@@ -99,9 +99,21 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 		var leading atomic.Bool
 		linker := &consoleLinker{con: con, home: k.Home, base: ncfg.BaseURL}
 		n.SetStandby(k.Shared()) // until this instance leads
+		// Alarms (the database's size) reach the same channels, from the
+		// instance that leads them (every instance measures the database).
+		alarms := &alarmNotifier{alarms: api.Alarms(), leading: &leading, send: func(ctx context.Context, al limits.Alarm) {
+			actx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			m := notify.AlertMessage(al.Name, "Overseer alarm: "+strings.ReplaceAll(al.Name, "_", " "), al.Message, al.Since)
+			if err := n.Alert(actx, m); err != nil {
+				fmt.Fprintln(os.Stderr, "overseer: notifying the alarm:", err)
+			}
+		}}
+		api.Alarms().OnRaise(func(al limits.Alarm) { alarms.raised(ctx, al) })
 		go leadChannels(ctx, k, ChannelsLead(ncfg), &leading, os.Stderr, func(lctx context.Context) {
 			n.SetStandby(false)
 			defer n.SetStandby(k.Shared())
+			go alarms.led(lctx)
 			var wg sync.WaitGroup
 			wg.Add(4)
 			go func() { defer wg.Done(); n.Listen(lctx) }() // two-way channels read answers until lctx ends
@@ -132,19 +144,6 @@ func mountConsole(k *kernel.Kernel, api *httpapi.Server) error {
 			go func() { defer wg.Done(); notifyControls(lctx, k, n, 2*time.Second, os.Stderr) }()
 			wg.Wait()
 		})
-		// Alarms (the database's size) reach the same channels, from the
-		// instance that leads them (every instance measures the database).
-		api.Alarms().OnRaise(func(al limits.Alarm) {
-			if !leading.Load() {
-				return
-			}
-			actx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			m := notify.AlertMessage(al.Name, "Overseer alarm: "+strings.ReplaceAll(al.Name, "_", " "), al.Message, al.Since)
-			if err := n.Alert(actx, m); err != nil {
-				fmt.Fprintln(os.Stderr, "overseer: notifying the alarm:", err)
-			}
-		})
 		fmt.Fprintf(os.Stdout, "  notify:    %d channels (%s)\n", len(ncfg.Channels), channelNames(ncfg))
 	}
 	return nil
@@ -161,6 +160,50 @@ func ChannelsLead(cfg *notify.Config) string {
 	sort.Strings(ids)
 	sum := sha256.Sum256([]byte(strings.Join(ids, "\n")))
 	return "notify/" + hex.EncodeToString(sum[:8])
+}
+
+// alarmNotifier sends the alarms to the notification channels while this
+// instance leads them: each alarm raised while it leads, and those already
+// raised when it comes to lead (the daemon measures its database as it
+// starts, before it may lead), each once (by name and since: a cleared
+// alarm raised again is sent again).
+type alarmNotifier struct {
+	alarms  *limits.Alarms
+	leading *atomic.Bool
+	send    func(context.Context, limits.Alarm)
+
+	mu   sync.Mutex
+	sent map[string]time.Time
+}
+
+// raised is the alarms' subscriber: al was just raised.
+func (a *alarmNotifier) raised(ctx context.Context, al limits.Alarm) {
+	if a.leading.Load() {
+		a.once(ctx, al)
+	}
+}
+
+// led sends the alarms raised before this instance came to lead; it runs
+// after leading is set, so that an alarm raised meanwhile is sent by one
+// of the two, once.
+func (a *alarmNotifier) led(ctx context.Context) {
+	for _, al := range a.alarms.Active() {
+		a.once(ctx, al)
+	}
+}
+
+func (a *alarmNotifier) once(ctx context.Context, al limits.Alarm) {
+	a.mu.Lock()
+	if since, ok := a.sent[al.Name]; ok && since.Equal(al.Since) {
+		a.mu.Unlock()
+		return
+	}
+	if a.sent == nil {
+		a.sent = map[string]time.Time{}
+	}
+	a.sent[al.Name] = al.Since
+	a.mu.Unlock()
+	a.send(ctx, al)
 }
 
 // LeadRetry is how long leadChannels waits after failing to ask for the lead.
