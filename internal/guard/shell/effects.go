@@ -1005,7 +1005,7 @@ func (a *analyzer) patchEffects(s *segCtx, ops []arg) {
 			}
 			return
 		}
-		if b, err := fs.ReadFile(a.fileSystem(), strings.TrimPrefix(p, "/")); err == nil && len(b) <= 1<<20 {
+		if b, ok := a.readRegular(strings.TrimPrefix(p, "/"), 1<<20); ok {
 			texts = append(texts, string(b))
 		}
 	}
@@ -1356,12 +1356,8 @@ func (a *analyzer) interpScript(s *segCtx, p string) {
 		}
 		text, fromCommand = w.text, true
 	} else {
-		st, err := fs.Stat(a.fileSystem(), strings.TrimPrefix(p, "/"))
-		if err != nil || !st.Mode().IsRegular() || st.Size() > maxScriptBytes {
-			return
-		}
-		b, err := fs.ReadFile(a.fileSystem(), strings.TrimPrefix(p, "/"))
-		if err != nil {
+		b, ok := a.readRegular(strings.TrimPrefix(p, "/"), maxScriptBytes)
+		if !ok {
 			return
 		}
 		text = string(b)
@@ -1402,8 +1398,8 @@ func (a *analyzer) appendToDisk(abs, text string) writtenFile {
 	if err != nil || !st.Mode().IsRegular() || st.Size() > maxScriptBytes {
 		return writtenFile{}
 	}
-	b, err := fs.ReadFile(a.fileSystem(), name)
-	if err != nil {
+	b, ok := a.readRegular(name, maxScriptBytes)
+	if !ok {
 		return writtenFile{}
 	}
 	return writtenFile{text: string(b) + text, known: text != ""}

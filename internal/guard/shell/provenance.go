@@ -152,14 +152,18 @@ func (a *analyzer) loadRunnerFile(abs string) runnerFile {
 		return runnerFile{state: fileBad, why: "cannot be read (" + errText(err) + ")"}
 	case st.IsDir():
 		return runnerFile{}
+	case !st.Mode().IsRegular():
+		// A named pipe would hold the judgement until a writer came, and
+		// what a device or a pipe gives is not known before it runs.
+		return runnerFile{state: fileBad, why: "is not a regular file and is not read"}
 	case st.Size() > maxRunnerFile:
 		return runnerFile{state: fileBad, why: "is larger than 1 MB and is not read"}
 	case a.prov.read+int(st.Size()) > maxRunnerRead:
 		return runnerFile{state: fileBad, why: "is not read: the command runs more than 8 MB of files"}
 	}
-	fh, err := fsys.Open(name)
-	if err != nil {
-		return runnerFile{state: fileBad, why: "cannot be read (" + errText(err) + ")"}
+	fh, _, ok := a.openRegular(name)
+	if !ok {
+		return runnerFile{state: fileBad, why: "cannot be read as a regular file"}
 	}
 	defer fh.Close()
 	data, err := io.ReadAll(io.LimitReader(fh, maxRunnerFile+1))

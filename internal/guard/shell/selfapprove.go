@@ -743,14 +743,13 @@ func (a *analyzer) overseerFile(p string) string {
 	if mod == "" {
 		return ""
 	}
-	f, err := a.fileSystem().Open(strings.TrimPrefix(p, "/"))
-	if err != nil {
+	f, _, ok := a.openRegular(strings.TrimPrefix(p, "/"))
+	if !ok {
 		return ""
 	}
 	defer f.Close()
-	st, err := f.Stat()
 	ra, isRA := f.(io.ReaderAt)
-	if err != nil || !st.Mode().IsRegular() || !isRA {
+	if !isRA {
 		return ""
 	}
 	bi, err := buildinfo.Read(ra)
