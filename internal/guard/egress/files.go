@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
 )
 
@@ -252,7 +252,7 @@ func eachOption(args []string, fn func(opt, val string), takes map[string]bool) 
 const maxSentFile = secrets.DefaultMaxBytes
 
 // errNotRegular: a sent path that is not a regular file.
-var errNotRegular = errors.New("not a regular file")
+var errNotRegular = guard.ErrNotRegular
 
 // fileParts reads the files a request sends (not the secret files: their
 // reading is judged as such) and returns them as parts, and a finding for
@@ -375,19 +375,10 @@ func (g *Guard) dirParts(dir string, f sentFile, secretFiles *[]string) ([]secre
 }
 
 func readCapped(p string, n int64) ([]byte, error) {
-	// Without blocking: opening a named pipe for reading waits for a
-	// writer, which would hold the judgement (and the agent) forever.
-	fh, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	fh, err := guard.OpenRegular(p)
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, errNotRegular
-	}
 	return io.ReadAll(io.LimitReader(fh, n))
 }

@@ -3,7 +3,6 @@ package egress
 import (
 	"encoding/json"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -990,7 +989,7 @@ func remoteURL(cwd, name string) string {
 		return ""
 	}
 	for dir := cwd; ; dir = filepath.Dir(dir) {
-		b, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
+		b, err := readCapped(filepath.Join(dir, ".git", "config"), 1<<20)
 		if err == nil {
 			return parseRemoteURL(string(b), name)
 		}

@@ -9,12 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -145,10 +145,10 @@ func (t *StoreTracker) Prune(ctx context.Context, cutoff time.Time) (int, error)
 	return n, errors.Join(errs...)
 }
 
-// HashFile returns the hex SHA-256 of the file at p and its modification
-// time.
+// HashFile returns the hex SHA-256 of the regular file at p and its
+// modification time (guard.ErrNotRegular for anything else).
 func HashFile(p string) (hash string, mtime time.Time, err error) {
-	f, err := os.Open(p)
+	f, err := guard.OpenRegular(p)
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -175,7 +175,7 @@ var hashBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 // HashFileLines is HashFile that also counts the file's lines (a last
 // line without a new line counts), from the same read.
 func HashFileLines(p string) (hash string, mtime time.Time, lines int, err error) {
-	f, err := os.Open(p)
+	f, err := guard.OpenRegular(p)
 	if err != nil {
 		return "", time.Time{}, 0, err
 	}

@@ -3,8 +3,8 @@ package shell
 import (
 	"io"
 	"io/fs"
-	"os"
-	"syscall"
+
+	"github.com/overseer-dev/overseer/internal/guard"
 )
 
 // openRegular opens the regular file at name (a path of the file system
@@ -16,7 +16,7 @@ import (
 func (a *analyzer) openRegular(name string) (fs.File, fs.FileInfo, bool) {
 	var f fs.File
 	if a.env.FS == nil {
-		fh, err := os.OpenFile("/"+name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		fh, err := guard.OpenRegular("/" + name)
 		if err != nil {
 			return nil, nil, false
 		}
