@@ -15,6 +15,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/internal/undo"
 )
@@ -404,7 +405,12 @@ func (k *Kernel) checkRollback(ctx context.Context, id string, c *FileChange) (c
 	if !fi.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("%s: %w: not a regular file", c.Path, ErrRollbackRefused)
 	}
-	f, err := os.Open(c.Path)
+	// The file may have been replaced since the Lstat: it is opened without
+	// blocking, and only when regular (a named pipe would hold the rollback).
+	f, err := guard.OpenRegular(c.Path)
+	if errors.Is(err, guard.ErrNotRegular) {
+		return nil, nil, fmt.Errorf("%s: %w: not a regular file", c.Path, ErrRollbackRefused)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -163,7 +163,7 @@ func (o readObserver) states(session string, ps []action.PathFact, full bool, in
 			continue
 		}
 		fi, err := os.Stat(p.Path)
-		if err != nil || !fi.Mode().IsRegular() {
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > paths.MaxRecordedRead || pseudoFS(p.Path) {
 			continue
 		}
 		h, mt, err := o.hashes.Hash(p.Path, fi)

@@ -272,7 +272,7 @@ func (l *Lean) reportUsage(ctx context.Context, c *Conn, ev *Event) error {
 	if ev.TranscriptPath == "" || ev.SessionID == "" || (ev.Agent != ClaudeCode && ev.Agent != Codex) {
 		return nil
 	}
-	f, err := os.Open(ev.TranscriptPath)
+	f, err := OpenTranscript(ev.TranscriptPath)
 	if err != nil {
 		return nil
 	}

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+
+	"github.com/overseer-dev/overseer/internal/guard"
 )
 
 // Budget caps apply to agents Overseer does not drive by what they report
@@ -31,6 +34,13 @@ import (
 
 // MaxTranscript bounds the transcript read at each call.
 const MaxTranscript = 64 << 20
+
+// OpenTranscript opens the transcript at p for reading, without blocking
+// and only when it is a regular file (guard.OpenRegular): a transcript is
+// a file the agent's own user can write, and a named pipe put in its place
+// would hold the hook, which reads it before the call is judged, until a
+// writer came.
+func OpenTranscript(p string) (*os.File, error) { return guard.OpenRegular(p) }
 
 // TranscriptUse is what a transcript says of its session's model use.
 type TranscriptUse struct {

@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"context"
-	"os"
 
 	"github.com/overseer-dev/overseer/internal/frontend/hookcore"
 	"github.com/overseer-dev/overseer/internal/kernel"
@@ -48,7 +47,7 @@ func reportUsage(ctx context.Context, b Backend, ev *Event) {
 	if !ok || ev.TranscriptPath == "" || ev.SessionID == "" || (ev.Agent != ClaudeCode && ev.Agent != Codex) {
 		return
 	}
-	f, err := os.Open(ev.TranscriptPath)
+	f, err := hookcore.OpenTranscript(ev.TranscriptPath)
 	if err != nil {
 		return
 	}

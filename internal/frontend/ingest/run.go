@@ -18,6 +18,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/frontend/hooks"
+	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
@@ -164,7 +165,10 @@ func (in *Ingester) File(ctx context.Context, path string, partial bool) (*Repor
 	if in.files == nil {
 		in.files = map[string]*fileState{}
 	}
-	f, err := os.Open(abs)
+	// Opened without blocking, and only a regular file: the transcripts'
+	// directories are the agents' to write, and a named pipe made there
+	// would otherwise hold the ingester (and its lock) until a writer came.
+	f, err := guard.OpenRegular(abs)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
 	"github.com/overseer-dev/overseer/internal/lazyre"
 )
@@ -134,7 +135,10 @@ func (fv *fileValues) of(p, source string) []secrets.ValueFP {
 	if ok && e.size == st.Size() && e.mtime.Equal(st.ModTime()) {
 		return e.vals
 	}
-	f, err := os.Open(p)
+	// The stat above may be of another file than the one opened (a project's
+	// .env is the agent's to replace): the open does not block, and reads
+	// only a regular file (a named pipe would hold the judgement).
+	f, err := guard.OpenRegular(p)
 	if err != nil {
 		return nil
 	}

@@ -563,6 +563,10 @@ func (g *Guard) readBeforeEdit(ctx context.Context, a *action.Action) []guard.Fi
 			}
 		case !ri.Full:
 			refuse(fmt.Sprintf("%s was only partly read (offset/limit): read the whole file first, then edit it", p.Path))
+		case !fi.ModTime().Equal(ri.Mtime) && fi.Size() > MaxRecordedRead:
+			// No read of a file this large is remembered: it changed since
+			// (and is not hashed, which would hold the judgement).
+			refuse(fmt.Sprintf("%s is larger than %d bytes now, so the edit cannot be checked against what you read", p.Path, MaxRecordedRead))
 		case !fi.ModTime().Equal(ri.Mtime):
 			h, _, err := HashFile(p.Path)
 			if err != nil {

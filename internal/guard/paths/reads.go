@@ -145,6 +145,13 @@ func (t *StoreTracker) Prune(ctx context.Context, cutoff time.Time) (int, error)
 	return n, errors.Join(errs...)
 }
 
+// MaxRecordedRead is the largest file whose read is remembered (as large
+// as Overseer's own file tools read, builtin.MaxReadBytes). A read is
+// recorded with its file's hash while the call is judged, so a file an
+// agent makes huge (a sparse file costs nothing) would keep the judgement
+// hashing it; an edit of a file now larger cannot be of the content read.
+const MaxRecordedRead = 64 << 20
+
 // HashFile returns the hex SHA-256 of the regular file at p and its
 // modification time (guard.ErrNotRegular for anything else).
 func HashFile(p string) (hash string, mtime time.Time, err error) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/overseer-dev/overseer/internal/guard/paths"
 	"github.com/overseer-dev/overseer/plugin"
@@ -25,9 +26,10 @@ func (t *Tools) resolve(c plugin.Call, p string) (string, error) {
 	return paths.Resolve(t.cfg.Home, c.Cwd, p)
 }
 
-// loadFile reads a whole regular file (at most MaxReadBytes).
+// loadFile reads a whole regular file (at most MaxReadBytes). The open
+// does not block: a named pipe at p would otherwise wait for a writer.
 func loadFile(p string) ([]byte, fs.FileInfo, error) {
-	f, err := os.Open(p)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, err
 	}

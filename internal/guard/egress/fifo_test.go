@@ -1,0 +1,85 @@
+//go:build unix
+
+package egress
+
+import (
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A project's .env is the agent's to write: an agent that keeps swapping a
+// named pipe in for it (rename, in a loop) must not catch the guard
+// between its stat of the file and its open, which would wait for a
+// writer and hold the judgement. The file is opened without blocking and
+// read only when regular; the twin, the regular file alone, still gives
+// its values.
+func TestSecretFileSwappedForPipe(t *testing.T) {
+	dir := t.TempDir()
+	env := filepath.Join(dir, ".env")
+	regA, regB, pipe := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "pipe")
+	if err := os.WriteFile(regA, []byte("TOKEN="+ghToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(regB, []byte("TOKEN="+ghToken+"\nX=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	g := newGuard(t, Policy{}, Env{})
+	if err := g.init(); err != nil {
+		t.Fatal(err)
+	}
+	fv := g.files
+
+	// The twin: a regular .env gives its values.
+	if err := os.Link(regA, env); err != nil {
+		t.Fatal(err)
+	}
+	if vals := fv.of(env, ".env"); len(vals) == 0 {
+		t.Fatal("no values from a regular .env")
+	}
+
+	var stop atomic.Bool
+	swapped := make(chan struct{})
+	go func() {
+		defer close(swapped)
+		tmp := filepath.Join(dir, "tmp")
+		for i := 0; !stop.Load(); i++ {
+			src := []string{regA, pipe, regB, pipe}[i%4]
+			_ = os.Remove(tmp)
+			if os.Link(src, tmp) == nil {
+				_ = os.Rename(tmp, env)
+			}
+		}
+	}()
+	defer func() { stop.Store(true); <-swapped }()
+
+	calls := make(chan struct{})
+	go func() {
+		defer close(calls)
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+			fv.of(env, ".env")
+		}
+	}()
+	select {
+	case <-calls:
+	case <-time.After(15 * time.Second):
+		stop.Store(true)
+		for {
+			// Let the held open go: a writer comes and goes.
+			if f, err := os.OpenFile(pipe, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+			select {
+			case <-calls:
+				t.Fatal("the guard waited on a named pipe swapped in for .env")
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+}
