@@ -1200,6 +1200,9 @@ func (a *analyzer) copyEffects(ops []arg, base intent, targetDir *arg, noTarget,
 	if dynSource && intoDir {
 		a.effectFact(dp, action.PathUnknown)
 	}
+	if dynSource && !intoDir && !recursive {
+		a.maybeOverseerCopy(dp)
+	}
 	for _, src := range sources {
 		if remoteArg(src.val) {
 			continue
@@ -1208,6 +1211,10 @@ func (a *analyzer) copyEffects(ops []arg, base intent, targetDir *arg, noTarget,
 			// cp "$f" dir/: a file whose name is not known lands in dir.
 			if intoDir {
 				a.effectFact(dp, action.PathUnknown)
+			} else if !recursive {
+				// cp "$(command -v overseer)" ./ov: the copy may be
+				// anything, Overseer's CLI too (selfapprove.go).
+				a.maybeOverseerCopy(dp)
 			}
 			continue
 		}

@@ -119,6 +119,10 @@ func (a *analyzer) selfCheck(s *segCtx) {
 			name = n
 		}
 	}
+	if name == maybeOverseer {
+		a.maybeOverseerCmd(s)
+		return
+	}
 	switch {
 	case name == "overseer":
 		a.overseerCmd(s.args, s.prog.val, s.c.extraDyn)
@@ -148,6 +152,45 @@ func (a *analyzer) selfCheck(s *segCtx) {
 				return
 			}
 		}
+	}
+}
+
+// maybeOverseer stands in ovCopies for a file the command copies or links
+// from a path not known until it runs: it may be Overseer's CLI.
+const maybeOverseer = "?"
+
+// maybeOverseerCopy records that the command puts at p a copy or link of a
+// file whose path is computed when it runs, unless p is already known as
+// a copy of Overseer's.
+func (a *analyzer) maybeOverseerCopy(p string) {
+	if _, ok := a.ovCopies[p]; ok {
+		return
+	}
+	if a.ovCopies == nil {
+		a.ovCopies = map[string]string{}
+	}
+	a.ovCopies[p] = maybeOverseer
+}
+
+// maybeOverseerCmd judges a run of a program the same command copied or
+// linked from a computed path (cp "$(command -v overseer)" ./ov && ./ov
+// approve …): the guard cannot tell whether it is Overseer's CLI, whose
+// refusal under an agent the agent can escape (a detached run without its
+// environment markers). Its arguments are judged as Overseer's, and what
+// the allow-list refuses Overseer reaches a person instead of being
+// blocked: a program copied from a computed path and run at once is rare
+// in ordinary work, and a person sees what it is.
+func (a *analyzer) maybeOverseerCmd(s *segCtx) {
+	n := len(a.out.Findings)
+	a.overseerCmd(s.args, s.prog.val, s.c.extraDyn)
+	for i := n; i < len(a.out.Findings); i++ {
+		f := &a.out.Findings[i]
+		if f.Check != "shell.self-approve" {
+			continue
+		}
+		f.Check, f.Level, f.Hard = "shell.maybe-overseer", action.Confirm, false
+		f.Message = "runs `" + s.prog.val + "`, which this command copies or links from a path it computes when it runs: " +
+			"if that is Overseer's CLI, the agent would answer for a person (" + f.Message + ")"
 	}
 }
 
