@@ -59,7 +59,42 @@ func loadKey(home string) ([]byte, error) {
 
 // secretEnvName matches the names of environment variables that hold
 // secrets.
-var secretEnvName = lazyre.New(`(?i)(KEY|TOKEN|SECRET|PASSW|PWD$|CREDENTIAL|AUTH|PRIVATE|COOKIE|SESSION|DSN$|DATABASE_URL|_URI$|WEBHOOK)`)
+var secretEnvName = envNameMatcher{re: lazyre.New(`(?i)(KEY|TOKEN|SECRET|PASSW|PWD$|CREDENTIAL|AUTH|PRIVATE|COOKIE|SESSION|DSN$|DATABASE_URL|_URI$|WEBHOOK)`)}
+
+// envNameMatcher is secretEnvName's expression, matched without the regexp
+// engine for ASCII names (every hook process fingerprints its environment,
+// and compiling and running the expression was most of that); a name with
+// other bytes goes to the expression, whose case folding knows Unicode's.
+// FuzzSecretEnvName keeps the two equal.
+type envNameMatcher struct{ re *lazyre.Regexp }
+
+// secretEnvParts are the expression's unanchored parts, secretEnvEnds its
+// parts anchored at the end.
+var (
+	secretEnvParts = []string{"KEY", "TOKEN", "SECRET", "PASSW", "CREDENTIAL", "AUTH", "PRIVATE", "COOKIE", "SESSION", "DATABASE_URL", "WEBHOOK"}
+	secretEnvEnds  = []string{"PWD", "DSN", "_URI"}
+)
+
+// MatchString reports whether name matches the expression.
+func (m envNameMatcher) MatchString(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if name[i] >= 0x80 {
+			return m.re.MatchString(name)
+		}
+	}
+	up := strings.ToUpper(name)
+	for _, p := range secretEnvParts {
+		if strings.Contains(up, p) {
+			return true
+		}
+	}
+	for _, e := range secretEnvEnds {
+		if strings.HasSuffix(up, e) {
+			return true
+		}
+	}
+	return false
+}
 
 // envValues returns the values of the secret-looking variables of environ
 // (NAME=value): the whole value, and the passwords inside it (a URL's).
