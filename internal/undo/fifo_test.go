@@ -41,8 +41,4 @@ func TestNamedPipeNotRead(t *testing.T) {
 	if err != nil || !ok || string(b) != "kept" {
 		t.Fatalf("readCapped of a regular file: %q %v %v", b, ok, err)
 	}
-	if f, err := openRegular(fifo); err == nil {
-		f.Close()
-		t.Fatal("openRegular opened a named pipe")
-	}
 }

@@ -26,10 +26,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -320,7 +320,7 @@ func (s *Store) blobPath(h string) string {
 // putBlob stores the content of file p and returns its hash and size.
 // Content already stored is not written again.
 func (s *Store) putBlob(p string) (string, int64, error) {
-	src, err := openRegular(p)
+	src, err := guard.OpenRegular(p) // a pipe swapped in after Lstat must not hold the keep
 	if err != nil {
 		return "", 0, fmt.Errorf("undo: keep %s: %w", p, err)
 	}
@@ -679,7 +679,7 @@ func (s *Store) diffFile(f File) string {
 // readCapped reads up to maxDiffBytes+1 of a file; exists is false when it
 // is missing.
 func readCapped(p string) (b []byte, exists bool, err error) {
-	f, err := openRegular(p)
+	f, err := guard.OpenRegular(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -825,26 +825,4 @@ func (s *Store) Prune(ctx context.Context, maxAge time.Duration, maxBytes int64)
 		errs = append(errs, err)
 	}
 	return st, errors.Join(errs...)
-}
-
-// errNotRegular: what undo reads must be a regular file.
-var errNotRegular = errors.New("not a regular file")
-
-// openRegular opens the regular file at p without blocking on what is not
-// one (a named pipe swapped in after Lstat would hold the keep, and with it
-// the call, until a writer came).
-func openRegular(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = errNotRegular
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }
