@@ -451,19 +451,23 @@ func (g *Guard) analyzer(cwd string, mem Memory) *secrets.Analyzer {
 }
 
 // fileSet returns the fingerprints of the values of dir's files names,
-// rebuilt only when one of the files changed (size or time) since the
-// last call for dir.
+// rebuilt only when one of the files changed (its stamp: inode, size,
+// modification and change times) since the last call for dir. A set with
+// a file that had not settled (see fileValues) is not remembered.
 func (g *Guard) fileSet(dir string, names []string, tilde bool) *secrets.Fingerprints {
 	var sig strings.Builder
 	type file struct{ path, source string }
 	var present []file
+	keep := true
 	for _, n := range names {
 		p := filepath.Join(dir, n)
 		st, err := os.Stat(p)
 		if err != nil || !st.Mode().IsRegular() {
 			continue
 		}
-		fmt.Fprintf(&sig, "%s\x00%d\x00%d\x00", n, st.Size(), st.ModTime().UnixNano())
+		s, ok := guard.StampOf(st)
+		keep = keep && ok
+		fmt.Fprintf(&sig, "%s\x00%d\x00%d\x00%d\x00%d\x00%d\x00", n, s.Dev, s.Ino, s.Size, s.Mtime, s.Ctime)
 		src := p
 		if tilde {
 			src = "~/" + n
@@ -474,14 +478,19 @@ func (g *Guard) fileSet(dir string, names []string, tilde bool) *secrets.Fingerp
 	g.setsMu.Lock()
 	c, ok := g.sets[dir]
 	g.setsMu.Unlock()
-	if ok && c.sig == key {
+	if keep && ok && c.sig == key {
 		return c.set
 	}
 	set := g.files.fp.Clone()
 	for _, f := range present {
-		for _, v := range g.files.of(f.path, f.source) {
+		vals, settled := g.files.read(f.path, f.source)
+		keep = keep && settled
+		for _, v := range vals {
 			set.AddFP(v)
 		}
+	}
+	if !keep {
+		return set
 	}
 	g.setsMu.Lock()
 	if g.sets == nil || len(g.sets) >= 64 {

@@ -142,9 +142,12 @@ var projectSecretFiles = []string{".env", ".env.local", ".env.production", ".env
 // maxSecretFile is the largest secret file whose values are fingerprinted.
 const maxSecretFile = 256 << 10
 
-// fileValues caches the fingerprints of secret files by path, size and
-// modification time, so that a process judging many actions reads each
-// file once.
+// fileValues caches the fingerprints of secret files by path and the
+// file's stamp (guard.Stamp: inode, size, modification and change times),
+// so that a process judging many actions reads each file once. A file
+// changed within guard.RacyWindow of its read is not remembered, and read
+// again next time: a rewrite in the same tick of the file system's clock
+// could leave its stamp as it was.
 type fileValues struct {
 	fp *secrets.Fingerprints // the key's empty set, to compute with
 	mu sync.Mutex
@@ -152,35 +155,46 @@ type fileValues struct {
 }
 
 type fileEntry struct {
-	size  int64
-	mtime time.Time
+	stamp guard.Stamp
 	vals  []secrets.ValueFP
 }
 
 // of returns the fingerprints of the values of the file at p (nil when it
 // cannot be read or is not a regular file).
 func (fv *fileValues) of(p, source string) []secrets.ValueFP {
+	vals, _ := fv.read(p, source)
+	return vals
+}
+
+// read is of, and reports whether the values may be remembered by the
+// file's stamp: the file read is the one stat saw, and it had settled.
+func (fv *fileValues) read(p, source string) ([]secrets.ValueFP, bool) {
+	start := time.Now()
 	st, err := os.Stat(p)
 	if err != nil || !st.Mode().IsRegular() || st.Size() > maxSecretFile {
-		return nil
+		return nil, false
 	}
-	fv.mu.Lock()
-	e, ok := fv.c[p]
-	fv.mu.Unlock()
-	if ok && e.size == st.Size() && e.mtime.Equal(st.ModTime()) {
-		return e.vals
+	stamp, stamped := guard.StampOf(st)
+	if stamped {
+		fv.mu.Lock()
+		e, ok := fv.c[p]
+		fv.mu.Unlock()
+		if ok && e.stamp == stamp {
+			return e.vals, true
+		}
 	}
 	// The stat above may be of another file than the one opened (a project's
 	// .env is the agent's to replace): the open does not block, and reads
 	// only a regular file (a named pipe would hold the judgement).
 	f, err := guard.OpenRegular(p)
 	if err != nil {
-		return nil
+		return nil, false
 	}
+	read, _ := f.Stat()
 	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile))
 	f.Close()
 	if err != nil || bytes.IndexByte(b, 0) >= 0 {
-		return nil // unreadable, or binary (a keystore)
+		return nil, false // unreadable, or binary (a keystore)
 	}
 	var vals []secrets.ValueFP
 	for i, v := range secrets.ValuesOf(string(b)) {
@@ -191,11 +205,19 @@ func (fv *fileValues) of(p, source string) []secrets.ValueFP {
 			vals = append(vals, fp)
 		}
 	}
+	got, ok := guard.StampOf(read)
+	if !stamped || !ok || got != stamp || !stamp.Settled(start) {
+		return vals, false
+	}
 	fv.mu.Lock()
-	if fv.c == nil {
+	if fv.c == nil || len(fv.c) >= maxFileEntries {
 		fv.c = map[string]fileEntry{}
 	}
-	fv.c[p] = fileEntry{size: st.Size(), mtime: st.ModTime(), vals: vals}
+	fv.c[p] = fileEntry{stamp: stamp, vals: vals}
 	fv.mu.Unlock()
-	return vals
+	return vals, true
 }
+
+// maxFileEntries bounds the cache of secret files; when it is full it
+// starts over.
+const maxFileEntries = 1024

@@ -4,6 +4,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/overseer-dev/overseer/internal/guard"
 )
 
 // HashCache remembers the content hashes of files it hashed, by the file's
@@ -14,10 +16,10 @@ import (
 // recorded with its file's hash. Any change of the file's content changes
 // its change time (ctime, which no user can set) to the current time, so a
 // file whose stat matches an entry still has the hashed content, provided
-// the entry was not made within racyWindow of the file's last change: a
+// the entry was not made within guard.RacyWindow of the file's last change: a
 // write in the same tick of the file system's clock could leave both times
 // as they were (git's "racily clean" entries). Such a file is hashed every
-// time until its last change is older than racyWindow.
+// time until its last change is older than guard.RacyWindow.
 //
 // The cache only ever answers for the same path with an unchanged stat; it
 // is safe for concurrent use. On systems where stat does not give the
@@ -27,16 +29,11 @@ type HashCache struct {
 	m  map[string]hashEntry
 }
 
-// racyWindow is how long after a file's last change its hash is not
-// remembered: more than any file system's clock tick (FAT's is two
-// seconds).
-const racyWindow = 3 * time.Second
-
 // maxHashEntries bounds the cache; when it is full it starts over.
 const maxHashEntries = 4096
 
 type hashEntry struct {
-	id    fileID
+	id    guard.Stamp
 	hash  string
 	mtime time.Time
 }
@@ -48,7 +45,7 @@ func NewHashCache() *HashCache { return &HashCache{m: map[string]hashEntry{}} }
 // modification time, as HashFile does; fi is p's stat, taken by the caller
 // just before. A nil cache hashes every time.
 func (c *HashCache) Hash(p string, fi os.FileInfo) (hash string, mtime time.Time, err error) {
-	id, ok := idOf(fi)
+	id, ok := guard.StampOf(fi)
 	if c == nil || !ok {
 		return HashFile(p)
 	}
@@ -63,10 +60,10 @@ func (c *HashCache) Hash(p string, fi os.FileInfo) (hash string, mtime time.Time
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	mtime = time.Unix(0, got.mtime)
+	mtime = time.Unix(0, got.Mtime)
 	// Remembered only when the file hashed is the one stat saw, and its
-	// last change is well before the hash began (see racyWindow).
-	if got == id && start.Sub(time.Unix(0, got.ctime)) > racyWindow && start.Sub(mtime) > racyWindow {
+	// last change is well before the hash began.
+	if got == id && got.Settled(start) {
 		c.mu.Lock()
 		if len(c.m) >= maxHashEntries {
 			clear(c.m)

@@ -5,34 +5,11 @@ package paths
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"os"
 	"syscall"
+
+	"github.com/overseer-dev/overseer/internal/guard"
 )
-
-// fileID is what identifies a file's content to HashCache.
-type fileID struct {
-	dev, ino     uint64
-	size         int64
-	mtime, ctime int64 // Unix nanoseconds
-}
-
-// idOf returns the identity of the file fi describes.
-func idOf(fi os.FileInfo) (fileID, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || !fi.Mode().IsRegular() {
-		return fileID{}, false
-	}
-	return statID(st), true
-}
-
-func statID(st *syscall.Stat_t) fileID {
-	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino), size: int64(st.Size),
-		mtime: syscall.TimespecToNsec(st.Mtim), ctime: syscall.TimespecToNsec(st.Ctim)}
-}
-
-// errNotRegular: a file HashCache hashes must be a regular file.
-var errNotRegular = errors.New("not a regular file")
 
 // hashFileID hashes the regular file at p (as HashFile) and returns the
 // identity of the file it read. The file is read with plain system calls:
@@ -40,7 +17,7 @@ var errNotRegular = errors.New("not a regular file")
 // one more system call on every read recorded. It is opened without
 // blocking (a FIFO put in its place would block the open) and refused
 // unless regular.
-func hashFileID(p string) (string, fileID, error) {
+func hashFileID(p string) (string, guard.Stamp, error) {
 	var fd int
 	var err error
 	for {
@@ -50,15 +27,15 @@ func hashFileID(p string) (string, fileID, error) {
 		}
 	}
 	if err != nil {
-		return "", fileID{}, &os.PathError{Op: "open", Path: p, Err: err}
+		return "", guard.Stamp{}, &os.PathError{Op: "open", Path: p, Err: err}
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return "", fileID{}, &os.PathError{Op: "stat", Path: p, Err: err}
+		return "", guard.Stamp{}, &os.PathError{Op: "stat", Path: p, Err: err}
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return "", fileID{}, &os.PathError{Op: "read", Path: p, Err: errNotRegular}
+		return "", guard.Stamp{}, &os.PathError{Op: "read", Path: p, Err: guard.ErrNotRegular}
 	}
 	h := sha256.New()
 	pb := hashBufs.Get().(*[]byte)
@@ -70,12 +47,12 @@ func hashFileID(p string) (string, fileID, error) {
 			continue
 		}
 		if err != nil {
-			return "", fileID{}, &os.PathError{Op: "read", Path: p, Err: err}
+			return "", guard.Stamp{}, &os.PathError{Op: "read", Path: p, Err: err}
 		}
 		if n <= 0 {
 			break
 		}
 		h.Write(buf[:n])
 	}
-	return hex.EncodeToString(h.Sum(nil)), statID(&st), nil
+	return hex.EncodeToString(h.Sum(nil)), guard.StampOfStat(&st), nil
 }

@@ -4,15 +4,12 @@ package paths
 
 import (
 	"errors"
-	"os"
+
+	"github.com/overseer-dev/overseer/internal/guard"
 )
 
-// fileID is what identifies a file's content to HashCache; this system's
-// stat does not give it, so nothing is remembered.
-type fileID struct{ mtime, ctime int64 }
-
-func idOf(os.FileInfo) (fileID, bool) { return fileID{}, false }
-
-func hashFileID(string) (string, fileID, error) {
-	return "", fileID{}, errors.New("paths: no file identity on this system")
+// hashFileID is not used on this system: its stat does not give a file's
+// identity (guard.StampOf is never ok), so HashCache hashes every time.
+func hashFileID(string) (string, guard.Stamp, error) {
+	return "", guard.Stamp{}, errors.New("paths: no file identity on this system")
 }

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/overseer-dev/overseer/internal/guard"
 )
 
 // hashVia hashes p through c as the kernel's read recording does: stat,
@@ -60,7 +62,7 @@ func TestHashCacheFollowsChanges(t *testing.T) {
 	write(t, p, "two\n") // same size, at once
 	hashVia(t, c, p)
 
-	time.Sleep(racyWindow + 100*time.Millisecond)
+	time.Sleep(guard.RacyWindow + 100*time.Millisecond)
 	h := hashVia(t, c, p)
 	hashVia(t, c, r)
 	if runtime.GOOS != "linux" {
