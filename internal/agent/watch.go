@@ -129,7 +129,14 @@ func (w *watcher) notices(ctx context.Context, reads paths.ReadTracker, session 
 		if err != nil || !ok {
 			continue
 		}
-		h, _, err := paths.HashFile(p)
+		// A file larger than any read recorded has changed since (its read
+		// was recorded, so it was smaller): it is not read to say so.
+		h, err := "", error(nil)
+		if fi, serr := os.Stat(p); serr == nil && fi.Size() > paths.MaxRecordedRead {
+			h = "(larger than any recorded read)"
+		} else {
+			h, _, err = paths.HashFile(p)
+		}
 		switch {
 		case os.IsNotExist(err):
 			out = append(out, fmt.Sprintf("%s was removed outside this task since you last read or wrote it (at %s).",

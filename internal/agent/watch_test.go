@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/agent/task"
+	"github.com/overseer-dev/overseer/internal/guard/paths"
 	"github.com/overseer-dev/overseer/internal/llmtest"
 )
 
@@ -49,6 +50,36 @@ func TestChangedFileNotice(t *testing.T) {
 		return llmtest.Fail("request %d was not expected", n)
 	}), nil)
 	tk := h.run(t, "read and write")
+	if tk.Status != task.Done {
+		t.Fatalf("status %s\n%s", tk.Status, h.out)
+	}
+}
+
+// A file the task read that someone makes larger than any recorded read
+// (a sparse file costs them nothing: here a terabyte, which would take an
+// hour to hash) is named as changed without being read whole.
+func TestChangedFileNoticeHugeFile(t *testing.T) {
+	var h *harness
+	notes := func() string { return filepath.Join(h.work, "notes.txt") }
+	h = newHarness(t, llmtest.Func(func(n int, req llmtest.Request) llmtest.Reply {
+		switch n {
+		case 0:
+			return reply("", call("file_read", map[string]any{"file_path": "notes.txt"}, "read the notes", 0.9))
+		case 1:
+			if err := os.Truncate(notes(), max(paths.MaxRecordedRead+1, 1<<40)); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(200 * time.Millisecond) // let the file event arrive
+			return reply("", call("bash", map[string]any{"command": "true"}, "wait", 0.9))
+		case 2:
+			if lacks(t, n, req, notes()+" changed outside this task") {
+				return llmtest.Fail("no notice")
+			}
+			return reply("", doneDecision)
+		}
+		return llmtest.Fail("request %d was not expected", n)
+	}), nil)
+	tk := h.run(t, "read")
 	if tk.Status != task.Done {
 		t.Fatalf("status %s\n%s", tk.Status, h.out)
 	}
