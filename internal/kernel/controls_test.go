@@ -705,3 +705,37 @@ func TestUnreadableRulesFailClosed(t *testing.T) {
 		t.Fatalf("after the fix: %s by %+v", v.Level, v.Decider)
 	}
 }
+
+// A dry run (Kernel.Evaluate: judged, not recorded) judges by the rules
+// as they are, including those another process changed: its verdict is
+// the one a submission would get.
+func TestDryRunSeesOtherProcessRules(t *testing.T) {
+	ctx := context.Background()
+	e := newControlsEnv(t, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	shell := func() *action.Action {
+		return &action.Action{Agent: "a", Session: "s", Tool: "Bash", Args: map[string]any{"command": "ls"}, Cwd: e.proj}
+	}
+	if v := e.k.Evaluate(ctx, shell()); v.Level == action.Block {
+		t.Fatalf("blocked before any rule: %+v", v)
+	}
+	k2, err := kernel.Open(ctx, kernel.Config{Home: e.home, Clock: e.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k2.Close()
+	if _, err := k2.PutAutoRule(ctx, autorule.Rule{Name: "midday", Enabled: true, Priority: 1,
+		Trigger: autorule.Trigger{Type: autorule.TriggerTime, Tool: "shell", From: "11:00", To: "13:00"},
+		Action:  autorule.Action{Type: autorule.ActBlockTool}}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if v := e.k.Evaluate(ctx, shell()); v.Level != action.Block {
+		t.Fatalf("the dry run missed the other process's rule: %s", v.Level)
+	}
+	sub, err := e.k.Submit(ctx, shell())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.Verdict.Level != action.Block {
+		t.Fatalf("the submission missed the other process's rule: %s", sub.Verdict.Level)
+	}
+}

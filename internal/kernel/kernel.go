@@ -328,6 +328,10 @@ func NewActionID() string {
 func (k *Kernel) Evaluate(ctx context.Context, a *action.Action) action.Verdict {
 	MintID(a)
 	k.maybeReloadPauses(ctx)
+	// Judged by the rules as Submit would judge it: those another process
+	// changed are loaded first (a failure leaves them as they were, as
+	// Submit does).
+	_ = k.controls.sync(ctx)
 	return k.Engine.Evaluate(ctx, a)
 }
 
