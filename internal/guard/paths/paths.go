@@ -561,7 +561,13 @@ func (g *Guard) readBeforeEdit(ctx context.Context, a *action.Action) []guard.Fi
 			if builtin || g.cfg.StrictForeignEdits {
 				refuse(fmt.Sprintf("%s has not been read in this session: read the file first (in full), then edit it", p.Path))
 			}
-		case !ri.Full:
+		case !ri.Full && (builtin || g.cfg.StrictForeignEdits):
+			// Another agent's edit after a partial read is judged as one
+			// after a full read (unless strict): its tool replaces text it
+			// quotes exactly (Claude Code's Edit, Gemini's replace, a
+			// patch's context), and it reads large files in parts; what the
+			// read tells is whether the file changed since (the whole file
+			// was hashed).
 			refuse(fmt.Sprintf("%s was only partly read (offset/limit): read the whole file first, then edit it", p.Path))
 		case !fi.ModTime().Equal(ri.Mtime) && fi.Size() > MaxRecordedRead:
 			// No read of a file this large is remembered: it changed since

@@ -218,7 +218,10 @@ func TestReadBeforeEdit(t *testing.T) {
 		{"builtin partial after full", BuiltinAgent, "file_edit", false, []step{read(true), read(false)}, "hard:block", "only partly read"},
 		{"foreign unread", "claude-code", "Edit", false, nil, "none", ""},
 		{"foreign unread strict", "claude-code", "Edit", true, nil, "hard:confirm", "read the file first"},
-		{"foreign partial", "claude-code", "Edit", false, []step{read(false)}, "hard:confirm", "only partly read"},
+		{"foreign partial", "claude-code", "Edit", false, []step{read(false)}, "none", ""},
+		{"foreign partial strict", "claude-code", "Edit", true, []step{read(false)}, "hard:confirm", "only partly read"},
+		{"foreign partial touched only", "claude-code", "Edit", false, []step{read(false), touch}, "none", ""},
+		{"foreign partial changed", "claude-code", "Edit", false, []step{read(false), change}, "hard:block", "changed since you read it"},
 		{"foreign changed", "claude-code", "Edit", false, []step{read(true), change}, "hard:block", "changed since you read it"},
 		{"other tool of overseer", BuiltinAgent, "apply_patch", false, []step{read(true), change}, "hard:block", "changed since"},
 	}
