@@ -37,6 +37,16 @@ type Signals interface {
 	RecentToolStats(ctx context.Context, tool string) (perception.ToolStats, error)
 }
 
+// LoopSignals is what Signals may also tell: how many calls of a tool a
+// loop limit put to a person in a session that the person approved. Each
+// doubles the session's same_tool limit for the tool (see behaviour).
+type LoopSignals interface {
+	LoopApprovals(session, tool string) int
+}
+
+// maxLoopDoublings caps how often approvals double a same_tool limit.
+const maxLoopDoublings = 3
+
 // Config builds an Engine.
 type Config struct {
 	Policy  *policy.Policy  // the admin layer; nil means the built-in default
@@ -307,7 +317,8 @@ func (ev *evaluation) params() {
 // L2: repeats and loops within a session. The same call repeated
 // same_args times without a file written in between, or same_tool calls of
 // one tool that write, delete, execute or send, raise the level; reads of
-// different files are never counted.
+// different files are never counted. same_tool doubles for a tool with
+// each call of it the limit put to a person that they approved.
 func (ev *evaluation) behaviour() {
 	if ev.e.signals == nil {
 		return
@@ -318,6 +329,12 @@ func (ev *evaluation) behaviour() {
 		return
 	}
 	sameArgs, sameTool := set.SameArgs, set.SameTool
+	if ls, ok := ev.e.signals.(LoopSignals); ok && sameTool > 0 {
+		// A person who let a run of a tool's calls go on has said the
+		// session's pace with it is theirs: the limit doubles with each
+		// such approval (the count started again at it), up to 8 times.
+		sameTool <<= min(ls.LoopApprovals(sessionKey(a), a.Tool), maxLoopDoublings)
+	}
 	if a.Confidence != nil && *a.Confidence < set.LowConfidence {
 		// A decider that is unsure of itself gets less rope.
 		sameArgs -= max(1, sameArgs/3)

@@ -182,12 +182,35 @@ func TestLoopLimitsByEffect(t *testing.T) {
 	if asked == nil || asked.Verdict.Decider.Name != "same-tool" {
 		t.Fatalf("the 20th edit within 5m was not asked about")
 	}
-	// Once a person has looked, counting starts again.
-	if _, _, err := k.Answer(ctx, asked.Approval.ID, store.Answer{Decision: "approve", Who: "ann", Channel: "test"}); err != nil {
-		t.Fatal(err)
+	// Once a person has looked and let the run go on, counting starts
+	// again, and the session's limit for the tool doubles: the next call
+	// asked about is the 40th after the approval, then the 80th.
+	for _, limit := range []int{40, 80} {
+		if _, _, err := k.Answer(ctx, asked.Approval.ID, store.Answer{Decision: "approve", Who: "ann", Channel: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		asked = nil
+		for i := 1; i <= limit; i++ {
+			sub := submit(call("claude-code", "writes", proj, "Edit", map[string]any{"file_path": fmt.Sprintf("%s/g%03d.go", proj, i),
+				"old_string": "p", "new_string": "q"}))
+			if sub.Verdict.Level.NeedsPerson() {
+				if i != limit || sub.Verdict.Decider.Name != "same-tool" {
+					t.Fatalf("edit %d after the approval (limit %d): %s", i, limit, sub.Verdict.Summary())
+				}
+				asked = sub
+			}
+		}
+		if asked == nil {
+			t.Fatalf("the %dth edit after the approval was not asked about", limit)
+		}
 	}
-	if sub := submit(call("claude-code", "writes", proj, "Edit", map[string]any{"file_path": proj + "/f21.go", "old_string": "p", "new_string": "q"})); sub.Verdict.Level.NeedsPerson() {
-		t.Fatalf("after the person looked: %s", sub.Verdict.Summary())
+	// Another session's limit is its own.
+	for i := 0; i < 20; i++ {
+		sub := submit(call("claude-code", "other", proj, "Edit", map[string]any{"file_path": fmt.Sprintf("%s/h%02d.go", proj, i),
+			"old_string": "p", "new_string": "q"}))
+		if got := sub.Verdict.Level.NeedsPerson(); got != (i == 19) {
+			t.Fatalf("other session, edit %d: %s", i, sub.Verdict.Summary())
+		}
 	}
 	// Identical repeats with nothing changed in between trip the limit...
 	status := func(s string) *kernel.Submission {

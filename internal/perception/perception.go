@@ -366,7 +366,13 @@ type session struct {
 	results    map[ResultClass]int
 	last       map[string]*lastResult // by tool
 	lastOrder  []string               // tools in first-seen order, for eviction
+	// loopOK counts, by tool, the calls a loop limit put to a person that
+	// the person approved (see ForgetTool and LoopApprovals).
+	loopOK map[string]int
 }
+
+// maxLoopTools bounds the tools a session's loop approvals are kept for.
+const maxLoopTools = 32
 
 // touch returns the session id, creating it and evicting the least recently
 // active session when there are too many. Callers hold b.mu.
@@ -460,12 +466,17 @@ func (b *Bus) RecordSampleAt(session string, s ActionSample) {
 
 // ForgetTool drops session's recorded actions of tool: a person approved a
 // call of it that a loop limit had put to them, so counting starts again.
+// The approval is remembered (LoopApprovals): the session's limit for the
+// tool grows with each one.
 func (b *Bus) ForgetTool(session, tool string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.lookup(session)
-	if s == nil {
-		return
+	s := b.touch(session)
+	if s.loopOK == nil {
+		s.loopOK = map[string]int{}
+	}
+	if _, ok := s.loopOK[tool]; ok || len(s.loopOK) < maxLoopTools {
+		s.loopOK[tool]++
 	}
 	kept := s.actions[:0]
 	for _, a := range s.actions {
@@ -474,6 +485,17 @@ func (b *Bus) ForgetTool(session, tool string) {
 		}
 	}
 	s.actions = kept
+}
+
+// LoopApprovals returns how many calls of tool a loop limit put to a
+// person in session that the person approved (see ForgetTool).
+func (b *Bus) LoopApprovals(session, tool string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.lookup(session); s != nil {
+		return s.loopOK[tool]
+	}
+	return 0
 }
 
 // Recent returns session's actions of the last window, oldest first.

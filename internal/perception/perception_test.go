@@ -496,3 +496,30 @@ func TestRecordSampleAt(t *testing.T) {
 		t.Fatalf("after the limit: %v", got)
 	}
 }
+
+// A loop approval is counted by session and tool, also for a session the
+// bus has not seen (another process's), and the tools kept are bounded.
+func TestLoopApprovals(t *testing.T) {
+	bus := New(nil, clock.NewFake(t0))
+	bus.ForgetTool("s1", "Bash")
+	bus.ForgetTool("s1", "Bash")
+	bus.ForgetTool("s1", "Edit")
+	if got := bus.LoopApprovals("s1", "Bash"); got != 2 {
+		t.Fatalf("Bash approvals %d, want 2", got)
+	}
+	if got := bus.LoopApprovals("s1", "Edit"); got != 1 {
+		t.Fatalf("Edit approvals %d, want 1", got)
+	}
+	if got := bus.LoopApprovals("s2", "Bash"); got != 0 {
+		t.Fatalf("another session's approvals %d, want 0", got)
+	}
+	for i := range maxLoopTools + 10 {
+		bus.ForgetTool("s3", fmt.Sprint("tool", i))
+	}
+	if got := bus.LoopApprovals("s3", fmt.Sprint("tool", maxLoopTools+5)); got != 0 {
+		t.Fatalf("a tool past the bound was kept: %d", got)
+	}
+	if got := bus.LoopApprovals("s3", "tool0"); got != 1 {
+		t.Fatalf("tool0 approvals %d, want 1", got)
+	}
+}
