@@ -16,6 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
@@ -50,8 +53,9 @@ func (g *Guard) WithSelfAPI(self *SelfAPI) *Guard {
 // Name returns "net".
 func (g *Guard) Name() string { return "net" }
 
-// Check judges the URL of a net_fetch action (argument "url" or "uri") and
-// records it in a.Facts.URLs. A URL that is refused as written is a hard
+// Check judges the URL of a net_fetch action (argument "url" or "uri", or
+// without one, each URL of its "prompt": see PromptURLs) and records it in
+// a.Facts.URLs. A URL that is refused as written is a hard
 // block; a fetch whose URL cannot be found needs a person (hard approve).
 // Names that are not refused as written produce no finding: their addresses
 // are checked when the client connects.
@@ -66,8 +70,19 @@ func (g *Guard) Check(_ context.Context, a *action.Action) ([]guard.Finding, err
 	if g.polErr != nil {
 		return nil, g.polErr
 	}
-	raw, ok := a.StringArg("url", "uri")
-	if !ok || raw == "" {
+	raws := []string{}
+	if raw, ok := a.StringArg("url", "uri"); ok && raw != "" {
+		raws = append(raws, raw)
+	} else if p, ok := a.Args["prompt"].(string); ok && !hasArg(a, "url", "uri") {
+		// A fetch tool that takes its URLs in its prompt (Gemini CLI's
+		// web_fetch: "Summarize https://… and https://…") fetches each.
+		var ok bool
+		if raws, ok = PromptURLs(p); !ok {
+			return []guard.Finding{{Check: "net.no-url", Level: action.Approve, Hard: true,
+				Message: fmt.Sprintf("this fetch's prompt names more than %d URLs; a person must look at it", maxPromptURLs)}}, nil
+		}
+	}
+	if len(raws) == 0 {
 		return []guard.Finding{{
 			Check:   "net.no-url",
 			Level:   action.Approve,
@@ -75,15 +90,37 @@ func (g *Guard) Check(_ context.Context, a *action.Action) ([]guard.Finding, err
 			Message: "this fetch has no url argument the net guard can check; a person must look at it",
 		}}, nil
 	}
-	if !slices.Contains(a.Facts.URLs, raw) {
-		a.Facts.URLs = append(a.Facts.URLs, raw)
+	var fs []guard.Finding
+	for _, raw := range raws {
+		if !slices.Contains(a.Facts.URLs, raw) {
+			a.Facts.URLs = append(a.Facts.URLs, raw)
+		}
+		if f, ok := g.urlFinding(raw); ok {
+			fs = append(fs, f)
+		}
 	}
+	return fs, nil
+}
+
+// hasArg reports whether a has any of the arguments names, of any type.
+func hasArg(a *action.Action, names ...string) bool {
+	for _, n := range names {
+		if _, ok := a.Args[n]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// urlFinding judges one URL a fetch fetches: a finding when it is refused
+// as written.
+func (g *Guard) urlFinding(raw string) (guard.Finding, bool) {
 	if f, ok := g.selfAPIFinding(raw); ok {
-		return []guard.Finding{f}, nil
+		return f, true
 	}
 	_, err := g.pol.checkRawURL(raw)
 	if err == nil {
-		return nil, nil
+		return guard.Finding{}, false
 	}
 	check, advice := "net.url", "send a well-formed absolute http(s) URL"
 	switch {
@@ -94,10 +131,70 @@ func (g *Guard) Check(_ context.Context, a *action.Action) ([]guard.Finding, err
 	case errors.Is(err, ErrUserinfo):
 		check, advice = "net.userinfo", "remove the user:password@ part; credentials do not belong in URLs"
 	}
-	return []guard.Finding{{
+	return guard.Finding{
 		Check:   check,
 		Level:   action.Block,
 		Hard:    true,
 		Message: fmt.Sprintf("fetch refused: %v; %s", err, advice),
-	}}, nil
+	}, true
 }
+
+// PromptURLs returns the URLs a fetch tool that takes them in its prompt
+// may fetch: from every place where http:// or https:// begins (in any
+// case, anywhere, even inside a word or another URL) to the next white
+// space. Gemini CLI takes /https?:\/\/[^\s]+/ from its prompt; a text here
+// ends only at white space that is white space both to JavaScript and to
+// Go, and one begins wherever the agent's could, so every URL the agent
+// fetches is the start of one read here (a longer one is refused as
+// written, or names the same host). ok is false when the prompt holds more
+// than maxPromptURLs.
+func PromptURLs(p string) (urls []string, ok bool) {
+	for start := 0; start < len(p); {
+		// One run of text without white space: p[start:end].
+		end := start
+		for end < len(p) {
+			r, size := utf8.DecodeRuneInString(p[end:])
+			if bothSpace(r) {
+				break
+			}
+			end += size
+		}
+		for i := start; i < end; i++ {
+			// Not the scheme alone: the agent's needs a character after it.
+			if n := schemeAt(p[:end], i); n > 0 && i+n < end {
+				if len(urls) == maxPromptURLs {
+					return nil, false
+				}
+				urls = append(urls, p[i:end])
+			}
+		}
+		start = end
+		for start < len(p) {
+			r, size := utf8.DecodeRuneInString(p[start:])
+			if !bothSpace(r) {
+				break
+			}
+			start += size
+		}
+	}
+	return urls, true
+}
+
+// maxPromptURLs bounds the URLs read from one prompt (Gemini CLI fetches
+// at most 20); a prompt with more is put to a person.
+const maxPromptURLs = 64
+
+// schemeAt returns the length of "http://" or "https://" (in any case) at
+// p[i:], or 0.
+func schemeAt(p string, i int) int {
+	for _, s := range []string{"https://", "http://"} {
+		if len(p)-i >= len(s) && strings.EqualFold(p[i:i+len(s)], s) {
+			return len(s)
+		}
+	}
+	return 0
+}
+
+// bothSpace reports whether r is white space to Go (unicode.IsSpace) and
+// to JavaScript's \s: all of Go's but U+0085.
+func bothSpace(r rune) bool { return r != 0x85 && unicode.IsSpace(r) }

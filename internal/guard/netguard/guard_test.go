@@ -102,3 +102,64 @@ func TestGuardBadPolicyFailsClosed(t *testing.T) {
 		t.Fatalf("Name = %q", g.Name())
 	}
 }
+
+// A fetch tool that takes its URLs in its prompt (Gemini CLI's web_fetch)
+// is judged by every URL the prompt holds: quiet for public ones, refused
+// for any that is not, asked about when there is none (or too many).
+func TestPromptURLs(t *testing.T) {
+	many := strings.Repeat("https://example.com/a ", maxPromptURLs+1)
+	tests := []struct {
+		name, prompt string
+		wantCheck    string
+		wantLevel    action.Level
+		wantURLs     []string
+	}{
+		{"one public", "Summarize https://go.dev/doc/effective_go and list its rules", "", 0, []string{"https://go.dev/doc/effective_go"}},
+		{"two public, punctuation", "Compare https://arxiv.org/abs/2401.0001 and https://arxiv.org/abs/2401.0002.", "", 0,
+			[]string{"https://arxiv.org/abs/2401.0001", "https://arxiv.org/abs/2401.0002."}},
+		{"second is loopback", "Summarize https://example.com and http://127.0.0.1:8080/admin", "net.ssrf", action.Block,
+			[]string{"https://example.com", "http://127.0.0.1:8080/admin"}},
+		{"inside a word", "see:http://169.254.169.254/latest/meta-data/", "net.ssrf", action.Block,
+			[]string{"http://169.254.169.254/latest/meta-data/"}},
+		{"upper case", "read HTTP://10.0.0.1/", "net.ssrf", action.Block, []string{"HTTP://10.0.0.1/"}},
+		{"no-break space ends a URL", "https://example.com\u00a0http://10.0.0.1/", "net.ssrf", action.Block,
+			[]string{"https://example.com", "http://10.0.0.1/"}},
+		// U+0085 is white space to Go, not to JavaScript: the agent reads
+		// one URL, whose host is 10.0.0.1.
+		{"next line is not an end", "https://example.com\u0085@10.0.0.1/", "net.url", action.Block,
+			[]string{"https://example.com\u0085@10.0.0.1/"}},
+		// U+FEFF is white space to JavaScript, not to Go: the agent reads two
+		// URLs; the second is found where it begins.
+		{"byte order mark", "https://example.com/x\ufeffhttp://10.0.0.1/", "net.ssrf", action.Block,
+			[]string{"https://example.com/x\ufeffhttp://10.0.0.1/", "http://10.0.0.1/"}},
+		{"inside another URL", "https://proxy.example/?u=http://127.0.0.1/", "net.ssrf", action.Block,
+			[]string{"https://proxy.example/?u=http://127.0.0.1/", "http://127.0.0.1/"}},
+		{"scheme alone", "what does http:// mean", "net.no-url", action.Approve, nil},
+		{"no URL", "summarize the Go memory model", "net.no-url", action.Approve, nil},
+		{"too many", many, "net.no-url", action.Approve, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &action.Action{Agent: "gemini", Tool: "web_fetch", Kind: action.KindNetFetch, Args: map[string]any{"prompt": tt.prompt}}
+			fs, err := New(Policy{}).Check(context.Background(), a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.wantCheck == "" && len(fs) != 0:
+				t.Fatalf("findings %+v, want none", fs)
+			case tt.wantCheck != "" && (len(fs) != 1 || fs[0].Check != tt.wantCheck || fs[0].Level != tt.wantLevel || !fs[0].Hard):
+				t.Fatalf("findings %+v, want one hard %s at %s", fs, tt.wantCheck, tt.wantLevel)
+			}
+			if !slices.Equal(a.Facts.URLs, tt.wantURLs) {
+				t.Fatalf("Facts.URLs = %q, want %q", a.Facts.URLs, tt.wantURLs)
+			}
+		})
+	}
+	// With a url argument (Claude Code's WebFetch) the prompt is the
+	// local model's, not fetched.
+	a := &action.Action{Tool: "WebFetch", Kind: action.KindNetFetch, Args: map[string]any{"url": "https://go.dev/", "prompt": "and http://127.0.0.1/"}}
+	if fs, err := New(Policy{}).Check(context.Background(), a); err != nil || len(fs) != 0 {
+		t.Fatalf("url and prompt: %+v %v", fs, err)
+	}
+}
