@@ -128,6 +128,12 @@ func TestRequests(t *testing.T) {
 	if rs := requests(gem); len(rs) != 2 || rs[0].Dest != "a.example" || rs[1].Dest != "b.example" {
 		t.Fatalf("a fetch whose URLs are in its prompt: %+v", rs)
 	}
+	// Gemini CLI reads a URL wherever http(s):// begins, even inside a
+	// word: so does the guard.
+	gem.Args["prompt"] = "Summarize xhttps://c.example/?k=1"
+	if rs := requests(gem); len(rs) != 1 || rs[0].Dest != "c.example" {
+		t.Fatalf("a URL inside a word of the prompt: %+v", rs)
+	}
 	search := &action.Action{Tool: "WebSearch", Kind: action.KindOther, Args: map[string]any{"query": "x"}}
 	if rs := requests(search); len(rs) != 1 || rs[0].Dest != "web search" || len(rs[0].Parts) != 1 {
 		t.Fatalf("web search: %+v", rs)

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/guard/netguard"
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
 	"github.com/overseer-dev/overseer/internal/lazyre"
 )
@@ -138,7 +139,10 @@ func promptFetches(a *action.Action) []request {
 	}
 	p, _ := a.Args["prompt"].(string)
 	var out []request
-	for _, u := range urlInText.FindAllString(p, -1) {
+	// The URLs the net guard judges (it puts a prompt with too many to a
+	// person): from wherever http(s):// begins, as the agent reads them.
+	urls, _ := netguard.PromptURLs(p)
+	for _, u := range urls {
 		if h := hostOf(u); h != "" {
 			out = append(out, request{Dest: h, By: a.Tool, Parts: urlParts(u)})
 		}
