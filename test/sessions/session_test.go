@@ -53,6 +53,10 @@ func TestCodexSession(t *testing.T) {
 	replay(t, hooks.Codex, filepath.Join("testdata", "codex-session.jsonl"), 60)
 }
 
+func TestGeminiSession(t *testing.T) {
+	replay(t, hooks.Gemini, filepath.Join("testdata", "gemini-session.jsonl"), 70)
+}
+
 // maxOrdinaryAsked is the share of ordinary calls that may reach a person.
 const maxOrdinaryAsked = 0.03
 
@@ -344,6 +348,19 @@ func decision(agent string, code int, stdout []byte, stderr string) (string, str
 	if len(bytes.TrimSpace(stdout)) == 0 {
 		return "allow", "", false // Codex: no answer is "go ahead"
 	}
+	if agent == hooks.Gemini {
+		// Gemini CLI: {"decision": "allow"|"deny"|"ask", "reason": …,
+		// "continue": false to stop the agent loop}.
+		var g struct {
+			Decision string `json:"decision"`
+			Reason   string `json:"reason"`
+			Continue *bool  `json:"continue"`
+		}
+		if err := json.Unmarshal(stdout, &g); err != nil {
+			return "invalid", string(stdout), false
+		}
+		return g.Decision, g.Reason, g.Continue != nil && !*g.Continue
+	}
 	var out struct {
 		Continue *bool `json:"continue"`
 		Specific struct {
@@ -366,6 +383,11 @@ func (w *world) post(t *testing.T, agent string, pre []byte, r record) {
 	}
 	m["hook_event_name"] = "PostToolUse"
 	m["tool_response"] = map[string]any{"stdout": fmt.Sprintf("ok (line %d)", r.line), "stderr": "", "interrupted": false}
+	if agent == hooks.Gemini {
+		out := fmt.Sprintf("ok (line %d)", r.line)
+		m["hook_event_name"] = "AfterTool"
+		m["tool_response"] = map[string]any{"llmContent": out, "returnDisplay": out}
+	}
 	b, _ := json.Marshal(m)
 	cmd := exec.Command(overseertest.Binary(t), "--home", w.home, "hook", agent)
 	cmd.Stdin = bytes.NewReader(b)
