@@ -131,7 +131,7 @@ var builtinTools = map[string]map[string]ToolMapping{
 		"ExitPlanMode":    {Kind: KindOther, Level: Auto, Note: "the agent's plan, shown to the user"},
 		"EnterPlanMode":   {Kind: KindOther, Level: Auto, Note: "the agent's plan mode"},
 		"AskUserQuestion": {Kind: KindOther, Level: Auto, Note: "a question the agent asks its user"},
-		"Skill":           {Kind: KindOther, Level: Auto, Note: "instructions the agent loads; what it then does is judged call by call"},
+		"Skill":           {Kind: KindOther, Level: Auto, Note: "instructions the agent loads (the commands its file runs as it loads are judged as commands); what it then does is judged call by call"},
 		// SlashCommand's "command" is a slash command ("/review"), not a
 		// shell command.
 		"SlashCommand":             {Kind: KindOther, Level: Auto, Note: "a slash command's prompt", Move: map[string]string{"slash_command": "command"}},

@@ -67,6 +67,9 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	if a == nil {
 		return nil, ErrNilAction
 	}
+	if isSkillCall(a) {
+		return g.checkSkill(ctx, a)
+	}
 	if a.Kind != action.KindShell {
 		// The caller's word for the kind is not trusted: a command string
 		// under any other kind is judged as the shell command it is.

@@ -1,0 +1,226 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/guard"
+)
+
+// Claude Code's skills and slash commands are Markdown files the agent
+// loads with its Skill and SlashCommand tools (.claude/skills/NAME/SKILL.md,
+// .claude/commands/NAME.md, in the project and in ~). Loading one runs the
+// shell commands written in it as !`command` (their output becomes part of
+// the prompt) in Claude Code's own process: no Bash call, so no hook, sees
+// them. A skill's front matter may also register hooks, which run commands
+// while it is active. An agent may write such a file and then load it: the
+// call that loads it is judged by what it runs.
+
+// skillTools are Claude Code's tools that load a skill or a slash command:
+// their argument names one (it is not a shell command).
+var skillTools = map[string]bool{"Skill": true, "SlashCommand": true}
+
+// maxSkillFile is the largest skill or command file read; a larger one is
+// put to a person.
+const maxSkillFile = 256 << 10
+
+// inlineShell matches a !`command` of a skill or command file.
+var inlineShell = regexp.MustCompile("!`([^`\n]+)`")
+
+// frontHooks matches a hooks key of a skill's YAML front matter.
+var frontHooks = regexp.MustCompile(`(?m)^hooks\s*:`)
+
+// isSkillCall reports whether a is Claude Code's call of a skill or slash
+// command.
+func isSkillCall(a *action.Action) bool {
+	return a.Agent == action.AgentClaudeCode && a.Kind != action.KindShell && skillTools[a.Tool]
+}
+
+// skillName returns the name of the skill or command a loads (the skill
+// argument, or the command's first word without its slash) and the
+// arguments it is given (the rest of the command, or the args argument).
+func skillName(a *action.Action) (name, args string) {
+	for _, k := range []string{"skill", "command", "slash_command", "name"} {
+		if s, ok := a.Args[k].(string); ok && strings.TrimSpace(s) != "" {
+			s = strings.TrimSpace(s)
+			name, args, _ = strings.Cut(s, " ")
+			if i := strings.IndexAny(name, "\t\n"); i >= 0 {
+				name, args = name[:i], name[i:]+" "+args
+			}
+			name = strings.TrimPrefix(name, "/")
+			break
+		}
+	}
+	if s, ok := a.Args["args"].(string); ok {
+		args = strings.TrimSpace(args + " " + s)
+	}
+	return name, strings.TrimSpace(args)
+}
+
+// argRef matches a skill's reference to its arguments: $ARGUMENTS, or one
+// of them ($1 … $9, $ARGUMENTS[0]).
+var argRef = regexp.MustCompile(`\$(?:ARGUMENTS(?:\[\d+\])?|\{ARGUMENTS\}|\d)`)
+
+// withArgs puts a call's arguments into a command of its skill as Claude
+// Code does before it runs it: $ARGUMENTS is all of them, $N and
+// $ARGUMENTS[N] one. Any reference is given the whole text here, so every
+// word of it is judged where it may land.
+func withArgs(cmd, args string) string {
+	return argRef.ReplaceAllLiteralString(cmd, args)
+}
+
+// skillFiles returns the files a skill or command name may load: in the
+// working directory and each directory above it, and in home. A name with
+// a plugin prefix ("plugin:skill") may also be a command in a directory
+// ("frontend:component" is .claude/commands/frontend/component.md).
+func skillFiles(name, cwd, home string) []string {
+	rel := filepath.FromSlash(strings.ReplaceAll(name, ":", "/"))
+	var dirs []string
+	if filepath.IsAbs(cwd) {
+		for d, n := filepath.Clean(cwd), 0; n < 64; n++ {
+			dirs = append(dirs, d)
+			parent := filepath.Dir(d)
+			if parent == d {
+				break
+			}
+			d = parent
+		}
+	}
+	if filepath.IsAbs(home) {
+		dirs = append(dirs, filepath.Clean(home))
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		for _, p := range []string{
+			filepath.Join(d, ".claude", "skills", rel, "SKILL.md"),
+			filepath.Join(d, ".claude", "commands", rel+".md"),
+		} {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// checkSkill judges Claude Code's call of a skill or slash command by the
+// shell commands its file runs when loaded (each judged as any command the
+// agent runs) and the hooks it registers. A skill that no file of the
+// project or the home defines (a built-in one, a plugin's) is judged by the
+// tool's default.
+func (g *Guard) checkSkill(ctx context.Context, a *action.Action) ([]guard.Finding, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	name, args := skillName(a)
+	if name == "" {
+		return nil, nil
+	}
+	if strings.Contains(name, "..") || strings.ContainsAny(name, "/\\\x00") {
+		return []guard.Finding{{Check: "shell.skill", Level: action.Confirm, Hard: true,
+			Message: fmt.Sprintf("cannot tell which file the skill %q is", name)}}, nil
+	}
+	var out []guard.Finding
+	var cmds []string
+	for _, p := range skillFiles(name, a.Cwd, g.home) {
+		b, err := g.readSkill(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			out = append(out, guard.Finding{Check: "shell.skill", Level: action.Confirm, Hard: true,
+				Message: fmt.Sprintf("cannot read %s, which the skill %q may load (%v), so what it runs cannot be judged", p, name, err)})
+			continue
+		}
+		text := string(b)
+		if front, ok := frontMatter(text); ok && frontHooks.MatchString(front) {
+			out = append(out, guard.Finding{Check: "shell.skill-hooks", Level: action.Confirm, Hard: true,
+				Message: fmt.Sprintf("the skill %q (%s) registers hooks, which run commands outside Overseer's view while it is active", name, p)})
+		}
+		for _, m := range inlineShell.FindAllStringSubmatch(text, -1) {
+			cmds = append(cmds, withArgs(m[1], args))
+		}
+		a.Facts.Notes = append(a.Facts.Notes, fmt.Sprintf("skill %s: %s", name, p))
+	}
+	if len(cmds) == 0 {
+		return out, nil
+	}
+	a.Facts.Notes = append(a.Facts.Notes, fmt.Sprintf("skill %s runs: %s", name, strings.Join(cmds, "; ")))
+	an := analyze(g.r, strings.Join(cmds, "\n"), Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars})
+	for _, s := range an.Segments {
+		a.Facts.Commands = append(a.Facts.Commands, action.Command{Name: s.Name, Args: s.Args, Dynamic: s.Dynamic, Stdin: s.Stdin, PipedFiles: s.PipedFiles})
+	}
+	for _, p := range an.Paths {
+		if !containsPath(a.Facts.Paths, p) {
+			a.Facts.Paths = append(a.Facts.Paths, p)
+		}
+	}
+	for _, f := range an.Findings {
+		f.Message = fmt.Sprintf("the skill %q runs, when it loads: %s", name, f.Message)
+		out = append(out, f)
+	}
+	if an.ParseFailed {
+		out = append(out, guard.Finding{Check: "shell.skill", Level: action.Confirm, Hard: true,
+			Message: fmt.Sprintf("the commands the skill %q runs when it loads cannot be read: %s", name, an.ParseError)})
+	}
+	return out, nil
+}
+
+// readSkill reads a skill or command file, regular and at most
+// maxSkillFile bytes, without blocking on what is not a regular file.
+func (g *Guard) readSkill(p string) ([]byte, error) {
+	var f fs.File
+	if g.fsys != nil {
+		name := strings.TrimPrefix(filepath.ToSlash(p), "/")
+		st, err := fs.Stat(g.fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		if !st.Mode().IsRegular() {
+			return nil, guard.ErrNotRegular
+		}
+		if f, err = g.fsys.Open(name); err != nil {
+			return nil, err
+		}
+	} else {
+		fh, err := guard.OpenRegular(p)
+		if err != nil {
+			return nil, err
+		}
+		f = fh
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSkillFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSkillFile {
+		return nil, fmt.Errorf("larger than %d bytes", maxSkillFile)
+	}
+	return b, nil
+}
+
+// frontMatter returns the YAML front matter of a Markdown file: the lines
+// between a first line "---" and the next "---".
+func frontMatter(text string) (string, bool) {
+	text = strings.TrimPrefix(text, "\ufeff")
+	rest, ok := strings.CutPrefix(text, "---\n")
+	if !ok {
+		if rest, ok = strings.CutPrefix(text, "---\r\n"); !ok {
+			return "", false
+		}
+	}
+	if i := strings.Index(rest, "\n---"); i >= 0 {
+		return rest[:i], true
+	}
+	return rest, true
+}
