@@ -845,6 +845,16 @@ func (a *analyzer) effectFact(p string, pi action.PathIntent) {
 			s.reads = append(s.reads, p)
 		}
 	}
+	if a.cur >= 0 && a.cur < len(a.out.Segments) {
+		s := &a.out.Segments[a.cur]
+		l := &s.changes
+		if pi == action.PathRead {
+			l = &s.looks
+		}
+		if len(*l) < maxSegmentReads && !slices.Contains(*l, p) {
+			*l = append(*l, p)
+		}
+	}
 	for _, f := range a.out.Paths {
 		// The same effect, or a read of a path already written or deleted
 		// (the stronger effect covers it).
@@ -1000,8 +1010,8 @@ func (a *analyzer) patchEffects(s *segCtx, ops []arg) {
 		}
 		p = a.expandHome(p)
 		if w, ok := a.written[p]; ok {
-			if w.known {
-				texts = append(texts, w.text)
+			if text, known := a.writtenContent(w); known {
+				texts = append(texts, text)
 			}
 			return
 		}
@@ -1239,7 +1249,15 @@ func (a *analyzer) copyEffects(ops []arg, base intent, targetDir *arg, noTarget,
 		a.effectFact(target, action.PathWrite)
 		if w, ok := a.written[sp]; ok {
 			// cp x.sh y.sh: the copy holds what was written to x.sh.
-			a.written[target] = w
+			t, known := a.writtenContent(w)
+			a.written[target] = writtenFile{text: t, known: known, path: target, at: a.cur}
+		} else if !recursive && !contents {
+			// cp other.mk Makefile: the copy holds other.mk as it is now,
+			// read when something runs it (writtenContent).
+			if a.written == nil {
+				a.written = map[string]writtenFile{}
+			}
+			a.written[target] = writtenFile{from: sp, fromIdx: a.cur, path: target, at: a.cur}
 		}
 		if !recursive && !contents {
 			// cp /usr/local/bin/overseer ./ov: the copy is Overseer too
@@ -1358,10 +1376,11 @@ func (a *analyzer) interpScript(s *segCtx, p string) {
 	p = a.expandHome(p)
 	text, fromCommand := "", false
 	if w, ok := a.written[p]; ok {
-		if !w.known {
+		t, known := a.writtenContent(w)
+		if !known {
 			return
 		}
-		text, fromCommand = w.text, true
+		text, fromCommand = t, true
 	} else {
 		b, ok := a.readRegular(strings.TrimPrefix(p, "/"), maxScriptBytes)
 		if !ok {

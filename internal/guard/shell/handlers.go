@@ -1910,13 +1910,13 @@ func (a *analyzer) scriptFile(s *segCtx, f arg) {
 		a.class("dev", action.Notify, s.name+" "+f.val)
 		return
 	}
-	if w, ok := a.written[p]; ok && !w.known {
-		a.add(guard.Finding{Check: "shell.runs-unseen", Level: action.Confirm,
-			Message: s.name + " runs " + f.val + ", which this command wrote with content not known before it runs"})
-	}
 	if a.r.shells.has(s.name) {
 		a.runStored(p, true, s.idx) // provenance.go: judged by its content
 	} else {
+		if w, ok := a.written[p]; ok && !a.known(w) {
+			a.add(guard.Finding{Check: "shell.runs-unseen", Level: action.Confirm,
+				Message: s.name + " runs " + f.val + ", which this command wrote with content not known before it runs"})
+		}
 		a.interpScript(s, p) // effects.go: the paths and deletions its code names
 	}
 	switch a.where(p, known) {
