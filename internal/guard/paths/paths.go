@@ -205,6 +205,9 @@ func New(cfg Config) *Guard {
 	if ch := os.Getenv("CODEX_HOME"); ch != "" && filepath.IsAbs(ch) {
 		controls = append(controls, filepath.Join(ch, "hooks.json")+" delete", filepath.Join(ch, "config.toml")+" delete")
 	}
+	if xc := os.Getenv("XDG_CONFIG_HOME"); xc != "" && filepath.IsAbs(xc) {
+		controls = append(controls, filepath.Join(xc, "git", "config"))
+	}
 	cm, err := compileControls(g.home, controls)
 	if err != nil {
 		g.err = err
