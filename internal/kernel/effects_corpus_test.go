@@ -96,6 +96,12 @@ func effectWorld(t *testing.T) (home, ovh, proj string) {
 	writeTree(t, home, files)
 	t.Setenv("HOME", home)
 	t.Setenv("CODEX_HOME", "")
+	// ~/.local/bin is on PATH before the system's directories, as many
+	// distributions' ~/.profile puts it.
+	if err := os.MkdirAll(filepath.Join(home, ".local", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Join(home, ".local", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	return home, ovh, proj
 }
 

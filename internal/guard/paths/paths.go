@@ -150,7 +150,8 @@ type Guard struct {
 	output    []string // literal and resolved forms; empty when none
 	secrets   *secretMatcher
 	controls  *controlMatcher
-	err       error // configuration error: every Check fails closed
+	search    []searchDir // $PATH's directories, in order (shadow.go)
+	err       error       // configuration error: every Check fails closed
 }
 
 var _ guard.Guard = (*Guard)(nil)
@@ -208,6 +209,7 @@ func New(cfg Config) *Guard {
 	if xc := os.Getenv("XDG_CONFIG_HOME"); xc != "" && filepath.IsAbs(xc) {
 		controls = append(controls, filepath.Join(xc, "git", "config"))
 	}
+	g.search = compileSearchPath(os.Getenv("PATH"))
 	cm, err := compileControls(g.home, controls)
 	if err != nil {
 		g.err = err
@@ -309,6 +311,8 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		}
 		if msg, ok := g.controlFinding(p, rp.literal); ok {
 			fs = append(fs, guard.Finding{Check: "paths.control-file", Level: action.Block, Hard: true, Message: msg})
+		} else if msg, ok := g.shadowFinding(p, rp.literal); ok {
+			fs = append(fs, guard.Finding{Check: "paths.path-shadow", Level: action.Approve, Hard: true, Message: msg})
 		}
 		if by, ok := g.secret(p.Path, rp.literal); ok {
 			fs = append(fs, guard.Finding{Check: "paths.secret", Level: action.Approve, Hard: true,
