@@ -419,6 +419,7 @@ func (g *Guard) resolveAll(a *action.Action, wd resolvedDir) []resolvedPath {
 				add(rp)
 				continue
 			}
+			abs = selfCwd(abs, a.Cwd)
 			rp.literal = filepath.Clean(abs)
 			res, err := wd.resolve(abs)
 			if errors.Is(err, ErrSymlinkLoop) && f.Intent == action.PathDelete {
@@ -444,6 +445,22 @@ func (g *Guard) resolveAll(a *action.Action, wd resolvedDir) []resolvedPath {
 
 // rawArgsFor returns the string arguments of a whose naive resolution is
 // fact: the path as the agent wrote it.
+// selfCwd reads /proc/self/cwd (and /proc/thread-self/cwd) as the agent's
+// process does: its working directory. The judging process's own is
+// another directory (the daemon's), where /proc/self/cwd/../home/…
+// resolved to a path that holds nothing.
+func selfCwd(abs, cwd string) string {
+	for _, pre := range []string{"/proc/self/cwd", "/proc/thread-self/cwd"} {
+		if rest, ok := strings.CutPrefix(abs, pre); ok && (rest == "" || rest[0] == '/') {
+			if cwd == "" || !filepath.IsAbs(cwd) {
+				return abs
+			}
+			return cwd + rest
+		}
+	}
+	return abs
+}
+
 func rawArgsFor(a *action.Action, fact string) []string {
 	var out []string
 	for _, v := range a.Args {

@@ -37,7 +37,7 @@ func TestPathShadow(t *testing.T) {
 		{filepath.Join(first, "overseer"), "hard:approve"},
 		{filepath.Join(first, "overseer-hook"), "hard:approve"},
 		{filepath.Join(first, "my-new-tool"), "none"},
-		{filepath.Join(first, "notes"), "none"},        // not executable where it is found later
+		{filepath.Join(first, "notes"), "none"}, // not executable where it is found later
 		{filepath.Join(f.proj, "git"), "none"},
 	} {
 		a := fileAction(action.KindFileWrite, "claude-code", "Write", f.proj, tc.path)

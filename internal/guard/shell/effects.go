@@ -354,6 +354,11 @@ func (a *analyzer) effects(s *segCtx) {
 	dynOps, dynLast := false, false
 	for j := 0; j < len(args); j++ {
 		x := args[j]
+		if x.dyn {
+			if pv, ok := procSelfText(x.val); ok {
+				x = arg{val: pv} // /proc/$$/root/home/u/.ssh/id_rsa: the rest is static
+			}
+		}
 		v := x.val
 		if x.dyn || dashdash || len(v) < 2 || v[0] != '-' || spec != nil && spec.modes && isMode(v) {
 			if !x.dyn || dashdash {
@@ -829,6 +834,28 @@ func (a *analyzer) candidate(x arg, it intent, recursive bool) {
 	if recursive && pi == action.PathRead {
 		a.secretsBelow(p)
 	}
+}
+
+// procSelfText reads the source text of a word /proc/$$/root/REST or
+// /proc/$BASHPID/cwd/REST whose only computed part is the process id (the
+// shell's own): the path is /proc/self/root/REST, which abs reads as /REST.
+func procSelfText(text string) (string, bool) {
+	t := strings.Trim(text, `"`)
+	rest, ok := strings.CutPrefix(t, "/proc/")
+	if !ok {
+		return "", false
+	}
+	pid, rest, _ := strings.Cut(rest, "/")
+	switch pid {
+	case "$$", "${$}", "$BASHPID", "${BASHPID}", "$PPID", "${PPID}":
+	default:
+		return "", false
+	}
+	link, rest, _ := strings.Cut(rest, "/")
+	if link != "root" && link != "cwd" || strings.ContainsAny(rest, "$`\\\"'*?[{~") {
+		return "", false
+	}
+	return "/proc/self/" + link + "/" + rest, true
 }
 
 // maxSegmentReads is how many read files are remembered per segment (for
