@@ -378,6 +378,8 @@ func (a *analyzer) provenance(s *segCtx) bool {
 		a.gdbCmd(s)
 	case "script":
 		a.scriptCmd(s)
+	case "man", "mysql", "mariadb", "bat", "batcat":
+		a.pagerExec(s)
 	default:
 		if a.interpreter(s.name) != nil && strings.HasPrefix(s.name, "python") {
 			a.pythonPip(s)
@@ -1479,7 +1481,40 @@ func (a *analyzer) pythonPip(s *segCtx) {
 			a.pipInstall(s, s.name+" -m pip install", s.args[j+3:])
 			return
 		}
+		if x.val == "-m" && j+1 < len(s.args) && s.args[j+1].val == "http.server" {
+			a.httpServer(s.args[j+2:])
+			return
+		}
 	}
+}
+
+// httpServer judges python -m http.server: it serves every file below its
+// directory (-d/--directory, else the working directory) to whoever
+// connects, the agent's own later curl to it too; the directory is read
+// recursively (python3 -m http.server -d ~ served Overseer's token and the
+// keys at notify, and curl localhost:8000/.overseer/token read it).
+func (a *analyzer) httpServer(args []arg) {
+	dir := arg{val: "."}
+	for j := 0; j < len(args); j++ {
+		v := args[j].val
+		switch {
+		case args[j].dyn:
+			continue
+		case (v == "-d" || v == "--directory") && j+1 < len(args):
+			j++
+			dir = args[j]
+		case strings.HasPrefix(v, "--directory="):
+			dir = arg{val: strings.TrimPrefix(v, "--directory=")}
+		case strings.HasPrefix(v, "-d") && len(v) > 2:
+			dir = arg{val: v[2:]}
+		}
+	}
+	if dir.dyn {
+		a.add(guard.Finding{Check: "shell.serve-dynamic", Level: action.Confirm,
+			Message: "http.server serves a directory computed at run time: " + dir.val})
+		return
+	}
+	a.candidate(dir, inRead, true)
 }
 
 // pipInstall judges the requirements of a pip-like install: VCS and URL
@@ -1933,6 +1968,33 @@ func (a *analyzer) tarExec(s *segCtx) {
 		if x, ok := optValue(s.args, o); ok {
 			a.optionCode(s, x, "tar "+o+" runs a command")
 		}
+	}
+}
+
+// pagerOptions are the options whose value is a command a program runs to
+// show its output (man -P 'rm -rf ~' ls ran at auto: man is read-only).
+var pagerOptions = map[string][]string{
+	"man":     {"-P", "--pager", "-H", "--html"},
+	"mysql":   {"--pager"},
+	"mariadb": {"--pager"},
+	"bat":     {"--pager"},
+	"batcat":  {"--pager"},
+}
+
+// pagerExec judges the pager (or browser) command an option gives.
+func (a *analyzer) pagerExec(s *segCtx) {
+	names := pagerOptions[s.name]
+	for _, x := range s.args {
+		if x.dyn && (strings.HasPrefix(x.val, "--pager=") || strings.HasPrefix(x.val, "--html=")) {
+			a.dynamicCode(x, s.name+" runs a pager computed at run time: "+x.val)
+			return
+		}
+	}
+	if x, ok := optValue(s.args, names...); ok {
+		if strings.EqualFold(s.name, "man") && (x.val == "-H" || x.val == "--html") {
+			return
+		}
+		a.optionCode(s, x, s.name+" runs a command to show its output")
 	}
 }
 
