@@ -520,7 +520,7 @@ func (a *analyzer) effects(s *segCtx) {
 	a.configSecrets(s)
 	a.pathText(s)
 	if spec != nil && spec.patch {
-		a.patchEffects(s, ops)
+		a.patchEffects(s, ops, cwd, known)
 	}
 	if s.name == "curl" || s.name == "wget" {
 		a.downloadNames(s, outDir)
@@ -1025,13 +1025,22 @@ func (a *analyzer) signalEffects(s *segCtx) {
 // patchEffects records the files the patches of git apply, git am or patch
 // write: the patch text comes from its operands (read through the file
 // system, or written earlier in the command) or from standard input.
-func (a *analyzer) patchEffects(s *segCtx, ops []arg) {
+func (a *analyzer) patchEffects(s *segCtx, ops []arg, cwd0 string, known0 bool) {
 	var texts []string
 	read := func(x arg) {
 		if x.dyn {
 			return
 		}
+		// The patch is read where the command runs; git apply
+		// --directory=DIR moves only the files it writes (a patch read
+		// from DIR missed `git apply --unsafe-paths --directory=$HOME
+		// b.patch`, which wrote ~/.bashrc at notify).
+		cwd, known := a.cwd, a.cwdKnown
+		if s.name != "patch" {
+			a.cwd, a.cwdKnown = cwd0, known0
+		}
 		p, ok := a.abs(x.val)
+		a.cwd, a.cwdKnown = cwd, known
 		if !ok {
 			return
 		}
