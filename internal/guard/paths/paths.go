@@ -305,6 +305,19 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 				Message: fmt.Sprintf("%s%s is part of Overseer's own state; agents may not %s it", p.Path, via, verb(p.Intent))})
 			continue
 		}
+		if p.Below && p.Intent == action.PathRead {
+			// A search of the text of every file below p.Path (Grep):
+			// Overseer's home and the secret locations below it are read.
+			if ovh, ok := g.protectedBelow(p.Path); ok {
+				fs = append(fs, guard.Finding{Check: "paths.self-protection", Level: action.Block, Hard: true,
+					Message: fmt.Sprintf("%s holds %s, part of Overseer's own state; a search of the files below it reads it", p.Path, ovh)})
+				continue
+			}
+			for _, s := range g.secretsBelow(p.Path) {
+				fs = append(fs, guard.Finding{Check: "paths.secret", Level: action.Approve, Hard: true,
+					Message: fmt.Sprintf("%s holds %s, a secret; a search of the files below it reads it, and a person must see that", p.Path, s)})
+			}
+		}
 		if p.Intent == action.PathDelete && g.catastrophic(p.Path) {
 			fs = append(fs, guard.Finding{Check: "paths.catastrophic-delete", Level: action.Block, Hard: true,
 				Message: fmt.Sprintf("deleting %s would destroy the system or the home directory", p.Path)})
@@ -445,6 +458,42 @@ func (g *Guard) resolveAll(a *action.Action, wd resolvedDir) []resolvedPath {
 
 // rawArgsFor returns the string arguments of a whose naive resolution is
 // fact: the path as the agent wrote it.
+// protectedBelow returns a protected path (Overseer's home, a protected
+// file) strictly below dir.
+func (g *Guard) protectedBelow(dir string) (string, bool) {
+	for _, pr := range g.protected {
+		if pr != dir && action.Within(dir, pr) {
+			return pr, true
+		}
+	}
+	return "", false
+}
+
+// secretsBelow returns the secret locations named by absolute patterns
+// without wildcards (~/.ssh, ~/.aws …) strictly below dir that exist.
+func (g *Guard) secretsBelow(dir string) []string {
+	if g.secrets == nil {
+		return nil
+	}
+	var out []string
+	ldir := strings.ToLower(dir)
+	for _, r := range g.secrets.rules {
+		if r.negate || !r.isPath || r.shape != shapeExact || r.pattern == ldir || !action.Within(ldir, r.pattern) {
+			continue
+		}
+		if _, err := os.Lstat(r.pattern); err != nil && !strings.EqualFold(r.pattern, ldir) {
+			if _, err := os.Lstat(filepath.Join(dir, strings.TrimPrefix(r.pattern, ldir))); err != nil {
+				continue
+			}
+		}
+		out = append(out, r.pattern)
+		if len(out) == 8 {
+			break
+		}
+	}
+	return out
+}
+
 // selfCwd reads /proc/self/cwd (and /proc/thread-self/cwd) as the agent's
 // process does: its working directory. The judging process's own is
 // another directory (the daemon's), where /proc/self/cwd/../home/…
