@@ -514,11 +514,22 @@ func rawArgsFor(a *action.Action, fact string) []string {
 	var out []string
 	for _, v := range a.Args {
 		s, ok := v.(string)
-		if !ok || s == "" || len(s) > 4096 {
+		if !ok || s == "" {
 			continue
 		}
-		if action.ResolvePath(a.Cwd, s) == fact {
+		if len(s) <= 4096 && action.ResolvePath(a.Cwd, s) == fact {
 			out = append(out, s)
+			continue
+		}
+		// A path a patch names (Codex's apply_patch): as written, so that
+		// ".." after a link is resolved where the kernel takes it
+		// (link/../.gitconfig, link -> ~/.ssh, is ~/.gitconfig).
+		if strings.Contains(s, "*** Begin Patch") {
+			for _, t := range action.ParsePatchTargets(s) {
+				if strings.Contains(t.Path, "..") && action.ResolvePath(a.Cwd, t.Path) == fact {
+					out = append(out, t.Path)
+				}
+			}
 		}
 	}
 	return out
