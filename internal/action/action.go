@@ -222,6 +222,10 @@ type PathFact struct {
 	// Created is set by the engine on a path that an earlier action of the
 	// same session created (a scratch directory the agent made).
 	Created bool `json:"created,omitempty"`
+	// Below is set on a read whose tool reads the content of every file
+	// below Path (Claude Code's Grep, Gemini CLI's search_file_content and
+	// read_many_files): what is below counts as read.
+	Below bool `json:"below,omitempty"`
 }
 
 // Canonical returns the JSON encoding of v with object keys sorted, which is

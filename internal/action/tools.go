@@ -56,6 +56,10 @@ type ToolMapping struct {
 	// names, the working directory when it names none (Claude Code's Grep
 	// and Glob without "path").
 	Dir bool `yaml:"dir,omitempty" json:"dir,omitempty"`
+	// Contents means the tool reads the content of the files below the
+	// directories it reads (a search of their text), not only their names:
+	// a secret or Overseer's home below counts as read (PathFact.Below).
+	Contents bool `yaml:"contents,omitempty" json:"contents,omitempty"`
 	// Patterns name the arguments that hold glob patterns (a string or a
 	// list of strings) relative to that directory: each pattern reads the
 	// directory its fixed leading part names (Glob's "/etc/**" reads /etc).
@@ -105,7 +109,7 @@ var builtinTools = map[string]map[string]ToolMapping{
 		"NotebookEdit": {Kind: KindFileEdit},
 		"NotebookRead": {Kind: KindFileRead},
 		"Glob":         {Kind: KindFileRead, Dir: true, Patterns: []string{"pattern"}},
-		"Grep":         {Kind: KindFileRead, Dir: true},
+		"Grep":         {Kind: KindFileRead, Dir: true, Contents: true},
 		"LS":           {Kind: KindFileRead, Dir: true},
 		"LSP":          {Kind: KindFileRead, Dir: true, Alias: map[string]string{"file_path": "filePath"}},
 		"WebFetch":     {Kind: KindNetFetch},
@@ -206,13 +210,13 @@ var builtinTools = map[string]map[string]ToolMapping{
 	AgentGemini: {
 		"run_shell_command":     {Kind: KindShell, CwdArg: "directory", IntentArg: "description"},
 		"read_file":             {Kind: KindFileRead, Alias: map[string]string{"file_path": "absolute_path"}},
-		"read_many_files":       {Kind: KindFileRead, Dir: true, Patterns: []string{"paths", "include"}},
+		"read_many_files":       {Kind: KindFileRead, Dir: true, Contents: true, Patterns: []string{"paths", "include"}},
 		"write_file":            {Kind: KindFileWrite, Alias: map[string]string{"file_path": "absolute_path"}},
 		"replace":               {Kind: KindFileEdit, Alias: map[string]string{"file_path": "absolute_path"}},
 		"list_directory":        {Kind: KindFileRead, Dir: true, Alias: map[string]string{"path": "dir_path"}},
 		"glob":                  {Kind: KindFileRead, Dir: true, Patterns: []string{"pattern"}, Alias: map[string]string{"path": "dir_path"}},
-		"search_file_content":   {Kind: KindFileRead, Dir: true, Alias: map[string]string{"path": "dir_path"}},
-		"grep_search":           {Kind: KindFileRead, Dir: true, Alias: map[string]string{"path": "dir_path"}},
+		"search_file_content":   {Kind: KindFileRead, Dir: true, Contents: true, Alias: map[string]string{"path": "dir_path"}},
+		"grep_search":           {Kind: KindFileRead, Dir: true, Contents: true, Alias: map[string]string{"path": "dir_path"}},
 		"web_fetch":             {Kind: KindNetFetch},
 		"google_web_search":     {Kind: KindOther, Level: Notify, Note: "a web search run by the model provider"},
 		"write_todos":           {Kind: KindOther, Level: Auto, Note: "the agent's todo list"},
@@ -323,6 +327,15 @@ func DeriveToolFacts(a *Action, m ToolMapping) {
 	DeriveFileFacts(a)
 	if !m.Dir && len(m.Patterns) == 0 && m.URIArg == "" {
 		return
+	}
+	if m.Contents {
+		defer func() {
+			for i := range a.Facts.Paths {
+				if a.Facts.Paths[i].Intent == PathRead {
+					a.Facts.Paths[i].Below = true
+				}
+			}
+		}()
 	}
 	dir := a.Cwd
 	hasPath := false

@@ -96,6 +96,20 @@ func effectWorld(t *testing.T) (home, ovh, proj string) {
 	writeTree(t, home, files)
 	t.Setenv("HOME", home)
 	t.Setenv("CODEX_HOME", "")
+	// A link of the project into the home (a shared cache): ".." after it
+	// is the home, not the project.
+	if err := os.MkdirAll(filepath.Join(home, ".cache", "pkg", "vendor"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(home, ".cache", "pkg", "vendor"), filepath.Join(home, "proj", "vendor")); err != nil {
+		t.Fatal(err)
+	}
+	// ~/.local/bin is on PATH before the system's directories, as many
+	// distributions' ~/.profile puts it.
+	if err := os.MkdirAll(filepath.Join(home, ".local", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Join(home, ".local", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	return home, ovh, proj
 }
 

@@ -150,7 +150,8 @@ type Guard struct {
 	output    []string // literal and resolved forms; empty when none
 	secrets   *secretMatcher
 	controls  *controlMatcher
-	err       error // configuration error: every Check fails closed
+	search    []searchDir // $PATH's directories, in order (shadow.go)
+	err       error       // configuration error: every Check fails closed
 }
 
 var _ guard.Guard = (*Guard)(nil)
@@ -205,6 +206,10 @@ func New(cfg Config) *Guard {
 	if ch := os.Getenv("CODEX_HOME"); ch != "" && filepath.IsAbs(ch) {
 		controls = append(controls, filepath.Join(ch, "hooks.json")+" delete", filepath.Join(ch, "config.toml")+" delete")
 	}
+	if xc := os.Getenv("XDG_CONFIG_HOME"); xc != "" && filepath.IsAbs(xc) {
+		controls = append(controls, filepath.Join(xc, "git", "config"))
+	}
+	g.search = compileSearchPath(os.Getenv("PATH"))
 	cm, err := compileControls(g.home, controls)
 	if err != nil {
 		g.err = err
@@ -300,12 +305,27 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 				Message: fmt.Sprintf("%s%s is part of Overseer's own state; agents may not %s it", p.Path, via, verb(p.Intent))})
 			continue
 		}
+		if p.Below && p.Intent == action.PathRead {
+			// A search of the text of every file below p.Path (Grep):
+			// Overseer's home and the secret locations below it are read.
+			if ovh, ok := g.protectedBelow(p.Path); ok {
+				fs = append(fs, guard.Finding{Check: "paths.self-protection", Level: action.Block, Hard: true,
+					Message: fmt.Sprintf("%s holds %s, part of Overseer's own state; a search of the files below it reads it", p.Path, ovh)})
+				continue
+			}
+			for _, s := range g.secretsBelow(p.Path) {
+				fs = append(fs, guard.Finding{Check: "paths.secret", Level: action.Approve, Hard: true,
+					Message: fmt.Sprintf("%s holds %s, a secret; a search of the files below it reads it, and a person must see that", p.Path, s)})
+			}
+		}
 		if p.Intent == action.PathDelete && g.catastrophic(p.Path) {
 			fs = append(fs, guard.Finding{Check: "paths.catastrophic-delete", Level: action.Block, Hard: true,
 				Message: fmt.Sprintf("deleting %s would destroy the system or the home directory", p.Path)})
 		}
 		if msg, ok := g.controlFinding(p, rp.literal); ok {
 			fs = append(fs, guard.Finding{Check: "paths.control-file", Level: action.Block, Hard: true, Message: msg})
+		} else if msg, ok := g.shadowFinding(p, rp.literal); ok {
+			fs = append(fs, guard.Finding{Check: "paths.path-shadow", Level: action.Approve, Hard: true, Message: msg})
 		}
 		if by, ok := g.secret(p.Path, rp.literal); ok {
 			fs = append(fs, guard.Finding{Check: "paths.secret", Level: action.Approve, Hard: true,
@@ -412,6 +432,7 @@ func (g *Guard) resolveAll(a *action.Action, wd resolvedDir) []resolvedPath {
 				add(rp)
 				continue
 			}
+			abs = selfCwd(abs, a.Cwd)
 			rp.literal = filepath.Clean(abs)
 			res, err := wd.resolve(abs)
 			if errors.Is(err, ErrSymlinkLoop) && f.Intent == action.PathDelete {
@@ -437,15 +458,78 @@ func (g *Guard) resolveAll(a *action.Action, wd resolvedDir) []resolvedPath {
 
 // rawArgsFor returns the string arguments of a whose naive resolution is
 // fact: the path as the agent wrote it.
+// protectedBelow returns a protected path (Overseer's home, a protected
+// file) strictly below dir.
+func (g *Guard) protectedBelow(dir string) (string, bool) {
+	for _, pr := range g.protected {
+		if pr != dir && action.Within(dir, pr) {
+			return pr, true
+		}
+	}
+	return "", false
+}
+
+// secretsBelow returns the secret locations named by absolute patterns
+// without wildcards (~/.ssh, ~/.aws …) strictly below dir that exist.
+func (g *Guard) secretsBelow(dir string) []string {
+	if g.secrets == nil {
+		return nil
+	}
+	var out []string
+	ldir := strings.ToLower(dir)
+	for _, r := range g.secrets.rules {
+		if r.negate || !r.isPath || r.shape != shapeExact || r.pattern == ldir || !action.Within(ldir, r.pattern) {
+			continue
+		}
+		if _, err := os.Lstat(r.pattern); err != nil && !strings.EqualFold(r.pattern, ldir) {
+			if _, err := os.Lstat(filepath.Join(dir, strings.TrimPrefix(r.pattern, ldir))); err != nil {
+				continue
+			}
+		}
+		out = append(out, r.pattern)
+		if len(out) == 8 {
+			break
+		}
+	}
+	return out
+}
+
+// selfCwd reads /proc/self/cwd (and /proc/thread-self/cwd) as the agent's
+// process does: its working directory. The judging process's own is
+// another directory (the daemon's), where /proc/self/cwd/../home/…
+// resolved to a path that holds nothing.
+func selfCwd(abs, cwd string) string {
+	for _, pre := range []string{"/proc/self/cwd", "/proc/thread-self/cwd"} {
+		if rest, ok := strings.CutPrefix(abs, pre); ok && (rest == "" || rest[0] == '/') {
+			if cwd == "" || !filepath.IsAbs(cwd) {
+				return abs
+			}
+			return cwd + rest
+		}
+	}
+	return abs
+}
+
 func rawArgsFor(a *action.Action, fact string) []string {
 	var out []string
 	for _, v := range a.Args {
 		s, ok := v.(string)
-		if !ok || s == "" || len(s) > 4096 {
+		if !ok || s == "" {
 			continue
 		}
-		if action.ResolvePath(a.Cwd, s) == fact {
+		if len(s) <= 4096 && action.ResolvePath(a.Cwd, s) == fact {
 			out = append(out, s)
+			continue
+		}
+		// A path a patch names (Codex's apply_patch): as written, so that
+		// ".." after a link is resolved where the kernel takes it
+		// (link/../.gitconfig, link -> ~/.ssh, is ~/.gitconfig).
+		if strings.Contains(s, "*** Begin Patch") {
+			for _, t := range action.ParsePatchTargets(s) {
+				if strings.Contains(t.Path, "..") && action.ResolvePath(a.Cwd, t.Path) == fact {
+					out = append(out, t.Path)
+				}
+			}
 		}
 	}
 	return out

@@ -805,24 +805,68 @@ func (a *analyzer) markWritten(p, text string, appending bool) {
 		a.written = map[string]writtenFile{}
 	}
 	old, seen := a.written[abs]
+	var w writtenFile
 	switch {
 	case text == "" && !appending:
-		a.written[abs] = writtenFile{}
 	case appending && seen:
-		a.written[abs] = writtenFile{text: old.text + text, known: old.known}
+		t, known := a.writtenContent(old)
+		w = writtenFile{text: t + text, known: known}
 	case appending:
 		// Appended to a file not written before in the command: its start
 		// is what is on disk now (nothing when it does not exist yet).
-		a.written[abs] = a.appendToDisk(abs, text)
+		w = a.appendToDisk(abs, text)
 	default:
-		a.written[abs] = writtenFile{text: text, known: true}
+		w = writtenFile{text: text, known: true}
 	}
+	w.path, w.at = abs, a.cur
+	a.written[abs] = w
 }
 
 // writtenFile is a file written earlier in the command.
 type writtenFile struct {
 	text  string
 	known bool // text is the file's whole content
+	// from is the file a copy, a move or a link took it from, as that file
+	// was on disk at the segment fromIdx (cp other.mk Makefile && make).
+	from    string
+	fromIdx int
+	// path is the file, written by the segment at: a program after it
+	// that may change the file makes the text stale (printf … > x.sh &&
+	// sed -i … x.sh && sh x.sh).
+	path string
+	at   int
+}
+
+// known reports whether the content of a file written earlier in the
+// command is known (writtenContent).
+func (a *analyzer) known(w writtenFile) bool {
+	_, ok := a.writtenContent(w)
+	return ok
+}
+
+// writtenContent returns the whole content of a file written earlier in
+// the command, when it is known: the text written, or the source of a copy
+// as it is on disk when no program before the copy may have changed it.
+func (a *analyzer) writtenContent(w writtenFile) (string, bool) {
+	return a.writtenContentAt(w, a.cur)
+}
+
+// writtenContentAt is writtenContent as the segment idx finds the file.
+func (a *analyzer) writtenContentAt(w writtenFile, idx int) (string, bool) {
+	if w.path != "" && idx > w.at && a.changedBetween(w.path, w.at+1, idx) {
+		return "", false
+	}
+	if w.known {
+		return w.text, true
+	}
+	if w.from == "" || a.changedBefore(w.from, w.fromIdx) {
+		return "", false
+	}
+	if _, ok := a.written[w.from]; ok {
+		return "", false // a copy of a file written later in the command than the copy was made
+	}
+	f := a.readRunnerFile(w.from)
+	return f.text, f.state == fileOK
 }
 
 // runWritten judges running a file written earlier in the command. It
@@ -833,13 +877,14 @@ func (a *analyzer) runWritten(p string, asShell bool, idx int) bool {
 	if !ok {
 		return false
 	}
-	if !w.known {
+	text, known := a.writtenContentAt(w, idx)
+	if !known {
 		return false
 	}
-	if !asShell && !shellScript(w.text, a.r) {
+	if !asShell && !shellScript(text, a.r) {
 		return false
 	}
-	a.nestedScript(w.text, OriginScript, idx)
+	a.nestedScript(text, OriginScript, idx)
 	return true
 }
 

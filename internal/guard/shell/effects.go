@@ -354,6 +354,11 @@ func (a *analyzer) effects(s *segCtx) {
 	dynOps, dynLast := false, false
 	for j := 0; j < len(args); j++ {
 		x := args[j]
+		if x.dyn {
+			if pv, ok := procSelfText(x.val); ok {
+				x = arg{val: pv} // /proc/$$/root/home/u/.ssh/id_rsa: the rest is static
+			}
+		}
 		v := x.val
 		if x.dyn || dashdash || len(v) < 2 || v[0] != '-' || spec != nil && spec.modes && isMode(v) {
 			if !x.dyn || dashdash {
@@ -515,7 +520,7 @@ func (a *analyzer) effects(s *segCtx) {
 	a.configSecrets(s)
 	a.pathText(s)
 	if spec != nil && spec.patch {
-		a.patchEffects(s, ops)
+		a.patchEffects(s, ops, cwd, known)
 	}
 	if s.name == "curl" || s.name == "wget" {
 		a.downloadNames(s, outDir)
@@ -831,6 +836,28 @@ func (a *analyzer) candidate(x arg, it intent, recursive bool) {
 	}
 }
 
+// procSelfText reads the source text of a word /proc/$$/root/REST or
+// /proc/$BASHPID/cwd/REST whose only computed part is the process id (the
+// shell's own): the path is /proc/self/root/REST, which abs reads as /REST.
+func procSelfText(text string) (string, bool) {
+	t := strings.Trim(text, `"`)
+	rest, ok := strings.CutPrefix(t, "/proc/")
+	if !ok {
+		return "", false
+	}
+	pid, rest, _ := strings.Cut(rest, "/")
+	switch pid {
+	case "$$", "${$}", "$BASHPID", "${BASHPID}", "$PPID", "${PPID}":
+	default:
+		return "", false
+	}
+	link, rest, _ := strings.Cut(rest, "/")
+	if link != "root" && link != "cwd" || strings.ContainsAny(rest, "$`\\\"'*?[{~") {
+		return "", false
+	}
+	return "/proc/self/" + link + "/" + rest, true
+}
+
 // maxSegmentReads is how many read files are remembered per segment (for
 // what a pipe may carry into a sender).
 const maxSegmentReads = 32
@@ -843,6 +870,16 @@ func (a *analyzer) effectFact(p string, pi action.PathIntent) {
 	if (pi == action.PathRead || pi == action.PathUnknown) && a.cur >= 0 && a.cur < len(a.out.Segments) {
 		if s := &a.out.Segments[a.cur]; len(s.reads) < maxSegmentReads && !slices.Contains(s.reads, p) {
 			s.reads = append(s.reads, p)
+		}
+	}
+	if a.cur >= 0 && a.cur < len(a.out.Segments) {
+		s := &a.out.Segments[a.cur]
+		l := &s.changes
+		if pi == action.PathRead {
+			l = &s.looks
+		}
+		if len(*l) < maxSegmentReads && !slices.Contains(*l, p) {
+			*l = append(*l, p)
 		}
 	}
 	for _, f := range a.out.Paths {
@@ -988,20 +1025,29 @@ func (a *analyzer) signalEffects(s *segCtx) {
 // patchEffects records the files the patches of git apply, git am or patch
 // write: the patch text comes from its operands (read through the file
 // system, or written earlier in the command) or from standard input.
-func (a *analyzer) patchEffects(s *segCtx, ops []arg) {
+func (a *analyzer) patchEffects(s *segCtx, ops []arg, cwd0 string, known0 bool) {
 	var texts []string
 	read := func(x arg) {
 		if x.dyn {
 			return
 		}
+		// The patch is read where the command runs; git apply
+		// --directory=DIR moves only the files it writes (a patch read
+		// from DIR missed `git apply --unsafe-paths --directory=$HOME
+		// b.patch`, which wrote ~/.bashrc at notify).
+		cwd, known := a.cwd, a.cwdKnown
+		if s.name != "patch" {
+			a.cwd, a.cwdKnown = cwd0, known0
+		}
 		p, ok := a.abs(x.val)
+		a.cwd, a.cwdKnown = cwd, known
 		if !ok {
 			return
 		}
 		p = a.expandHome(p)
 		if w, ok := a.written[p]; ok {
-			if w.known {
-				texts = append(texts, w.text)
+			if text, known := a.writtenContent(w); known {
+				texts = append(texts, text)
 			}
 			return
 		}
@@ -1239,7 +1285,15 @@ func (a *analyzer) copyEffects(ops []arg, base intent, targetDir *arg, noTarget,
 		a.effectFact(target, action.PathWrite)
 		if w, ok := a.written[sp]; ok {
 			// cp x.sh y.sh: the copy holds what was written to x.sh.
-			a.written[target] = w
+			t, known := a.writtenContent(w)
+			a.written[target] = writtenFile{text: t, known: known, path: target, at: a.cur}
+		} else if !recursive && !contents {
+			// cp other.mk Makefile: the copy holds other.mk as it is now,
+			// read when something runs it (writtenContent).
+			if a.written == nil {
+				a.written = map[string]writtenFile{}
+			}
+			a.written[target] = writtenFile{from: sp, fromIdx: a.cur, path: target, at: a.cur}
 		}
 		if !recursive && !contents {
 			// cp /usr/local/bin/overseer ./ov: the copy is Overseer too
@@ -1358,10 +1412,11 @@ func (a *analyzer) interpScript(s *segCtx, p string) {
 	p = a.expandHome(p)
 	text, fromCommand := "", false
 	if w, ok := a.written[p]; ok {
-		if !w.known {
+		t, known := a.writtenContent(w)
+		if !known {
 			return
 		}
-		text, fromCommand = w.text, true
+		text, fromCommand = t, true
 	} else {
 		b, ok := a.readRegular(strings.TrimPrefix(p, "/"), maxScriptBytes)
 		if !ok {

@@ -332,8 +332,12 @@ func (a *analyzer) writtenUnder(dir string) bool {
 // the command that interpreters run at start (Python's sitecustomize).
 func (a *analyzer) autoload(c *cenv, dir string, idx int) {
 	for _, f := range []string{"sitecustomize.py", "usercustomize.py"} {
-		if w, ok := a.written[path.Join(dir, f)]; ok && w.known {
-			a.inlineCode("python", w.text, idx)
+		if w, ok := a.written[path.Join(dir, f)]; ok {
+			text, known := a.writtenContent(w)
+			if !known {
+				continue
+			}
+			a.inlineCode("python", text, idx)
 			a.cur = idx
 		}
 	}
@@ -524,11 +528,15 @@ func (a *analyzer) gitConfigWritten(name, p string) bool {
 		return false
 	}
 	w, ok := a.written[f]
-	if !ok || !w.known {
+	if !ok {
+		return false
+	}
+	text, known := a.writtenContent(w)
+	if !known {
 		return false
 	}
 	idx := a.cur
-	for _, kv := range gitConfigText(w.text) {
+	for _, kv := range gitConfigText(text) {
 		a.gitConfigKV(kv, false, idx, name+" names a git configuration that sets ")
 	}
 	a.add(guard.Finding{Check: "shell.env-config", Level: action.Confirm,
@@ -618,14 +626,31 @@ func (a *analyzer) makefilesEnv() []arg {
 // npm_config_ variable of the same name (script-shell=/tmp/x.sh is
 // npm_config_script_shell=/tmp/x.sh).
 func (a *analyzer) npmrc(s *segCtx) {
-	if !a.cwdKnown {
-		return
+	if a.env.Home != "" {
+		// The user's: npm config set script-shell … writes it.
+		p := path.Join(a.env.Home, ".npmrc")
+		switch f := a.contentOf(p, s.idx); {
+		case f.state == fileOK:
+			a.npmrcText(s, f.text)
+		case f.why == changedWhy:
+			a.runnerProblem(s.idx, s.name, a.display(p)+" "+f.why)
+		}
 	}
-	f := a.contentOf(path.Join(a.cwd, ".npmrc"), s.idx)
-	if f.state != fileOK {
-		return
+	if a.cwdKnown {
+		p := path.Join(a.cwd, ".npmrc")
+		switch f := a.contentOf(p, s.idx); f.state {
+		case fileOK:
+			a.npmrcText(s, f.text)
+		case fileBad:
+			a.runnerProblem(s.idx, s.name, a.display(p)+" "+f.why)
+		}
 	}
-	for _, line := range strings.Split(f.text, "\n") {
+	a.cur = s.idx
+}
+
+// npmrcText judges the keys of an .npmrc that change what npm runs.
+func (a *analyzer) npmrcText(s *segCtx, text string) {
+	for _, line := range strings.Split(text, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
 		if !ok || strings.HasPrefix(k, "#") || strings.HasPrefix(k, ";") {
 			continue

@@ -1290,9 +1290,22 @@ func (a *analyzer) sedCmd(s *segCtx) bool {
 		if sc.dyn {
 			continue
 		}
-		if sedRunsOrWrites(sc.val) {
+		runs, reads, writes := sedScan(sc.val)
+		if runs {
 			a.add(guard.Finding{Check: "shell.sed-exec", Level: action.Confirm,
 				Message: "the sed script runs commands or writes files: " + clip(sc.val, 120)})
+		}
+		// sed '1r ~/.overseer/token' README.md printed the token at auto.
+		for _, f := range reads {
+			if f != "/dev/stdin" {
+				a.candidate(arg{val: f}, inRead, false)
+			}
+		}
+		for _, f := range writes {
+			if f != "/dev/stdout" && f != "/dev/stderr" {
+				a.writeTarget(arg{val: f}, "the sed script writes")
+				a.candidate(arg{val: f}, inWrite, false)
+			}
 		}
 	}
 	if scriptFile {
@@ -1320,12 +1333,29 @@ func (a *analyzer) sedCmd(s *segCtx) bool {
 // sedRunsOrWrites reports whether a sed script uses the e, w or W
 // commands, or the e or w flags of s.
 func sedRunsOrWrites(sc string) bool {
+	runs, _, _ := sedScan(sc)
+	return runs
+}
+
+// sedScan reads a sed script: whether it uses the e, w or W commands or
+// the e or w flags of s, and the files its r and R commands read and its
+// w and W commands and w flags write (GNU sed: the file name runs to the
+// end of the line).
+func sedScan(sc string) (runs bool, reads, writes []string) {
 	i := 0
 	n := len(sc)
 	skipTo := func(stop string) {
 		for i < n && strings.IndexByte(stop, sc[i]) < 0 {
 			i++
 		}
+	}
+	fileName := func() string {
+		for i < n && (sc[i] == ' ' || sc[i] == '\t') {
+			i++
+		}
+		start := i
+		skipTo("\n")
+		return sc[start:i]
 	}
 	delimited := func() bool { // reads d…d…d starting at the delimiter; false if unterminated
 		if i >= n {
@@ -1391,29 +1421,47 @@ func sedRunsOrWrites(sc string) bool {
 		c := sc[i]
 		i++
 		switch c {
-		case 'e', 'w', 'W':
-			return true
+		case 'e':
+			runs = true
+			skipTo("\n")
+		case 'w', 'W':
+			runs = true
+			if f := fileName(); f != "" {
+				writes = append(writes, f)
+			}
+		case 'r', 'R':
+			if f := fileName(); f != "" {
+				reads = append(reads, f)
+			}
 		case 's':
 			if !delimited() {
-				return false
+				return runs, reads, writes
 			}
 			for i < n && strings.IndexByte(";\n}", sc[i]) < 0 {
-				if sc[i] == 'e' || sc[i] == 'w' {
-					return true
+				if sc[i] == 'e' {
+					runs = true
+				}
+				if sc[i] == 'w' {
+					runs = true
+					i++
+					if f := fileName(); f != "" {
+						writes = append(writes, f)
+					}
+					break
 				}
 				i++
 			}
 		case 'y':
 			if !delimited() {
-				return false
+				return runs, reads, writes
 			}
-		case 'a', 'i', 'c', 'r', 'R', 'b', 't', 'T', ':', 'q', 'Q', 'l', 'L', 'v', 'F', 'z':
+		case 'a', 'i', 'c', 'b', 't', 'T', ':', 'q', 'Q', 'l', 'L', 'v', 'F', 'z':
 			skipTo("\n;")
 		case '{', '}', ';':
 		default:
 		}
 	}
-	return false
+	return runs, reads, writes
 }
 
 // awkRuns finds what makes an awk program run commands or write files:
@@ -1910,13 +1958,13 @@ func (a *analyzer) scriptFile(s *segCtx, f arg) {
 		a.class("dev", action.Notify, s.name+" "+f.val)
 		return
 	}
-	if w, ok := a.written[p]; ok && !w.known {
-		a.add(guard.Finding{Check: "shell.runs-unseen", Level: action.Confirm,
-			Message: s.name + " runs " + f.val + ", which this command wrote with content not known before it runs"})
-	}
 	if a.r.shells.has(s.name) {
 		a.runStored(p, true, s.idx) // provenance.go: judged by its content
 	} else {
+		if w, ok := a.written[p]; ok && !a.known(w) {
+			a.add(guard.Finding{Check: "shell.runs-unseen", Level: action.Confirm,
+				Message: s.name + " runs " + f.val + ", which this command wrote with content not known before it runs"})
+		}
 		a.interpScript(s, p) // effects.go: the paths and deletions its code names
 	}
 	switch a.where(p, known) {

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"io/fs"
 	"path"
 	"strings"
 
@@ -123,13 +124,124 @@ func (a *analyzer) abs(p string) (string, bool) {
 	if _, win := windowsPath(p); win {
 		return p, true
 	}
+	if path.IsAbs(p) {
+		if q, ok := a.procPath(p); ok {
+			p = q
+		} else if !ok && q == "" {
+			return path.Clean(p), false
+		}
+	}
 	if strings.HasPrefix(p, "~") || path.IsAbs(p) {
-		return path.Clean(p), true
+		return a.physicalDots(p), true
 	}
 	if !a.cwdKnown {
 		return path.Clean(p), false
 	}
-	return path.Join(a.cwd, p), true
+	return a.physicalDots(a.cwd + "/" + p), true
+}
+
+// procPath maps a path through /proc/PID/root or /proc/self/cwd to the path
+// the reading process reaches: /proc/self/root/home/u/x is /home/u/x, and
+// /proc/self/cwd/x is x in the working directory (the judging process's
+// own /proc/self is another process, the daemon's in another directory).
+// ok is false when p is not such a path; q is "" when it is one whose
+// target is not known (another process's working directory).
+func (a *analyzer) procPath(p string) (q string, ok bool) {
+	rest, isProc := strings.CutPrefix(p, "/proc/")
+	if !isProc {
+		return p, false
+	}
+	pid, rest, _ := strings.Cut(rest, "/")
+	link, rest, _ := strings.Cut(rest, "/")
+	self := pid == "self" || pid == "thread-self" || pid == "$$" || pid == "$BASHPID"
+	if !self && !isDigits(pid) {
+		return p, false
+	}
+	switch link {
+	case "root":
+		return "/" + rest, true
+	case "cwd":
+		if self && a.cwdKnown {
+			return a.cwd + "/" + rest, true
+		}
+		return "", false
+	}
+	return p, false
+}
+
+// physicalDots cleans p, reading ".." as the kernel does: after a symbolic
+// link it leads to the parent of the link's target, not of the link
+// (link/../.overseer/token with link -> ~/.ssh is ~/.overseer/token, not
+// ./.overseer/token). Paths without ".." are only cleaned.
+func (a *analyzer) physicalDots(p string) string {
+	if !strings.Contains(p, "..") {
+		return path.Clean(p)
+	}
+	last := strings.LastIndex(p, "/..")
+	if last < 0 || last+3 < len(p) && p[last+3] != '/' {
+		return path.Clean(p)
+	}
+	head, tail := p[:last+3], p[last+3:]
+	prefix := ""
+	if strings.HasPrefix(head, "~") {
+		if a.env.Home == "" {
+			return path.Clean(p)
+		}
+		prefix, head = "~", a.env.Home+strings.TrimPrefix(head, "~")
+	}
+	rfs, ok := a.fileSystem().(fs.ReadLinkFS)
+	if !ok {
+		return path.Clean(p)
+	}
+	real, ok := resolveDots(rfs, head, 0)
+	if !ok {
+		return path.Clean(p)
+	}
+	out := path.Clean(real + tail)
+	if prefix == "~" && action.Within(a.env.Home, out) {
+		out = "~" + strings.TrimPrefix(out, a.env.Home)
+	}
+	return out
+}
+
+// resolveDots walks the absolute path p component by component, following
+// symbolic links, so that ".." applies to where a link leads. ok is false
+// when a link cannot be read or links loop (the caller keeps the cleaned
+// path).
+func resolveDots(rfs fs.ReadLinkFS, p string, depth int) (string, bool) {
+	cur := "/"
+	for _, c := range strings.Split(p, "/") {
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = path.Dir(cur)
+			continue
+		}
+		next := path.Join(cur, c)
+		st, err := rfs.Lstat(fsName(next))
+		if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+			cur = next // a component that does not exist is taken as written
+			continue
+		}
+		if depth >= 40 {
+			return "", false
+		}
+		target, err := rfs.ReadLink(fsName(next))
+		if err != nil {
+			return "", false
+		}
+		if !path.IsAbs(target) {
+			target = cur + "/" + target
+		}
+		r, ok := resolveDots(rfs, target, depth+1)
+		if !ok {
+			return "", false
+		}
+		depth++
+		cur = r
+	}
+	return cur, true
 }
 
 // where is the location of a path relative to the working tree.

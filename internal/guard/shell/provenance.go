@@ -48,6 +48,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -193,16 +194,21 @@ func errText(err error) string {
 // file system's.
 func (a *analyzer) contentOf(abs string, idx int) runnerFile {
 	if w, ok := a.written[abs]; ok {
-		if w.known {
-			return runnerFile{text: w.text, state: fileOK}
+		if text, known := a.writtenContentAt(w, idx); known {
+			return runnerFile{text: text, state: fileOK}
 		}
-		return runnerFile{}
+		return runnerFile{state: fileBad, why: changedWhy}
 	}
 	if a.changedBefore(abs, idx) {
-		return runnerFile{}
+		return runnerFile{state: fileBad, why: changedWhy}
 	}
 	return a.readRunnerFile(abs)
 }
+
+// changedWhy says why a file changed earlier in the command is not judged
+// by what is on disk now: sed -i … Makefile && make ran a recipe the
+// guard never saw, at make's own class (rm -rf ~/.overseer at notify).
+const changedWhy = "is changed earlier in this command: what it holds when it runs is not known"
 
 // fileExists reports whether a file or directory exists.
 func (a *analyzer) fileExists(abs string) bool {
@@ -372,6 +378,8 @@ func (a *analyzer) provenance(s *segCtx) bool {
 		a.gdbCmd(s)
 	case "script":
 		a.scriptCmd(s)
+	case "man", "mysql", "mariadb", "bat", "batcat":
+		a.pagerExec(s)
 	default:
 		if a.interpreter(s.name) != nil && strings.HasPrefix(s.name, "python") {
 			a.pythonPip(s)
@@ -410,11 +418,25 @@ func (a *analyzer) runStored(p string, asShell bool, idx int) bool {
 	if idx < 0 || !path.IsAbs(p) {
 		return false
 	}
-	if _, changed := a.written[p]; changed {
-		return false // changed earlier in the command: its content is not known
+	wf, written := a.written[p]
+	if _, known := a.writtenContentAt(wf, idx); written && known {
+		return false // its known text is not a shell script (runWritten judges those)
 	}
-	if a.changedBefore(p, idx) {
-		return false // an earlier program of the command may change it
+	if written || a.changedBefore(p, idx) {
+		// Changed earlier in the command (sed -i … r.sh && sh r.sh): what
+		// runs is not known. A shell runs it whatever it is; a file run
+		// directly is a script when it is one now, or does not exist yet
+		// and is written by a redirection (cat "$X" > ov && ./ov): a
+		// program the command builds (go build -o app) stays today's
+		// class.
+		f := a.readRunnerFile(p)
+		script := asShell || written && f.state == fileMissing ||
+			f.state == fileOK && strings.IndexByte(f.text, 0) < 0 && !strings.HasPrefix(f.text, "\x7fELF")
+		if !script {
+			return false
+		}
+		a.runnerProblem(idx, a.display(p), "the file "+changedWhy)
+		return true
 	}
 	f := a.readRunnerFile(p)
 	switch f.state {
@@ -466,10 +488,21 @@ var metaOnly = map[string]bool{"chmod": true, "chown": true, "chgrp": true, "tou
 // changedBefore reports whether a program before the segment idx names the
 // file p and may change its content (cp x p, sed -i … p, git checkout p).
 func (a *analyzer) changedBefore(p string, idx int) bool {
-	for i := 0; i < idx && i < len(a.out.Segments); i++ {
+	return a.changedBetween(p, 0, idx)
+}
+
+// changedBetween is changedBefore for the segments from to idx (excluded).
+func (a *analyzer) changedBetween(p string, from, idx int) bool {
+	for i := max(from, 0); i < idx && i < len(a.out.Segments); i++ {
 		sg := &a.out.Segments[i]
 		if metaOnly[sg.Name] {
 			continue
+		}
+		if slices.Contains(sg.changes, p) {
+			return true
+		}
+		if slices.Contains(sg.looks, p) {
+			continue // read, and nothing says it is written (cp Makefile Makefile.bak)
 		}
 		for _, x := range sg.Args {
 			if x == "" || x[0] == '-' {
@@ -950,6 +983,9 @@ func (a *analyzer) packageCmd(s *segCtx) {
 			}
 		}
 	}
+	if a.pkgConfig(s, runner, sub, ops, dir) {
+		return
+	}
 	if dir == "" || scoped {
 		return
 	}
@@ -1083,6 +1119,65 @@ func (p *pkgJSON) dep(name string) bool {
 		if _, ok := m[name]; ok {
 			return true
 		}
+	}
+	return false
+}
+
+// pkgConfig judges the sub-commands that change what later runs of the
+// package manager execute without naming the file they write: npm pkg set
+// scripts.test=… (package.json) and npm config set script-shell … (an
+// .npmrc). It reports whether the segment was one.
+func (a *analyzer) pkgConfig(s *segCtx, runner, sub string, ops []arg, dir string) bool {
+	verb := ""
+	if len(ops) > 1 && !ops[1].dyn {
+		verb = ops[1].val
+	}
+	switch {
+	case sub == "pkg" && (verb == "set" || verb == "delete" || verb == "fix"), sub == "set-script",
+		runner == "bun" && sub == "pm" && verb == "pkg":
+		// package.json changes: a script run later in the command is not
+		// the one on disk now.
+		if dir == "" {
+			return true
+		}
+		p := path.Join(dir, "package.json")
+		if _, pdir, st, _ := a.findPackageJSON(dir, s.idx); st != fileMissing && pdir != "" {
+			p = path.Join(pdir, "package.json")
+		}
+		a.markWritten(p, "", false)
+		return true
+	case sub == "config" && (verb == "set" || verb == "delete" || verb == "rm" || verb == "edit"),
+		sub == "set" && runner == "npm":
+		// npm config set script-shell /tmp/x.sh writes ~/.npmrc (or the
+		// project's .npmrc): every later npm command runs it.
+		kv := ops[1:]
+		if sub == "config" {
+			kv = ops[2:]
+		}
+		for j := 0; j < len(kv); j++ {
+			if kv[j].dyn {
+				a.add(guard.Finding{Check: "shell.env-config", Level: action.Confirm,
+					Message: runner + " " + sub + " sets a configuration key computed at run time"})
+				continue
+			}
+			k, v, eq := strings.Cut(kv[j].val, "=")
+			if !eq && j+1 < len(kv) {
+				j++
+				v = kv[j].val
+			}
+			name := "npm_config_" + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(k, "--")), "-", "_")
+			if a.r.envVar(name) == nil {
+				continue
+			}
+			a.add(guard.Finding{Check: "shell.env-config", Level: action.Confirm,
+				Message: runner + " " + sub + " " + k + " changes what every later " + runner + " command runs"})
+			if p, ok := a.fileAbs(v); ok {
+				a.effectFact(p, action.PathRead) // names it, does not change it (changedBefore)
+			}
+			a.envAssign(name, envVal{val: v, dyn: j < len(kv) && kv[j].dyn})
+			a.cur = s.idx
+		}
+		return true
 	}
 	return false
 }
@@ -1386,7 +1481,40 @@ func (a *analyzer) pythonPip(s *segCtx) {
 			a.pipInstall(s, s.name+" -m pip install", s.args[j+3:])
 			return
 		}
+		if x.val == "-m" && j+1 < len(s.args) && s.args[j+1].val == "http.server" {
+			a.httpServer(s.args[j+2:])
+			return
+		}
 	}
+}
+
+// httpServer judges python -m http.server: it serves every file below its
+// directory (-d/--directory, else the working directory) to whoever
+// connects, the agent's own later curl to it too; the directory is read
+// recursively (python3 -m http.server -d ~ served Overseer's token and the
+// keys at notify, and curl localhost:8000/.overseer/token read it).
+func (a *analyzer) httpServer(args []arg) {
+	dir := arg{val: "."}
+	for j := 0; j < len(args); j++ {
+		v := args[j].val
+		switch {
+		case args[j].dyn:
+			continue
+		case (v == "-d" || v == "--directory") && j+1 < len(args):
+			j++
+			dir = args[j]
+		case strings.HasPrefix(v, "--directory="):
+			dir = arg{val: strings.TrimPrefix(v, "--directory=")}
+		case strings.HasPrefix(v, "-d") && len(v) > 2:
+			dir = arg{val: v[2:]}
+		}
+	}
+	if dir.dyn {
+		a.add(guard.Finding{Check: "shell.serve-dynamic", Level: action.Confirm,
+			Message: "http.server serves a directory computed at run time: " + dir.val})
+		return
+	}
+	a.candidate(dir, inRead, true)
 }
 
 // pipInstall judges the requirements of a pip-like install: VCS and URL
@@ -1840,6 +1968,33 @@ func (a *analyzer) tarExec(s *segCtx) {
 		if x, ok := optValue(s.args, o); ok {
 			a.optionCode(s, x, "tar "+o+" runs a command")
 		}
+	}
+}
+
+// pagerOptions are the options whose value is a command a program runs to
+// show its output (man -P 'rm -rf ~' ls ran at auto: man is read-only).
+var pagerOptions = map[string][]string{
+	"man":     {"-P", "--pager", "-H", "--html"},
+	"mysql":   {"--pager"},
+	"mariadb": {"--pager"},
+	"bat":     {"--pager"},
+	"batcat":  {"--pager"},
+}
+
+// pagerExec judges the pager (or browser) command an option gives.
+func (a *analyzer) pagerExec(s *segCtx) {
+	names := pagerOptions[s.name]
+	for _, x := range s.args {
+		if x.dyn && (strings.HasPrefix(x.val, "--pager=") || strings.HasPrefix(x.val, "--html=")) {
+			a.dynamicCode(x, s.name+" runs a pager computed at run time: "+x.val)
+			return
+		}
+	}
+	if x, ok := optValue(s.args, names...); ok {
+		if strings.EqualFold(s.name, "man") && (x.val == "-H" || x.val == "--html") {
+			return
+		}
+		a.optionCode(s, x, s.name+" runs a command to show its output")
 	}
 }
 

@@ -121,6 +121,9 @@ type Segment struct {
 	flags segFlags
 	text  string   // the static output of an echo, printf or cat feeding a pipe
 	reads []string // the files it reads (or may: a program whose effect is unknown)
+	// looks are the files it only reads; changes those it writes,
+	// deletes or may (changedBefore).
+	looks, changes []string
 }
 
 // segFlags are what a segment does that matters to its neighbours in a
