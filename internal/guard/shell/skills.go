@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
@@ -49,12 +50,19 @@ func isSkillCall(a *action.Action) bool {
 func skillName(a *action.Action) (name, args string) {
 	for _, k := range []string{"skill", "command", "slash_command", "name"} {
 		if s, ok := a.Args[k].(string); ok && strings.TrimSpace(s) != "" {
-			s = strings.TrimSpace(s)
-			name, args, _ = strings.Cut(s, " ")
-			if i := strings.IndexAny(name, "\t\n"); i >= 0 {
-				name, args = name[:i], name[i:]+" "+args
+			// The name is the leading run of the characters a skill's name
+			// is made of; the rest are its arguments ("/log; rm x" is
+			// judged as log with "; rm x", whether or not the agent reads
+			// it so).
+			s = strings.TrimPrefix(strings.TrimSpace(s), "/")
+			n := strings.IndexFunc(s, func(r rune) bool { return !nameRune(r) })
+			if n < 0 {
+				n = len(s)
 			}
-			name = strings.TrimPrefix(name, "/")
+			name, args = s[:n], s[n:]
+			if name == "" && s != "" {
+				name = s // judged as a name that cannot be placed
+			}
 			break
 		}
 	}
@@ -62,6 +70,12 @@ func skillName(a *action.Action) (name, args string) {
 		args = strings.TrimSpace(args + " " + s)
 	}
 	return name, strings.TrimSpace(args)
+}
+
+// nameRune reports whether r may be part of a skill's or command's name.
+func nameRune(r rune) bool {
+	return r == '-' || r == '_' || r == ':' || r == '.' || r == '/' || r == '\\' ||
+		r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r > 0x7f && !unicode.IsSpace(r)
 }
 
 // argRef matches a skill's reference to its arguments: $ARGUMENTS, or one

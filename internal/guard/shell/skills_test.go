@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/overseer-dev/overseer/internal/action"
 )
@@ -149,4 +150,25 @@ func TestSkillFileNamedPipe(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the judgement waits on the named pipe")
 	}
+}
+
+// FuzzSkillName: a Skill or SlashCommand argument splits into a name with
+// no white space, taken from the argument, and the rest as its arguments;
+// frontMatter and withArgs never fail.
+func FuzzSkillName(f *testing.F) {
+	for _, s := range []string{"/log -5", "/log; rm -rf ~", "frontend:widget x", "../../x", "/", "  /ctx\targ", "/é x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a := &action.Action{Args: map[string]any{"command": s}}
+		name, args := skillName(a)
+		if strings.IndexFunc(name, unicode.IsSpace) >= 0 && name != strings.TrimPrefix(strings.TrimSpace(s), "/") {
+			t.Fatalf("name %q of %q has white space", name, s)
+		}
+		if !strings.Contains(s, name) || !strings.Contains(s, strings.TrimSpace(args)) {
+			t.Fatalf("%q split into %q and %q", s, name, args)
+		}
+		_, _ = frontMatter(s)
+		_ = withArgs(s, args)
+	})
 }
