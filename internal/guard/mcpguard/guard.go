@@ -89,6 +89,12 @@ type Config struct {
 	// IgnoreAnnotations turns the classification by annotations off: every
 	// unmapped MCP tool gets the mcp kind's default.
 	IgnoreAnnotations bool `yaml:"ignore_annotations" json:"ignore_annotations"`
+	// ReadName: a tool without annotations (an agent's own MCP call seen by
+	// its hooks, which carry no annotations) whose name only reads
+	// (get_issue, list-projects, searchCode: see readName). Default notify.
+	ReadName action.Level `yaml:"read_name" json:"read_name"`
+	// IgnoreNames turns the classification by name off.
+	IgnoreNames bool `yaml:"ignore_names" json:"ignore_names"`
 	// PoisonedDefinitions is what the gateway does with a new tool whose
 	// definition has instructions aimed at the model: withhold (default:
 	// until a person accepts it), flag (offer it and alert) or off.
@@ -111,6 +117,7 @@ func DefaultConfig() Config {
 		Additive:          action.Confirm,
 		Destructive:       action.Approve,
 		UncheckedSchema:   action.Confirm,
+		ReadName:          action.Notify,
 	}
 }
 
@@ -126,6 +133,7 @@ func (c Config) withDefaults() Config {
 	fill(&c.Additive, d.Additive)
 	fill(&c.Destructive, d.Destructive)
 	fill(&c.UncheckedSchema, d.UncheckedSchema)
+	fill(&c.ReadName, d.ReadName)
 	return c
 }
 
@@ -133,7 +141,7 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	for name, l := range map[string]action.Level{"read_only": c.ReadOnly, "read_only_open_world": c.ReadOnlyOpenWorld,
-		"additive": c.Additive, "destructive": c.Destructive, "unchecked_schema": c.UncheckedSchema} {
+		"additive": c.Additive, "destructive": c.Destructive, "unchecked_schema": c.UncheckedSchema, "read_name": c.ReadName} {
 		if !l.Valid() {
 			return fmt.Errorf("%w: %s: level %s", ErrInvalidConfig, name, l)
 		}
@@ -185,6 +193,7 @@ func (g *Guard) Name() string { return Name }
 // an action without them yields no finding.
 func (g *Guard) Check(_ context.Context, a *action.Action) ([]guard.Finding, error) {
 	var out []guard.Finding
+	annotated := false
 	for _, n := range a.Facts.Notes {
 		switch {
 		case strings.HasPrefix(n, NoteSchemaUnchecked):
@@ -203,10 +212,136 @@ func (g *Guard) Check(_ context.Context, a *action.Action) ([]guard.Finding, err
 			if g.cfg.IgnoreAnnotations || a.Kind != action.KindMCP || !an.Declared() {
 				continue
 			}
+			annotated = true
 			out = append(out, g.classify(a.Tool, an))
 		}
 	}
+	if !annotated && !g.cfg.IgnoreNames && a.Kind == action.KindMCP && inertArgs(a.Args, 0) {
+		if tool, ok := readName(a.Tool); ok {
+			out = append(out, guard.Finding{Check: "mcp.read-name", Level: g.cfg.ReadName, Hard: false,
+				Message: fmt.Sprintf("%s is named as a tool that only reads (%s); its server gave no annotations here", a.Tool, tool)})
+		}
+	}
 	return out, nil
+}
+
+// readVerbs are the first words of the names of tools that only read.
+// Not fetch, query or browse: what those do is in their arguments (a URL,
+// a statement), which a name does not vouch for.
+var readVerbs = map[string]bool{
+	"get": true, "list": true, "search": true, "read": true, "find": true, "describe": true, "show": true,
+	"view": true, "lookup": true, "resolve": true, "inspect": true, "count": true, "explain": true,
+	"retrieve": true, "peek": true, "whoami": true,
+}
+
+// activeArgs are argument names whose value says what a call does (a
+// statement, a command, code, a URL): a call with one is not classified by
+// its tool's name.
+var activeArgs = map[string]bool{
+	"sql": true, "query": true, "statement": true, "stmt": true, "command": true, "cmd": true, "commands": true,
+	"script": true, "code": true, "expression": true, "expr": true, "eval": true, "shell": true, "program": true,
+	"url": true, "uri": true, "urls": true, "endpoint": true, "webhook": true, "method": true, "body": true,
+}
+
+// inertArgs reports whether args hold nothing that says what the call does
+// (see activeArgs) and no URL, to a depth of 8.
+func inertArgs(v any, depth int) bool {
+	if depth > 8 {
+		return false
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if activeArgs[strings.ToLower(k)] || !inertArgs(x, depth+1) {
+				return false
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if !inertArgs(x, depth+1) {
+				return false
+			}
+		}
+	case string:
+		return !strings.Contains(v, "://")
+	}
+	return true
+}
+
+// writeWords are words that make a name not only read, wherever they stand
+// (get_or_create_issue, list_and_delete).
+var writeWords = map[string]bool{
+	"add": true, "apply": true, "approve": true, "archive": true, "assign": true, "buy": true, "call": true,
+	"cancel": true, "change": true, "clear": true, "click": true, "close": true, "comment": true, "commit": true,
+	"create": true, "delete": true, "deploy": true, "destroy": true, "disable": true, "dispatch": true,
+	"drop": true, "edit": true, "enable": true, "eval": true, "evaluate": true, "exec": true, "execute": true,
+	"fill": true, "fork": true, "grant": true, "import": true, "insert": true, "install": true, "invite": true,
+	"kill": true, "label": true, "lock": true, "mark": true, "merge": true, "modify": true, "move": true,
+	"open": true, "or": true, "pay": true, "post": true, "press": true, "publish": true, "purge": true,
+	"push": true, "put": true, "react": true, "reboot": true, "remove": true, "rename": true, "reply": true,
+	"request": true, "reset": true, "restart": true, "revoke": true, "run": true, "save": true, "schedule": true,
+	"select": true, "send": true, "set": true, "share": true, "start": true, "stop": true, "submit": true,
+	"sync": true, "terminate": true, "transfer": true, "trigger": true, "type": true, "unlock": true,
+	"update": true, "upload": true, "upsert": true, "write": true, "and": true, "then": true,
+}
+
+// readName reports whether an MCP tool's name (mcp__server__tool, or the
+// tool alone) only reads: its first word is a reading verb and no word of
+// it writes. The name is the server's word, as annotations are; the
+// arguments are judged by the other guards all the same (paths, SQL,
+// URLs, secrets in them).
+func readName(full string) (string, bool) {
+	tool := full
+	if i := strings.LastIndex(full, "__"); i >= 0 {
+		tool = full[i+2:]
+	}
+	words := nameWords(tool)
+	if len(words) == 0 || !readVerbs[words[0]] {
+		return tool, false
+	}
+	// Each word as split at case changes, and each part between
+	// separators whole ("list.deletE" holds "delete").
+	for _, w := range append(words[1:], strings.FieldsFunc(strings.ToLower(tool), func(r rune) bool { return r == '_' || r == '-' || r == '.' })...) {
+		if writeWords[w] {
+			return tool, false
+		}
+	}
+	return tool, true
+}
+
+// nameWords splits a tool name into lower-case words at _, - and . and
+// at lower-to-upper case changes (searchCode: search, code). A name with
+// any other character than letters, digits and those gives none.
+func nameWords(name string) []string {
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	prevLower := false
+	for _, r := range name {
+		switch {
+		case r == '_' || r == '-' || r == '.':
+			flush()
+			prevLower = false
+		case r >= 'A' && r <= 'Z':
+			if prevLower {
+				flush()
+			}
+			cur = append(cur, r)
+			prevLower = false
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			cur = append(cur, r)
+			prevLower = true
+		default:
+			return nil
+		}
+	}
+	flush()
+	return words
 }
 
 // classify maps annotations to a soft finding.

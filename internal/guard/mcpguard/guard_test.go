@@ -231,3 +231,95 @@ func FuzzParseNote(f *testing.F) {
 		}
 	})
 }
+
+// An MCP call without annotations (an agent's own call, seen by its hooks)
+// whose tool is named as one that only reads, with arguments that hold no
+// statement, command, code or URL, is notify through the engine with the
+// built-in policy; every other one keeps the mcp default (confirm), and
+// the other guards still judge its arguments.
+func TestReadNames(t *testing.T) {
+	g, err := mcpguard.New(mcpguard.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, err := mcpguard.New(mcpguard.Config{IgnoreNames: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := func(g guard.Guard) *firewall.Engine {
+		e, err := firewall.New(context.Background(), firewall.Config{Policy: policy.Builtin(), Guards: []guard.Guard{g}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	on, ignoring := eng(g), eng(off)
+	cases := []struct {
+		tool string
+		args map[string]any
+		want action.Level
+	}{
+		{"mcp__github__get_issue", map[string]any{"owner": "o", "repo": "r", "issue_number": 7}, action.Notify},
+		{"mcp__github__list_pull_requests", map[string]any{"owner": "o", "repo": "r", "state": "open"}, action.Notify},
+		{"mcp__github__searchCode", map[string]any{"q": "func main"}, action.Notify},
+		{"mcp__context7__get-library-docs", map[string]any{"context7CompatibleLibraryID": "/vercel/next.js"}, action.Notify},
+		{"mcp__linear__list_issues", map[string]any{"filter": map[string]any{"team": "ENG", "labels": []any{"bug"}}}, action.Notify},
+		// Twins that keep the default: a write in the name, anywhere; a
+		// verb whose arguments say what it does; arguments that do.
+		{"mcp__github__create_issue", map[string]any{"owner": "o", "repo": "r", "title": "x"}, action.Confirm},
+		{"mcp__x__get_or_create_user", map[string]any{"name": "x"}, action.Confirm},
+		{"mcp__x__list_and_delete", map[string]any{}, action.Confirm},
+		{"mcp__db__query", map[string]any{"sql": "DROP TABLE users"}, action.Confirm},
+		{"mcp__fetch__fetch", map[string]any{"url": "https://example.com/"}, action.Confirm},
+		{"mcp__x__get_page", map[string]any{"url": "http://169.254.169.254/"}, action.Confirm},
+		{"mcp__x__get_page", map[string]any{"target": map[string]any{"href": "http://10.0.0.1/"}}, action.Confirm},
+		{"mcp__x__get_data", map[string]any{"query": "x"}, action.Confirm},
+		{"mcp__x__get\u00e9", map[string]any{}, action.Confirm},
+		{"mcp__x__browser_snapshot", map[string]any{}, action.Confirm},
+	}
+	for _, c := range cases {
+		a := &action.Action{Agent: "claude-code", Tool: c.tool, Kind: action.KindMCP, Args: c.args}
+		if v := on.Evaluate(context.Background(), a); v.Level != c.want {
+			t.Errorf("%s %v: %s, want %s (%s)", c.tool, c.args, v.Level, c.want, v.Summary())
+		}
+		a = &action.Action{Agent: "claude-code", Tool: c.tool, Kind: action.KindMCP, Args: c.args}
+		if v := ignoring.Evaluate(context.Background(), a); v.Level != action.Confirm {
+			t.Errorf("ignore_names: %s: %s, want confirm", c.tool, v.Level)
+		}
+	}
+}
+
+// FuzzReadNames: the name classification never panics, never classifies a
+// name with a writing word, and needs a reading first word.
+func FuzzReadNames(f *testing.F) {
+	for _, s := range []string{"mcp__github__get_issue", "mcp__x__getOrCreate", "list-and-delete", "mcp__a__b__c", "get", "GET_ITEMS", "get__"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		a := &action.Action{Agent: "claude-code", Tool: name, Kind: action.KindMCP, Args: map[string]any{}}
+		g, _ := mcpguard.New(mcpguard.Config{})
+		fs, err := g.Check(context.Background(), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fs) > 0 && fs[0].Check == "mcp.read-name" {
+			tool := name
+			if i := strings.LastIndex(name, "__"); i >= 0 {
+				tool = name[i+2:]
+			}
+			low := "_" + strings.NewReplacer("-", "_", ".", "_", " ", "_").Replace(strings.ToLower(tool)) + "_"
+			for _, w := range []string{"delete", "create", "write", "update", "remove", "exec", "send"} {
+				if strings.Contains(low, "_"+w+"_") {
+					t.Fatalf("%q classified as read-only", name)
+				}
+			}
+			read := false
+			for _, v := range []string{"get", "list", "search", "read", "find", "describe", "show", "view", "lookup", "resolve", "inspect", "count", "explain", "retrieve", "peek", "whoami"} {
+				read = read || strings.HasPrefix(strings.TrimLeft(strings.ToLower(tool), "_-."), v)
+			}
+			if !read {
+				t.Fatalf("%q classified as read-only without a reading first word", name)
+			}
+		}
+	})
+}
