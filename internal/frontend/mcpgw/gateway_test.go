@@ -311,7 +311,7 @@ func TestElicitation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t, envOpts{})
+			e := newEnv(t, envOpts{extra: "elicitation: confirm\n"})
 			var asked []string
 			var mu sync.Mutex
 			cs := e.client(elicitationClient(c.approve, c.action, c.reason, &asked, &mu), c.version)
@@ -335,12 +335,48 @@ func TestElicitation(t *testing.T) {
 	}
 }
 
-// Elicitation is limited to confirm by default: an approve-level call (a
-// destructive tool) is not put to the client, and a dismissed prompt
-// leaves the approval to other channels.
+// An answer through the client is not a person's unless the person says
+// so: by default the gateway never asks the client, so a client that
+// answers yes to everything — a program the agent wrote and runs, which
+// speaks MCP to the daemon's /mcp (no credential) or starts "overseer mcp"
+// itself — cannot approve its own calls. Its call waits for a person on
+// another channel, and runs once one approves.
+func TestElicitationOffByDefault(t *testing.T) {
+	for _, version := range []string{"", "2025-11-25"} {
+		t.Run("protocol "+version, func(t *testing.T) {
+			e := newEnv(t, envOpts{})
+			var asked []string
+			var mu sync.Mutex
+			cs := e.client(elicitationClient(true, "accept", "", &asked, &mu), version)
+			path := filepath.Join(e.dir, "self.txt")
+			ch := e.callAsync(cs, "up__write_note", map[string]any{"path": path, "text": "x"})
+			aps := e.pending(1)
+			if _, err := os.Stat(path); err == nil {
+				t.Fatal("the call ran before a person answered")
+			}
+			e.answer(aps[0].ID, "approve", "")
+			if res := <-ch; res.IsError {
+				t.Fatal(text(res))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(asked) != 0 {
+				t.Fatalf("the client was asked: %q", asked)
+			}
+			got, _ := e.k.Store.ListApprovals(context.Background(), store.ApprovalFilter{})
+			if len(got) != 1 || got[0].Answer == nil || got[0].Answer.Channel == mcpgw.ChannelElicitation {
+				t.Fatalf("approvals %+v", got)
+			}
+		})
+	}
+}
+
+// Elicitation, when turned on, is limited to its level: an approve-level
+// call (a destructive tool) is not put to the client under "confirm", and
+// a dismissed prompt leaves the approval to other channels.
 func TestElicitationLimits(t *testing.T) {
 	t.Run("approve level is not asked through the client", func(t *testing.T) {
-		e := newEnv(t, envOpts{})
+		e := newEnv(t, envOpts{extra: "elicitation: confirm\n"})
 		var asked []string
 		var mu sync.Mutex
 		cs := e.client(elicitationClient(true, "accept", "", &asked, &mu), "")
@@ -369,7 +405,7 @@ func TestElicitationLimits(t *testing.T) {
 		}
 	})
 	t.Run("dismissed prompt, answered elsewhere", func(t *testing.T) {
-		e := newEnv(t, envOpts{})
+		e := newEnv(t, envOpts{extra: "elicitation: confirm\n"})
 		var asked []string
 		var mu sync.Mutex
 		cs := e.client(elicitationClient(false, "cancel", "", &asked, &mu), "")
