@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -521,7 +522,7 @@ func (g *Gateway) forward(ctx context.Context, e *toolEntry, req *mcp.CallToolRe
 		res = toolError(nil, "Overseer: the server %s returned no result", e.up.name)
 	}
 	out := mcpshared.Text(res)
-	scan := g.k.ScanResult(out)
+	scan := g.k.ScanResult(scanText(out, res))
 	r := kernel.Result{ActionID: d.actionID, Agent: a.Agent, Session: a.Session,
 		Tool: a.Tool, Output: out, IsError: res.IsError, Scan: &scan, Lazy: true}
 	if d.actionID == a.ID {
@@ -549,16 +550,74 @@ func (g *Gateway) forward(ctx context.Context, e *toolEntry, req *mcp.CallToolRe
 	return res
 }
 
+// scanText is everything of a result the model may read, for the scan:
+// its text (mcpshared.Text) and, when it has other content too (which
+// Text then shows alone), its structured content, which clients may hand
+// the model instead.
+//
+// The structured content's strings are scanned as they are, one a line,
+// not as JSON, whose escapes (\n, \u003c) would hide an instruction from
+// the detector.
+func scanText(out string, res *mcp.CallToolResult) string {
+	if res == nil || res.StructuredContent == nil || len(res.Content) == 0 {
+		return out
+	}
+	var v any
+	b, err := json.Marshal(res.StructuredContent)
+	if err == nil {
+		err = json.Unmarshal(b, &v)
+	}
+	if err != nil {
+		return out + "\n[structured content that cannot be read]"
+	}
+	var sb strings.Builder
+	sb.WriteString(out)
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			sb.WriteByte('\n')
+			sb.WriteString(x)
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				sb.WriteByte('\n')
+				sb.WriteString(k)
+				walk(x[k])
+			}
+		}
+	}
+	walk(v)
+	return sb.String()
+}
+
 // untrusted tells the model that a result's content is untrusted: the
 // warning is added as the result's last text, and, when the policy says
-// so, secrets in its texts are masked.
+// so, secrets in its texts and embedded text resources are masked.
 func (g *Gateway) untrusted(res *mcp.CallToolResult, scan resultscan.Report) {
 	if g.k.Results.Config().MaskSecrets && len(scan.Secrets) > 0 {
 		for i, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				cp := *tc
-				cp.Text = resultscan.Mask(tc.Text, g.k.ScanResult(tc.Text).Secrets)
+			switch x := c.(type) {
+			case *mcp.TextContent:
+				cp := *x
+				cp.Text = resultscan.Mask(x.Text, g.k.ScanResult(x.Text).Secrets)
 				res.Content[i] = &cp
+			case *mcp.EmbeddedResource:
+				if x.Resource != nil && x.Resource.Text != "" {
+					rc := *x.Resource
+					rc.Text = resultscan.Mask(rc.Text, g.k.ScanResult(rc.Text).Secrets)
+					cp := *x
+					cp.Resource = &rc
+					res.Content[i] = &cp
+				}
 			}
 		}
 		// Structured content could carry the secret too: drop it, the

@@ -52,6 +52,11 @@ func Command(t testing.TB) (string, map[string]string) {
 
 func ptr(b bool) *bool { return &b }
 
+type wrapIn struct {
+	Path string `json:"path"`
+	As   string `json:"as,omitempty" jsonschema:"structured (the default) or resource"`
+}
+
 type echoIn struct {
 	Message string `json:"message" jsonschema:"the text to echo"`
 }
@@ -111,6 +116,22 @@ func NewServer() *mcp.Server {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Message}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "wrap", Description: "return a file's text inside a structured or an embedded result",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in wrapIn) (*mcp.CallToolResult, any, error) {
+			b, err := os.ReadFile(filepath.Clean(in.Path))
+			if err != nil {
+				return nil, nil, err
+			}
+			res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}
+			if in.As == "resource" {
+				res.Content = append(res.Content, &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
+					URI: "note://wrapped", MIMEType: "text/plain", Text: string(b)}})
+			} else {
+				res.StructuredContent = map[string]any{"text": string(b)}
+			}
+			return res, nil, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "args", Description: "report the arguments received",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
