@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -74,6 +75,9 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 	if err != nil {
 		return g.refuse(ctx, e, req, raw, err)
 	}
+	if err := e.shadowed(args); err != nil {
+		return g.refuse(ctx, e, req, args, err)
+	}
 	a := g.buildAction(e, req, args, stripped)
 	if _, err := e.up.session(); err != nil {
 		return g.notRun(ctx, a, err, "Overseer: %s cannot be called now (%v). Nothing was run; try again later.", name, err)
@@ -136,6 +140,50 @@ func (g *Gateway) buildAction(e *toolEntry, req *mcp.CallToolRequest, args map[s
 	mcpguard.MarkStripped(a, stripped)
 	mcpguard.Annotate(a, e.ann) // last: it seals the final arguments
 	return a
+}
+
+// shadowed refuses arguments that would hide the mapped argument from the
+// guards: the guards read a kind's subject under its usual name (command,
+// file_path, url, query), where buildAction copies the mapped argument
+// (cmd) — unless the call already has that name. A schema that lets extra
+// arguments through would then let an agent send {"cmd": "rm -rf ~",
+// "command": "echo"}: "echo" judged, "rm -rf ~" run.
+//
+// Every name a guard reads the subject under counts (the shell guard reads
+// command, then cmd; the SQL guard sql, then query; the network guards
+// url, then uri). File paths need no check: every path argument is judged.
+func (e *toolEntry) shadowed(args map[string]any) error {
+	if e.arg == "" || isPathKey(e.kind, e.arg) {
+		return nil
+	}
+	v, ok := args[e.arg]
+	if !ok {
+		return nil
+	}
+	for _, key := range subjectKeys(e.kind) {
+		other, clash := args[key]
+		if key == e.arg || !clash || reflect.DeepEqual(v, other) {
+			continue
+		}
+		return fmt.Errorf("%w: the argument %q differs from %q, which is what this tool runs and what Overseer judges; "+
+			"send %q alone", ErrInvalidArgs, key, e.arg, e.arg)
+	}
+	return nil
+}
+
+// subjectKeys are the names under which the guards read a kind's subject.
+func subjectKeys(k action.Kind) []string {
+	switch k {
+	case action.KindShell:
+		return []string{"command", "cmd"}
+	case action.KindNetFetch:
+		return []string{"url", "uri"}
+	case action.KindSQL:
+		return []string{"sql", "query"}
+	case action.KindFileRead, action.KindFileWrite, action.KindFileEdit, action.KindFileDelete:
+		return []string{"file_path"}
+	}
+	return nil
 }
 
 // canonicalArg is where the guards look for a kind's subject.

@@ -700,3 +700,39 @@ func TestResultSharesTheNextCallsCommit(t *testing.T) {
 	}
 	t.Logf("%d of %d results shared a later call's commit", shared, len(ids)-1)
 }
+
+// A mapped argument is what the guards judge: an agent cannot put a
+// harmless value under a name the guards read (command, sql) next to the
+// one the server runs (cmd), where the tool's schema lets extra arguments
+// through. Such a call is refused; the same value under both names, or the
+// mapped argument alone, is judged and runs.
+func TestMappedArgumentCannotBeShadowed(t *testing.T) {
+	cases := []struct {
+		kind, evil, decoy, harmless string
+	}{
+		{"shell", "rm -rf ~/projects", "command", "echo hello"},
+		// The SQL guard reads "sql" before "query", where the mapped
+		// argument was copied.
+		{"sql", "DROP TABLE users", "sql", "SELECT 1"},
+	}
+	for _, c := range cases {
+		t.Run(c.kind, func(t *testing.T) {
+			e := newEnv(t, envOpts{tools: "      exec: {kind: " + c.kind + ", arg: cmd}\n"})
+			cs := e.client(nil, "")
+			res := e.call(cs, "up__exec", map[string]any{"cmd": c.evil, c.decoy: c.harmless})
+			if !res.IsError || strings.Contains(text(res), "would run") {
+				t.Fatalf("shadowed call: %s", text(res))
+			}
+			mustContain(t, text(res), "cmd")
+			for _, args := range []map[string]any{
+				{"cmd": c.harmless},
+				{"cmd": c.harmless, c.decoy: c.harmless},
+			} {
+				res := e.call(cs, "up__exec", args)
+				if res.IsError || !strings.Contains(text(res), "would run: "+c.harmless) {
+					t.Fatalf("%v: %s", args, text(res))
+				}
+			}
+		})
+	}
+}

@@ -208,6 +208,15 @@ func NewServer() *mcp.Server {
 				})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added"}}}, nil, nil
 		})
+	s.AddTool(&mcp.Tool{Name: "exec", Description: "pretend to run a command (takes extra options)",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"cmd":{"type":"string"}},"required":["cmd"],"additionalProperties":true}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct {
+				Cmd string `json:"cmd"`
+			}
+			_ = json.Unmarshal(req.Params.Arguments, &in)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "would run: " + in.Cmd}}}, nil
+		})
 	s.AddTool(&mcp.Tool{Name: "draft4", Description: "a tool whose schema is in an old draft",
 		InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"x":{"type":"string"}}}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
