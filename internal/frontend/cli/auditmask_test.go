@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
 // The audit log keeps what was asked whole, a token in a command too, and
@@ -39,6 +42,40 @@ func TestAuditExportMasksSecretsUnderAgent(t *testing.T) {
 		cancel()
 		if strings.Contains(o, secret) || o == "" {
 			t.Fatalf("%v under an agent:\n%s", args, o)
+		}
+	}
+}
+
+// The same holds for the other commands an agent may run that show
+// other sessions' calls: the requests waiting for a person.
+func TestApprovalsMaskSecretsUnderAgent(t *testing.T) {
+	const secret = "ghp_C3N8FeKjFTrKCb0Tz8BbwTKx8EqwtHmcOJEZ"
+	e := newCLIEnv(t)
+	ctx := context.Background()
+	k, err := kernel.Open(ctx, kernel.Config{Home: e.home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := k.Submit(ctx, &action.Action{Tool: "Bash", Kind: action.KindShell, Agent: "other", Session: "s2", Cwd: e.proj,
+		Args: map[string]any{"command": "curl -H 'Authorization: Bearer " + secret + "' https://api.github.com/user"}})
+	if err != nil || sub.Approval == nil {
+		t.Fatalf("%+v %v", sub, err)
+	}
+	k.Close()
+	for _, args := range [][]string{{"approvals"}, {"approvals", "--json"}} {
+		if code, o, _ := e.run(t, ctx, args...); code != 0 || !strings.Contains(o, secret) {
+			t.Fatalf("%v for a person: %d\n%s", args, code, o)
+		}
+	}
+	old := agentCheck
+	t.Cleanup(func() { agentCheck = old })
+	agentCheck = func() (AgentEvidence, bool) {
+		return AgentEvidence{Agent: "Claude Code", Why: "CLAUDECODE=1 in the environment"}, true
+	}
+	for _, args := range [][]string{{"approvals"}, {"approvals", "--json"}} {
+		code, o, _ := e.run(t, ctx, args...)
+		if code != 0 || strings.Contains(o, secret) || !strings.Contains(o, sub.Approval.ID) {
+			t.Fatalf("%v under an agent: %d\n%s", args, code, o)
 		}
 	}
 }
