@@ -154,8 +154,22 @@ func (r Report) Summary() string {
 	return strings.Join(parts, "; ")
 }
 
+// MaxScan is the most of one result that is scanned (as much as the
+// shared secret analyser reads of a text). A longer result is reported
+// Unscanned, a hit: what lies past it was never looked at.
+const MaxScan = 4 << 20
+
+// windowOverlap is how much consecutive windows of a long result share,
+// so that an instruction across a window's edge is read whole in one.
+const windowOverlap = 4 << 10
+
 // Scan scans one result's text. A scanner that panics is reported as
 // Unscanned, never as clean.
+//
+// The injection detector reads at most inject.MaxScan bytes of a text (its
+// head and tail when longer), so a longer result is scanned window by
+// window: an instruction in the middle of a long page reaches the model as
+// surely as one at either end.
 func (s *Scanner) Scan(text string) (rep Report) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -165,9 +179,21 @@ func (s *Scanner) Scan(text string) (rep Report) {
 	if s == nil {
 		return Report{Unscanned: "no scanner"}
 	}
+	if len(text) > MaxScan {
+		rep.Unscanned = fmt.Sprintf("the result is %d bytes; only the first %d were scanned", len(text), MaxScan)
+		text = text[:MaxScan]
+	}
 	if s.cfg.Injection == nil || *s.cfg.Injection {
-		if ir := s.det().Scan(text, inject.Result); ir.Flagged {
-			rep.Injection = &ir
+		det := s.det()
+		for off := 0; ; off += inject.MaxScan - windowOverlap {
+			end := min(off+inject.MaxScan, len(text))
+			if ir := det.Scan(text[off:end], inject.Result); ir.Flagged {
+				rep.Injection = &ir
+				break
+			}
+			if end == len(text) {
+				break
+			}
 		}
 	}
 	if s.secrets != nil {
