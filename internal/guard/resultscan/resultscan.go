@@ -159,17 +159,12 @@ func (r Report) Summary() string {
 // Unscanned, a hit: what lies past it was never looked at.
 const MaxScan = 4 << 20
 
-// windowOverlap is how much consecutive windows of a long result share,
-// so that an instruction across a window's edge is read whole in one.
-const windowOverlap = 4 << 10
-
 // Scan scans one result's text. A scanner that panics is reported as
 // Unscanned, never as clean.
 //
-// The injection detector reads at most inject.MaxScan bytes of a text (its
-// head and tail when longer), so a longer result is scanned window by
-// window: an instruction in the middle of a long page reaches the model as
-// surely as one at either end.
+// A result is scanned whole for instructions (inject.ScanWhole; Scan
+// reads a long text's head and tail only): an instruction in the middle of
+// a long page reaches the model as surely as one at either end.
 func (s *Scanner) Scan(text string) (rep Report) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -184,16 +179,8 @@ func (s *Scanner) Scan(text string) (rep Report) {
 		text = text[:MaxScan]
 	}
 	if s.cfg.Injection == nil || *s.cfg.Injection {
-		det := s.det()
-		for off := 0; ; off += inject.MaxScan - windowOverlap {
-			end := min(off+inject.MaxScan, len(text))
-			if ir := det.Scan(text[off:end], inject.Result); ir.Flagged {
-				rep.Injection = &ir
-				break
-			}
-			if end == len(text) {
-				break
-			}
+		if ir := s.det().ScanWhole(text, inject.Result); ir.Flagged {
+			rep.Injection = &ir
 		}
 	}
 	if s.secrets != nil {
