@@ -214,19 +214,25 @@ func isPathKey(k action.Kind, arg string) bool {
 	return false
 }
 
-func (g *Gateway) agent(req *mcp.CallToolRequest) string {
+func (g *Gateway) agent(req *mcp.CallToolRequest) string { return g.clientName(req.ClientInfo()) }
+
+// clientName is the agent name recorded for a client's requests.
+func (g *Gateway) clientName(ci *mcp.Implementation) string {
 	if g.cfg.Agent != "" {
 		return g.cfg.Agent
 	}
-	if ci := req.ClientInfo(); ci != nil && ci.Name != "" {
+	if ci != nil && ci.Name != "" {
 		return ci.Name
 	}
 	return "mcp-client"
 }
 
-func (g *Gateway) session(req *mcp.CallToolRequest) string {
-	if req.Session != nil {
-		if id := req.Session.ID(); id != "" {
+func (g *Gateway) session(req *mcp.CallToolRequest) string { return g.sessionOf(req.Session) }
+
+// sessionOf is the session recorded for a client's requests.
+func (g *Gateway) sessionOf(ss *mcp.ServerSession) string {
+	if ss != nil {
+		if id := ss.ID(); id != "" {
 			return id
 		}
 	}

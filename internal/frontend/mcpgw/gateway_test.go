@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/frontend/mcpgw"
 	"github.com/overseer-dev/overseer/internal/frontend/mcpgw/mcpgwtest"
 	"github.com/overseer-dev/overseer/internal/policy"
@@ -734,5 +735,71 @@ func TestMappedArgumentCannotBeShadowed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Reading a resource is judged like reading a file when its URI names one
+// (file://): a server's file template would otherwise let the client read
+// Overseer's own files or a key, unjudged and unrecorded. A read the
+// firewall lets through runs at once; one that needs a person waits for
+// the answer; the server's other resources are read as before.
+func TestFileResourceReadsAreJudged(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	cs := e.client(nil, "")
+	ctx := context.Background()
+	seal := filepath.Join(e.k.Home, "audit.seal")
+	if _, err := os.Stat(seal); err != nil {
+		t.Fatal(err)
+	}
+	if rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file://" + seal}); err == nil {
+		t.Fatalf("read Overseer's sealing key: %d bytes", len(rr.Contents[0].Text))
+	}
+	notes := filepath.Join(e.cwd, "notes.txt")
+	if err := os.WriteFile(notes, []byte("buy milk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file://" + notes}); err != nil || rr.Contents[0].Text != "buy milk" {
+		t.Fatalf("a plain file: %+v %v", rr, err)
+	}
+	if rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "note://readme"}); err != nil || rr.Contents[0].Text != "read me" {
+		t.Fatalf("a listed resource: %+v %v", rr, err)
+	}
+	// A secret waits for a person, and is read once approved.
+	env := filepath.Join(e.cwd, ".env")
+	if err := os.WriteFile(env, []byte("API_KEY=s3cr3t-value-1234567890"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file://" + env})
+		if err != nil {
+			got <- "error: " + err.Error()
+			return
+		}
+		got <- rr.Contents[0].Text
+	}()
+	aps := e.pending(1)
+	select {
+	case s := <-got:
+		t.Fatalf("read before a person answered: %q", s)
+	default:
+	}
+	e.answer(aps[0].ID, "approve", "")
+	if s := <-got; !strings.Contains(s, "API_KEY") {
+		t.Fatalf("after the approval: %q", s)
+	}
+	recs, err := e.k.Store.QueryAudit(ctx, store.AuditQuery{Types: []string{audit.TypeAction}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	judged := 0
+	for _, r := range recs {
+		if strings.Contains(string(r.Data), "audit.seal") || strings.Contains(string(r.Data), "notes.txt") ||
+			strings.Contains(string(r.Data), ".env") {
+			judged++
+		}
+	}
+	if judged != 3 {
+		t.Fatalf("%d file reads recorded, want 3", judged)
 	}
 }
