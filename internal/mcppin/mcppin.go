@@ -30,6 +30,10 @@ import (
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
+// maxDefinitionScan is the longest definition text scanned for
+// instructions; a longer one is treated as poisoned.
+const maxDefinitionScan = 4 << 20
+
 // Namespace is the store state namespace of pins.
 const Namespace = "mcp.pins"
 
@@ -321,7 +325,18 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 			out.Pin = &p
 			return old, nil
 		}
-		rep := r.det().Scan(def.Text(), inject.Definition)
+		// Whole: an instruction in the middle of a long description
+		// reaches the model as surely as one at its ends. Past
+		// maxDefinitionScan, a definition is not read: it is suspect.
+		text := def.Text()
+		var rep inject.Report
+		if len(text) > maxDefinitionScan {
+			rep = inject.Report{Target: "definition", Flagged: true, Score: 1, Threshold: 1, Findings: []inject.Finding{{
+				Rule: "definition-too-long", Class: "unscannable", Weight: 1,
+				Excerpt: fmt.Sprintf("a definition of %d bytes, over the %d scanned", len(text), maxDefinitionScan)}}}
+		} else {
+			rep = r.det().ScanWhole(text, inject.Definition)
+		}
 		var findings *inject.Report
 		if rep.Flagged {
 			findings = &rep

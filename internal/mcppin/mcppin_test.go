@@ -86,6 +86,26 @@ func TestPoisonedAtFirstSight(t *testing.T) {
 	}
 }
 
+// An instruction in the middle of a long description is found (the
+// detector reads a long text's head and tail only), and a definition too
+// long to scan is withheld; a long clean one is offered.
+func TestLongDefinitionScannedWhole(t *testing.T) {
+	ctx := context.Background()
+	r := registry(t)
+	filler := strings.Repeat("Returns rows of the table, one line for each row, in the order of the primary key. ", 8000)
+	buried := mcppin.Definition{Name: "rows", Description: filler[:len(filler)/2] + poisoned.Description + filler[len(filler)/2:]}
+	if o := r.Check(ctx, "s", buried, mcppin.Config{}); o.Status != mcppin.Withheld || o.Pin.Pending.Reason != "poisoned" {
+		t.Fatalf("an instruction %d bytes into a description: %+v", len(filler)/2, o)
+	}
+	if o := r.Check(ctx, "s", mcppin.Definition{Name: "clean", Description: filler}, mcppin.Config{}); o.Status != mcppin.Offered {
+		t.Fatalf("a long clean description: %+v", o)
+	}
+	huge := mcppin.Definition{Name: "huge", Description: strings.Repeat(filler, 8)}
+	if o := r.Check(ctx, "s", huge, mcppin.Config{}); o.Status != mcppin.Withheld {
+		t.Fatalf("a description of %d bytes: %+v", len(huge.Description), o.Status)
+	}
+}
+
 // Prompts, resources and resource templates are pinned apart from tools
 // of the same name, by their own key (a resource by its URI), with the
 // same rule: a changed definition waits for a person.

@@ -155,8 +155,12 @@ func ValidateServer(name string, s *Server) []string {
 	var errs []string
 	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
 	where := "servers." + name
-	if !serverName.MatchString(name) || strings.Contains(name, Sep) {
-		bad("%s: bad server name (letters, digits, '-' and '_', at most 32, no \"__\")", where)
+	// A name ending in '_' would make offered names ambiguous: server "a"
+	// offering "_x" and server "a_" offering "x" are both "a___x", and one
+	// would shadow the other. Without it, the first "__" of an offered name
+	// ends the server's name.
+	if !serverName.MatchString(name) || strings.Contains(name, Sep) || strings.HasSuffix(name, "_") {
+		bad("%s: bad server name (letters, digits, '-' and '_', at most 32, no \"__\", not ending in '_')", where)
 	}
 	if s == nil {
 		bad("%s: empty", where)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/overseer-dev/overseer/internal/guard/resultscan"
+	"github.com/overseer-dev/overseer/internal/guard/secrets"
 	"github.com/overseer-dev/overseer/internal/guard/shell"
 	"github.com/overseer-dev/overseer/internal/kernel"
 )
@@ -257,7 +259,11 @@ func (a *app) guardAnswering(root *cobra.Command) {
 		if len(path) > 1 {
 			op = path[1]
 		}
-		if agentRuns(path) || shell.AgentMayRun(cmdName, op) {
+		if agentRuns(path) {
+			return
+		}
+		if shell.AgentMayRun(cmdName, op) {
+			a.maskUnderAgent(c, cmdName)
 			return
 		}
 		run := c.RunE
@@ -313,3 +319,54 @@ func (a *app) refuseUnderAgent(cmd *cobra.Command, flag string) error {
 // exitRefusedUnderAgent is the exit status of an answering command that
 // refuses to run under an agent.
 const exitRefusedUnderAgent = 4
+
+// maskUnderAgent makes a command an agent may run (it only reads) mask the
+// secrets in what it prints when it runs under an agent: the requests
+// waiting, tasks, the audit log and the policy's history show other
+// sessions' calls as they were asked, a token in a command too. The
+// commands that print only what the agent gave them or nothing of a call
+// (eval, help, version, completion) are left alone.
+func (a *app) maskUnderAgent(c *cobra.Command, name string) {
+	switch name {
+	case "eval", "help", "version", "completion":
+		return
+	}
+	run := c.RunE
+	if run == nil {
+		r := c.Run
+		run = func(cmd *cobra.Command, args []string) error { r(cmd, args); return nil }
+		c.Run = nil
+	}
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if _, under := agentCheck(); !under {
+			return run(cmd, args)
+		}
+		orig := a.stdout
+		m := &lineMasker{w: orig, mask: maskSecrets}
+		a.stdout = m
+		cmd.SetOut(m)
+		defer func() { a.stdout = orig; cmd.SetOut(orig) }()
+		err := run(cmd, args)
+		if ferr := m.Flush(); err == nil {
+			err = ferr
+		}
+		return err
+	}
+}
+
+// maskSecrets masks the secrets the secret analyser finds in line (by
+// their formats: the values a project's files hold are the kernel's to
+// know, see secretMasker).
+func maskSecrets(line string) string {
+	fs := secrets.Scan(line)
+	if len(fs) == 0 {
+		return line
+	}
+	out := make([]resultscan.Secret, 0, len(fs))
+	for _, f := range fs {
+		if f.End > f.Start && f.End <= len(line) {
+			out = append(out, resultscan.Secret{Kind: f.Rule, Start: f.Start, End: f.End, Masked: f.Masked})
+		}
+	}
+	return resultscan.Mask(line, out)
+}

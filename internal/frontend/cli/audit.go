@@ -2,10 +2,12 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/firewall"
 	"github.com/overseer-dev/overseer/internal/frontend/web"
+	"github.com/overseer-dev/overseer/internal/guard/resultscan"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/store"
 )
@@ -352,7 +355,11 @@ func (a *app) auditExportCmd() *cobra.Command {
 			}
 			defer k.Close()
 			w := bufio.NewWriter(a.stdout)
-			if err := audit.Export(cmd.Context(), k.Store, q, w); err != nil {
+			mw := a.secretMasker(k, w)
+			if err := audit.Export(cmd.Context(), k.Store, q, mw); err != nil {
+				return err
+			}
+			if err := mw.Flush(); err != nil {
 				return err
 			}
 			return w.Flush()
@@ -385,13 +392,17 @@ func (a *app) auditTailCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			enc := json.NewEncoder(a.stdout)
+			mw := a.secretMasker(k, a.stdout)
+			defer mw.Flush()
+			enc := json.NewEncoder(mw)
 			print := func(r store.AuditRecord) error {
 				if asJSON {
 					return enc.Encode(r)
 				}
-				_, err := fmt.Fprintln(a.stdout, auditLine(r))
-				return err
+				if _, err := fmt.Fprintln(mw, auditLine(r)); err != nil {
+					return err
+				}
+				return mw.Flush()
 			}
 			for i := len(recent) - 1; i >= 0; i-- {
 				_ = print(recent[i])
@@ -409,6 +420,57 @@ func (a *app) auditTailCmd() *cobra.Command {
 	cmd.Flags().IntVarP(&last, "lines", "n", 10, "print this many recent records first")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print each record as a JSON line")
 	return cmd
+}
+
+// secretMasker returns the writer the audit records are printed through.
+// Records keep what was asked whole — a command with a token in it, a
+// request's headers — and `audit export` and `audit tail` are commands
+// an agent may run (they change nothing): under an agent, the secrets the
+// firewall's analyser finds are masked line by line, so that the log of
+// other sessions' calls is not a way to read their secrets unasked.
+// Elsewhere the records are printed as they are.
+func (a *app) secretMasker(k *kernel.Kernel, w io.Writer) *lineMasker {
+	m := &lineMasker{w: w}
+	if ev, under := agentCheck(); under {
+		fmt.Fprintf(a.stderr, "overseer: running under %s (%s): secrets in the records are masked\n", ev.Agent, ev.Why)
+		m.mask = func(line string) string { return resultscan.Mask(line, k.ScanResult(line).Secrets) }
+	}
+	return m
+}
+
+// lineMasker writes what it is given to w, each whole line passed through
+// mask (none: as it is). Flush writes a last unfinished line.
+type lineMasker struct {
+	w    io.Writer
+	mask func(string) string
+	buf  []byte
+}
+
+func (m *lineMasker) Write(p []byte) (int, error) {
+	if m.mask == nil {
+		return m.w.Write(p)
+	}
+	m.buf = append(m.buf, p...)
+	for {
+		i := bytes.IndexByte(m.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if _, err := io.WriteString(m.w, m.mask(string(m.buf[:i+1]))); err != nil {
+			return 0, err
+		}
+		m.buf = m.buf[i+1:]
+	}
+}
+
+// Flush writes the unfinished line, if any.
+func (m *lineMasker) Flush() error {
+	if len(m.buf) == 0 || m.mask == nil {
+		return nil
+	}
+	_, err := io.WriteString(m.w, m.mask(string(m.buf)))
+	m.buf = m.buf[:0]
+	return err
 }
 
 // auditLine is one audit record on one line, for a person.

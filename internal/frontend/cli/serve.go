@@ -146,7 +146,7 @@ func (a *app) serve(ctx context.Context, addr string, anywhere bool, certFile, k
 	if err != nil {
 		return err
 	}
-	api, err := httpapi.New(k, httpapi.Options{Token: tok, ScrapeToken: scrapeTok})
+	api, err := httpapi.New(k, httpapi.Options{Token: tok, ScrapeToken: scrapeTok, LoopbackHost: isLoopback(host)})
 	if err != nil {
 		return err
 	}

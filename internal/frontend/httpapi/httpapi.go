@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -56,6 +57,12 @@ type Options struct {
 	Throttle *limits.Throttle
 	// Alarms are shown by /healthz (and the console). Default: none raised.
 	Alarms *limits.Alarms
+	// LoopbackHost refuses requests whose Host header names anything but
+	// a loopback address (localhost, 127.0.0.0/8, ::1): set it when the
+	// daemon listens on loopback, where any other name is a web page's
+	// that rebound its DNS name to 127.0.0.1 to reach the daemon as its
+	// own origin.
+	LoopbackHost bool
 }
 
 // Server is the HTTP API.
@@ -70,6 +77,8 @@ type Server struct {
 	roomSize int64
 	// signed checks the requests Overseer's clients sign (package apiauth).
 	signed apiauth.Verifier
+	// cop refuses browsers' cross-origin requests that change something.
+	cop *http.CrossOriginProtection
 }
 
 // New builds the API server over k.
@@ -98,7 +107,8 @@ func New(k *kernel.Kernel, opts Options) (*Server, error) {
 		opts.Alarms = limits.NewAlarms()
 	}
 	roomSize := opts.MaxBody * int64(max(1, runtime.GOMAXPROCS(0)/2))
-	s := &Server{k: k, opts: opts, r: NewRouter(), metrics: newMetrics(k), room: semaphore.NewWeighted(roomSize), roomSize: roomSize}
+	s := &Server{k: k, opts: opts, r: NewRouter(), metrics: newMetrics(k), room: semaphore.NewWeighted(roomSize), roomSize: roomSize,
+		cop: http.NewCrossOriginProtection()}
 	s.routes()
 	return s, nil
 }
@@ -128,7 +138,25 @@ type signedKey struct{}
 // router sees it: a valid signature (once, in its time window) counts as
 // the daemon's token, and the answer carries the proof that this daemon
 // holds the token, without which the client takes no answer.
+//
+// Before anything, it refuses what a web page in a person's browser could
+// send: a request to another Host than a loopback one while the daemon
+// listens on loopback (DNS rebinding), and a cross-origin request that
+// changes something. The agents' endpoints take a plain-text body as JSON
+// and need no credential, so any page the person opened could otherwise
+// submit actions in an agent's name, report its usage (tripping its
+// budget cap) or post results, with a request no preflight stops.
+// Overseer's clients, the agents' hooks and curl send neither an Origin
+// nor Sec-Fetch-Site, and are not affected.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if s.opts.LoopbackHost && !LoopbackHost(r.Host) {
+		writeErr(w, http.StatusMisdirectedRequest, "host", "this daemon answers only to a loopback address (127.0.0.1, localhost, [::1])")
+		return
+	}
+	if err := s.cop.Check(r); err != nil {
+		writeErr(w, http.StatusForbidden, "cross_origin", "cross-origin requests from browsers are refused")
+		return
+	}
 	if h := r.Header.Get("Authorization"); apiauth.Signed(h) {
 		if nonce, ok := s.signed.Verify(s.opts.Token, h, r.Method, r.RequestURI, time.Now()); ok {
 			w.Header().Set(apiauth.ProofHeader, apiauth.Proof(s.opts.Token, nonce))
@@ -136,6 +164,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.r.ServeHTTP(w, r)
+}
+
+// LoopbackHost reports whether a request's Host (name or address, with or
+// without a port) is a loopback one: localhost (or a name under
+// .localhost), 127.0.0.0/8 or ::1.
+func LoopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Router is the daemon's router, so other front ends (web console, MCP over

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -347,5 +349,88 @@ func TestFreeTextReply(t *testing.T) {
 	_, b := call(t, srv, "GET", "/api/v1/approvals/"+id, nil, true)
 	if !strings.Contains(string(b), `"status":"pending"`) {
 		t.Fatalf("an unclear reply answered the approval: %s", b)
+	}
+}
+
+// A web page in the person's browser cannot reach the agents' endpoints,
+// which need no credential and take a plain-text body as JSON (no
+// preflight): neither cross-origin nor through a DNS name rebound to
+// 127.0.0.1. Nothing is recorded for either. Overseer's own clients,
+// hooks and curl (no Origin, no Sec-Fetch-Site) and the console's own
+// same-origin requests are served as before.
+func TestBrowserRequestsFromOtherOriginsRefused(t *testing.T) {
+	k, err := kernel.Open(context.Background(), kernel.Config{Home: t.TempDir(), Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := httpapi.New(k, httpapi.Options{Token: token, LoopbackHost: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(func() { srv.Close(); k.Close() })
+	body := `{"tool":"Bash","agent":"claude-code","session":"s","args":{"command":"git push --force origin main"}}`
+	post := func(path, host string, hdr map[string]string) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "text/plain")
+		if host != "" {
+			req.Host = host
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	pending := func() int {
+		aps, err := k.Gate.Pending(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(aps)
+	}
+	for _, c := range []struct {
+		name string
+		host string
+		hdr  map[string]string
+	}{
+		{"cross-site fetch", "", map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}},
+		{"cross-site form, older browser", "", map[string]string{"Origin": "https://evil.example"}},
+		{"rebound DNS name", "evil.example:7777", map[string]string{"Origin": "http://evil.example:7777", "Sec-Fetch-Site": "same-origin"}},
+		{"rebound DNS name, no browser headers", "rebind.evil.example", nil},
+	} {
+		if code := post("/api/v1/actions", c.host, c.hdr); code != http.StatusForbidden && code != http.StatusMisdirectedRequest {
+			t.Errorf("%s: %d", c.name, code)
+		}
+		if code := post("/api/v1/usage", c.host, c.hdr); code != http.StatusForbidden && code != http.StatusMisdirectedRequest {
+			t.Errorf("%s: usage: %d", c.name, code)
+		}
+	}
+	if n := pending(); n != 0 {
+		t.Fatalf("%d requests were opened by foreign pages", n)
+	}
+	u, _ := url.Parse(srv.URL)
+	_, port, _ := net.SplitHostPort(u.Host)
+	for _, c := range []struct {
+		name string
+		host string
+		hdr  map[string]string
+	}{
+		{"a hook", "", nil},
+		{"localhost", "localhost:" + port, nil},
+		{"::1", "[::1]:" + port, nil},
+		{"the console's own page", "", map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}},
+	} {
+		if code := post("/api/v1/actions", c.host, c.hdr); code != http.StatusOK {
+			t.Errorf("%s: %d", c.name, code)
+		}
+	}
+	if n := pending(); n != 4 {
+		t.Fatalf("%d requests opened, want 4", n)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -73,6 +75,9 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 	if err != nil {
 		return g.refuse(ctx, e, req, raw, err)
 	}
+	if err := e.shadowed(args); err != nil {
+		return g.refuse(ctx, e, req, args, err)
+	}
 	a := g.buildAction(e, req, args, stripped)
 	if _, err := e.up.session(); err != nil {
 		return g.notRun(ctx, a, err, "Overseer: %s cannot be called now (%v). Nothing was run; try again later.", name, err)
@@ -137,6 +142,50 @@ func (g *Gateway) buildAction(e *toolEntry, req *mcp.CallToolRequest, args map[s
 	return a
 }
 
+// shadowed refuses arguments that would hide the mapped argument from the
+// guards: the guards read a kind's subject under its usual name (command,
+// file_path, url, query), where buildAction copies the mapped argument
+// (cmd) — unless the call already has that name. A schema that lets extra
+// arguments through would then let an agent send {"cmd": "rm -rf ~",
+// "command": "echo"}: "echo" judged, "rm -rf ~" run.
+//
+// Every name a guard reads the subject under counts (the shell guard reads
+// command, then cmd; the SQL guard sql, then query; the network guards
+// url, then uri). File paths need no check: every path argument is judged.
+func (e *toolEntry) shadowed(args map[string]any) error {
+	if e.arg == "" || isPathKey(e.kind, e.arg) {
+		return nil
+	}
+	v, ok := args[e.arg]
+	if !ok {
+		return nil
+	}
+	for _, key := range subjectKeys(e.kind) {
+		other, clash := args[key]
+		if key == e.arg || !clash || reflect.DeepEqual(v, other) {
+			continue
+		}
+		return fmt.Errorf("%w: the argument %q differs from %q, which is what this tool runs and what Overseer judges; "+
+			"send %q alone", ErrInvalidArgs, key, e.arg, e.arg)
+	}
+	return nil
+}
+
+// subjectKeys are the names under which the guards read a kind's subject.
+func subjectKeys(k action.Kind) []string {
+	switch k {
+	case action.KindShell:
+		return []string{"command", "cmd"}
+	case action.KindNetFetch:
+		return []string{"url", "uri"}
+	case action.KindSQL:
+		return []string{"sql", "query"}
+	case action.KindFileRead, action.KindFileWrite, action.KindFileEdit, action.KindFileDelete:
+		return []string{"file_path"}
+	}
+	return nil
+}
+
 // canonicalArg is where the guards look for a kind's subject.
 func canonicalArg(k action.Kind) string {
 	switch k {
@@ -165,19 +214,25 @@ func isPathKey(k action.Kind, arg string) bool {
 	return false
 }
 
-func (g *Gateway) agent(req *mcp.CallToolRequest) string {
+func (g *Gateway) agent(req *mcp.CallToolRequest) string { return g.clientName(req.ClientInfo()) }
+
+// clientName is the agent name recorded for a client's requests.
+func (g *Gateway) clientName(ci *mcp.Implementation) string {
 	if g.cfg.Agent != "" {
 		return g.cfg.Agent
 	}
-	if ci := req.ClientInfo(); ci != nil && ci.Name != "" {
+	if ci != nil && ci.Name != "" {
 		return ci.Name
 	}
 	return "mcp-client"
 }
 
-func (g *Gateway) session(req *mcp.CallToolRequest) string {
-	if req.Session != nil {
-		if id := req.Session.ID(); id != "" {
+func (g *Gateway) session(req *mcp.CallToolRequest) string { return g.sessionOf(req.Session) }
+
+// sessionOf is the session recorded for a client's requests.
+func (g *Gateway) sessionOf(ss *mcp.ServerSession) string {
+	if ss != nil {
+		if id := ss.ID(); id != "" {
 			return id
 		}
 	}
@@ -521,7 +576,7 @@ func (g *Gateway) forward(ctx context.Context, e *toolEntry, req *mcp.CallToolRe
 		res = toolError(nil, "Overseer: the server %s returned no result", e.up.name)
 	}
 	out := mcpshared.Text(res)
-	scan := g.k.ScanResult(out)
+	scan := g.k.ScanResult(scanText(out, res))
 	r := kernel.Result{ActionID: d.actionID, Agent: a.Agent, Session: a.Session,
 		Tool: a.Tool, Output: out, IsError: res.IsError, Scan: &scan, Lazy: true}
 	if d.actionID == a.ID {
@@ -549,16 +604,74 @@ func (g *Gateway) forward(ctx context.Context, e *toolEntry, req *mcp.CallToolRe
 	return res
 }
 
+// scanText is everything of a result the model may read, for the scan:
+// its text (mcpshared.Text) and, when it has other content too (which
+// Text then shows alone), its structured content, which clients may hand
+// the model instead.
+//
+// The structured content's strings are scanned as they are, one a line,
+// not as JSON, whose escapes (\n, \u003c) would hide an instruction from
+// the detector.
+func scanText(out string, res *mcp.CallToolResult) string {
+	if res == nil || res.StructuredContent == nil || len(res.Content) == 0 {
+		return out
+	}
+	var v any
+	b, err := json.Marshal(res.StructuredContent)
+	if err == nil {
+		err = json.Unmarshal(b, &v)
+	}
+	if err != nil {
+		return out + "\n[structured content that cannot be read]"
+	}
+	var sb strings.Builder
+	sb.WriteString(out)
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			sb.WriteByte('\n')
+			sb.WriteString(x)
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				sb.WriteByte('\n')
+				sb.WriteString(k)
+				walk(x[k])
+			}
+		}
+	}
+	walk(v)
+	return sb.String()
+}
+
 // untrusted tells the model that a result's content is untrusted: the
 // warning is added as the result's last text, and, when the policy says
-// so, secrets in its texts are masked.
+// so, secrets in its texts and embedded text resources are masked.
 func (g *Gateway) untrusted(res *mcp.CallToolResult, scan resultscan.Report) {
 	if g.k.Results.Config().MaskSecrets && len(scan.Secrets) > 0 {
 		for i, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				cp := *tc
-				cp.Text = resultscan.Mask(tc.Text, g.k.ScanResult(tc.Text).Secrets)
+			switch x := c.(type) {
+			case *mcp.TextContent:
+				cp := *x
+				cp.Text = resultscan.Mask(x.Text, g.k.ScanResult(x.Text).Secrets)
 				res.Content[i] = &cp
+			case *mcp.EmbeddedResource:
+				if x.Resource != nil && x.Resource.Text != "" {
+					rc := *x.Resource
+					rc.Text = resultscan.Mask(rc.Text, g.k.ScanResult(rc.Text).Secrets)
+					cp := *x
+					cp.Resource = &rc
+					res.Content[i] = &cp
+				}
 			}
 		}
 		// Structured content could carry the secret too: drop it, the

@@ -51,8 +51,13 @@ type Config struct {
 	// 30–60 s). The identical call, retried, picks up the answer. Default 25s.
 	Hold Duration `yaml:"hold"`
 	// Elicitation is the highest level a person may answer through the
-	// client's own prompt, for clients that support MCP elicitation: off,
-	// confirm (the default) or approve.
+	// client's own prompt, for clients that support MCP elicitation: off
+	// (the default), confirm or approve. An answer through the client is
+	// only as trustworthy as the client: any program on this machine can
+	// speak MCP to the gateway (the daemon's /mcp needs no credential, and
+	// a program can start "overseer mcp" itself), and one the agent wrote
+	// answers yes to its own calls. Turn it on only where agents cannot run
+	// programs of their own.
 	Elicitation string `yaml:"elicitation"`
 	// ElicitationHold is how long a call of a client on an older protocol
 	// version waits on the client's prompt. Default 5m.
@@ -160,13 +165,14 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// elicitMax is the highest level answerable by elicitation (Unset: none).
+// elicitMax is the highest level answerable by elicitation (Unset: none,
+// the default).
 func (c *Config) elicitMax() action.Level {
 	switch c.Elicitation {
-	case ElicitOff:
-		return action.Unset
+	case ElicitConfirm:
+		return action.Confirm
 	case ElicitApprove:
 		return action.Approve
 	}
-	return action.Confirm
+	return action.Unset
 }

@@ -40,6 +40,9 @@ var configCases = []struct {
 	{"env on a url", "servers:\n  fs: {url: 'http://h/', env: {A: b}}\n", "for command servers"},
 	{"bad name", "servers:\n  'a b': {command: x}\n", "bad server name"},
 	{"double underscore name", "servers:\n  a__b: {command: x}\n", "bad server name"},
+	// "a" offering "_x" and "a_" offering "x" would both be "a___x".
+	{"name ending in underscore", "servers:\n  a: {command: x}\n  a_: {command: y}\n", "bad server name"},
+	{"underscore inside a name", "servers:\n  a: {command: x}\n  a_b: {command: y}\n", ""},
 	{"bad kind", "servers:\n  fs: {command: x, tools: {t: {kind: fetch}}}\n", "kind \"fetch\""},
 	{"shell needs arg", "servers:\n  fs: {command: x, tools: {t: {kind: shell}}}\n", "needs arg"},
 	{"bad glob", "servers:\n  fs: {command: x, hide_tools: ['[']}\n", "bad glob"},

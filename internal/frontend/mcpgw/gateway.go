@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -43,6 +44,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/clock"
+	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/guard/mcpguard"
 	"github.com/overseer-dev/overseer/internal/kernel"
@@ -787,11 +789,106 @@ func (g *Gateway) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 	if u == nil {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
 	}
+	return g.readFrom(ctx, req, u)
+}
+
+// readFrom reads a resource from its upstream. A resource whose URI names
+// a file (file://) is judged first, as a read of that file — a server's
+// file template would otherwise hand the client any file the server can
+// read, Overseer's token and sealing key too, unjudged and unrecorded —
+// and its contents are recorded as the read's result.
+func (g *Gateway) readFrom(ctx context.Context, req *mcp.ReadResourceRequest, u *upstream) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	path, isFile := fileURIPath(uri)
+	var actionID string
+	if isFile {
+		id, err := g.judgeRead(ctx, req, u, path)
+		if err != nil {
+			return nil, err
+		}
+		actionID = id
+	}
 	cs, err := u.session()
 	if err != nil {
 		return nil, err
 	}
-	return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.Params.URI})
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if isFile {
+		var sb strings.Builder
+		if err != nil {
+			sb.WriteString(err.Error())
+		} else if res != nil {
+			for _, c := range res.Contents {
+				if c != nil && c.Text != "" {
+					sb.WriteString(c.Text)
+					sb.WriteByte('\n')
+				}
+			}
+		}
+		out := sb.String()
+		scan := g.k.ScanResult(out)
+		g.results.record(kernel.Result{ActionID: actionID, Agent: g.clientName(req.ClientInfo()),
+			Session: g.sessionOf(req.Session), Tool: u.name + Separator + readResourceTool, Output: out,
+			IsError: err != nil, Scan: &scan, Lazy: true})
+	}
+	return res, err
+}
+
+// readResourceTool names a resource read in the actions it is judged as.
+const readResourceTool = "read_resource"
+
+// fileURIPath is the path a file:// URI names.
+func fileURIPath(uri string) (string, bool) {
+	u, err := url.Parse(uri)
+	if err != nil || !strings.EqualFold(u.Scheme, "file") {
+		return "", strings.HasPrefix(strings.ToLower(strings.TrimSpace(uri)), "file:")
+	}
+	p := u.Path
+	if p == "" {
+		p = u.Opaque
+	}
+	return p, true
+}
+
+// judgeRead judges the read of the file at path through a resource: it
+// returns the action's id when the read may go ahead, an error (that the
+// client shows) when it is blocked, denied or still waits for a person.
+// A read a person approved is picked up by the identical read, once.
+func (g *Gateway) judgeRead(ctx context.Context, req *mcp.ReadResourceRequest, u *upstream, path string) (string, error) {
+	a := &action.Action{Agent: g.clientName(req.ClientInfo()), Session: g.sessionOf(req.Session),
+		Tool: u.name + Separator + readResourceTool, Kind: action.KindFileRead,
+		Args: map[string]any{"uri": req.Params.URI, "file_path": path}, Cwd: g.cwd}
+	if path == "" {
+		return "", fmt.Errorf("Overseer: the resource %s names no file that can be judged; it was not read", req.Params.URI)
+	}
+	if apr, err := g.k.Gate.TakeApproved(ctx, a.ArgsHash()); err == nil {
+		return apr.ActionID, nil
+	}
+	sub, err := g.k.SubmitBy(ctx, a, nil)
+	if err != nil {
+		return "", fmt.Errorf("Overseer could not record this read, so it was not made: %v", err)
+	}
+	v := sub.Verdict
+	switch {
+	case v.Level == action.Block:
+		return "", fmt.Errorf("Overseer blocked reading %s: %s. Do not retry it", req.Params.URI, v.Summary())
+	case v.Level.RunsWithoutPerson():
+		return a.ID, nil
+	case !v.Level.NeedsPerson() || sub.Approval == nil:
+		return "", fmt.Errorf("Overseer: reading %s needs a person, but no approval could be opened; it was not read", req.Params.URI)
+	}
+	wctx, cancel := context.WithTimeout(ctx, g.cfg.Hold.Get(DefaultHold))
+	defer cancel()
+	apr, err := g.k.Wait(wctx, sub.Approval.ID)
+	switch {
+	case err == nil && apr != nil && gate.Allowed(apr):
+		return apr.ActionID, nil
+	case err == nil && apr != nil && apr.Status.Terminal():
+		return "", fmt.Errorf("Overseer: reading %s was refused (approval %s, %s); it was not read", req.Params.URI, apr.ID, apr.Status)
+	}
+	return "", fmt.Errorf("Overseer: reading %s waits for a person's answer (pending approval %s, level %s: %s). "+
+		"Nothing was read. Ask the user to answer it (overseer approve %s), then read it again",
+		req.Params.URI, sub.Approval.ID, v.Level, v.Summary(), sub.Approval.ID)
 }
 
 func (g *Gateway) readTemplate(tpl string) mcp.ResourceHandler {
@@ -805,11 +902,7 @@ func (g *Gateway) readTemplate(tpl string) mcp.ResourceHandler {
 		if why, ok := g.withheldWhy(withheldKey(mcppin.KindResource, req.Params.URI)); ok {
 			return nil, fmt.Errorf("Overseer: the resource %s is withheld: %s", req.Params.URI, why)
 		}
-		cs, err := e.up.session()
-		if err != nil {
-			return nil, err
-		}
-		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.Params.URI})
+		return g.readFrom(ctx, req, e.up)
 	}
 }
 

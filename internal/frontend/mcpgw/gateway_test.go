@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/frontend/mcpgw"
 	"github.com/overseer-dev/overseer/internal/frontend/mcpgw/mcpgwtest"
 	"github.com/overseer-dev/overseer/internal/policy"
@@ -311,7 +312,7 @@ func TestElicitation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t, envOpts{})
+			e := newEnv(t, envOpts{extra: "elicitation: confirm\n"})
 			var asked []string
 			var mu sync.Mutex
 			cs := e.client(elicitationClient(c.approve, c.action, c.reason, &asked, &mu), c.version)
@@ -335,12 +336,48 @@ func TestElicitation(t *testing.T) {
 	}
 }
 
-// Elicitation is limited to confirm by default: an approve-level call (a
-// destructive tool) is not put to the client, and a dismissed prompt
-// leaves the approval to other channels.
+// An answer through the client is not a person's unless the person says
+// so: by default the gateway never asks the client, so a client that
+// answers yes to everything — a program the agent wrote and runs, which
+// speaks MCP to the daemon's /mcp (no credential) or starts "overseer mcp"
+// itself — cannot approve its own calls. Its call waits for a person on
+// another channel, and runs once one approves.
+func TestElicitationOffByDefault(t *testing.T) {
+	for _, version := range []string{"", "2025-11-25"} {
+		t.Run("protocol "+version, func(t *testing.T) {
+			e := newEnv(t, envOpts{})
+			var asked []string
+			var mu sync.Mutex
+			cs := e.client(elicitationClient(true, "accept", "", &asked, &mu), version)
+			path := filepath.Join(e.dir, "self.txt")
+			ch := e.callAsync(cs, "up__write_note", map[string]any{"path": path, "text": "x"})
+			aps := e.pending(1)
+			if _, err := os.Stat(path); err == nil {
+				t.Fatal("the call ran before a person answered")
+			}
+			e.answer(aps[0].ID, "approve", "")
+			if res := <-ch; res.IsError {
+				t.Fatal(text(res))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(asked) != 0 {
+				t.Fatalf("the client was asked: %q", asked)
+			}
+			got, _ := e.k.Store.ListApprovals(context.Background(), store.ApprovalFilter{})
+			if len(got) != 1 || got[0].Answer == nil || got[0].Answer.Channel == mcpgw.ChannelElicitation {
+				t.Fatalf("approvals %+v", got)
+			}
+		})
+	}
+}
+
+// Elicitation, when turned on, is limited to its level: an approve-level
+// call (a destructive tool) is not put to the client under "confirm", and
+// a dismissed prompt leaves the approval to other channels.
 func TestElicitationLimits(t *testing.T) {
 	t.Run("approve level is not asked through the client", func(t *testing.T) {
-		e := newEnv(t, envOpts{})
+		e := newEnv(t, envOpts{extra: "elicitation: confirm\n"})
 		var asked []string
 		var mu sync.Mutex
 		cs := e.client(elicitationClient(true, "accept", "", &asked, &mu), "")
@@ -369,7 +406,7 @@ func TestElicitationLimits(t *testing.T) {
 		}
 	})
 	t.Run("dismissed prompt, answered elsewhere", func(t *testing.T) {
-		e := newEnv(t, envOpts{})
+		e := newEnv(t, envOpts{extra: "elicitation: confirm\n"})
 		var asked []string
 		var mu sync.Mutex
 		cs := e.client(elicitationClient(false, "cancel", "", &asked, &mu), "")
@@ -663,4 +700,106 @@ func TestResultSharesTheNextCallsCommit(t *testing.T) {
 		t.Fatalf("no call's result was committed with a later call's action: %d records", len(all))
 	}
 	t.Logf("%d of %d results shared a later call's commit", shared, len(ids)-1)
+}
+
+// A mapped argument is what the guards judge: an agent cannot put a
+// harmless value under a name the guards read (command, sql) next to the
+// one the server runs (cmd), where the tool's schema lets extra arguments
+// through. Such a call is refused; the same value under both names, or the
+// mapped argument alone, is judged and runs.
+func TestMappedArgumentCannotBeShadowed(t *testing.T) {
+	cases := []struct {
+		kind, evil, decoy, harmless string
+	}{
+		{"shell", "rm -rf ~/projects", "command", "echo hello"},
+		// The SQL guard reads "sql" before "query", where the mapped
+		// argument was copied.
+		{"sql", "DROP TABLE users", "sql", "SELECT 1"},
+	}
+	for _, c := range cases {
+		t.Run(c.kind, func(t *testing.T) {
+			e := newEnv(t, envOpts{tools: "      exec: {kind: " + c.kind + ", arg: cmd}\n"})
+			cs := e.client(nil, "")
+			res := e.call(cs, "up__exec", map[string]any{"cmd": c.evil, c.decoy: c.harmless})
+			if !res.IsError || strings.Contains(text(res), "would run") {
+				t.Fatalf("shadowed call: %s", text(res))
+			}
+			mustContain(t, text(res), "cmd")
+			for _, args := range []map[string]any{
+				{"cmd": c.harmless},
+				{"cmd": c.harmless, c.decoy: c.harmless},
+			} {
+				res := e.call(cs, "up__exec", args)
+				if res.IsError || !strings.Contains(text(res), "would run: "+c.harmless) {
+					t.Fatalf("%v: %s", args, text(res))
+				}
+			}
+		})
+	}
+}
+
+// Reading a resource is judged like reading a file when its URI names one
+// (file://): a server's file template would otherwise let the client read
+// Overseer's own files or a key, unjudged and unrecorded. A read the
+// firewall lets through runs at once; one that needs a person waits for
+// the answer; the server's other resources are read as before.
+func TestFileResourceReadsAreJudged(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	cs := e.client(nil, "")
+	ctx := context.Background()
+	seal := filepath.Join(e.k.Home, "audit.seal")
+	if _, err := os.Stat(seal); err != nil {
+		t.Fatal(err)
+	}
+	if rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file://" + seal}); err == nil {
+		t.Fatalf("read Overseer's sealing key: %d bytes", len(rr.Contents[0].Text))
+	}
+	notes := filepath.Join(e.cwd, "notes.txt")
+	if err := os.WriteFile(notes, []byte("buy milk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file://" + notes}); err != nil || rr.Contents[0].Text != "buy milk" {
+		t.Fatalf("a plain file: %+v %v", rr, err)
+	}
+	if rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "note://readme"}); err != nil || rr.Contents[0].Text != "read me" {
+		t.Fatalf("a listed resource: %+v %v", rr, err)
+	}
+	// A secret waits for a person, and is read once approved.
+	env := filepath.Join(e.cwd, ".env")
+	if err := os.WriteFile(env, []byte("API_KEY=s3cr3t-value-1234567890"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file://" + env})
+		if err != nil {
+			got <- "error: " + err.Error()
+			return
+		}
+		got <- rr.Contents[0].Text
+	}()
+	aps := e.pending(1)
+	select {
+	case s := <-got:
+		t.Fatalf("read before a person answered: %q", s)
+	default:
+	}
+	e.answer(aps[0].ID, "approve", "")
+	if s := <-got; !strings.Contains(s, "API_KEY") {
+		t.Fatalf("after the approval: %q", s)
+	}
+	recs, err := e.k.Store.QueryAudit(ctx, store.AuditQuery{Types: []string{audit.TypeAction}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	judged := 0
+	for _, r := range recs {
+		if strings.Contains(string(r.Data), "audit.seal") || strings.Contains(string(r.Data), "notes.txt") ||
+			strings.Contains(string(r.Data), ".env") {
+			judged++
+		}
+	}
+	if judged != 3 {
+		t.Fatalf("%d file reads recorded, want 3", judged)
+	}
 }

@@ -2,6 +2,7 @@ package mcpgw_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,6 +134,50 @@ func TestInjectedResultIsMarkedUntrusted(t *testing.T) {
 	waitFor(t, "the alert", func() bool { return len(e.alerts()) == 1 })
 	if res := e.call(cs, "up__echo", map[string]any{"message": "hi"}); strings.Contains(text(res), "untrusted") {
 		t.Fatalf("a clean result was marked: %s", text(res))
+	}
+}
+
+// Secrets and injections are found wherever a result carries text the
+// model may read — its structured content next to a text block, an
+// embedded resource — and masked there too when the policy says so. A
+// result with a text block had its structured content left unscanned, and
+// masking left embedded resources as they were.
+func TestResultScannedWhole(t *testing.T) {
+	const secret = "token ghp_C3N8FeKjFTrKCb0Tz8BbwTKx8EqwtHmcOJEZ"
+	e := newEnv(t, envOpts{policy: "version: 1\nguards:\n  results:\n    mask_secrets: true\n"})
+	cs := e.client(nil, "")
+	for _, c := range []struct{ as, message string }{
+		{"structured", secret},
+		{"resource", secret},
+		{"structured", mcpgwtest.InjectedPage},
+	} {
+		path := filepath.Join(e.dir, "wrapped.txt")
+		if err := os.WriteFile(path, []byte(c.message), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res := e.call(cs, "up__wrap", map[string]any{"path": path, "as": c.as})
+		if res.IsError || overseerMeta(res)["untrusted"] == nil || !strings.Contains(text(res), "untrusted") {
+			t.Fatalf("%s %.20q: not marked untrusted: %s (meta %v)", c.as, c.message, text(res), overseerMeta(res))
+		}
+		if c.message != secret {
+			continue
+		}
+		b, _ := json.Marshal(res)
+		if strings.Contains(string(b), "ghp_C3N8") {
+			t.Fatalf("%s: the secret reached the client: %s", c.as, b)
+		}
+	}
+	// The harmless twin: a clean structured or embedded result is left alone.
+	for _, as := range []string{"structured", "resource"} {
+		path := filepath.Join(e.dir, "clean.txt")
+		if err := os.WriteFile(path, []byte("the build passed"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res := e.call(cs, "up__wrap", map[string]any{"path": path, "as": as})
+		b, _ := json.Marshal(res)
+		if res.IsError || overseerMeta(res)["untrusted"] != nil || !strings.Contains(string(b), "the build passed") {
+			t.Fatalf("%s: a clean result was changed: %s", as, b)
+		}
 	}
 }
 

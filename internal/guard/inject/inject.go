@@ -350,6 +350,24 @@ func (r rule) match(norm string, from int) (int, string) {
 
 func wordByte(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' }
 
+// windowOverlap is how much consecutive windows of ScanWhole share, so
+// that an instruction across a window's edge is read whole in one.
+const windowOverlap = 4 << 10
+
+// ScanWhole scans all of text as target, in windows of MaxScan bytes
+// where Scan would read only the head and tail of a long text: the first
+// window flagged is the report (else the last window's). Its cost grows
+// with the text; callers bound what they give it.
+func (d *Detector) ScanWhole(text string, target Target) Report {
+	for off := 0; ; off += MaxScan - windowOverlap {
+		end := min(off+MaxScan, len(text))
+		rep := d.Scan(text[off:end], target)
+		if rep.Flagged || end == len(text) {
+			return rep
+		}
+	}
+}
+
 // Scan scans text as target.
 func (d *Detector) Scan(text string, target Target) Report {
 	rep := Report{Target: target.String(), Threshold: d.thresholds[target]}

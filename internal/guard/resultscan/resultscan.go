@@ -154,8 +154,17 @@ func (r Report) Summary() string {
 	return strings.Join(parts, "; ")
 }
 
+// MaxScan is the most of one result that is scanned (as much as the
+// shared secret analyser reads of a text). A longer result is reported
+// Unscanned, a hit: what lies past it was never looked at.
+const MaxScan = 4 << 20
+
 // Scan scans one result's text. A scanner that panics is reported as
 // Unscanned, never as clean.
+//
+// A result is scanned whole for instructions (inject.ScanWhole; Scan
+// reads a long text's head and tail only): an instruction in the middle of
+// a long page reaches the model as surely as one at either end.
 func (s *Scanner) Scan(text string) (rep Report) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -165,8 +174,12 @@ func (s *Scanner) Scan(text string) (rep Report) {
 	if s == nil {
 		return Report{Unscanned: "no scanner"}
 	}
+	if len(text) > MaxScan {
+		rep.Unscanned = fmt.Sprintf("the result is %d bytes; only the first %d were scanned", len(text), MaxScan)
+		text = text[:MaxScan]
+	}
 	if s.cfg.Injection == nil || *s.cfg.Injection {
-		if ir := s.det().Scan(text, inject.Result); ir.Flagged {
+		if ir := s.det().ScanWhole(text, inject.Result); ir.Flagged {
 			rep.Injection = &ir
 		}
 	}

@@ -20,6 +20,24 @@ var (
 		"lo_export", "pg_stat_statements_reset", "pg_sleep", "pg_sleep_for", "pg_sleep_until",
 		"setseed",
 	)
+	// hostFuncs reach past the database, into the files, the environment
+	// or the code of the machine it runs on: SQLite's fileio functions
+	// (the sqlite3 shell and the extensions bundling it) and extension
+	// loading, and DuckDB's file readers. SQL tools built on those engines
+	// parse as PostgreSQL, where these names are plain function calls, and
+	// would read a private key or Overseer's token, or write over its
+	// database, as "a single read".
+	hostFuncs = setOf(
+		// SQLite
+		"readfile", "writefile", "edit", "fsdir", "lsdir", "load_extension", "fts3_tokenizer", "zipfile",
+		// DuckDB
+		"read_text", "read_blob", "read_csv", "read_csv_auto", "read_json", "read_json_auto",
+		"read_json_objects", "read_json_objects_auto", "read_ndjson", "read_ndjson_auto", "read_ndjson_objects",
+		"read_parquet", "parquet_scan", "parquet_metadata", "parquet_schema", "parquet_file_metadata",
+		"parquet_kv_metadata", "read_xlsx", "sniff_csv", "glob", "st_read", "st_read_meta", "getenv",
+		"sqlite_scan", "sqlite_attach", "postgres_scan", "postgres_attach", "mysql_scan",
+		"iceberg_scan", "iceberg_metadata", "delta_scan", "read_avro",
+	)
 	// dynamicFuncs run SQL given as text, which the classifier cannot see.
 	dynamicFuncs = setOf(
 		"query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema",
@@ -45,6 +63,8 @@ func funcClass(name string) (Class, string) {
 		return Write, "changes data"
 	case adminFuncs[name]:
 		return Admin, "acts on the session, the server or its files"
+	case hostFuncs[name]:
+		return Admin, "reads or writes files, the environment or code of the database's machine"
 	case dynamicFuncs[name], strings.HasPrefix(name, "dblink"):
 		return Unknown, "runs SQL given as text, which cannot be checked"
 	}

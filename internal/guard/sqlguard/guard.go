@@ -133,6 +133,13 @@ func (g *Guard) Check(_ context.Context, a *action.Action) ([]guard.Finding, err
 	readOnly := g.pol.readOnly[strings.ToLower(tool)]
 	text, _ := a.StringArg("sql", "query")
 	an, err := Analyze(text)
+	if q, ok := a.Args["query"].(string); ok && text != q {
+		// Two SQL texts: a tool runs one of them, and which one is the
+		// tool's to say. Judging "sql" while the tool runs "query" would
+		// let SELECT 1 stand for DROP TABLE.
+		an, err = Analysis{Class: Unknown, Strictest: Unknown,
+			Reasons: []string{"the call carries two different SQL texts (sql and query)"}}, nil
+	}
 	a.Facts.SQLClass = an.Class.String()
 	if err != nil {
 		a.Facts.Notes = append(a.Facts.Notes, "sql: "+err.Error())

@@ -39,6 +39,13 @@ func TestGuardCheck(t *testing.T) {
 			[]want{{"sql.class", action.Auto, false}}, []string{"sql.read-only", "sql.tables"}},
 		{"query argument name", Policy{}, "sql_query", action.KindSQL, map[string]any{"query": "SELECT 1"}, "read",
 			[]want{{"sql.class", action.Auto, false}}, []string{"sql.read-only"}},
+		// A tool that runs "query" must not be judged by a harmless "sql".
+		{"two sql texts", Policy{}, "db__run", action.KindSQL, map[string]any{"sql": "SELECT 1", "query": "DROP TABLE users"}, "unknown",
+			[]want{{"sql.class", action.Approve, false}}, nil},
+		{"two sql texts read-only", Policy{}, "sql_query", action.KindSQL, map[string]any{"sql": "SELECT 1", "query": "DELETE FROM users"}, "unknown",
+			[]want{{"sql.read-only", action.Block, true}}, nil},
+		{"the same sql twice", Policy{}, "db__run", action.KindSQL, map[string]any{"sql": "SELECT 1", "query": "SELECT 1"}, "read",
+			[]want{{"sql.class", action.Auto, false}}, nil},
 		{"query write blocked", Policy{}, "sql_query", action.KindSQL, map[string]any{"sql": "DELETE FROM users"}, "write",
 			[]want{{"sql.read-only", action.Block, true}}, nil},
 		{"query cte write blocked", Policy{}, "sql_query", action.KindSQL, map[string]any{"sql": "WITH x AS (DELETE FROM users RETURNING *) SELECT * FROM x"}, "write",

@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -51,6 +52,11 @@ func Command(t testing.TB) (string, map[string]string) {
 }
 
 func ptr(b bool) *bool { return &b }
+
+type wrapIn struct {
+	Path string `json:"path"`
+	As   string `json:"as,omitempty" jsonschema:"structured (the default) or resource"`
+}
 
 type echoIn struct {
 	Message string `json:"message" jsonschema:"the text to echo"`
@@ -111,6 +117,22 @@ func NewServer() *mcp.Server {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Message}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "wrap", Description: "return a file's text inside a structured or an embedded result",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in wrapIn) (*mcp.CallToolResult, any, error) {
+			b, err := os.ReadFile(filepath.Clean(in.Path))
+			if err != nil {
+				return nil, nil, err
+			}
+			res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}
+			if in.As == "resource" {
+				res.Content = append(res.Content, &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
+					URI: "note://wrapped", MIMEType: "text/plain", Text: string(b)}})
+			} else {
+				res.StructuredContent = map[string]any{"text": string(b)}
+			}
+			return res, nil, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "args", Description: "report the arguments received",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
@@ -187,6 +209,15 @@ func NewServer() *mcp.Server {
 				})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added"}}}, nil, nil
 		})
+	s.AddTool(&mcp.Tool{Name: "exec", Description: "pretend to run a command (takes extra options)",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"cmd":{"type":"string"}},"required":["cmd"],"additionalProperties":true}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct {
+				Cmd string `json:"cmd"`
+			}
+			_ = json.Unmarshal(req.Params.Arguments, &in)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "would run: " + in.Cmd}}}, nil
+		})
 	s.AddTool(&mcp.Tool{Name: "draft4", Description: "a tool whose schema is in an old draft",
 		InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"x":{"type":"string"}}}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -210,6 +241,18 @@ func NewServer() *mcp.Server {
 				})
 		}
 	}
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "file:///{+path}", Name: "file", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			u, err := url.Parse(req.Params.URI)
+			if err != nil {
+				return nil, err
+			}
+			b, err := os.ReadFile(filepath.Clean(u.Path))
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: string(b)}}}, nil
+		})
 	s.AddResource(&mcp.Resource{URI: "note://readme", Name: "readme", MIMEType: "text/plain"},
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "read me"}}}, nil
