@@ -11,7 +11,8 @@ package postgres
 // Each connection prepares a statement the first time it runs it, and runs
 // it prepared afterwards (as pgx did by default): the server infers its
 // parameters' types from the statement and parses it once per connection.
-// Values are sent and read as text. A call is one round trip (a batch: one
+// Values are sent and read as text, but for arrays of strings and
+// integers, sent in the binary format when the statement is prepared. A call is one round trip (a batch: one
 // round trip for all of its statements), and one more for each statement
 // the connection has not run before. A statement whose first argument is
 // unnamed runs as an unnamed statement instead, planned for its arguments
@@ -19,10 +20,12 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,20 +40,91 @@ type scanner interface {
 	Scan(dest ...any) error
 }
 
-// encodeArgs returns args in PostgreSQL's text format (nil: NULL).
-func encodeArgs(args []any) ([][]byte, error) {
+// Type OIDs of the parameters sent in binary.
+const (
+	oidTextArray = 1009
+	oidInt8Array = 1016
+	oidText      = 25
+	oidInt8      = 20
+)
+
+// encodeArgs returns args in PostgreSQL's text format (nil: NULL), except
+// arrays for parameters known (oids: the prepared statement's parameter
+// types) to be text[] or bigint[], which go in the binary format: the
+// server reads them without parsing and unescaping a literal (the audit
+// records' JSON, full of quotes, goes in such arrays). formats is nil when
+// all are text.
+func encodeArgs(args []any, oids []uint32) (vals [][]byte, formats []int16, err error) {
 	if len(args) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	out := make([][]byte, len(args))
+	vals = make([][]byte, len(args))
 	for i, a := range args {
-		v, err := encodeArg(a)
-		if err != nil {
-			return nil, fmt.Errorf("argument $%d: %w", i+1, err)
+		var oid uint32
+		if i < len(oids) {
+			oid = oids[i]
 		}
-		out[i] = v
+		v, binary := encodeBinary(a, oid)
+		if !binary {
+			if v, err = encodeArg(a); err != nil {
+				return nil, nil, fmt.Errorf("argument $%d: %w", i+1, err)
+			}
+		} else {
+			if formats == nil {
+				formats = make([]int16, len(args))
+			}
+			formats[i] = 1
+		}
+		vals[i] = v
 	}
-	return out, nil
+	return vals, formats, nil
+}
+
+// encodeBinary returns a in the binary format of the type oid, when it is
+// an array of that type.
+func encodeBinary(a any, oid uint32) ([]byte, bool) {
+	switch v := a.(type) {
+	case []string:
+		if oid != oidTextArray || v == nil {
+			return nil, false
+		}
+		n := 20
+		for _, s := range v {
+			n += 4 + len(s)
+		}
+		b := arrayHeader(make([]byte, 0, n), len(v), oidText)
+		for _, s := range v {
+			b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
+			b = append(b, s...)
+		}
+		return b, true
+	case []int64:
+		if oid != oidInt8Array || v == nil {
+			return nil, false
+		}
+		b := arrayHeader(make([]byte, 0, 20+12*len(v)), len(v), oidInt8)
+		for _, x := range v {
+			b = binary.BigEndian.AppendUint32(b, 8)
+			b = binary.BigEndian.AppendUint64(b, uint64(x))
+		}
+		return b, true
+	}
+	return nil, false
+}
+
+// arrayHeader appends the header of a one-dimensional array of n elements
+// of type elem, none NULL (an empty array has no dimension).
+func arrayHeader(b []byte, n int, elem uint32) []byte {
+	if n == 0 {
+		b = binary.BigEndian.AppendUint32(b, 0) // dimensions
+		b = binary.BigEndian.AppendUint32(b, 0) // no NULL
+		return binary.BigEndian.AppendUint32(b, elem)
+	}
+	b = binary.BigEndian.AppendUint32(b, 1)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint32(b, elem)
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	return binary.BigEndian.AppendUint32(b, 1) // lower bound
 }
 
 func encodeArg(a any) ([]byte, error) {
@@ -196,49 +270,68 @@ const maxStatements = 512
 type conn struct {
 	pg    *pgconn.PgConn
 	stmts map[string]*pgconn.StatementDescription // prepared, by their text
+	stale bool                                    // a prepared statement is out of date: not to be reused
 }
 
-// statement returns sql prepared on c (preparing it the first time), or
-// nil when it is to run unnamed, and the arguments to send.
-func (c *conn) statement(ctx context.Context, sql string, args []any) (*pgconn.StatementDescription, [][]byte, error) {
+// seen notes whether err says that a statement c prepared is out of date
+// (its tables changed type under it, or the server forgot it), and
+// returns err. A pool closes such a connection when it is given back, so
+// that the statements are prepared again on a new one.
+func (c *conn) seen(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "0A000" && strings.Contains(pe.Message, "cached plan") || pe.Code == "26000") {
+		c.stale = true
+	}
+	return err
+}
+
+// stmt is a statement ready to send: prepared (sd) or unnamed (sd nil),
+// with its arguments encoded.
+type stmt struct {
+	sd      *pgconn.StatementDescription
+	vals    [][]byte
+	formats []int16
+}
+
+// statement returns sql with args ready to send: prepared on c (the first
+// time c sees it), or unnamed (args start with unnamed, or c keeps
+// maxStatements already).
+func (c *conn) statement(ctx context.Context, sql string, args []any) (stmt, error) {
 	named := true
 	if len(args) > 0 && args[0] == unnamed {
 		named, args = false, args[1:]
 	}
-	vals, err := encodeArgs(args)
-	if err != nil {
-		return nil, nil, err
+	var sd *pgconn.StatementDescription
+	if named {
+		if sd = c.stmts[sql]; sd == nil && len(c.stmts) < maxStatements {
+			var err error
+			if sd, err = c.pg.Prepare(ctx, "overseer_"+strconv.Itoa(len(c.stmts)+1), sql, nil); err != nil {
+				return stmt{}, err
+			}
+			if c.stmts == nil {
+				c.stmts = map[string]*pgconn.StatementDescription{}
+			}
+			c.stmts[sql] = sd
+		}
 	}
-	if !named {
-		return nil, vals, nil
+	var oids []uint32
+	if sd != nil {
+		oids = sd.ParamOIDs
 	}
-	if sd := c.stmts[sql]; sd != nil {
-		return sd, vals, nil
-	}
-	if len(c.stmts) >= maxStatements {
-		return nil, vals, nil
-	}
-	sd, err := c.pg.Prepare(ctx, "overseer_"+strconv.Itoa(len(c.stmts)+1), sql, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	if c.stmts == nil {
-		c.stmts = map[string]*pgconn.StatementDescription{}
-	}
-	c.stmts[sql] = sd
-	return sd, vals, nil
+	vals, formats, err := encodeArgs(args, oids)
+	return stmt{sd: sd, vals: vals, formats: formats}, err
 }
 
 // run starts sql on c.
 func (c *conn) run(ctx context.Context, sql string, args []any) (*pgconn.ResultReader, error) {
-	sd, vals, err := c.statement(ctx, sql, args)
+	st, err := c.statement(ctx, sql, args)
 	if err != nil {
 		return nil, err
 	}
-	if sd != nil {
-		return c.pg.ExecStatement(ctx, sd, vals, nil, nil), nil
+	if st.sd != nil {
+		return c.pg.ExecStatement(ctx, st.sd, st.vals, st.formats, nil), nil
 	}
-	return c.pg.ExecParams(ctx, sql, vals, nil, nil, nil), nil
+	return c.pg.ExecParams(ctx, sql, st.vals, nil, st.formats, nil), nil
 }
 
 // connect opens a connection with cfg.
@@ -259,7 +352,8 @@ func (c *conn) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	return rr.Close()
+	tag, err := rr.Close()
+	return tag, c.seen(err)
 }
 
 // Query runs sql with args; the rows must be closed (reading them to the
@@ -269,7 +363,7 @@ func (c *conn) Query(ctx context.Context, sql string, args ...any) (*rows, error
 	if err != nil {
 		return nil, err
 	}
-	return &rows{rr: rr}, nil
+	return &rows{rr: rr, c: c}, nil
 }
 
 // QueryRow runs sql with args and keeps its first row; Scan reports
@@ -279,7 +373,9 @@ func (c *conn) QueryRow(ctx context.Context, sql string, args ...any) *row {
 	if err != nil {
 		return &row{err: err}
 	}
-	return firstRow(rr)
+	r := firstRow(rr)
+	c.seen(r.err)
+	return r
 }
 
 // firstRow reads rr to its end and keeps its first row.
@@ -316,14 +412,14 @@ func (c *conn) WaitForNotification(ctx context.Context) error { return c.pg.Wait
 func (c *conn) SendBatch(ctx context.Context, b *batch) error {
 	var pb pgconn.Batch
 	for _, q := range b.queries {
-		sd, vals, err := c.statement(ctx, q.sql, q.args)
+		st, err := c.statement(ctx, q.sql, q.args)
 		if err != nil {
 			return &notSentError{err}
 		}
-		if sd != nil {
-			pb.ExecStatement(sd, vals, nil, nil)
+		if st.sd != nil {
+			pb.ExecStatement(st.sd, st.vals, st.formats, nil)
 		} else {
-			pb.ExecParams(q.sql, vals, nil, nil, nil)
+			pb.ExecParams(q.sql, st.vals, nil, st.formats, nil)
 		}
 	}
 	mrr := c.pg.ExecBatch(ctx, &pb)
@@ -347,7 +443,7 @@ func (c *conn) SendBatch(ctx context.Context, b *batch) error {
 	if err := mrr.Close(); first == nil {
 		first = err
 	}
-	return first
+	return c.seen(first)
 }
 
 // notSentError is SendBatch's error when none of the batch ran: one of its
@@ -397,6 +493,7 @@ func (r *row) Scan(dest ...any) error {
 // rows is a result read row by row.
 type rows struct {
 	rr      *pgconn.ResultReader
+	c       *conn
 	err     error
 	done    bool
 	release func() // gives the connection back, when the pool lent it
@@ -434,7 +531,7 @@ func (r *rows) Close() {
 	}
 	r.done = true
 	if _, err := r.rr.Close(); err != nil && r.err == nil {
-		r.err = err
+		r.err = r.c.seen(err)
 	}
 	if r.release != nil {
 		r.release()
@@ -608,15 +705,15 @@ type poolConn struct {
 	released bool
 }
 
-// Release gives the connection back. One left in a transaction, busy or
-// broken is closed instead.
+// Release gives the connection back. One left in a transaction, busy,
+// broken or with a statement out of date is closed instead.
 func (c *poolConn) Release() {
 	if c.released {
 		return
 	}
 	c.released = true
 	p := c.p
-	keep := !c.pg.IsClosed() && !c.pg.IsBusy() && c.pg.TxStatus() == 'I'
+	keep := !c.stale && !c.pg.IsClosed() && !c.pg.IsBusy() && c.pg.TxStatus() == 'I'
 	if keep {
 		p.mu.Lock()
 		if keep = !p.closed; keep {

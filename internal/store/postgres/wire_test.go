@@ -59,42 +59,51 @@ func TestWireValuesRoundTrip(t *testing.T) {
 		unix != when.UnixMicro() {
 		t.Errorf("timestamptz: got %d, want %d, %v", unix, when.UnixMicro(), err)
 	}
-	words := []string{"", "a", `"quoted"`, `back\slash`, "{}", ",", "NULL", "null", " spaced ", "ünï"}
-	rows, err := p.Query(ctx, `SELECT x FROM unnest($1::text[]) WITH ORDINALITY AS u(x, n) ORDER BY n`, words)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
+	// Arrays go in the binary format to a prepared statement, as text
+	// literals to an unnamed one: both are read as sent.
+	for _, mode := range [][]any{nil, {unnamed}} {
+		arg := func(v any) []any { return append(append([]any{}, mode...), v) }
+		words := []string{"", "a", `"quoted"`, `back\slash`, "{}", ",", "NULL", "null", " spaced ", "ünï", `{"json": "x\"y"}`}
+		rows, err := p.Query(ctx, `SELECT x FROM unnest($1::text[]) WITH ORDINALITY AS u(x, n) ORDER BY n`, arg(words)...)
+		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, s)
-	}
-	if err := rows.Err(); err != nil || !slices.Equal(got, words) {
-		t.Errorf("text[]: got %q, %v", got, err)
-	}
-	nums := []int64{3, -4, math.MaxInt64, math.MinInt64}
-	rows, err = p.Query(ctx, `SELECT x FROM unnest($1::bigint[]) WITH ORDINALITY AS u(x, n) ORDER BY n`, nums)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gotNums []int64
-	for rows.Next() {
-		var n int64
-		if err := rows.Scan(&n); err != nil {
+		var got []string
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, s)
+		}
+		if err := rows.Err(); err != nil || !slices.Equal(got, words) {
+			t.Errorf("text[] (%v): got %q, %v", mode, got, err)
+		}
+		nums := []int64{3, -4, math.MaxInt64, math.MinInt64}
+		rows, err = p.Query(ctx, `SELECT x FROM unnest($1::bigint[]) WITH ORDINALITY AS u(x, n) ORDER BY n`, arg(nums)...)
+		if err != nil {
 			t.Fatal(err)
 		}
-		gotNums = append(gotNums, n)
-	}
-	if err := rows.Err(); err != nil || !slices.Equal(gotNums, nums) {
-		t.Errorf("bigint[]: got %v, %v", gotNums, err)
-	}
-	for _, empty := range [][]string{{}, nil} {
-		var n int64
-		if err := p.QueryRow(ctx, `SELECT count(*) FROM unnest($1::text[])`, empty).Scan(&n); err != nil || n != 0 {
-			t.Errorf("empty text[] %#v: %d rows, %v", empty, n, err)
+		var gotNums []int64
+		for rows.Next() {
+			var n int64
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			gotNums = append(gotNums, n)
+		}
+		if err := rows.Err(); err != nil || !slices.Equal(gotNums, nums) {
+			t.Errorf("bigint[] (%v): got %v, %v", mode, gotNums, err)
+		}
+		for _, empty := range []any{[]string{}, []string(nil), []int64{}, []int64(nil)} {
+			var n int64
+			q := `SELECT count(*) FROM unnest($1::text[])`
+			if _, ok := empty.([]int64); ok {
+				q = `SELECT count(*) FROM unnest($1::bigint[])`
+			}
+			if err := p.QueryRow(ctx, q, arg(empty)...).Scan(&n); err != nil || n != 0 {
+				t.Errorf("empty array %#v (%v): %d rows, %v", empty, mode, n, err)
+			}
 		}
 	}
 	// NULL: sent for a nil *string, read into **string, refused by *string.
@@ -286,5 +295,56 @@ func TestParseURL(t *testing.T) {
 		} else if strings.Contains(err.Error(), "secret") {
 			t.Errorf("the error quotes the password: %v", err)
 		}
+	}
+}
+
+// A connection whose prepared statement went out of date (its table
+// changed type) is not lent again: the statement works on a new one.
+func TestWireStalePreparedStatement(t *testing.T) {
+	p := testPool(t, 1)
+	ctx := t.Context()
+	if _, err := p.Exec(ctx, `CREATE TABLE t (k bigint)`); err != nil {
+		t.Fatal(err)
+	}
+	const q = `SELECT k FROM t`
+	pid := func() int64 {
+		var n int64
+		if err := p.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if err := p.QueryRow(ctx, q).Scan(new(int64)); !errors.Is(err, errNoRows) {
+		t.Fatal(err)
+	}
+	before := pid()
+	if _, err := p.Exec(ctx, `ALTER TABLE t ALTER COLUMN k TYPE text`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Exec(ctx, `INSERT INTO t VALUES ('x')`); err != nil {
+		t.Fatal(err)
+	}
+	var s string
+	err := p.QueryRow(ctx, q).Scan(&s)
+	if err == nil {
+		t.Fatal("the stale statement ran without an error: this test checks nothing")
+	}
+	if pid() == before {
+		t.Fatalf("the connection with the stale statement (%v) was lent again", err)
+	}
+	if err := p.QueryRow(ctx, q).Scan(&s); err != nil || s != "x" {
+		t.Fatalf("on a new connection: %q, %v", s, err)
+	}
+}
+
+// Arrays go in the binary format only to a parameter of their own type.
+func TestEncodeArgsFormats(t *testing.T) {
+	args := []any{[]string{"a"}, []int64{1}, []string{"b"}, int64(2), "c"}
+	_, formats, err := encodeArgs(args, []uint32{oidTextArray, oidInt8Array, 1015 /* varchar[] */, oidInt8, oidText})
+	if err != nil || !slices.Equal(formats, []int16{1, 1, 0, 0, 0}) {
+		t.Errorf("formats %v, %v", formats, err)
+	}
+	if _, formats, _ := encodeArgs(args, nil); formats != nil {
+		t.Errorf("no types known: formats %v, want all text", formats)
 	}
 }
