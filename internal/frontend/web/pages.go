@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -130,8 +129,8 @@ func holeContext(before string) error {
 }
 
 // loadPage parses the page file name in fsys.
-func loadPage(fsys fs.FS, file string, names ...string) (*page, error) {
-	b, err := fs.ReadFile(fsys, file)
+func loadPage(read func(string) ([]byte, error), file string, names ...string) (*page, error) {
+	b, err := read(file)
 	if err != nil {
 		return nil, err
 	}
@@ -157,16 +156,16 @@ type pages struct {
 	login, app, link *page
 }
 
-func loadPages(fsys fs.FS) (*pages, error) {
+func loadPages(read func(string) ([]byte, error)) (*pages, error) {
 	var ps pages
 	var err error
-	if ps.login, err = loadPage(fsys, "assets/login.tmpl", "Insecure", "Error", "Who"); err != nil {
+	if ps.login, err = loadPage(read, "assets/login.tmpl", "Insecure", "Error", "Who"); err != nil {
 		return nil, err
 	}
-	if ps.app, err = loadPage(fsys, "assets/app.tmpl", "CSRF", "Who", "Banners"); err != nil {
+	if ps.app, err = loadPage(read, "assets/app.tmpl", "CSRF", "Who", "Banners"); err != nil {
 		return nil, err
 	}
-	if ps.link, err = loadPage(fsys, "assets/link.tmpl", "Title", "Message", "Approval", "Answer"); err != nil {
+	if ps.link, err = loadPage(read, "assets/link.tmpl", "Title", "Message", "Approval", "Answer"); err != nil {
 		return nil, err
 	}
 	return &ps, nil

@@ -84,7 +84,7 @@ func text(n *html.Node) string {
 }
 
 func TestPagesEscapeWhatAgentsAndPeopleWrite(t *testing.T) {
-	ps, err := loadPages(assetsFS)
+	ps, err := loadPages(asset)
 	if err != nil {
 		t.Fatal(err)
 	}

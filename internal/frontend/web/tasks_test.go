@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"encoding/json"
-	"io/fs"
 	"net/http"
 	"os"
 	"strings"
@@ -164,7 +163,7 @@ func TestTaskAbortNeedsCSRFAndSameOrigin(t *testing.T) {
 // The console shows untrusted text (goals, outputs, people's words) only
 // as text: its script never parses a string as HTML.
 func TestConsoleScriptNeverParsesHTML(t *testing.T) {
-	js, err := fs.ReadFile(assetsFS, "assets/static/app.js")
+	js, err := asset("assets/static/app.js")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +172,7 @@ func TestConsoleScriptNeverParsesHTML(t *testing.T) {
 			t.Errorf("app.js uses %s", sink)
 		}
 	}
-	page, err := fs.ReadFile(assetsFS, "assets/app.tmpl")
+	page, err := asset("assets/app.tmpl")
 	if err != nil {
 		t.Fatal(err)
 	}

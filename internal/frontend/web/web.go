@@ -1,7 +1,8 @@
 // Package web is Overseer's web console: the approvals queue with live
 // updates, the audit timeline, the policy view with "try an action" and the
 // risk dashboard, served by the daemon under /ui/ from assets embedded in the
-// binary (plain HTML, CSS and JavaScript; no build step). Its Tasks page
+// binary (plain HTML, CSS and JavaScript, no build step; stored
+// gzip-compressed and sent so to browsers, see assets.go). Its Tasks page
 // follows the tasks of Overseer's own agent loop and can abort them.
 //
 // People sign in with the daemon's token and get a session cookie (HttpOnly,
@@ -24,10 +25,8 @@ package web
 
 import (
 	"crypto/sha256"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os/user"
 	"strings"
@@ -40,9 +39,6 @@ import (
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/limits"
 )
-
-//go:embed assets
-var assetsFS embed.FS
 
 // Prefix is the path under which the console is served.
 const Prefix = "/ui/"
@@ -145,11 +141,11 @@ func New(k *kernel.Kernel, opts Options) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	pgs, err := loadPages(assetsFS)
+	pgs, err := loadPages(asset)
 	if err != nil {
 		return nil, fmt.Errorf("web: pages: %w", err)
 	}
-	static, err := fs.Sub(assetsFS, "assets/static")
+	static, err := loadStatic()
 	if err != nil {
 		return nil, fmt.Errorf("web: assets: %w", err)
 	}
@@ -161,7 +157,7 @@ func New(k *kernel.Kernel, opts Options) (*Console, error) {
 		key:     key,
 		tokenFP: fmt.Sprintf("%x", fp[:8]),
 		pages:   pgs,
-		static:  http.StripPrefix(Prefix+"static/", http.FileServerFS(static)),
+		static:  static,
 		cop:     http.NewCrossOriginProtection(),
 		limiter: opts.Throttle,
 		tasks:   httpapi.NewTasks(agent.NewTaskStore(k, opts.Clock.Now), k.Gate).WithKernel(k),

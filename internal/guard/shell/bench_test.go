@@ -74,3 +74,28 @@ func BenchmarkShownFilesCodexRead(b *testing.B) {
 		ShownFiles(`bash -lc "cd src && nl -ba main.go | sed -n '1,200p'"`, "/home/u/proj")
 	}
 }
+
+// BenchmarkDefaultTables is what a process pays, once, to load the
+// built-in tables (see tables.go): the compiled rules at its first
+// judgement of a command, the effect specs at its first analysis, the
+// default Config when a config adds to the defaults.
+func BenchmarkDefaultTables(b *testing.B) {
+	b.Run("rules", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			decodeRules(rulesBin)
+		}
+	})
+	b.Run("effects", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			decodeEffects(effectsBin)
+		}
+	})
+	b.Run("config", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			DefaultConfig()
+		}
+	})
+}

@@ -171,9 +171,9 @@ func ParseConfig(data []byte) (Config, error) {
 }
 
 // DefaultConfig returns the embedded default lists (a fresh copy): rules.yaml
-// as Go code (rules_gen.go, see embedded.go), which the tests check is valid
-// and up to date.
-func DefaultConfig() Config { return defaultConfigValue() }
+// as a table (config.bin, see tables.go), which the tests check is valid and
+// up to date.
+func DefaultConfig() Config { return decodeConfig(configBin) }
 
 // defaultConfig is the parsed embedded defaults, shared read-only: merge
 // copies what it changes.
@@ -586,7 +586,7 @@ func compileSecret(s string) (secretRule, error) {
 }
 
 // defaultRules returns the compiled embedded defaults: rules.yaml as
-// compile makes it, built into the binary as Go code (compiled_gen.go,
-// checked by TestEmbeddedJSON), so that a process does not compile them at
-// every start.
-var defaultRules = sync.OnceValue(defaultRulesValue)
+// compile makes it, built into the binary as a table (rules.bin, see
+// tables.go; checked by TestEmbeddedJSON), so that a process does not
+// compile them at every start.
+var defaultRules = sync.OnceValue(func() *rules { return decodeRules(rulesBin) })

@@ -125,17 +125,10 @@ type effectSpec struct {
 }
 
 // effectSpecs returns the compiled program specs of effects.yaml (built
-// into the binary as Go code, effects_gen.go: see embedded.go), compiled on
-// first use: a process that analyses no command (a hook that asks the
-// daemon) does not pay for it at start-up.
-var effectSpecs = sync.OnceValue(func() map[string]*effectSpec {
-	m, err := compileEffectsDoc(effectsDocValue())
-	if err != nil {
-		// The generated table is checked by the tests.
-		panic(err)
-	}
-	return m
-})
+// into the binary compiled, as a table: effects.bin, see tables.go),
+// decoded on first use: a process that analyses no command (a hook that
+// asks the daemon) does not pay for it at start-up.
+var effectSpecs = sync.OnceValue(func() map[string]*effectSpec { return decodeEffects(effectsBin) })
 
 // compileEffects decodes effects.yaml strictly and compiles it.
 // effectsDoc is the shape of effects.yaml.

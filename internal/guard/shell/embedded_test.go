@@ -3,29 +3,15 @@ package shell
 import (
 	"bytes"
 	"flag"
-	"fmt"
 	"go/format"
 	"os"
 	"reflect"
-	"regexp"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 )
 
-var updateJSON = flag.Bool("update-json", false, "rewrite rules_gen.go, effects_gen.go and selfapi_gen.go from their YAML files")
-
-// genRules is rules_gen.go for the content of rules.yaml, c.
-func genRules(c Config) ([]byte, error) {
-	lit := fmt.Sprintf("%#v", c)
-	// Inside the package its types are named without it.
-	lit = regexp.MustCompile(`\bshell\.(Config|EnvVar|Pattern|Wrapper)\{`).ReplaceAllString(lit, "$1{")
-	src := "// Code generated from rules.yaml by `go generate` (TestEmbeddedJSON); DO NOT EDIT.\n\n" +
-		"package shell\n\n" +
-		"// defaultConfigValue is rules.yaml, decoded.\n" +
-		"func defaultConfigValue() Config {\n\treturn " + lit + "\n}\n"
-	return format.Source([]byte(src))
-}
+var updateJSON = flag.Bool("update-json", false, "rewrite rules.bin, config.bin, effects.bin and selfapi_gen.go from their YAML files")
 
 // genTable is a generated file holding fn, which returns the Go literal of
 // v, decoded from the YAML file src.
@@ -44,10 +30,10 @@ func genTable(src, fn string, v any) ([]byte, error) {
 	return format.Source(b)
 }
 
-// TestEmbeddedJSON checks that rules_gen.go, effects_gen.go and
-// selfapi_gen.go hold what rules.yaml, effects.yaml and selfapi.yaml say,
-// and that the defaults they give are valid: the guard loads the generated
-// forms, people edit the YAML files.
+// TestEmbeddedJSON checks that the tables (rules.bin, config.bin,
+// effects.bin: see tables.go) and selfapi_gen.go hold what rules.yaml,
+// effects.yaml and selfapi.yaml say, and that the defaults they give are
+// valid: the guard loads the generated forms, people edit the YAML files.
 func TestEmbeddedJSON(t *testing.T) {
 	rules, err := ParseConfig(defaultRulesYAML) // validates too
 	if err != nil {
@@ -57,14 +43,7 @@ func TestEmbeddedJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := compileEffectsDoc(effects); err != nil {
-		t.Fatal(err)
-	}
-	gen, err := genRules(rules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	effGen, err := genTable("effects.yaml", "effectsDocValue", effects)
+	effectsCompiled, err := compileEffectsDoc(effects)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,13 +59,14 @@ func TestEmbeddedJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compiledGen, err := genTable("rules.yaml (compiled)", "defaultRulesValue", compiled)
-	if err != nil {
-		t.Fatal(err)
+	generated := map[string][]byte{
+		"rules.bin":      encodeTable(compiled),
+		"config.bin":     encodeTable(rules),
+		"effects.bin":    encodeTable(effectsCompiled),
+		"selfapi_gen.go": selfGen,
 	}
 	if *updateJSON {
-		for name, b := range map[string][]byte{"rules_gen.go": gen, "effects_gen.go": effGen, "selfapi_gen.go": selfGen,
-			"compiled_gen.go": compiledGen} {
+		for name, b := range generated {
 			if err := os.WriteFile(name, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -94,22 +74,24 @@ func TestEmbeddedJSON(t *testing.T) {
 		return
 	}
 	const regen = "run `go generate ./internal/guard/shell`"
-	if have, err := os.ReadFile("rules_gen.go"); err != nil || !bytes.Equal(have, gen) {
-		t.Errorf("rules_gen.go is not rules.yaml (%v): %s", err, regen)
-	}
-	for name, want := range map[string][]byte{"effects_gen.go": effGen, "selfapi_gen.go": selfGen, "compiled_gen.go": compiledGen} {
+	for name, want := range generated {
 		if have, err := os.ReadFile(name); err != nil || !bytes.Equal(have, want) {
 			t.Errorf("%s is not its YAML file (%v): %s", name, err, regen)
 		}
 	}
-	if !reflect.DeepEqual(effectsDocValue(), effects) {
-		t.Error("effectsDocValue differs from effects.yaml")
+	// The embedded tables decode to the YAML files' content: this checks
+	// the decoders against the encoder (and so against the types).
+	if got := decodeEffects(effectsBin); !reflect.DeepEqual(got, effectsCompiled) {
+		t.Error("effects.bin decodes to other specs than effects.yaml compiled")
 	}
 	if !reflect.DeepEqual(selfListsValue(), self) {
 		t.Error("selfListsValue differs from selfapi.yaml")
 	}
-	if !reflect.DeepEqual(defaultRulesValue(), compiled) {
-		t.Error("defaultRulesValue differs from rules.yaml compiled")
+	if got := decodeRules(rulesBin); !reflect.DeepEqual(got, compiled) {
+		t.Error("rules.bin decodes to other rules than rules.yaml compiled")
+	}
+	if got := decodeConfig(configBin); !reflect.DeepEqual(got, rules) {
+		t.Error("config.bin decodes to another Config than rules.yaml")
 	}
 	// What the guard loads is what the YAML says.
 	if !reflect.DeepEqual(DefaultConfig(), rules) {

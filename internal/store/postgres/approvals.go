@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/overseer-dev/overseer/internal/store"
@@ -32,7 +31,7 @@ func validStatus(s store.ApprovalStatus) bool {
 // CreateApproval implements store.ApprovalStore. An empty Status is stored
 // (and set in a) as pending. Creating an ID that exists is an error.
 func (d *DB) CreateApproval(ctx context.Context, a *store.Approval) error {
-	return d.write(ctx, "create approval", func(tx pgx.Tx) error { return createApproval(ctx, tx, a) })
+	return d.write(ctx, "create approval", func(tx *tx) error { return createApproval(ctx, tx, a) })
 }
 
 func createApproval(ctx context.Context, tx querier, a *store.Approval) error {
@@ -101,7 +100,7 @@ func createApproval(ctx context.Context, tx querier, a *store.Approval) error {
 // GetApproval implements store.ApprovalStore.
 func (d *DB) GetApproval(ctx context.Context, id string) (*store.Approval, error) {
 	var out *store.Approval
-	err := d.read(ctx, "get approval", func(tx pgx.Tx) error {
+	err := d.read(ctx, "get approval", func(tx *tx) error {
 		var err error
 		out, err = getApproval(ctx, tx, id)
 		return err
@@ -144,7 +143,7 @@ func (d *DB) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]*stor
 	ansQ := `SELECT approval_id, answer FROM approval_answers WHERE approval_id IN (SELECT id FROM approvals` + tail +
 		`) ORDER BY approval_id, n`
 	var out []*store.Approval
-	err := d.read(ctx, "list approvals", func(tx pgx.Tx) error {
+	err := d.read(ctx, "list approvals", func(tx *tx) error {
 		rows, err := tx.Query(ctx, sel, args...)
 		if err != nil {
 			return err
@@ -202,7 +201,7 @@ func (d *DB) AnswerApproval(ctx context.Context, id string, status store.Approva
 		out     *store.Approval
 		applied bool
 	)
-	err := d.write(ctx, "answer approval", func(tx pgx.Tx) error {
+	err := d.write(ctx, "answer approval", func(tx *tx) error {
 		var err error
 		out, applied, err = answerApproval(ctx, tx, id, status, ans)
 		return err
@@ -219,7 +218,7 @@ func answerApproval(ctx context.Context, tx querier, id string, status store.App
 	}
 	var cur string
 	err := tx.QueryRow(ctx, `SELECT status FROM approvals WHERE id = $1 FOR UPDATE`, id).Scan(&cur)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, errNoRows) {
 		return nil, false, fmt.Errorf("approval %q: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
@@ -253,7 +252,7 @@ func answerApproval(ctx context.Context, tx querier, id string, status store.App
 	return out, applied, err
 }
 
-func scanApproval(row pgx.Row) (*store.Approval, error) {
+func scanApproval(row scanner) (*store.Approval, error) {
 	var (
 		id, status, body string
 		answer           *string
@@ -278,7 +277,7 @@ func scanApproval(row pgx.Row) (*store.Approval, error) {
 
 func getApproval(ctx context.Context, q querier, id string) (*store.Approval, error) {
 	a, err := scanApproval(q.QueryRow(ctx, `SELECT id, status, body, answer FROM approvals WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, errNoRows) {
 		return nil, fmt.Errorf("approval %q: %w", id, store.ErrNotFound)
 	}
 	if err != nil {

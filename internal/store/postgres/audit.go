@@ -8,9 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/overseer-dev/overseer/internal/store"
 )
@@ -60,7 +58,7 @@ func auditArgs(tail int64, recs []store.AuditRecord) ([]any, error) {
 // tail are two statements, each with its own snapshot (READ COMMITTED),
 // so the tail is read after the lock is held and is the true tail.
 type appendTx struct {
-	conn *pgxpool.Conn
+	conn *poolConn
 	open bool // BEGIN was sent: roll back unless committed
 }
 
@@ -71,18 +69,18 @@ func (d *DB) beginAppend(ctx context.Context) (*appendTx, store.AuditTail, error
 		return nil, tail, err
 	}
 	t := &appendTx{conn: conn, open: true}
-	b := &pgx.Batch{}
+	b := &batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, lockClass, auditLock)
 	var data string
-	b.Queue(tailSQL).QueryRow(func(row pgx.Row) error {
+	b.Queue(tailSQL).QueryRow(func(row *row) error {
 		err := row.Scan(&tail.Seq, &tail.Hash, &tail.Type, &tail.Epoch, &tail.Tag, &data)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if errors.Is(err, errNoRows) {
 			return nil
 		}
 		return err
 	})
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+	if err := conn.SendBatch(ctx, b); err != nil {
 		t.end()
 		return nil, tail, fmt.Errorf("audit lock and tail: %w", err)
 	}
@@ -95,7 +93,7 @@ func (d *DB) beginAppend(ctx context.Context) (*appendTx, store.AuditTail, error
 // commit applies the state puts of last (when not nil), inserts recs and
 // commits, in one round trip.
 func (t *appendTx) commit(ctx context.Context, tail int64, recs []store.AuditRecord, last *putRun) error {
-	b := &pgx.Batch{}
+	b := &batch{}
 	if last != nil {
 		last.queue(b)
 	}
@@ -107,7 +105,7 @@ func (t *appendTx) commit(ctx context.Context, tail int64, recs []store.AuditRec
 		b.Queue(insertAuditSQL, args...)
 	}
 	b.Queue(`COMMIT`)
-	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+	if err := t.conn.SendBatch(ctx, b); err != nil {
 		if len(recs) > 0 {
 			return fmt.Errorf("insert records %d to %d: %w", recs[0].Seq, recs[len(recs)-1].Seq, err)
 		}
@@ -288,22 +286,22 @@ func (d *DB) appendGuessed(ctx context.Context, b *store.AuditBatch, guess store
 			}
 		}
 		if t.open {
-			// Not in the batch: a batch's statements are prepared first,
-			// which the aborted transaction refuses.
+			// Not in the batch: a batch's new statements are prepared
+			// first, which the aborted transaction refuses.
 			if _, err := conn.Exec(ctx, `ROLLBACK`); err != nil {
 				return true, d.wrap(ctx, "append audit", err)
 			}
-			if conn.Conn().PgConn().TxStatus() != 'I' {
+			if conn.TxStatus() != 'I' {
 				return false, nil
 			}
 			t.open = false
 		}
-		q := &pgx.Batch{}
+		q := &batch{}
 		q.Queue(`BEGIN`)
 		q.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, lockClass, auditLock)
-		q.Queue(tailSQL).QueryRow(func(row pgx.Row) error {
+		q.Queue(tailSQL).QueryRow(func(row *row) error {
 			err := row.Scan(&got.Seq, &got.Hash, &got.Type, &got.Epoch, &got.Tag, &data)
-			if errors.Is(err, pgx.ErrNoRows) {
+			if errors.Is(err, errNoRows) {
 				return nil
 			}
 			return err
@@ -313,14 +311,14 @@ func (d *DB) appendGuessed(ctx context.Context, b *store.AuditBatch, guess store
 		q.Queue(insertAuditSQL, args...)
 		q.Queue(`COMMIT`)
 		t.open = true
-		err = conn.SendBatch(ctx, q).Close()
+		err = conn.SendBatch(ctx, q)
 		if err == nil {
 			t.open = false
 			b.Extra = extra
 			d.setGuess(tailAfter(guess, all))
 			return true, nil
 		}
-		if pe := (pgx.ErrPreprocessingBatch{}); errors.As(err, &pe) {
+		if errors.As(err, new(*notSentError)) {
 			// Nothing of the batch ran (its statements could not be
 			// prepared): the plain path, on a connection of its own.
 			return false, nil
@@ -532,14 +530,13 @@ func (d *DB) queryAudit(ctx context.Context, q store.AuditQuery, strictAfter boo
 	query, args := auditSQL(q, strictAfter)
 	var out []store.AuditRecord
 	// Planned for its arguments each time (an unnamed statement), never
-	// with a generic plan: a generic plan of "seq > $1 AND type =
-	// ANY($2) ORDER BY seq" walks the primary key from $1 and filters
-	// the types, a scan of every record since $1 where the type index
-	// finds the few records wanted (the sync before each call reads the
-	// rule changes after a position that stays put while there are none).
-	qargs := append([]any{pgx.QueryExecModeExec}, args...)
+	// with a generic plan: a generic plan of "seq > $1 AND type = ANY($2) ORDER BY seq"
+	// walks the primary key from $1 and filters the types, a scan of
+	// every record since $1 where the type index finds the few records
+	// wanted (the sync before each call reads the rule changes after a
+	// position that stays put while there are none).
 	err := d.readOne(ctx, "query audit", func(db querier) error {
-		rows, err := db.Query(ctx, query, qargs...)
+		rows, err := db.Query(ctx, query, append([]any{unnamed}, args...)...)
 		if err != nil {
 			return err
 		}

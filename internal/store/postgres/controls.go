@@ -11,8 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -88,7 +86,7 @@ func getPause(ctx context.Context, q querier, agent string) (*store.AgentPause, 
 	p := store.AgentPause{Agent: agent}
 	var at int64
 	err := q.QueryRow(ctx, `SELECT reason, by, at_ns FROM agent_pauses WHERE agent = $1 FOR UPDATE`, agent).Scan(&p.Reason, &p.By, &at)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, errNoRows) {
 		return nil, nil
 	}
 	if err != nil {
@@ -166,7 +164,7 @@ func (d *DB) ControlsVersion(ctx context.Context) (int64, error) {
 	return d.counter(ctx, "controls version", "controls_version")
 }
 
-func scanControl(row pgx.Row) (*store.Control, error) {
+func scanControl(row scanner) (*store.Control, error) {
 	var (
 		c        store.Control
 		body     string
@@ -181,7 +179,7 @@ func scanControl(row pgx.Row) (*store.Control, error) {
 
 func getControl(ctx context.Context, q querier, id string) (*store.Control, error) {
 	c, err := scanControl(q.QueryRow(ctx, `SELECT id, kind, body, created_by, created_ns, updated_ns FROM controls WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, errNoRows) {
 		return nil, nil
 	}
 	return c, err
@@ -245,7 +243,7 @@ func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func
 	}
 	sorted := append([]string(nil), keys...)
 	sort.Strings(sorted)
-	return d.write(ctx, "update states", func(tx pgx.Tx) error {
+	return d.write(ctx, "update states", func(tx *tx) error {
 		for _, key := range sorted {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, stateClass, ns, key); err != nil {
 				return err
@@ -258,7 +256,7 @@ func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func
 			)
 			err := tx.QueryRow(ctx, `SELECT value FROM state WHERE ns = $1 AND key = $2`, ns, key).Scan(&v)
 			switch {
-			case errors.Is(err, pgx.ErrNoRows):
+			case errors.Is(err, errNoRows):
 			case err != nil:
 				return err
 			default:

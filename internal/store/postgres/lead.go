@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // LeadCheck is how often a leader shows it still holds its lock, and how
@@ -21,7 +19,7 @@ var LeadCheck = time.Second
 // connection's schema and name: stores in other schemas lead apart.
 func (d *DB) Lead(ctx context.Context, name string) (<-chan struct{}, error) {
 	for {
-		conn, err := pgx.ConnectConfig(ctx, d.cfg)
+		conn, err := connect(ctx, d.cfg)
 		if err == nil {
 			var got bool
 			err = conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext(current_schema() || '/' || $2))`, leadClass, name).Scan(&got)
@@ -44,7 +42,7 @@ func (d *DB) Lead(ctx context.Context, name string) (<-chan struct{}, error) {
 
 // hold keeps the lead on conn until ctx ends, the store closes or the
 // connection cannot show it holds the lock, then closes lost.
-func (d *DB) hold(ctx context.Context, conn *pgx.Conn, name string, lost chan struct{}) {
+func (d *DB) hold(ctx context.Context, conn *conn, name string, lost chan struct{}) {
 	defer close(lost)
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Second)

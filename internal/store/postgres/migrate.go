@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // migration is one step of the schema's history. Steps are never edited
@@ -112,7 +110,7 @@ func (d *DB) migrate(ctx context.Context) error {
 }
 
 func (d *DB) migrateOne(ctx context.Context) (done bool, err error) {
-	err = d.write(ctx, "migrate", func(tx pgx.Tx) error {
+	err = d.write(ctx, "migrate", func(tx *tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, lockClass, migrationLock); err != nil {
 			return err
 		}
@@ -127,7 +125,7 @@ func (d *DB) migrateOne(ctx context.Context) (done bool, err error) {
 		if err != nil {
 			return err
 		}
-		applied, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		applied, err := collectInts(rows, nil)
 		if err != nil {
 			return err
 		}

@@ -1,5 +1,5 @@
 // Package postgres is the implementation of store.Store on PostgreSQL
-// (github.com/jackc/pgx/v5, pure Go), for a team or a fleet: several
+// (pgx's protocol layer, github.com/jackc/pgx/v5/pgconn, pure Go), for a team or a fleet: several
 // Overseer daemons sharing one database share its policy's user layer, its
 // approvals queue, its state and one audit chain.
 //
@@ -40,14 +40,13 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/overseer-dev/overseer/internal/store"
 )
@@ -91,8 +90,8 @@ func IsURL(s string) bool {
 // use, and several DBs (in one or several processes, on one or several
 // machines) may share the same database.
 type DB struct {
-	pool   *pgxpool.Pool
-	cfg    *pgx.ConnConfig // for the listening connection
+	pool   *pool
+	cfg    *pgconn.Config // for the listening connection
 	closed atomic.Bool
 	stop   context.CancelFunc // ends the listeners
 	ctx    context.Context    // the listeners' context
@@ -118,33 +117,58 @@ var (
 // connection string, as libpq reads them, including its passfile and
 // environment) and brings its schema up to date.
 func Open(ctx context.Context, url string) (*DB, error) {
-	pc, err := pgxpool.ParseConfig(url)
+	cfg, maxConns, err := parseURL(url)
 	if err != nil {
-		// The parse error may quote the URL, password and all.
-		return nil, errors.New("postgres: the database URL does not parse")
+		return nil, err
 	}
-	if pc.MaxConns < 8 {
-		pc.MaxConns = int32(max(8, 2*runtime.GOMAXPROCS(0)))
-	}
-	if pc.ConnConfig.ConnectTimeout == 0 {
+	if cfg.ConnectTimeout == 0 {
 		// Without one, a server that drops packets holds every request
 		// that needs a new connection for the system's TCP timeout;
 		// with it, they fail (closed) in seconds.
-		pc.ConnConfig.ConnectTimeout = ConnectTimeout
-	}
-	pc.MaxConnIdleTime = time.Minute
-	pc.HealthCheckPeriod = 5 * time.Second
-	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		cfg.ConnectTimeout = ConnectTimeout
 	}
 	lctx, stop := context.WithCancel(context.Background())
-	d := &DB{pool: pool, cfg: pc.ConnConfig.Copy(), stop: stop, ctx: lctx}
+	d := &DB{pool: newPool(cfg, maxConns, time.Minute, 5*time.Second), cfg: cfg.Copy(), stop: stop, ctx: lctx}
 	if err := d.migrate(ctx); err != nil {
 		d.Close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// parseURL reads a database URL as libpq does, and the pool's size: its
+// pool_max_conns parameter, by default the number of processors (as
+// pgxpool, which the store used before, reads them); when that is under 8,
+// twice the processors Go uses, and at least 8. Other parameters of pgx's
+// (pool_…, statement and description cache sizes, the query exec mode),
+// which earlier versions took, are accepted and ignored: they are not
+// the server's.
+func parseURL(url string) (*pgconn.Config, int, error) {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		// The parse error may quote the URL, password and all.
+		return nil, 0, errors.New("postgres: the database URL does not parse")
+	}
+	maxConns := max(4, runtime.NumCPU())
+	for k, v := range cfg.RuntimeParams {
+		switch {
+		case k == "pool_max_conns":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return nil, 0, errors.New("postgres: the database URL's pool_max_conns is not a positive number")
+			}
+			maxConns = n
+		case strings.HasPrefix(k, "pool_"), k == "statement_cache_capacity", k == "description_cache_capacity",
+			k == "default_query_exec_mode":
+		default:
+			continue
+		}
+		delete(cfg.RuntimeParams, k)
+	}
+	if maxConns < 8 {
+		maxConns = max(8, 2*runtime.GOMAXPROCS(0))
+	}
+	return cfg, maxConns, nil
 }
 
 // Close closes the database's connections. Further calls of any method
@@ -183,13 +207,13 @@ func (d *DB) wrap(ctx context.Context, op string, err error) error {
 
 // write runs fn in a transaction and commits it. The transaction is rolled
 // back when fn fails.
-func (d *DB) write(ctx context.Context, op string, fn func(pgx.Tx) error) error {
+func (d *DB) write(ctx context.Context, op string, fn func(*tx) error) error {
 	if err := d.check(ctx); err != nil {
 		return d.wrap(ctx, op, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
 	defer cancel()
-	tx, err := d.pool.Begin(ctx)
+	tx, err := d.pool.Begin(ctx, `BEGIN`)
 	if err != nil {
 		return d.wrap(ctx, op, err)
 	}
@@ -204,11 +228,11 @@ func (d *DB) write(ctx context.Context, op string, fn func(pgx.Tx) error) error 
 }
 
 // read runs fn in a read-only transaction that sees one snapshot.
-func (d *DB) read(ctx context.Context, op string, fn func(pgx.Tx) error) error {
+func (d *DB) read(ctx context.Context, op string, fn func(*tx) error) error {
 	if err := d.check(ctx); err != nil {
 		return d.wrap(ctx, op, err)
 	}
-	tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	tx, err := d.pool.Begin(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
 	if err != nil {
 		return d.wrap(ctx, op, err)
 	}
@@ -223,13 +247,6 @@ func (d *DB) readOne(ctx context.Context, op string, fn func(q querier) error) e
 		return d.wrap(ctx, op, err)
 	}
 	return d.wrap(ctx, op, fn(d.pool))
-}
-
-// querier is what pool, connection and transaction have in common.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // notify announces a change on Channel when tx commits.

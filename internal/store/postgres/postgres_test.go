@@ -22,7 +22,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // open opens a store on url, closed when t ends.
-func open(t *testing.T, url string) *postgres.DB {
+func open(t testing.TB, url string) *postgres.DB {
 	t.Helper()
 	db, err := postgres.Open(t.Context(), url)
 	if err != nil {

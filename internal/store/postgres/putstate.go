@@ -9,8 +9,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -59,9 +57,9 @@ func plainPut(w *store.AuditWrite) (*store.PutStateEffect, bool) {
 	return e, true
 }
 
-// batcher sends a pgx.Batch: the connection of an audit append.
+// batcher sends a batch: the connection of an audit append.
 type batcher interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	SendBatch(ctx context.Context, b *batch) error
 }
 
 // putRun collects consecutive plain state puts of an audit batch (see
@@ -76,9 +74,9 @@ func (r *putRun) flush(ctx context.Context, q batcher) error {
 	if len(*r) == 0 {
 		return nil
 	}
-	b := &pgx.Batch{}
+	b := &batch{}
 	r.queue(b)
-	if err := q.SendBatch(ctx, b).Close(); err != nil {
+	if err := q.SendBatch(ctx, b); err != nil {
 		return fmt.Errorf("state puts: %w", err)
 	}
 	return nil
@@ -93,7 +91,7 @@ const putStatesSQL = `INSERT INTO state (ns, key, value) SELECT * FROM unnest($1
 	ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`
 
 // queue adds the run's statements to b and empties the run.
-func (r *putRun) queue(b *pgx.Batch) {
+func (r *putRun) queue(b *batch) {
 	run := *r
 	if len(run) == 0 {
 		return

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -59,7 +57,7 @@ func (d *DB) ListUserRules(ctx context.Context, now time.Time) ([]store.UserRule
 // after every other rule and leaves a replaced rule where it was; r.Position
 // is set to the position stored. The rule must be valid JSON.
 func (d *DB) PutUserRule(ctx context.Context, r *store.UserRule) error {
-	return d.write(ctx, "put user rule", func(tx pgx.Tx) error { return putUserRule(ctx, tx, r) })
+	return d.write(ctx, "put user rule", func(tx *tx) error { return putUserRule(ctx, tx, r) })
 }
 
 func putUserRule(ctx context.Context, tx querier, r *store.UserRule) error {
@@ -76,7 +74,7 @@ func putUserRule(ctx context.Context, tx querier, r *store.UserRule) error {
 	pos := int64(r.Position)
 	if pos == 0 {
 		err := tx.QueryRow(ctx, `SELECT position FROM user_rules WHERE id = $1`, r.ID).Scan(&pos)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if errors.Is(err, errNoRows) {
 			err = tx.QueryRow(ctx, `SELECT coalesce(max(position), 0) + 1 FROM user_rules`).Scan(&pos)
 		}
 		if err != nil {
@@ -96,7 +94,7 @@ func putUserRule(ctx context.Context, tx querier, r *store.UserRule) error {
 
 // DeleteUserRule implements store.RuleStore; a missing id is ErrNotFound.
 func (d *DB) DeleteUserRule(ctx context.Context, id string) error {
-	return d.write(ctx, "delete user rule", func(tx pgx.Tx) error {
+	return d.write(ctx, "delete user rule", func(tx *tx) error {
 		_, err := deleteUserRule(ctx, tx, id)
 		return err
 	})
@@ -112,7 +110,7 @@ func deleteUserRule(ctx context.Context, tx querier, id string) (*store.UserRule
 	err := tx.QueryRow(ctx, `DELETE FROM user_rules WHERE id = $1
 		RETURNING position, rule, origin, created_by, created_ns, expires_ns`, id).
 		Scan(&pos, &rule, &r.Origin, &r.CreatedBy, &cns, &ens)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, errNoRows) {
 		return nil, fmt.Errorf("rule %q: %w", id, store.ErrNotFound)
 	}
 	if err != nil {

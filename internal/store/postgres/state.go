@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -16,7 +14,7 @@ func (d *DB) GetState(ctx context.Context, ns, key string) ([]byte, error) {
 	var v string
 	err := d.readOne(ctx, "get state", func(q querier) error {
 		err := q.QueryRow(ctx, `SELECT value FROM state WHERE ns = $1 AND key = $2`, ns, key).Scan(&v)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if errors.Is(err, errNoRows) {
 			return fmt.Errorf("state %s/%s: %w", ns, key, store.ErrNotFound)
 		}
 		return err
@@ -55,13 +53,13 @@ func (d *DB) UpdateState(ctx context.Context, ns, key string, fn func(old []byte
 		old []byte
 		v   string
 	)
-	b := &pgx.Batch{}
+	b := &batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, stateClass, ns, key)
-	b.Queue(`SELECT value FROM state WHERE ns = $1 AND key = $2`, ns, key).QueryRow(func(row pgx.Row) error {
+	b.Queue(`SELECT value FROM state WHERE ns = $1 AND key = $2`, ns, key).QueryRow(func(row *row) error {
 		err := row.Scan(&v)
 		switch {
-		case errors.Is(err, pgx.ErrNoRows):
+		case errors.Is(err, errNoRows):
 			return nil
 		case err != nil:
 			return err
@@ -69,14 +67,14 @@ func (d *DB) UpdateState(ctx context.Context, ns, key string, fn func(old []byte
 		old = []byte(v)
 		return nil
 	})
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+	if err := conn.SendBatch(ctx, b); err != nil {
 		return d.wrap(ctx, "update state", err)
 	}
 	nv, err := fn(old)
 	if err != nil {
 		return d.wrap(ctx, "update state", fmt.Errorf("state %s/%s: %w", ns, key, err))
 	}
-	b = &pgx.Batch{}
+	b = &batch{}
 	if nv == nil {
 		b.Queue(`DELETE FROM state WHERE ns = $1 AND key = $2`, ns, key)
 	} else {
@@ -87,7 +85,7 @@ func (d *DB) UpdateState(ctx context.Context, ns, key string, fn func(old []byte
 			ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, ns, key, string(nv))
 	}
 	b.Queue(`COMMIT`)
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+	if err := conn.SendBatch(ctx, b); err != nil {
 		return d.wrap(ctx, "update state", err)
 	}
 	t.open = false

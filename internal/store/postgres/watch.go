@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/overseer-dev/overseer/internal/store"
 )
@@ -28,8 +28,14 @@ func (d *DB) Watch(ctx context.Context, fn func(store.Change)) {
 		}
 	}()
 	backoff := 50 * time.Millisecond
+	// The connection hands the notifications it reads to the config's
+	// handler, on the goroutine reading (this one): heard queues them.
+	var heard []*pgconn.Notification
+	cfg := d.cfg.Copy()
+	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { heard = append(heard, n) }
 	for ctx.Err() == nil {
-		conn, err := pgx.ConnectConfig(ctx, d.cfg)
+		heard = heard[:0]
+		conn, err := connect(ctx, cfg)
 		if err == nil {
 			_, err = conn.Exec(ctx, `LISTEN `+Channel)
 		}
@@ -49,10 +55,14 @@ func (d *DB) Watch(ctx context.Context, fn func(store.Change)) {
 		d.listening.Add(1)
 		fn(store.Change{Kind: store.ChangeResync})
 		for {
-			n, err := conn.WaitForNotification(ctx)
-			if err != nil {
-				break
+			if len(heard) == 0 {
+				if err := conn.WaitForNotification(ctx); err != nil {
+					break
+				}
+				continue
 			}
+			n := heard[0]
+			heard = heard[1:]
 			d.heard.Add(1)
 			kind, id, _ := strings.Cut(n.Payload, ":")
 			fn(store.Change{Kind: kind, ID: id})

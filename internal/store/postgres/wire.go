@@ -1,0 +1,805 @@
+package postgres
+
+// The store talks to the server with pgx's protocol layer (pgconn) and the
+// little this file adds to it: a pool of connections, transactions, query
+// arguments and results in PostgreSQL's text format, and pipelined
+// batches. pgx's own front (pgx.Conn, pgxpool) would bring its type
+// system (pgtype), which registers codecs for every PostgreSQL type: with
+// them the binary was 2.9 MB larger. The store needs strings, integers,
+// booleans, times and arrays of strings and integers.
+//
+// Each connection prepares a statement the first time it runs it, and runs
+// it prepared afterwards (as pgx did by default): the server infers its
+// parameters' types from the statement and parses it once per connection.
+// Values are sent and read as text, but for arrays of strings and
+// integers, sent in the binary format when the statement is prepared. A call is one round trip (a batch: one
+// round trip for all of its statements), and one more for each statement
+// the connection has not run before. A statement whose first argument is
+// unnamed runs as an unnamed statement instead, planned for its arguments
+// each time.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// errNoRows: QueryRow's Scan found no row.
+var errNoRows = errors.New("no rows in result set")
+
+// scanner is what a row of a result and a single-row result share.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// Type OIDs of the parameters sent in binary.
+const (
+	oidTextArray = 1009
+	oidInt8Array = 1016
+	oidText      = 25
+	oidInt8      = 20
+)
+
+// encodeArgs returns args in PostgreSQL's text format (nil: NULL), except
+// arrays for parameters known (oids: the prepared statement's parameter
+// types) to be text[] or bigint[], which go in the binary format: the
+// server reads them without parsing and unescaping a literal (the audit
+// records' JSON, full of quotes, goes in such arrays). formats is nil when
+// all are text.
+func encodeArgs(args []any, oids []uint32) (vals [][]byte, formats []int16, err error) {
+	if len(args) == 0 {
+		return nil, nil, nil
+	}
+	vals = make([][]byte, len(args))
+	for i, a := range args {
+		var oid uint32
+		if i < len(oids) {
+			oid = oids[i]
+		}
+		v, binary := encodeBinary(a, oid)
+		if !binary {
+			if v, err = encodeArg(a); err != nil {
+				return nil, nil, fmt.Errorf("argument $%d: %w", i+1, err)
+			}
+		} else {
+			if formats == nil {
+				formats = make([]int16, len(args))
+			}
+			formats[i] = 1
+		}
+		vals[i] = v
+	}
+	return vals, formats, nil
+}
+
+// encodeBinary returns a in the binary format of the type oid, when it is
+// an array of that type.
+func encodeBinary(a any, oid uint32) ([]byte, bool) {
+	switch v := a.(type) {
+	case []string:
+		if oid != oidTextArray || v == nil {
+			return nil, false
+		}
+		n := 20
+		for _, s := range v {
+			n += 4 + len(s)
+		}
+		b := arrayHeader(make([]byte, 0, n), len(v), oidText)
+		for _, s := range v {
+			b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
+			b = append(b, s...)
+		}
+		return b, true
+	case []int64:
+		if oid != oidInt8Array || v == nil {
+			return nil, false
+		}
+		b := arrayHeader(make([]byte, 0, 20+12*len(v)), len(v), oidInt8)
+		for _, x := range v {
+			b = binary.BigEndian.AppendUint32(b, 8)
+			b = binary.BigEndian.AppendUint64(b, uint64(x))
+		}
+		return b, true
+	}
+	return nil, false
+}
+
+// arrayHeader appends the header of a one-dimensional array of n elements
+// of type elem, none NULL (an empty array has no dimension).
+func arrayHeader(b []byte, n int, elem uint32) []byte {
+	if n == 0 {
+		b = binary.BigEndian.AppendUint32(b, 0) // dimensions
+		b = binary.BigEndian.AppendUint32(b, 0) // no NULL
+		return binary.BigEndian.AppendUint32(b, elem)
+	}
+	b = binary.BigEndian.AppendUint32(b, 1)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint32(b, elem)
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	return binary.BigEndian.AppendUint32(b, 1) // lower bound
+}
+
+func encodeArg(a any) ([]byte, error) {
+	switch v := a.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return []byte(v), nil
+	case *string:
+		if v == nil {
+			return nil, nil
+		}
+		return []byte(*v), nil
+	case int64:
+		return strconv.AppendInt(nil, v, 10), nil
+	case int:
+		return strconv.AppendInt(nil, int64(v), 10), nil
+	case int32:
+		return strconv.AppendInt(nil, int64(v), 10), nil
+	case bool:
+		if v {
+			return []byte("t"), nil
+		}
+		return []byte("f"), nil
+	case time.Time:
+		return v.AppendFormat(nil, "2006-01-02 15:04:05.999999999Z07:00"), nil
+	case []string:
+		if v == nil {
+			return nil, nil
+		}
+		b := []byte{'{'}
+		for i, s := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			for j := 0; j < len(s); j++ {
+				if s[j] == '"' || s[j] == '\\' {
+					b = append(b, '\\')
+				}
+				b = append(b, s[j])
+			}
+			b = append(b, '"')
+		}
+		return append(b, '}'), nil
+	case []int64:
+		if v == nil {
+			return nil, nil
+		}
+		b := []byte{'{'}
+		for i, n := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, n, 10)
+		}
+		return append(b, '}'), nil
+	}
+	// Named string and integer types (store.ApprovalStatus …).
+	switch rv := reflect.ValueOf(a); rv.Kind() {
+	case reflect.String:
+		return []byte(rv.String()), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.AppendInt(nil, rv.Int(), 10), nil
+	}
+	return nil, fmt.Errorf("unsupported type %T", a)
+}
+
+// scanValues sets dest from the text-format values of one row.
+func scanValues(vals [][]byte, dest []any) error {
+	if len(vals) != len(dest) {
+		return fmt.Errorf("scan: %d columns into %d values", len(vals), len(dest))
+	}
+	for i, d := range dest {
+		if err := scanValue(vals[i], d); err != nil {
+			return fmt.Errorf("scan column %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func scanValue(v []byte, dest any) error {
+	if p, ok := dest.(**string); ok {
+		if v == nil {
+			*p = nil
+			return nil
+		}
+		s := string(v)
+		*p = &s
+		return nil
+	}
+	if v == nil {
+		return fmt.Errorf("NULL into %T", dest)
+	}
+	switch p := dest.(type) {
+	case *string:
+		*p = string(v)
+	case *int64:
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			return err
+		}
+		*p = n
+	case *int:
+		n, err := strconv.ParseInt(string(v), 10, strconv.IntSize)
+		if err != nil {
+			return err
+		}
+		*p = int(n)
+	case *int32:
+		n, err := strconv.ParseInt(string(v), 10, 32)
+		if err != nil {
+			return err
+		}
+		*p = int32(n)
+	case *bool:
+		switch string(v) {
+		case "t":
+			*p = true
+		case "f":
+			*p = false
+		default:
+			return fmt.Errorf("%q is not a boolean", v)
+		}
+	default:
+		return fmt.Errorf("unsupported type %T", dest)
+	}
+	return nil
+}
+
+// unnamed, as a statement's first argument (not sent), has it run as an
+// unnamed statement: parsed and planned for its arguments at each run,
+// never with a generic plan.
+var unnamed = unnamedStmt{}
+
+type unnamedStmt struct{}
+
+// maxStatements is how many statements a connection keeps prepared; once
+// it has that many, the others run unnamed.
+const maxStatements = 512
+
+// conn is one connection to the server.
+type conn struct {
+	pg    *pgconn.PgConn
+	stmts map[string]*pgconn.StatementDescription // prepared, by their text
+	stale bool                                    // a prepared statement is out of date: not to be reused
+}
+
+// seen notes whether err says that a statement c prepared is out of date
+// (its tables changed type under it, or the server forgot it), and
+// returns err. A pool closes such a connection when it is given back, so
+// that the statements are prepared again on a new one.
+func (c *conn) seen(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "0A000" && strings.Contains(pe.Message, "cached plan") || pe.Code == "26000") {
+		c.stale = true
+	}
+	return err
+}
+
+// stmt is a statement ready to send: prepared (sd) or unnamed (sd nil),
+// with its arguments encoded.
+type stmt struct {
+	sd      *pgconn.StatementDescription
+	vals    [][]byte
+	formats []int16
+}
+
+// statement returns sql with args ready to send: prepared on c (the first
+// time c sees it), or unnamed (args start with unnamed, or c keeps
+// maxStatements already).
+func (c *conn) statement(ctx context.Context, sql string, args []any) (stmt, error) {
+	named := true
+	if len(args) > 0 && args[0] == unnamed {
+		named, args = false, args[1:]
+	}
+	var sd *pgconn.StatementDescription
+	if named {
+		if sd = c.stmts[sql]; sd == nil && len(c.stmts) < maxStatements {
+			var err error
+			if sd, err = c.pg.Prepare(ctx, "overseer_"+strconv.Itoa(len(c.stmts)+1), sql, nil); err != nil {
+				return stmt{}, err
+			}
+			if c.stmts == nil {
+				c.stmts = map[string]*pgconn.StatementDescription{}
+			}
+			c.stmts[sql] = sd
+		}
+	}
+	var oids []uint32
+	if sd != nil {
+		oids = sd.ParamOIDs
+	}
+	vals, formats, err := encodeArgs(args, oids)
+	return stmt{sd: sd, vals: vals, formats: formats}, err
+}
+
+// run starts sql on c.
+func (c *conn) run(ctx context.Context, sql string, args []any) (*pgconn.ResultReader, error) {
+	st, err := c.statement(ctx, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	if st.sd != nil {
+		return c.pg.ExecStatement(ctx, st.sd, st.vals, st.formats, nil), nil
+	}
+	return c.pg.ExecParams(ctx, sql, st.vals, nil, st.formats, nil), nil
+}
+
+// connect opens a connection with cfg.
+func connect(ctx context.Context, cfg *pgconn.Config) (*conn, error) {
+	pg, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{pg: pg}, nil
+}
+
+// Close closes the connection.
+func (c *conn) Close(ctx context.Context) error { return c.pg.Close(ctx) }
+
+// Exec runs sql with args and returns its command tag.
+func (c *conn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	rr, err := c.run(ctx, sql, args)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := rr.Close()
+	return tag, c.seen(err)
+}
+
+// Query runs sql with args; the rows must be closed (reading them to the
+// end closes them).
+func (c *conn) Query(ctx context.Context, sql string, args ...any) (*rows, error) {
+	rr, err := c.run(ctx, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	return &rows{rr: rr, c: c}, nil
+}
+
+// QueryRow runs sql with args and keeps its first row; Scan reports
+// errNoRows when it has none.
+func (c *conn) QueryRow(ctx context.Context, sql string, args ...any) *row {
+	rr, err := c.run(ctx, sql, args)
+	if err != nil {
+		return &row{err: err}
+	}
+	r := firstRow(rr)
+	c.seen(r.err)
+	return r
+}
+
+// firstRow reads rr to its end and keeps its first row.
+func firstRow(rr *pgconn.ResultReader) *row {
+	r := &row{err: errNoRows}
+	if rr.NextRow() {
+		vals := rr.Values()
+		r.vals = make([][]byte, len(vals))
+		for i, v := range vals {
+			if v != nil {
+				r.vals[i] = append([]byte{}, v...)
+			}
+		}
+		r.err = nil
+	}
+	if _, err := rr.Close(); err != nil {
+		r.err = err
+	}
+	return r
+}
+
+// TxStatus is the server's transaction status: 'I' idle, 'T' in a
+// transaction, 'E' in a failed transaction.
+func (c *conn) TxStatus() byte { return c.pg.TxStatus() }
+
+// WaitForNotification waits for a notification on a connection opened
+// with listenConfig's configuration.
+func (c *conn) WaitForNotification(ctx context.Context) error { return c.pg.WaitForNotification(ctx) }
+
+// SendBatch runs b's statements in one round trip, in order, and returns
+// the first error (a statement's, or a QueryRow function's). After a
+// failed statement the server skips the rest. Statements the connection
+// has not prepared yet are prepared first (before any of the batch runs).
+func (c *conn) SendBatch(ctx context.Context, b *batch) error {
+	var pb pgconn.Batch
+	for _, q := range b.queries {
+		st, err := c.statement(ctx, q.sql, q.args)
+		if err != nil {
+			return &notSentError{err}
+		}
+		if st.sd != nil {
+			pb.ExecStatement(st.sd, st.vals, st.formats, nil)
+		} else {
+			pb.ExecParams(q.sql, st.vals, nil, st.formats, nil)
+		}
+	}
+	mrr := c.pg.ExecBatch(ctx, &pb)
+	var first error
+	for _, q := range b.queries {
+		if !mrr.NextResult() {
+			break
+		}
+		rr := mrr.ResultReader()
+		var err error
+		if q.fn != nil {
+			r := firstRow(rr)
+			err = q.fn(r)
+		} else {
+			_, err = rr.Close()
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if err := mrr.Close(); first == nil {
+		first = err
+	}
+	return c.seen(first)
+}
+
+// notSentError is SendBatch's error when none of the batch ran: one of its
+// statements could not be prepared or its arguments encoded.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return "batch not sent: " + e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
+
+// batch is statements sent together (conn.SendBatch).
+type batch struct {
+	queries []*queued
+}
+
+type queued struct {
+	sql  string
+	args []any
+	fn   func(*row) error
+}
+
+// Queue adds a statement to b.
+func (b *batch) Queue(sql string, args ...any) *queued {
+	q := &queued{sql: sql, args: args}
+	b.queries = append(b.queries, q)
+	return q
+}
+
+// QueryRow has fn read the statement's first row when the batch runs; its
+// error is the batch's.
+func (q *queued) QueryRow(fn func(*row) error) { q.fn = fn }
+
+// row is the first row of a result.
+type row struct {
+	vals [][]byte
+	err  error
+}
+
+// Scan sets dest from the row, or returns the query's error (errNoRows
+// when it found no row).
+func (r *row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	return scanValues(r.vals, dest)
+}
+
+// rows is a result read row by row.
+type rows struct {
+	rr      *pgconn.ResultReader
+	c       *conn
+	err     error
+	done    bool
+	release func() // gives the connection back, when the pool lent it
+}
+
+// Next advances to the next row; at the end (or on an error) it closes
+// the rows and returns false.
+func (r *rows) Next() bool {
+	if r.done {
+		return false
+	}
+	if r.rr.NextRow() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+// Scan sets dest from the current row.
+func (r *rows) Scan(dest ...any) error {
+	if err := scanValues(r.rr.Values(), dest); err != nil {
+		r.err = err
+		return err
+	}
+	return nil
+}
+
+// Err is the error that ended the rows, once they are closed.
+func (r *rows) Err() error { return r.err }
+
+// Close reads the rest of the result and gives the connection back.
+func (r *rows) Close() {
+	if r.done {
+		return
+	}
+	r.done = true
+	if _, err := r.rr.Close(); err != nil && r.err == nil {
+		r.err = r.c.seen(err)
+	}
+	if r.release != nil {
+		r.release()
+	}
+}
+
+// collectInts reads rows of one integer column.
+func collectInts(r *rows, err error) ([]int, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []int
+	for r.Next() {
+		var n int
+		if err := r.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, r.Err()
+}
+
+// querier is what pool, connection and transaction have in common.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (*rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) *row
+}
+
+var (
+	_ querier = (*conn)(nil)
+	_ querier = (*pool)(nil)
+	_ querier = (*tx)(nil)
+)
+
+// pool lends connections: at most max at a time; the ones given back wait
+// idle for the next caller, and are closed after maxIdle unused.
+type pool struct {
+	cfg     *pgconn.Config
+	tokens  chan struct{} // one per connection lent
+	maxIdle time.Duration
+
+	mu     sync.Mutex
+	idle   []idleConn // the most recently used last
+	closed bool
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+type idleConn struct {
+	c     *conn
+	since time.Time
+}
+
+// pingAfter: a connection idle for longer is pinged before it is lent, so
+// that one the server dropped meanwhile (a restart) is not used.
+const pingAfter = time.Second
+
+func newPool(cfg *pgconn.Config, maxConns int, maxIdle, healthCheck time.Duration) *pool {
+	p := &pool{cfg: cfg, tokens: make(chan struct{}, maxConns), maxIdle: maxIdle,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go p.prune(healthCheck)
+	return p
+}
+
+// prune closes connections idle for longer than maxIdle, and the ones the
+// server closed, every period.
+func (p *pool) prune(period time.Duration) {
+	defer close(p.done)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		var old []*conn
+		p.mu.Lock()
+		kept := p.idle[:0]
+		for _, ic := range p.idle {
+			if time.Since(ic.since) > p.maxIdle || ic.c.pg.IsClosed() {
+				old = append(old, ic.c)
+			} else {
+				kept = append(kept, ic)
+			}
+		}
+		clear(p.idle[len(kept):])
+		p.idle = kept
+		p.mu.Unlock()
+		for _, c := range old {
+			closeConn(c)
+		}
+	}
+}
+
+func closeConn(c *conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = c.Close(ctx)
+}
+
+var errPoolClosed = errors.New("postgres: the connection pool is closed")
+
+// Acquire lends a connection; Release gives it back.
+func (p *pool) Acquire(ctx context.Context) (*poolConn, error) {
+	select {
+	case p.tokens <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			<-p.tokens
+			return nil, errPoolClosed
+		}
+		var ic idleConn
+		if n := len(p.idle); n > 0 {
+			ic = p.idle[n-1]
+			p.idle[n-1] = idleConn{}
+			p.idle = p.idle[:n-1]
+		}
+		p.mu.Unlock()
+		if ic.c == nil {
+			break
+		}
+		if ic.c.pg.IsClosed() || time.Since(ic.since) > pingAfter && ic.c.pg.Ping(ctx) != nil {
+			closeConn(ic.c)
+			if err := ctx.Err(); err != nil {
+				<-p.tokens
+				return nil, err
+			}
+			continue
+		}
+		return &poolConn{conn: ic.c, p: p}, nil
+	}
+	c, err := connect(ctx, p.cfg)
+	if err != nil {
+		<-p.tokens
+		return nil, err
+	}
+	return &poolConn{conn: c, p: p}, nil
+}
+
+// Close closes the idle connections; the ones lent are closed when they
+// are given back.
+func (p *pool) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	close(p.stop)
+	<-p.done
+	for _, ic := range idle {
+		closeConn(ic.c)
+	}
+}
+
+// poolConn is a connection lent by a pool.
+type poolConn struct {
+	*conn
+	p        *pool
+	released bool
+}
+
+// Release gives the connection back. One left in a transaction, busy,
+// broken or with a statement out of date is closed instead.
+func (c *poolConn) Release() {
+	if c.released {
+		return
+	}
+	c.released = true
+	p := c.p
+	keep := !c.stale && !c.pg.IsClosed() && !c.pg.IsBusy() && c.pg.TxStatus() == 'I'
+	if keep {
+		p.mu.Lock()
+		if keep = !p.closed; keep {
+			p.idle = append(p.idle, idleConn{c: c.conn, since: time.Now()})
+		}
+		p.mu.Unlock()
+	}
+	if !keep {
+		closeConn(c.conn)
+	}
+	<-p.tokens
+}
+
+// Exec runs one statement on a connection of the pool.
+func (p *pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	c, err := p.Acquire(ctx)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	defer c.Release()
+	return c.Exec(ctx, sql, args...)
+}
+
+// Query runs one query on a connection of the pool, lent until the rows
+// are closed.
+func (p *pool) Query(ctx context.Context, sql string, args ...any) (*rows, error) {
+	c, err := p.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.Query(ctx, sql, args...)
+	if err != nil {
+		c.Release()
+		return nil, err
+	}
+	r.release = c.Release
+	return r, nil
+}
+
+// QueryRow runs one query on a connection of the pool.
+func (p *pool) QueryRow(ctx context.Context, sql string, args ...any) *row {
+	c, err := p.Acquire(ctx)
+	if err != nil {
+		return &row{err: err}
+	}
+	defer c.Release()
+	return c.QueryRow(ctx, sql, args...)
+}
+
+// Begin starts a transaction on a connection of the pool (begin: "BEGIN"
+// or a BEGIN with options), lent until it ends.
+func (p *pool) Begin(ctx context.Context, begin string) (*tx, error) {
+	c, err := p.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Exec(ctx, begin); err != nil {
+		c.Release()
+		return nil, err
+	}
+	return &tx{poolConn: c}, nil
+}
+
+// tx is a transaction on a connection lent by the pool.
+type tx struct {
+	*poolConn
+}
+
+// Commit commits the transaction and gives the connection back.
+func (t *tx) Commit(ctx context.Context) error {
+	defer t.Release()
+	tag, err := t.Exec(ctx, `COMMIT`)
+	if err == nil && tag.String() == "ROLLBACK" {
+		// COMMIT of a failed transaction rolls it back.
+		err = errors.New("commit unexpectedly resulted in rollback")
+	}
+	return err
+}
+
+// Rollback rolls the transaction back, unless it ended, and gives the
+// connection back (closed when the rollback failed).
+func (t *tx) Rollback(ctx context.Context) error {
+	if t.released {
+		return nil
+	}
+	defer t.Release()
+	_, err := t.Exec(ctx, `ROLLBACK`)
+	return err
+}
