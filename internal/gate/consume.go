@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -70,10 +71,20 @@ func (g *Gate) consumed(ctx context.Context, id string) (bool, error) {
 	}
 }
 
-// candidates returns the approvals a retry of an action with argsHash may
-// ride on, newest first: a person approved them, the answer is within the
-// retry window, and they are not consumed.
-func (g *Gate) candidates(ctx context.Context, argsHash string) ([]*store.Approval, error) {
+// Caller is who retries a call: the agent and session an approval was
+// asked for. A person's yes to one agent's call is not another's.
+type Caller struct {
+	Agent, Session string
+}
+
+// CallerOf returns the caller of a.
+func CallerOf(a *action.Action) Caller { return Caller{Agent: a.Agent, Session: a.Session} }
+
+// candidates returns the approvals a retry of an action with argsHash by
+// the caller may ride on, newest first: a person approved them for the
+// same agent and session, the answer is within the retry window, and they
+// are not consumed.
+func (g *Gate) candidates(ctx context.Context, argsHash string, by Caller) ([]*store.Approval, error) {
 	if argsHash == "" || strings.HasPrefix(argsHash, "unhashable:") {
 		return nil, nil
 	}
@@ -87,7 +98,8 @@ func (g *Gate) candidates(ctx context.Context, argsHash string) ([]*store.Approv
 		ap := aps[i]
 		// Re-check what the filter promised: a store that ignored a filter
 		// field must not widen what an approval lets through.
-		if ap.ArgsHash != argsHash || ap.Status != store.StatusApproved || !Allowed(ap) || ap.Answer.At.Before(oldest) {
+		if ap.ArgsHash != argsHash || ap.Status != store.StatusApproved || !Allowed(ap) || ap.Answer.At.Before(oldest) ||
+			ap.Action.Agent != by.Agent || ap.Action.Session != by.Session {
 			continue
 		}
 		used, err := g.consumed(ctx, ap.ID)
@@ -106,8 +118,8 @@ func (g *Gate) candidates(ctx context.Context, argsHash string) ([]*store.Approv
 // retry window — for an agent that retries an identical call after its
 // client timed out. It does not consume it; see TakeApproved. None found
 // returns an error wrapping store.ErrNotFound.
-func (g *Gate) FindApproved(ctx context.Context, argsHash string) (*store.Approval, error) {
-	c, err := g.candidates(ctx, argsHash)
+func (g *Gate) FindApproved(ctx context.Context, argsHash string, by Caller) (*store.Approval, error) {
+	c, err := g.candidates(ctx, argsHash, by)
 	if err != nil {
 		return nil, err
 	}
@@ -121,8 +133,8 @@ func (g *Gate) FindApproved(ctx context.Context, argsHash string) (*store.Approv
 // same step, so two identical retries racing (in one process or several)
 // cannot both ride on one approval. None left returns an error wrapping
 // store.ErrNotFound.
-func (g *Gate) TakeApproved(ctx context.Context, argsHash string) (*store.Approval, error) {
-	c, err := g.candidates(ctx, argsHash)
+func (g *Gate) TakeApproved(ctx context.Context, argsHash string, by Caller) (*store.Approval, error) {
+	c, err := g.candidates(ctx, argsHash, by)
 	if err != nil {
 		return nil, err
 	}

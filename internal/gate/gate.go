@@ -102,7 +102,8 @@ type Config struct {
 	// another process sharing the database.
 	Poll time.Duration
 	// RetryWindow is how long after its answer an approval can still be
-	// found by FindApproved for an agent that retries the identical call.
+	// found by FindApproved for the agent and session that retry the
+	// identical call.
 	RetryWindow time.Duration
 	// AskerGrace is how long a request whose asker holds a long-poll
 	// (Asker.Hold) may go without anyone waiting on it before it counts as

@@ -545,7 +545,7 @@ func TestFailClosedOnStoreError(t *testing.T) {
 	if _, err := g.Request(ctx, a, v); err == nil {
 		t.Error("Request on a closed store succeeded")
 	}
-	if _, err := g.TakeApproved(ctx, v.ArgsHash); err == nil {
+	if _, err := g.TakeApproved(ctx, v.ArgsHash, CallerOf(&a)); err == nil {
 		t.Error("TakeApproved on a closed store succeeded")
 	}
 	if _, err := g.ExpireDue(ctx); err == nil {
@@ -683,14 +683,14 @@ func TestFindAndTakeApproved(t *testing.T) {
 			t.Errorf("%s: err = %v, want store.ErrNotFound", what, err)
 		}
 	}
-	_, err := g.FindApproved(ctx, v.ArgsHash)
+	_, err := g.FindApproved(ctx, v.ArgsHash, CallerOf(&a))
 	notFound(t, "nothing asked yet", err)
 
 	old, err := g.Request(ctx, a, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = g.FindApproved(ctx, v.ArgsHash)
+	_, err = g.FindApproved(ctx, v.ArgsHash, CallerOf(&a))
 	notFound(t, "pending", err)
 	if _, _, err := g.Answer(ctx, old.ID, answer(DecisionApprove)); err != nil {
 		t.Fatal(err)
@@ -711,23 +711,29 @@ func TestFindAndTakeApproved(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := g.FindApproved(ctx, v.ArgsHash)
+	got, err := g.FindApproved(ctx, v.ArgsHash, CallerOf(&a))
 	if err != nil || got.ID != newer.ID {
 		t.Fatalf("FindApproved = %v, %v; want the newest approval %s", got, err, newer.ID)
 	}
-	_, err = g.FindApproved(ctx, v.ArgsHash+"0")
+	_, err = g.FindApproved(ctx, v.ArgsHash+"0", CallerOf(&a))
 	notFound(t, "other hash", err)
-	_, err = g.FindApproved(ctx, "")
+	// A person's yes is for the agent and session that asked: the same
+	// call from another session or agent does not ride on it.
+	_, err = g.FindApproved(ctx, v.ArgsHash, Caller{Agent: a.Agent, Session: "s2"})
+	notFound(t, "other session", err)
+	_, err = g.TakeApproved(ctx, v.ArgsHash, Caller{Agent: "codex", Session: a.Session})
+	notFound(t, "other agent", err)
+	_, err = g.FindApproved(ctx, "", CallerOf(&a))
 	notFound(t, "empty hash", err)
 
 	// Each approval lets exactly one call through, newest first.
 	for _, want := range []string{newer.ID, old.ID} {
-		got, err := g.TakeApproved(ctx, v.ArgsHash)
+		got, err := g.TakeApproved(ctx, v.ArgsHash, CallerOf(&a))
 		if err != nil || got.ID != want {
 			t.Fatalf("TakeApproved = %v, %v; want %s", got, err, want)
 		}
 	}
-	_, err = g.TakeApproved(ctx, v.ArgsHash)
+	_, err = g.TakeApproved(ctx, v.ArgsHash, CallerOf(&a))
 	notFound(t, "all consumed", err)
 	if err := g.Consume(ctx, old.ID); !errors.Is(err, ErrConsumed) {
 		t.Errorf("Consume twice: %v, want ErrConsumed", err)
@@ -750,7 +756,7 @@ func TestFindAndTakeApproved(t *testing.T) {
 			t.Fatal(err)
 		}
 		clk.Advance(10*time.Minute + time.Second)
-		_, err = g.FindApproved(ctx, v.ArgsHash)
+		_, err = g.FindApproved(ctx, v.ArgsHash, CallerOf(&a))
 		notFound(t, "stale approval", err)
 	})
 	t.Run("wait consumes", func(t *testing.T) {
@@ -765,7 +771,7 @@ func TestFindAndTakeApproved(t *testing.T) {
 		if got, err := g.Wait(ctx, ap.ID); err != nil || !Allowed(got) {
 			t.Fatalf("Wait = %v, %v", got, err)
 		}
-		_, err = g.FindApproved(ctx, v.ArgsHash)
+		_, err = g.FindApproved(ctx, v.ArgsHash, CallerOf(&a))
 		notFound(t, "approval used by its waiter", err)
 	})
 }
@@ -790,7 +796,7 @@ func TestTakeApprovedRace(t *testing.T) {
 	results := make(chan error, callers)
 	for i := range callers {
 		wg.Go(func() {
-			_, err := gates[i%2].TakeApproved(ctx, v.ArgsHash)
+			_, err := gates[i%2].TakeApproved(ctx, v.ArgsHash, CallerOf(&a))
 			results <- err
 		})
 	}

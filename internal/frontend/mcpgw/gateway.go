@@ -861,7 +861,7 @@ func (g *Gateway) judgeRead(ctx context.Context, req *mcp.ReadResourceRequest, u
 	if path == "" {
 		return "", fmt.Errorf("Overseer: the resource %s names no file that can be judged; it was not read", req.Params.URI)
 	}
-	if apr, err := g.k.Gate.TakeApproved(ctx, a.ArgsHash()); err == nil {
+	if apr, err := g.k.Gate.TakeApproved(ctx, a.ArgsHash(), gate.CallerOf(a)); err == nil {
 		return apr.ActionID, nil
 	}
 	sub, err := g.k.SubmitBy(ctx, a, nil)
