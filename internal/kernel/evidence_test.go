@@ -45,7 +45,7 @@ func TestEvidenceCoversApprovalsAndRules(t *testing.T) {
 	if gate.Allowed(ap) || ap.Unaudited == "" || ap.Status != store.StatusDenied {
 		t.Fatalf("the forged approval is honoured: %+v", ap)
 	}
-	found, err := k.Gate.FindApproved(ctx, sub.Approval.ArgsHash)
+	found, err := k.Gate.FindApproved(ctx, sub.Approval.ArgsHash, gate.CallerOf(&sub.Approval.Action))
 	if err == nil && found != nil {
 		t.Fatalf("a retry finds the forged approval: %+v", found)
 	}

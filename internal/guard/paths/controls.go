@@ -70,10 +70,30 @@ func compileControls(home string, patterns []string) (*controlMatcher, error) {
 	return m, nil
 }
 
+// pythonStartup is the rule of Python's start-up files: a .pth file, or
+// sitecustomize.py or usercustomize.py, in a site-packages or
+// dist-packages directory runs its code at every later start of Python
+// (the site module executes a .pth file's import lines), outside the view
+// of the command that starts it.
+var pythonStartup = controlRule{source: "site-packages/*.pth, sitecustomize.py, usercustomize.py"}
+
+// isPythonStartup reports whether the lower-case clean path lp is one of
+// Python's start-up files (see pythonStartup).
+func isPythonStartup(lp string) bool {
+	dir, base := path.Split(lp)
+	if !strings.Contains(dir, "/site-packages/") && !strings.Contains(dir, "/dist-packages/") {
+		return false
+	}
+	return strings.HasSuffix(base, ".pth") || base == "sitecustomize.py" || base == "usercustomize.py"
+}
+
 // match reports whether the clean absolute path p is a control file (or
 // inside a control directory), and the pattern that decided it.
 func (m *controlMatcher) match(p string) (controlRule, bool) {
 	lp := strings.ToLower(p)
+	if isPythonStartup(lp) {
+		return pythonStartup, true
+	}
 	for _, r := range m.rules {
 		switch {
 		case r.abs != "":
