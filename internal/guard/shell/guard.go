@@ -70,11 +70,20 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	if isSkillCall(a) {
 		return g.checkSkill(ctx, a)
 	}
+	var skill []guard.Finding
+	if a.Kind == action.KindFileWrite || a.Kind == action.KindFileEdit {
+		if p, ok := a.StringArg("file_path", "path"); ok && isSkillFile(p) {
+			var err error
+			if skill, err = g.checkSkillWrite(ctx, a, p); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if a.Kind != action.KindShell {
 		// The caller's word for the kind is not trusted: a command string
 		// under any other kind is judged as the shell command it is.
 		if c, ok := a.Args["command"].(string); !ok || strings.TrimSpace(c) == "" {
-			return nil, nil
+			return skill, nil
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -107,7 +116,7 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	if an.ParseFailed {
 		a.Facts.Notes = append(a.Facts.Notes, "shell: unparseable: "+an.ParseError)
 	}
-	return an.Findings, nil
+	return append(an.Findings, skill...), nil
 }
 
 // commandOf returns the command of a shell action's arguments, or why there

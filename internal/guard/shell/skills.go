@@ -189,6 +189,115 @@ func (g *Guard) checkSkill(ctx context.Context, a *action.Action) ([]guard.Findi
 	return out, nil
 }
 
+// isSkillFile reports whether p is a skill's or slash command's file:
+// .claude/skills/NAME/SKILL.md, or a Markdown file under .claude/commands.
+func isSkillFile(p string) bool {
+	p = filepath.ToSlash(filepath.Clean(p))
+	if strings.HasSuffix(p, "/SKILL.md") {
+		return strings.Contains(p, "/.claude/skills/") || strings.HasPrefix(p, ".claude/skills/")
+	}
+	return strings.HasSuffix(p, ".md") && (strings.Contains(p, "/.claude/commands/") || strings.HasPrefix(p, ".claude/commands/"))
+}
+
+// writtenText returns the text a file tool's call writes into a file: a
+// write's content, an edit's new strings.
+func writtenText(a *action.Action) string {
+	var parts []string
+	for _, k := range []string{"content", "new_string", "new_str", "file_text"} {
+		if s, ok := a.Args[k].(string); ok {
+			parts = append(parts, s)
+		}
+	}
+	if edits, ok := a.Args["edits"].([]any); ok {
+		for _, e := range edits {
+			if m, ok := e.(map[string]any); ok {
+				if s, ok := m["new_string"].(string); ok {
+					parts = append(parts, s)
+				}
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// checkSkillWrite judges a file tool's write of a skill or command file
+// by the commands the written text would run when the skill loads, for
+// whoever loads it later (the agent, or a person typing /name): a planted
+// !`rm -rf ~` is judged as that command now, a !`git status` stays quiet.
+func (g *Guard) checkSkillWrite(ctx context.Context, a *action.Action, p string) ([]guard.Finding, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	text := writtenText(a)
+	if a.Kind == action.KindFileEdit {
+		// An edit's new text may complete a command of the file's own
+		// (!`git status` + "; rm -rf ~"): the file as it would be.
+		if b, err := g.readSkill(g.abs(p, a.Cwd)); err == nil {
+			text = editedText(string(b), a) + "\n" + text
+		}
+	}
+	var out []guard.Finding
+	if front, ok := frontMatter(text); ok && frontHooks.MatchString(front) {
+		out = append(out, guard.Finding{Check: "shell.skill-hooks", Level: action.Confirm, Hard: true,
+			Message: fmt.Sprintf("%s would register hooks, which run commands outside Overseer's view while the skill is active", p)})
+	}
+	var cmds []string
+	for _, m := range inlineShell.FindAllStringSubmatch(text, -1) {
+		// Arguments are not known until it loads: $ARGUMENTS stays a
+		// variable, whose value the analysis does not know.
+		cmds = append(cmds, m[1])
+	}
+	if len(cmds) == 0 {
+		return out, nil
+	}
+	an := analyze(g.r, strings.Join(cmds, "\n"), Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars})
+	for _, f := range an.Findings {
+		if f.Level < action.Confirm {
+			continue // what a quiet command would do is the load's to judge
+		}
+		// A floor: the write itself may be one a rule lets through (in
+		// the working directory), what it plants is not.
+		f.Hard = true
+		f.Message = fmt.Sprintf("%s would run, when it loads: %s", p, f.Message)
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// abs returns p made absolute against cwd.
+func (g *Guard) abs(p, cwd string) string {
+	if !filepath.IsAbs(p) && filepath.IsAbs(cwd) {
+		p = filepath.Join(cwd, p)
+	}
+	return filepath.Clean(p)
+}
+
+// editedText returns text with a's replacements made (an edit's
+// old_string by its new_string, each of a multi-edit's in turn).
+func editedText(text string, a *action.Action) string {
+	replace := func(m map[string]any) {
+		old, _ := m["old_string"].(string)
+		nw, _ := m["new_string"].(string)
+		if old == "" {
+			return
+		}
+		if all, _ := m["replace_all"].(bool); all {
+			text = strings.ReplaceAll(text, old, nw)
+		} else {
+			text = strings.Replace(text, old, nw, 1)
+		}
+	}
+	replace(a.Args)
+	if edits, ok := a.Args["edits"].([]any); ok {
+		for _, e := range edits {
+			if m, ok := e.(map[string]any); ok {
+				replace(m)
+			}
+		}
+	}
+	return text
+}
+
 // readSkill reads a skill or command file, regular and at most
 // maxSkillFile bytes, without blocking on what is not a regular file.
 func (g *Guard) readSkill(p string) ([]byte, error) {
