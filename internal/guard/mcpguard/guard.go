@@ -302,11 +302,22 @@ func readName(full string) (string, bool) {
 	// Each word as split at case changes, and each part between
 	// separators whole ("list.deletE" holds "delete").
 	for _, w := range append(words[1:], strings.FieldsFunc(strings.ToLower(tool), func(r rune) bool { return r == '_' || r == '-' || r == '.' })...) {
-		if writeWords[w] {
+		if writeWords[w] || secretWords[w] {
 			return tool, false
 		}
 	}
 	return tool, true
+}
+
+// secretWords are words of the names of tools that read secrets (get_env,
+// read_credentials, list_api_keys): what they return is not harmless to
+// put in the model's context, so they keep the default.
+var secretWords = map[string]bool{
+	"env": true, "envs": true, "environment": true, "secret": true, "secrets": true, "credential": true,
+	"credentials": true, "creds": true, "token": true, "tokens": true, "key": true, "keys": true,
+	"apikey": true, "password": true, "passwords": true, "passwd": true, "auth": true, "cookie": true,
+	"cookies": true, "private": true, "vault": true, "kms": true, "ssh": true, "gpg": true, "cert": true,
+	"certs": true, "certificate": true, "certificates": true, "session": true, "sessions": true, "otp": true,
 }
 
 // nameWords splits a tool name into lower-case words at _, - and . and

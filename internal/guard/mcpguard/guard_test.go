@@ -276,6 +276,12 @@ func TestReadNames(t *testing.T) {
 		{"mcp__x__get_data", map[string]any{"query": "x"}, action.Confirm},
 		{"mcp__x__get\u00e9", map[string]any{}, action.Confirm},
 		{"mcp__x__browser_snapshot", map[string]any{}, action.Confirm},
+		// Reads of secrets keep the default: what they return goes into
+		// the model's context.
+		{"mcp__everything__get-env", map[string]any{"message": "hello"}, action.Confirm},
+		{"mcp__vault__read_secret", map[string]any{"path": "kv/app"}, action.Confirm},
+		{"mcp__x__list_api_keys", map[string]any{}, action.Confirm},
+		{"mcp__x__getAuthToken", map[string]any{}, action.Confirm},
 	}
 	for _, c := range cases {
 		a := &action.Action{Agent: "claude-code", Tool: c.tool, Kind: action.KindMCP, Args: c.args}
