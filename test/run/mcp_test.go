@@ -61,7 +61,8 @@ func TestMCPToolsInTheLoop(t *testing.T) {
 	}))
 	p := e.start("run", "--no-plan", "--model", "openai:test-model@"+srv.URL, "Copy the notes with the MCP tools")
 	e.answer("deny", e.awaitApproval(p, "fs__write_file"), "--reason", "not outside the project")
-	e.answer("approve", e.awaitApproval(p, "fs__list_allowed_directories"))
+	// fs__list_allowed_directories, without annotations, is named as a tool
+	// that only reads: it runs unasked (notify).
 	e.answer("approve", e.awaitApproval(p, "overseer.confirm_done"))
 	if code := p.wait(t, 90*time.Second); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, p.out.String())
