@@ -293,3 +293,36 @@ func TestFastDeclines(t *testing.T) {
 		t.Errorf("a duplicate decision: %+v, %v (encoding/json keeps the last)", o, err)
 	}
 }
+
+func FuzzFastOutput(f *testing.F) {
+	f.Add("PreToolUse", "allow", "Overseer: allowed (auto)", uint8(0), "")
+	f.Add("PermissionRequest", "deny", "Overseer: <b>&amp;</b> \u2028 \x80\"\\\n", uint8(5), "stop \x01")
+	f.Add("", "", "", uint8(2), "")
+	f.Fuzz(func(t *testing.T, name, decision, reason string, shape uint8, stop string) {
+		var cont *bool
+		if shape&4 != 0 {
+			b := shape&8 != 0
+			cont = &b
+		}
+		var vs []any
+		switch shape % 4 {
+		case 0:
+			vs = append(vs, hookOutput{cont, stop, preToolUse{name, decision, reason}})
+		case 1:
+			vs = append(vs, hookOutput{cont, stop, permissionRequest{name, permissionDecision{decision, reason}}})
+		case 2:
+			vs = append(vs, geminiOutput{decision, reason, cont, stop})
+		default:
+			vs = append(vs, hookOutput{cont, stop, nil}, hookOutput{cont, stop, map[string]string{name: reason}})
+		}
+		for _, v := range vs {
+			want, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := JSONResponse(v); string(got.Stdout) != string(want)+"\n" || got.Code != 0 {
+				t.Fatalf("JSONResponse(%#v) = %q, json.Marshal: %q", v, got.Stdout, want)
+			}
+		}
+	})
+}
