@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/apiauth"
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
 	"github.com/overseer-dev/overseer/internal/proc"
+	"github.com/overseer-dev/overseer/internal/smallfile"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -49,7 +49,7 @@ type Conn struct {
 // returns ErrNoDaemon when none is named, and also when the daemon serves
 // TLS: the lean hook leaves that to the full one.
 func Dial(home string) (*Conn, error) {
-	b, err := os.ReadFile(filepath.Join(home, AddrFile))
+	b, err := smallfile.Read(filepath.Join(home, AddrFile))
 	if err != nil {
 		return nil, ErrNoDaemon
 	}
@@ -57,7 +57,7 @@ func Dial(home string) (*Conn, error) {
 	if err != nil || info.Addr == "" || info.TLS {
 		return nil, ErrNoDaemon
 	}
-	tok, _ := os.ReadFile(filepath.Join(home, TokenFile))
+	tok, _ := smallfile.Read(filepath.Join(home, TokenFile))
 	if strings.TrimSpace(string(tok)) == "" {
 		// Without the token the daemon's answers cannot be told from
 		// another server's (package apiauth).
