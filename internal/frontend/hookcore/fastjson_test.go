@@ -55,6 +55,10 @@ const benchEvent = `{"session_id":"bench-1","transcript_path":"/tmp/t.jsonl","cw
 	`"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"echo bench 1","description":"bench"},` +
 	`"tool_use_id":"toolu_bench_1"}`
 
+// spacedEvent has white space wherever JSON allows it.
+const spacedEvent = " \t{ \"tool_input\" :\n { \"a\" : [ 1 , \"x\" ] } , \"tool_response\" : null ,\r\n\"error\":\"e\", " +
+	"\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\" }\n"
+
 var eventSeeds = []string{
 	benchEvent,
 	`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"/a/b.go","content":"package b\n\nfunc F() {\n\treturn \"<&>\" \u2028 \ud83d\ude00 \ud800 x\u00e9\"}\n"},"tool_use_id":"t"}`,
@@ -75,6 +79,7 @@ var eventSeeds = []string{
 	`{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"a":01}}`,
 	`{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"a":"\x"}}`,
 	`{"hook_event_name":"PreToolUse","tool_name":"Bash","x":{"deep":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}}`,
+	spacedEvent,
 	`null`, `[]`, `"x"`, ``, `{`, `{"a"}`, `{"a":}`, `{,}`, `{"a":1,}`,
 }
 
@@ -228,8 +233,10 @@ func FuzzFastSubmit(f *testing.F) {
 // The hook's usual documents take the fast paths (else the fast code would
 // be dead weight and its speed-up gone unnoticed).
 func TestFastPathsTaken(t *testing.T) {
-	if _, ok := fastWire([]byte(benchEvent)); !ok {
-		t.Error("fastWire declined the bench event")
+	for _, ev := range []string{benchEvent, spacedEvent, eventSeeds[1], eventSeeds[2]} {
+		if _, ok := fastWire([]byte(ev)); !ok {
+			t.Errorf("fastWire declined %s", ev)
+		}
 	}
 	if _, ok := fastValue([]byte(`{"command":"echo bench 1","description":"bench"}`)); !ok {
 		t.Error("fastValue declined a tool input")
