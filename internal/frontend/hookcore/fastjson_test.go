@@ -51,7 +51,7 @@ func refValue(data []byte) (any, error) {
 	return v, nil
 }
 
-const benchEvent = `{"session_id":"bench-1","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","permission_mode":"default",` +
+const benchEvent = `{"session_id":"bench-1","transcript_path":"/home/dev/t.jsonl","cwd":"/home/dev/proj","permission_mode":"default",` +
 	`"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"echo bench 1","description":"bench"},` +
 	`"tool_use_id":"toolu_bench_1"}`
 
@@ -191,7 +191,7 @@ func FuzzFastAnswer(f *testing.F) {
 }
 
 func FuzzFastSubmit(f *testing.F) {
-	f.Add("claude-code", "sess-1", "Bash", "shell", "/tmp", "toolu_1", "bench", `{"command":"echo bench 1","description":"bench"}`,
+	f.Add("claude-code", "sess-1", "Bash", "shell", "/home/dev/proj", "toolu_1", "bench", `{"command":"echo bench 1","description":"bench"}`,
 		"hook", 1234, "99 1", "5542442f/pid:[1]", "2s", true, "19a189c5", "env:API_KEY", 40, uint64(7), "AAAA", false)
 	f.Add("", "", "", "", "", "", "", `{}`, "", 0, "", "", "", false, "", "", 0, uint64(0), "", true)
 	f.Add("<&>\u2028\x80", "\"\\\n\t\b\f\r\x01\x7f", "é", "file_write", "", "", "", `{"b":[1,"<"],"a":{"z":null,"é":false},"":-0.0e+5}`,
