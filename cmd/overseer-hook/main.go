@@ -31,13 +31,6 @@ func main() {
 		debug.SetMemoryLimit(256 << 20)
 		debug.SetGCPercent(-1)
 	}
-	full := hookcore.FullName
-	if exe, err := os.Executable(); err == nil {
-		if r, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = r
-		}
-		full = filepath.Join(filepath.Dir(exe), hookcore.FullName)
-	}
 	// An agent that is interrupted stops its hook with a signal: the hook
 	// then withdraws the request it holds before it exits.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -45,9 +38,22 @@ func main() {
 		Getenv: os.Getenv, Environ: os.Environ, Fingerprint: egress.EnvFingerprints,
 		Handoff: func(args []string, event []byte) error {
 			stop()
-			return hookcore.ExecFull(full)(args, event)
+			return hookcore.ExecFull(fullPath())(args, event)
 		}}
-	code := l.Run(ctx)
-	stop()
-	os.Exit(code)
+	// The signals stay caught until the process ends (stopping them would
+	// cost a round trip to the runtime's signal thread for each).
+	os.Exit(l.Run(ctx))
+}
+
+// fullPath is the full binary next to this one (symbolic links resolved),
+// looked up only when a call is handed to it.
+func fullPath() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return hookcore.FullName
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	return filepath.Join(filepath.Dir(exe), hookcore.FullName)
 }

@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/overseer-dev/overseer/internal/smallfile"
 )
 
 // Identity names a process: its pid, its start time and where both are
@@ -102,7 +104,7 @@ var (
 // cannot be told (not Linux).
 func Host() string {
 	hostOnce.Do(func() {
-		boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+		boot, err := smallfile.Read("/proc/sys/kernel/random/boot_id")
 		if err != nil {
 			return
 		}
@@ -126,7 +128,7 @@ type stat struct {
 func (s stat) gone() bool { return s.state == "Z" || s.state == "X" || s.state == "x" }
 
 func readStat(pid int) (stat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := smallfile.Read("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return stat{}, err
 	}

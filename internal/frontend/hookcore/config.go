@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/overseer-dev/overseer/internal/smallfile"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -103,7 +103,7 @@ func ParseConfig(data []byte) (Config, error) {
 // configuration.
 func LoadConfig(home string) (Config, error) {
 	p := filepath.Join(home, ConfigFile)
-	b, err := os.ReadFile(p)
+	b, err := smallfile.Read(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Config{}, nil
 	}

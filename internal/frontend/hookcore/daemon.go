@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/apiauth"
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
 	"github.com/overseer-dev/overseer/internal/proc"
+	"github.com/overseer-dev/overseer/internal/smallfile"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -49,18 +49,15 @@ type Conn struct {
 // returns ErrNoDaemon when none is named, and also when the daemon serves
 // TLS: the lean hook leaves that to the full one.
 func Dial(home string) (*Conn, error) {
-	b, err := os.ReadFile(filepath.Join(home, AddrFile))
+	b, err := smallfile.Read(filepath.Join(home, AddrFile))
 	if err != nil {
 		return nil, ErrNoDaemon
 	}
-	var info struct {
-		Addr string `json:"addr"`
-		TLS  bool   `json:"tls"`
-	}
-	if err := json.Unmarshal(b, &info); err != nil || info.Addr == "" || info.TLS {
+	info, err := decodeAddr(b)
+	if err != nil || info.Addr == "" || info.TLS {
 		return nil, ErrNoDaemon
 	}
-	tok, _ := os.ReadFile(filepath.Join(home, TokenFile))
+	tok, _ := smallfile.Read(filepath.Join(home, TokenFile))
 	if strings.TrimSpace(string(tok)) == "" {
 		// Without the token the daemon's answers cannot be told from
 		// another server's (package apiauth).
@@ -92,9 +89,22 @@ func (c *Conn) do(ctx context.Context, method, path string, body, out any) error
 			return err
 		}
 	}
+	resp, err := c.send(ctx, method, path, b)
+	if err != nil || out == nil {
+		return err
+	}
+	if err := json.Unmarshal(resp, out); err != nil {
+		return fmt.Errorf("reading the daemon's answer: %w", err)
+	}
+	return nil
+}
+
+// send sends one request with body b (nil: none) and returns the body of
+// a successful answer; any other answer is an error.
+func (c *Conn) send(ctx context.Context, method, path string, b []byte) ([]byte, error) {
 	status, ra, resp, err := roundTrip(ctx, c.Addr, method, path, c.Token, b)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if status >= 300 {
 		var e struct {
@@ -106,17 +116,24 @@ func (c *Conn) do(ctx context.Context, method, path string, body, out any) error
 		}
 		if json.Unmarshal(resp, &e) == nil && e.Error.Message != "" {
 			e.Error.Status, e.Error.RetryAfter = status, wait
-			return &e.Error
+			return nil, &e.Error
 		}
-		return &APIError{Status: status, Code: "http", Message: strings.TrimSpace(string(resp)), RetryAfter: wait}
+		return nil, &APIError{Status: status, Code: "http", Message: strings.TrimSpace(string(resp)), RetryAfter: wait}
 	}
-	if out == nil {
-		return nil
+	return resp, nil
+}
+
+// answer sends one request and decodes the daemon's answer to it.
+func (c *Conn) answer(ctx context.Context, method, path string, b []byte) (*Answer, error) {
+	resp, err := c.send(ctx, method, path, b)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(resp, out); err != nil {
-		return fmt.Errorf("reading the daemon's answer: %w", err)
+	var o Answer
+	if err := decodeAnswer(resp, &o); err != nil {
+		return nil, fmt.Errorf("reading the daemon's answer: %w", err)
 	}
-	return nil
+	return &o, nil
 }
 
 // Answer is the API's view of an action's outcome.
@@ -145,29 +162,20 @@ type Asker struct {
 // secret values; the answer comes at once (the wait is Status's) and
 // carries the facts Overseer derived.
 func (c *Conn) Submit(ctx context.Context, a *action.Action, asker *Asker, known []secrets.ValueFP) (*Answer, error) {
-	body := struct {
-		*action.Action
-		Asker       *Asker            `json:"asker,omitempty"`
-		KnownValues []secrets.ValueFP `json:"known_values,omitempty"`
-	}{a, asker, known}
-	var o Answer
-	if err := c.do(ctx, "POST", "/api/v1/actions?facts=1", body, &o); err != nil {
+	b, err := encodeSubmit(submitBody{a, asker, known})
+	if err != nil {
 		return nil, err
 	}
-	return &o, nil
+	return c.answer(ctx, "POST", "/api/v1/actions?facts=1", b)
 }
 
 // Status reads an action's outcome, waiting up to wait while it is pending.
 func (c *Conn) Status(ctx context.Context, actionID string, wait time.Duration) (*Answer, error) {
-	var o Answer
 	path := "/api/v1/actions/" + url.PathEscape(actionID)
 	if wait > 0 {
 		path += "?wait=" + url.QueryEscape(wait.String())
 	}
-	if err := c.do(ctx, "GET", path, nil, &o); err != nil {
-		return nil, err
-	}
-	return &o, nil
+	return c.answer(ctx, "GET", path, nil)
 }
 
 // Withdraw gives up waiting for a person's answer to action actionID.

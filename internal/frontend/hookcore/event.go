@@ -138,14 +138,9 @@ func ParseEvent(agent string, data []byte) (*Event, error) {
 	if len(data) > MaxInput {
 		return nil, fmt.Errorf("%w: the event is larger than %d bytes", ErrBadInput, MaxInput)
 	}
-	var w wire
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&w); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data after the event", ErrBadInput)
+	w, err := decodeWire(data)
+	if err != nil {
+		return nil, err
 	}
 	ev := w.Event
 	ev.Agent = agent
@@ -179,11 +174,76 @@ func ParseEvent(agent string, data []byte) (*Event, error) {
 	return &ev, nil
 }
 
+// decodeWire decodes an event as encoding/json does into wire, with
+// nothing but white space or a closing bracket after it (dec.More):
+// through fastWire, else encoding/json itself.
+func decodeWire(data []byte) (wire, error) {
+	if w, ok := fastWire(data); ok {
+		return w, nil
+	}
+	var w wire
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&w); err != nil {
+		return wire{}, fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	if dec.More() {
+		return wire{}, fmt.Errorf("%w: trailing data after the event", ErrBadInput)
+	}
+	return w, nil
+}
+
+// wireFields are wire's keys, in the order fastWire handles them.
+var wireFields = []string{"hook_event_name", "session_id", "transcript_path", "cwd", "permission_mode",
+	"tool_name", "tool_use_id", "agent_id", "agent_type", "model", "tool_input", "tool_response", "error"}
+
+// fastWire decodes an event object followed by nothing but white space as
+// encoding/json decodes it into wire, or declines (see fastjson.go).
+func fastWire(data []byte) (w wire, ok bool) {
+	s := &scan{b: data}
+	if s.peek() != '{' {
+		return wire{}, false
+	}
+	strs := [...]*string{&w.Name, &w.SessionID, &w.TranscriptPath, &w.Cwd, &w.PermissionMode,
+		&w.ToolName, &w.ToolUseID, &w.AgentID, &w.AgentType, &w.Model}
+	raws := [...]*json.RawMessage{&w.RawInput, &w.RawResponse, &w.RawError}
+	ok = s.object(func(key string) bool {
+		i, ok := field(key, wireFields...)
+		switch {
+		case !ok:
+			return false
+		case i < 0:
+			return s.skip()
+		case i < len(strs):
+			return s.strField(strs[i])
+		}
+		// A json.RawMessage is the value's bytes, null included; the last
+		// of duplicate keys wins.
+		s.ws()
+		start := s.i
+		if !s.skip() {
+			return false
+		}
+		*raws[i-len(strs)] = json.RawMessage(bytes.Clone(data[start:s.i]))
+		return true
+	})
+	if !ok || !s.end() {
+		return wire{}, false
+	}
+	return w, true
+}
+
 // decodeInput turns tool_input into an argument map: an object as is,
 // anything else (a string, a list) under "input", nothing as an empty map.
 func decodeInput(raw json.RawMessage) (map[string]any, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return map[string]any{}, nil
+	}
+	if v, ok := fastValue(raw); ok {
+		if m, ok := v.(map[string]any); ok {
+			return m, nil
+		}
+		return map[string]any{"input": v}, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

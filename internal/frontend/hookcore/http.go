@@ -33,7 +33,8 @@ var errShortAnswer = errors.New("the daemon's answer was cut short")
 // It returns the status, the Retry-After header and the body (at most
 // maxAnswer bytes). ctx bounds the whole exchange.
 func roundTrip(ctx context.Context, addr, method, path, token string, body []byte) (status int, retryAfter string, resp []byte, err error) {
-	var d net.Dialer
+	// One request per connection: no keep-alive probes to set up.
+	d := net.Dialer{KeepAlive: -1}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return 0, "", nil, err

@@ -165,6 +165,10 @@ func (l *Lean) Run(ctx context.Context) int {
 	if err != nil {
 		return handoff(nil)
 	}
+	conn, err := Dial(home)
+	if err != nil {
+		return handoff(nil) // no daemon: the full hook judges the call in its process
+	}
 	cfg, err := LoadConfig(home)
 	if err != nil {
 		return handoff(nil) // the full hook denies every call, saying why
@@ -172,10 +176,6 @@ func (l *Lean) Run(ctx context.Context) int {
 	tools, err := NewTable(cfg.Tools)
 	if err != nil {
 		return handoff(nil)
-	}
-	conn, err := Dial(home)
-	if err != nil {
-		return handoff(nil) // no daemon: the full hook judges the call in its process
 	}
 	maxWait, confirm := time.Duration(cfg.MaxWait), cfg.Confirm
 	if la.maxWaitSet {

@@ -2,6 +2,7 @@ package hookcore
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/overseer-dev/overseer/internal/action"
@@ -111,11 +112,84 @@ func PostResponse(agent string) Response {
 
 // JSONResponse is an answer of v encoded on standard output.
 func JSONResponse(v any) Response {
+	if b, ok := appendOutput(nil, v); ok {
+		return Response{Stdout: append(b, '\n')}
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return Failure("could not encode the answer: " + err.Error())
 	}
 	return Response{Stdout: append(b, '\n')}
+}
+
+// appendOutput writes what json.Marshal writes for the agents' answers
+// (see fastjson.go), or declines.
+func appendOutput(dst []byte, v any) ([]byte, bool) {
+	// key writes a key, with a comma unless it opens the object at open.
+	key := func(open int, name string) {
+		if len(dst) > open {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		dst = append(dst, name...)
+		dst = append(dst, '"', ':')
+	}
+	switch o := v.(type) {
+	case hookOutput:
+		dst = append(dst, '{')
+		open := len(dst)
+		if o.Continue != nil {
+			key(open, "continue")
+			dst = strconv.AppendBool(dst, *o.Continue)
+		}
+		if o.StopReason != "" {
+			key(open, "stopReason")
+			dst = appendJSONString(dst, o.StopReason)
+		}
+		key(open, "hookSpecificOutput")
+		var ok bool
+		if dst, ok = appendOutput(dst, o.HookSpecificOutput); !ok {
+			return dst, false
+		}
+		return append(dst, '}'), true
+	case preToolUse:
+		dst = append(dst, `{"hookEventName":`...)
+		dst = appendJSONString(dst, o.HookEventName)
+		dst = append(dst, `,"permissionDecision":`...)
+		dst = appendJSONString(dst, o.PermissionDecision)
+		if o.PermissionDecisionReason != "" {
+			dst = append(dst, `,"permissionDecisionReason":`...)
+			dst = appendJSONString(dst, o.PermissionDecisionReason)
+		}
+		return append(dst, '}'), true
+	case permissionRequest:
+		dst = append(dst, `{"hookEventName":`...)
+		dst = appendJSONString(dst, o.HookEventName)
+		dst = append(dst, `,"decision":{"behavior":`...)
+		dst = appendJSONString(dst, o.Decision.Behavior)
+		if o.Decision.Message != "" {
+			dst = append(dst, `,"message":`...)
+			dst = appendJSONString(dst, o.Decision.Message)
+		}
+		return append(dst, '}', '}'), true
+	case geminiOutput:
+		dst = append(dst, `{"decision":`...)
+		dst = appendJSONString(dst, o.Decision)
+		if o.Reason != "" {
+			dst = append(dst, `,"reason":`...)
+			dst = appendJSONString(dst, o.Reason)
+		}
+		if o.Continue != nil {
+			dst = append(dst, `,"continue":`...)
+			dst = strconv.AppendBool(dst, *o.Continue)
+		}
+		if o.StopReason != "" {
+			dst = append(dst, `,"stopReason":`...)
+			dst = appendJSONString(dst, o.StopReason)
+		}
+		return append(dst, '}'), true
+	}
+	return dst, false
 }
 
 type preToolUse struct {

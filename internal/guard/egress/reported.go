@@ -40,6 +40,10 @@ func EnvFingerprints(home string, environ []string) []secrets.ValueFP {
 	if home == "" {
 		return nil
 	}
+	vals := envValues(environ)
+	if len(vals) == 0 {
+		return nil // the key is not even read
+	}
 	key, err := loadKey(home)
 	if err != nil {
 		return nil
@@ -48,7 +52,6 @@ func EnvFingerprints(home string, environ []string) []secrets.ValueFP {
 	if err != nil {
 		return nil
 	}
-	vals := envValues(environ)
 	names := make([]string, 0, len(vals))
 	for n := range vals {
 		names = append(names, n)

@@ -14,6 +14,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/guard/secrets"
 	"github.com/overseer-dev/overseer/internal/lazyre"
+	"github.com/overseer-dev/overseer/internal/smallfile"
 )
 
 // KeyFile is the name, in Overseer's home, of the key of the egress
@@ -29,7 +30,7 @@ func loadKey(home string) ([]byte, error) {
 		return secrets.NewKey(), nil
 	}
 	p := filepath.Join(home, KeyFile)
-	b, err := os.ReadFile(p)
+	b, err := smallfile.Read(p)
 	if err == nil {
 		if len(b) != secrets.KeySize {
 			return nil, fmt.Errorf("egress: %s is not a %d-byte key", p, secrets.KeySize)
