@@ -97,6 +97,18 @@ func buildBare(b *testing.B) string {
 	return bin
 }
 
+// buildFloor builds bench/cmd/hookfloor as the release build does (CGO
+// off, stripped).
+func buildFloor(b *testing.B) string {
+	bin := filepath.Join(b.TempDir(), "hookfloor")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "github.com/overseer-dev/overseer/bench/cmd/hookfloor")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building the durable floor: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // runHook times `bin --home HOME hook claude-code` (bin: overseer or the
 // lean entry overseer-hook) b.N times against home. Each sub-benchmark has
 // sessions of its own (repeat detection must not raise later calls).
@@ -152,6 +164,27 @@ func BenchmarkHookProcess(b *testing.B) {
 		ds, cpu := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
 		for i := 0; i < b.N; i++ {
 			cmd := exec.Command(bare)
+			cmd.Stdin = strings.NewReader(event(b.Name(), i))
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			start := time.Now()
+			err := cmd.Run()
+			ds, cpu = append(ds, time.Since(start)), append(cpu, cpuOf(cmd))
+			if err != nil || !strings.Contains(out.String(), `"permissionDecision":"allow"`) {
+				b.Fatalf("call %d: %v %s", i, err, out.String())
+			}
+		}
+		median(b, ds, cpu)
+	})
+
+	// The durable floor: read the event, commit it to an SQLite file with
+	// its WAL synced, print a decision (bench/cmd/hookfloor). What a hook
+	// that records its call itself costs before it judges anything.
+	floor, floorDB := buildFloor(b), filepath.Join(b.TempDir(), "floor.db")
+	b.Run("durable-floor", func(b *testing.B) {
+		ds, cpu := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
+		for i := 0; i < b.N; i++ {
+			cmd := exec.Command(floor, floorDB)
 			cmd.Stdin = strings.NewReader(event(b.Name(), i))
 			var out bytes.Buffer
 			cmd.Stdout = &out

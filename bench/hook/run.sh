@@ -31,12 +31,14 @@ lone="$(median hook-no-daemon)"
 full="$(median hook-full)"
 fulllone="$(median hook-full-no-daemon)"
 bare="$(median bare-go)"
+floor="$(median durable-floor)"
 noop="$(median true)"
 # The CPU time (user + system) of the processes: steadier than wall time
 # when other work shares the machine.
 hookc="$(median hook ms-cpu/median)"
 lonec="$(median hook-no-daemon ms-cpu/median)"
 barec="$(median bare-go ms-cpu/median)"
+floorc="$(median durable-floor ms-cpu/median)"
 fullc="$(median hook-full ms-cpu/median)"
 if [ -z "$hook" ] || [ -z "$lone" ] || [ -z "$full" ] || [ -z "$fulllone" ] || [ -z "$bare" ] || [ -z "$noop" ]; then
   cat "$out" >&2
@@ -57,6 +59,12 @@ printf '  overseer hook run directly, daemon running  %8.2f ms   %5sx\n' "$full"
 printf '  overseer hook run directly, no daemon       %8.2f ms   %5sx   (the lean entry'"'"'s hand-over adds %.2f ms)\n' \
   "$fulllone" "$(ratio "$fulllone" "$bare")" "$(awk -v a="$lone" -v b="$fulllone" 'BEGIN { print a - b }')"
 printf 'bare Go hook (read the event, print a decision) %6.2f ms\n' "$bare"
+if [ -n "$floor" ]; then
+  # What recording the call durably in-process costs before any judging:
+  # the floor under a hook without a daemon (bench/cmd/hookfloor).
+  printf 'durable floor (the event committed to SQLite, WAL synced) %6.2f ms   %5sx the bare Go hook%s\n' "$floor" "$(ratio "$floor" "$bare")" \
+    "$([ -n "$floorc" ] && [ -n "$barec" ] && printf ', CPU %.2f ms (%sx)' "$floorc" "$(ratio "$floorc" "$barec")")"
+fi
 printf 'a process that does nothing (true), median    %8.2f ms\n' "$noop"
 if [ -n "$hookc" ] && [ -n "$lonec" ] && [ -n "$barec" ]; then
   printf 'CPU time (user+system), medians: hook %.2f ms (%sx), no daemon %.2f ms (%sx), bare Go %.2f ms\n' \
