@@ -97,6 +97,25 @@ func buildBare(b *testing.B) string {
 	return bin
 }
 
+// runAllow times b.N runs of the program argv, each given an event and
+// answering allow.
+func runAllow(b *testing.B, argv ...string) {
+	ds, cpu := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Stdin = strings.NewReader(event(b.Name(), i))
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		start := time.Now()
+		err := cmd.Run()
+		ds, cpu = append(ds, time.Since(start)), append(cpu, cpuOf(cmd))
+		if err != nil || !strings.Contains(out.String(), `"permissionDecision":"allow"`) {
+			b.Fatalf("call %d: %v %s", i, err, out.String())
+		}
+	}
+	median(b, ds, cpu)
+}
+
 // buildFloor builds bench/cmd/hookfloor as the release build does (CGO
 // off, stripped).
 func buildFloor(b *testing.B) string {
@@ -160,43 +179,13 @@ func BenchmarkHookProcess(b *testing.B) {
 	b.Run("hook-full", func(b *testing.B) { runHook(b, bin, home) })
 	b.Run("hook-full-no-daemon", func(b *testing.B) { runHook(b, bin, lone) })
 
-	b.Run("bare-go", func(b *testing.B) {
-		ds, cpu := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
-		for i := 0; i < b.N; i++ {
-			cmd := exec.Command(bare)
-			cmd.Stdin = strings.NewReader(event(b.Name(), i))
-			var out bytes.Buffer
-			cmd.Stdout = &out
-			start := time.Now()
-			err := cmd.Run()
-			ds, cpu = append(ds, time.Since(start)), append(cpu, cpuOf(cmd))
-			if err != nil || !strings.Contains(out.String(), `"permissionDecision":"allow"`) {
-				b.Fatalf("call %d: %v %s", i, err, out.String())
-			}
-		}
-		median(b, ds, cpu)
-	})
+	b.Run("bare-go", func(b *testing.B) { runAllow(b, bare) })
 
 	// The durable floor: read the event, commit it to an SQLite file with
 	// its WAL synced, print a decision (bench/cmd/hookfloor). What a hook
 	// that records its call itself costs before it judges anything.
 	floor, floorDB := buildFloor(b), filepath.Join(b.TempDir(), "floor.db")
-	b.Run("durable-floor", func(b *testing.B) {
-		ds, cpu := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
-		for i := 0; i < b.N; i++ {
-			cmd := exec.Command(floor, floorDB)
-			cmd.Stdin = strings.NewReader(event(b.Name(), i))
-			var out bytes.Buffer
-			cmd.Stdout = &out
-			start := time.Now()
-			err := cmd.Run()
-			ds, cpu = append(ds, time.Since(start)), append(cpu, cpuOf(cmd))
-			if err != nil || !strings.Contains(out.String(), `"permissionDecision":"allow"`) {
-				b.Fatalf("call %d: %v %s", i, err, out.String())
-			}
-		}
-		median(b, ds, cpu)
-	})
+	b.Run("durable-floor", func(b *testing.B) { runAllow(b, floor, floorDB) })
 
 	b.Run("true", func(b *testing.B) {
 		ds := make([]time.Duration, 0, b.N)
