@@ -266,12 +266,7 @@ func (a *app) guardAnswering(root *cobra.Command) {
 			a.maskUnderAgent(c, cmdName)
 			return
 		}
-		run := c.RunE
-		if run == nil {
-			r := c.Run
-			run = func(cmd *cobra.Command, args []string) error { r(cmd, args); return nil }
-			c.Run = nil
-		}
+		run := takeRun(c)
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			if err := a.refuseUnderAgent(cmd, ""); err != nil {
 				return err
@@ -280,6 +275,17 @@ func (a *app) guardAnswering(root *cobra.Command) {
 		}
 	}
 	walk(root, nil)
+}
+
+// takeRun returns c's run function as a RunE, and clears c.Run: the caller
+// sets c.RunE to a wrapper of it.
+func takeRun(c *cobra.Command) func(*cobra.Command, []string) error {
+	if c.RunE != nil {
+		return c.RunE
+	}
+	r := c.Run
+	c.Run = nil
+	return func(cmd *cobra.Command, args []string) error { r(cmd, args); return nil }
 }
 
 // agentRuns reports whether the agents' own programs run the command at
@@ -331,12 +337,7 @@ func (a *app) maskUnderAgent(c *cobra.Command, name string) {
 	case "eval", "help", "version", "completion":
 		return
 	}
-	run := c.RunE
-	if run == nil {
-		r := c.Run
-		run = func(cmd *cobra.Command, args []string) error { r(cmd, args); return nil }
-		c.Run = nil
-	}
+	run := takeRun(c)
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		if _, under := agentCheck(); !under {
 			return run(cmd, args)
