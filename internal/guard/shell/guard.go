@@ -77,6 +77,8 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 			if skill, err = g.checkSkillWrite(ctx, a, p); err != nil {
 				return nil, err
 			}
+		} else if ok && isEditorTasks(p) {
+			skill = editorTaskFindings(a, p)
 		}
 	}
 	if a.Kind != action.KindShell {

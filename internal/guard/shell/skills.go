@@ -298,6 +298,29 @@ func editedText(text string, a *action.Action) string {
 	return text
 }
 
+// isEditorTasks reports whether p is VS Code's task file of a folder
+// (.vscode/tasks.json), whose tasks may run when the folder is opened.
+func isEditorTasks(p string) bool {
+	p = filepath.ToSlash(filepath.Clean(p))
+	return strings.HasSuffix(p, "/.vscode/tasks.json") || p == ".vscode/tasks.json"
+}
+
+// folderOpen matches a task's "runOn": "folderOpen" (JSON with comments,
+// any spacing and case).
+var folderOpen = regexp.MustCompile(`(?i)"runOn"\s*:\s*"folderOpen"`)
+
+// editorTaskFindings judges a file tool's write or edit of VS Code's task
+// file: a task that runs when the folder is opened runs in the person's
+// editor, outside Overseer's view (block); other tasks run when a person
+// starts them and stay quiet. An edit is judged by its new text.
+func editorTaskFindings(a *action.Action, p string) []guard.Finding {
+	if !folderOpen.MatchString(writtenText(a)) {
+		return nil
+	}
+	return []guard.Finding{{Check: "shell.folder-open-task", Level: action.Block, Hard: true,
+		Message: fmt.Sprintf("%s would hold a task that runs when the folder is opened (runOn: folderOpen), in the person's editor outside Overseer's view; agents may not add one", p)}}
+}
+
 // readSkill reads a skill or command file, regular and at most
 // maxSkillFile bytes, without blocking on what is not a regular file.
 func (g *Guard) readSkill(p string) ([]byte, error) {

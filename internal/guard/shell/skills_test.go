@@ -226,3 +226,33 @@ func TestSkillFileWrites(t *testing.T) {
 		})
 	}
 }
+
+// VS Code's task file: a task that runs when the folder opens is refused
+// to a file tool's write or edit; other tasks and other files pass.
+func TestEditorTaskFile(t *testing.T) {
+	g, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.home = t.TempDir()
+	for _, c := range []struct {
+		path, content string
+		want          action.Level
+	}{
+		{".vscode/tasks.json", `{"tasks":[{"command":"x","runOptions":{"runOn": "folderOpen"}}]}`, action.Block},
+		{"/p/.vscode/tasks.json", `// jsonc
+{"tasks":[{"runOptions":{"RUNON":"FolderOpen"}}]}`, action.Block},
+		{".vscode/tasks.json", `{"tasks":[{"label":"test","command":"go test ./..."}]}`, action.Unset},
+		{"docs/tasks.json", `{"runOn": "folderOpen"}`, action.Unset},
+	} {
+		a := &action.Action{Agent: action.AgentClaudeCode, Tool: "Write", Kind: action.KindFileWrite, Cwd: "/p",
+			Args: map[string]any{"file_path": c.path, "content": c.content}}
+		fs, err := g.Check(context.Background(), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := maxLevel(fs); l != c.want {
+			t.Errorf("%s %q: %s, want %s", c.path, c.content, l, c.want)
+		}
+	}
+}
