@@ -18,8 +18,9 @@ import (
 //
 //	go test -run '^$' -fuzz FuzzFastEvent ./internal/frontend/hookcore/
 //
-// (and FuzzFastValue, FuzzFastAnswer, FuzzFastSubmit); without -fuzz they
-// run their seeds.
+// (and FuzzFastValue, FuzzFastAnswer, FuzzFastSubmit, FuzzFastOutput, and
+// FuzzLeanPipeline in fastpipeline_test.go); without -fuzz they run their
+// seeds.
 
 // refWire is how ParseEvent decoded an event before the fast decoder.
 func refWire(data []byte) (wire, error) {
