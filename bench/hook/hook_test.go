@@ -97,12 +97,15 @@ func buildBare(b *testing.B) string {
 	return bin
 }
 
-// runAllow times b.N runs of the program argv, each given an event and
-// answering allow.
-func runAllow(b *testing.B, argv ...string) {
+// runAllow times b.N runs of the program argv (with env added to this
+// process's environment), each given an event and answering allow.
+func runAllow(b *testing.B, env []string, argv ...string) {
 	ds, cpu := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
 	for i := 0; i < b.N; i++ {
 		cmd := exec.Command(argv[0], argv[1:]...)
+		if env != nil {
+			cmd.Env = append(os.Environ(), env...)
+		}
 		cmd.Stdin = strings.NewReader(event(b.Name(), i))
 		var out bytes.Buffer
 		cmd.Stdout = &out
@@ -132,22 +135,7 @@ func buildFloor(b *testing.B) string {
 // lean entry overseer-hook) b.N times against home. Each sub-benchmark has
 // sessions of its own (repeat detection must not raise later calls).
 func runHook(b *testing.B, bin, home string) {
-	env := append(os.Environ(), "OVERSEER_HOME="+home)
-	ds, cpu := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
-	for i := 0; i < b.N; i++ {
-		cmd := exec.Command(bin, "--home", home, "hook", "claude-code", "--max-wait", "2s")
-		cmd.Env = env
-		cmd.Stdin = strings.NewReader(event(b.Name(), i))
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		start := time.Now()
-		err := cmd.Run()
-		ds, cpu = append(ds, time.Since(start)), append(cpu, cpuOf(cmd))
-		if err != nil || !strings.Contains(out.String(), `"permissionDecision":"allow"`) {
-			b.Fatalf("call %d: %v %s", i, err, out.String())
-		}
-	}
-	median(b, ds, cpu)
+	runAllow(b, []string{"OVERSEER_HOME=" + home}, bin, "--home", home, "hook", "claude-code", "--max-wait", "2s")
 }
 
 // BenchmarkHookProcess times, one after the other in one run: the hook
@@ -179,13 +167,13 @@ func BenchmarkHookProcess(b *testing.B) {
 	b.Run("hook-full", func(b *testing.B) { runHook(b, bin, home) })
 	b.Run("hook-full-no-daemon", func(b *testing.B) { runHook(b, bin, lone) })
 
-	b.Run("bare-go", func(b *testing.B) { runAllow(b, bare) })
+	b.Run("bare-go", func(b *testing.B) { runAllow(b, nil, bare) })
 
 	// The durable floor: read the event, commit it to an SQLite file with
 	// its WAL synced, print a decision (bench/cmd/hookfloor). What a hook
 	// that records its call itself costs before it judges anything.
 	floor, floorDB := buildFloor(b), filepath.Join(b.TempDir(), "floor.db")
-	b.Run("durable-floor", func(b *testing.B) { runAllow(b, floor, floorDB) })
+	b.Run("durable-floor", func(b *testing.B) { runAllow(b, nil, floor, floorDB) })
 
 	b.Run("true", func(b *testing.B) {
 		ds := make([]time.Duration, 0, b.N)
