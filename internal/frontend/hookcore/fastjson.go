@@ -426,6 +426,24 @@ func field(key string, names ...string) (idx int, ok bool) {
 // field declines (encoding/json merges into what the first one decoded).
 type fields uint64
 
+// fieldsOf decodes an object whose known keys are names (matched as field
+// matches them): set decodes the value of names[i], an unknown key's value
+// is skipped, and a known key given twice declines (encoding/json would
+// merge the two).
+func (s *scan) fieldsOf(names []string, set func(i int) bool) bool {
+	var seen fields
+	return s.object(func(key string) bool {
+		i, ok := field(key, names...)
+		switch {
+		case !ok || i >= 0 && !seen.first(i):
+			return false
+		case i < 0:
+			return s.skip()
+		}
+		return set(i)
+	})
+}
+
 func (f *fields) first(i int) bool {
 	if *f&(1<<i) != 0 {
 		return false

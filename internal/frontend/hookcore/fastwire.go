@@ -148,15 +148,8 @@ var answerFields = []string{"action_id", "decision", "level", "reason", "verdict
 // off the hot path) always.
 func fastAnswer(data []byte) (o Answer, ok bool) {
 	s := &scan{b: data}
-	var seen fields
-	ok = s.object(func(key string) bool {
-		i, ok := field(key, answerFields...)
-		if !ok || i >= 0 && !seen.first(i) {
-			return false
-		}
+	ok = s.fieldsOf(answerFields, func(i int) bool {
 		switch i {
-		case -1:
-			return s.skip()
 		case 0:
 			return s.strField(&o.ActionID)
 		case 1:
@@ -203,15 +196,8 @@ func (s *scan) levelField(l *action.Level) bool {
 var verdictFields = []string{"action_id", "level", "reasons", "preview", "decider", "args_hash", "hints", "cut", "stop"}
 
 func (s *scan) verdict(v *action.Verdict) bool {
-	var seen fields
-	return s.object(func(key string) bool {
-		i, ok := field(key, verdictFields...)
-		if !ok || i >= 0 && !seen.first(i) {
-			return false
-		}
+	return s.fieldsOf(verdictFields, func(i int) bool {
 		switch i {
-		case -1:
-			return s.skip()
 		case 0:
 			return s.strField(&v.ActionID)
 		case 1:
@@ -246,15 +232,8 @@ func (s *scan) verdict(v *action.Verdict) bool {
 var reasonFields = []string{"layer", "source", "name", "policy_layer", "level", "message"}
 
 func (s *scan) reason(r *action.Reason) bool {
-	var seen fields
-	return s.object(func(key string) bool {
-		i, ok := field(key, reasonFields...)
-		if !ok || i >= 0 && !seen.first(i) {
-			return false
-		}
+	return s.fieldsOf(reasonFields, func(i int) bool {
 		switch i {
-		case -1:
-			return s.skip()
 		case 0:
 			return s.strField(&r.Layer)
 		case 1:
@@ -294,15 +273,8 @@ func (s *scan) strings(dst *[]string) bool {
 var factsFields = []string{"commands", "paths", "urls", "sql_class", "notes"}
 
 func (s *scan) facts(f *action.Facts) bool {
-	var seen fields
-	return s.object(func(key string) bool {
-		i, ok := field(key, factsFields...)
-		if !ok || i >= 0 && !seen.first(i) {
-			return false
-		}
+	return s.fieldsOf(factsFields, func(i int) bool {
 		switch i {
-		case -1:
-			return s.skip()
 		case 0:
 			if s.isNull() {
 				return true
@@ -334,15 +306,8 @@ func (s *scan) facts(f *action.Facts) bool {
 var commandFields = []string{"name", "args", "dynamic", "stdin", "piped_files"}
 
 func (s *scan) command(c *action.Command) bool {
-	var seen fields
-	return s.object(func(key string) bool {
-		i, ok := field(key, commandFields...)
-		if !ok || i >= 0 && !seen.first(i) {
-			return false
-		}
+	return s.fieldsOf(commandFields, func(i int) bool {
 		switch i {
-		case -1:
-			return s.skip()
 		case 0:
 			return s.strField(&c.Name)
 		case 1:
@@ -360,15 +325,8 @@ func (s *scan) command(c *action.Command) bool {
 var pathFactFields = []string{"path", "intent", "in_cwd", "created"}
 
 func (s *scan) pathFact(p *action.PathFact) bool {
-	var seen fields
-	return s.object(func(key string) bool {
-		i, ok := field(key, pathFactFields...)
-		if !ok || i >= 0 && !seen.first(i) {
-			return false
-		}
+	return s.fieldsOf(pathFactFields, func(i int) bool {
 		switch i {
-		case -1:
-			return s.skip()
 		case 0:
 			return s.strField(&p.Path)
 		case 1:
@@ -392,15 +350,8 @@ type addrInfo struct {
 func decodeAddr(data []byte) (addrInfo, error) {
 	s := &scan{b: data}
 	var info addrInfo
-	var seen fields
-	ok := s.object(func(key string) bool {
-		i, ok := field(key, "addr", "tls")
-		if !ok || i >= 0 && !seen.first(i) {
-			return false
-		}
+	ok := s.fieldsOf([]string{"addr", "tls"}, func(i int) bool {
 		switch i {
-		case -1:
-			return s.skip()
 		case 0:
 			return s.strField(&info.Addr)
 		default:
