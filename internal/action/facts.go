@@ -41,7 +41,7 @@ func Within(dir, path string) bool {
 
 // contentArgKeys are the argument names under which agents pass what a file
 // is to contain.
-var contentArgKeys = []string{"content", "contents", "new_string", "new_str", "edits", "text", "data", "patch", "diff"}
+var contentArgKeys = []string{"content", "contents", "file_text", "new_string", "new_str", "edits", "text", "data", "patch", "diff"}
 
 // carriesContent reports whether args carry content to put into a file.
 func carriesContent(args map[string]any) bool {
@@ -51,6 +51,29 @@ func carriesContent(args map[string]any) bool {
 		}
 	}
 	return false
+}
+
+// WrittenText returns the text args carry to put into a file (under the
+// contentArgKeys: a write's content, an edit's new string, a patch, and
+// each new string of an edit list), one piece a line.
+func WrittenText(args map[string]any) string {
+	var parts []string
+	for _, k := range contentArgKeys {
+		switch v := args[k].(type) {
+		case string:
+			parts = append(parts, v)
+		case []any:
+			for _, e := range v {
+				m, _ := e.(map[string]any)
+				for _, ek := range []string{"new_string", "new_str", "content"} {
+					if s, ok := m[ek].(string); ok {
+						parts = append(parts, s)
+					}
+				}
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 // readsByName reports whether a tool's name says it only reads

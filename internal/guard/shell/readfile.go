@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 
@@ -14,44 +15,71 @@ import (
 // the real file system the file is opened non-blocking and checked after
 // the open (no window to swap it); an injected file system is asked first.
 func (a *analyzer) openRegular(name string) (fs.File, fs.FileInfo, bool) {
-	var f fs.File
-	if a.env.FS == nil {
-		fh, err := guard.OpenRegular("/" + name)
-		if err != nil {
-			return nil, nil, false
-		}
-		f = fh
-	} else {
-		st, err := fs.Stat(a.fileSystem(), name)
-		if err != nil || !st.Mode().IsRegular() {
-			return nil, nil, false
-		}
-		if f, err = a.fileSystem().Open(name); err != nil {
-			return nil, nil, false
-		}
-	}
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, false
-	}
-	return f, st, true
+	f, st, err := openRegularIn(a.env.FS, name)
+	return f, st, err == nil
 }
 
 // readRegular reads the regular file at name (as openRegular) when it
 // holds at most max bytes.
 func (a *analyzer) readRegular(name string, max int64) ([]byte, bool) {
-	f, st, ok := a.openRegular(name)
-	if !ok {
-		return nil, false
+	b, err := readRegularIn(a.env.FS, name, max)
+	return b, err == nil
+}
+
+// openRegularIn is openRegular on fsys (nil: the operating system's file
+// system), with the error: fs.ErrNotExist for a missing file,
+// guard.ErrNotRegular for what is not a regular file.
+func openRegularIn(fsys fs.FS, name string) (fs.File, fs.FileInfo, error) {
+	var f fs.File
+	if fsys == nil {
+		fh, err := guard.OpenRegular("/" + name)
+		if err != nil {
+			return nil, nil, err
+		}
+		f = fh
+	} else {
+		st, err := fs.Stat(fsys, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !st.Mode().IsRegular() {
+			return nil, nil, guard.ErrNotRegular
+		}
+		if f, err = fsys.Open(name); err != nil {
+			return nil, nil, err
+		}
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = guard.ErrNotRegular
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
+}
+
+// errTooLarge: a file is larger than its reader reads.
+var errTooLarge = errors.New("larger than the guard reads")
+
+// readRegularIn reads the regular file at name of fsys (as openRegularIn)
+// when it holds at most max bytes.
+func readRegularIn(fsys fs.FS, name string, max int64) ([]byte, error) {
+	f, st, err := openRegularIn(fsys, name)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	if st.Size() > max {
-		return nil, false
+		return nil, errTooLarge
 	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil || int64(len(b)) > max {
-		return nil, false
+	if err != nil {
+		return nil, err
 	}
-	return b, true
+	if int64(len(b)) > max {
+		return nil, errTooLarge
+	}
+	return b, nil
 }

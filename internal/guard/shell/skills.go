@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"regexp"
@@ -199,27 +198,6 @@ func isSkillFile(p string) bool {
 	return strings.HasSuffix(p, ".md") && (strings.Contains(p, "/.claude/commands/") || strings.HasPrefix(p, ".claude/commands/"))
 }
 
-// writtenText returns the text a file tool's call writes into a file: a
-// write's content, an edit's new strings.
-func writtenText(a *action.Action) string {
-	var parts []string
-	for _, k := range []string{"content", "new_string", "new_str", "file_text"} {
-		if s, ok := a.Args[k].(string); ok {
-			parts = append(parts, s)
-		}
-	}
-	if edits, ok := a.Args["edits"].([]any); ok {
-		for _, e := range edits {
-			if m, ok := e.(map[string]any); ok {
-				if s, ok := m["new_string"].(string); ok {
-					parts = append(parts, s)
-				}
-			}
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 // checkSkillWrite judges a file tool's write of a skill or command file
 // by the commands the written text would run when the skill loads, for
 // whoever loads it later (the agent, or a person typing /name): a planted
@@ -228,7 +206,7 @@ func (g *Guard) checkSkillWrite(ctx context.Context, a *action.Action, p string)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	text := writtenText(a)
+	text := action.WrittenText(a.Args)
 	if a.Kind == action.KindFileEdit {
 		// An edit's new text may complete a command of the file's own
 		// (!`git status` + "; rm -rf ~"): the file as it would be.
@@ -314,7 +292,7 @@ var folderOpen = regexp.MustCompile(`(?i)"runOn"\s*:\s*"folderOpen"`)
 // editor, outside Overseer's view (block); other tasks run when a person
 // starts them and stay quiet. An edit is judged by its new text.
 func editorTaskFindings(a *action.Action, p string) []guard.Finding {
-	if !folderOpen.MatchString(writtenText(a)) {
+	if !folderOpen.MatchString(action.WrittenText(a.Args)) {
 		return nil
 	}
 	return []guard.Finding{{Check: "shell.folder-open-task", Level: action.Block, Hard: true,
@@ -324,35 +302,7 @@ func editorTaskFindings(a *action.Action, p string) []guard.Finding {
 // readSkill reads a skill or command file, regular and at most
 // maxSkillFile bytes, without blocking on what is not a regular file.
 func (g *Guard) readSkill(p string) ([]byte, error) {
-	var f fs.File
-	if g.fsys != nil {
-		name := strings.TrimPrefix(filepath.ToSlash(p), "/")
-		st, err := fs.Stat(g.fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		if !st.Mode().IsRegular() {
-			return nil, guard.ErrNotRegular
-		}
-		if f, err = g.fsys.Open(name); err != nil {
-			return nil, err
-		}
-	} else {
-		fh, err := guard.OpenRegular(p)
-		if err != nil {
-			return nil, err
-		}
-		f = fh
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSkillFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxSkillFile {
-		return nil, fmt.Errorf("larger than %d bytes", maxSkillFile)
-	}
-	return b, nil
+	return readRegularIn(g.fsys, strings.TrimPrefix(filepath.ToSlash(p), "/"), maxSkillFile)
 }
 
 // frontMatter returns the YAML front matter of a Markdown file: the lines
