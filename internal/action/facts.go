@@ -76,21 +76,6 @@ func WrittenText(args map[string]any) string {
 	return strings.Join(parts, "\n")
 }
 
-// readsByName reports whether a tool's name says it only reads
-// ("read_file", "mcp__fs__list_directory", "get_file_info").
-func readsByName(tool string) bool {
-	t := strings.ToLower(tool)
-	if i := strings.LastIndex(t, "__"); i >= 0 {
-		t = t[i+2:]
-	}
-	for _, w := range []string{"read", "get", "list", "search", "find", "view", "stat", "show", "open", "glob", "grep", "ls", "cat", "info", "tree"} {
-		if t == w || strings.HasPrefix(t, w+"_") || strings.HasPrefix(t, w+"-") || strings.HasPrefix(t, w) && len(t) > len(w) && t[len(w)] >= 'A' && t[len(w)] <= 'Z' {
-			return true
-		}
-	}
-	return false
-}
-
 // DeriveFileFacts fills a.Facts.Paths for file kinds from the well-known path
 // arguments, resolved against a.Cwd, if no analyzer has filled them yet.
 // It is the basic derivation every component can rely on; the path guard
@@ -124,7 +109,7 @@ func DeriveFileFacts(a *Action) {
 		switch {
 		case carriesContent(a.Args):
 			intent = PathWrite
-		case readsByName(a.Tool):
+		case ReadsByName(a.Tool):
 			intent = PathRead
 		default:
 			intent = PathUnknown

@@ -225,15 +225,6 @@ func (g *Guard) Check(_ context.Context, a *action.Action) ([]guard.Finding, err
 	return out, nil
 }
 
-// readVerbs are the first words of the names of tools that only read.
-// Not fetch, query or browse: what those do is in their arguments (a URL,
-// a statement), which a name does not vouch for.
-var readVerbs = map[string]bool{
-	"get": true, "list": true, "search": true, "read": true, "find": true, "describe": true, "show": true,
-	"view": true, "lookup": true, "resolve": true, "inspect": true, "count": true, "explain": true,
-	"retrieve": true, "peek": true, "whoami": true,
-}
-
 // activeArgs are argument names whose value says what a call does (a
 // statement, a command, code, a URL): a call with one is not classified by
 // its tool's name.
@@ -268,41 +259,18 @@ func inertArgs(v any, depth int) bool {
 	return true
 }
 
-// writeWords are words that make a name not only read, wherever they stand
-// (get_or_create_issue, list_and_delete).
-var writeWords = map[string]bool{
-	"add": true, "apply": true, "approve": true, "archive": true, "assign": true, "buy": true, "call": true,
-	"cancel": true, "change": true, "clear": true, "click": true, "close": true, "comment": true, "commit": true,
-	"create": true, "delete": true, "deploy": true, "destroy": true, "disable": true, "dispatch": true,
-	"drop": true, "edit": true, "enable": true, "eval": true, "evaluate": true, "exec": true, "execute": true,
-	"fill": true, "fork": true, "grant": true, "import": true, "insert": true, "install": true, "invite": true,
-	"kill": true, "label": true, "lock": true, "mark": true, "merge": true, "modify": true, "move": true,
-	"open": true, "or": true, "pay": true, "post": true, "press": true, "publish": true, "purge": true,
-	"push": true, "put": true, "react": true, "reboot": true, "remove": true, "rename": true, "reply": true,
-	"request": true, "reset": true, "restart": true, "revoke": true, "run": true, "save": true, "schedule": true,
-	"select": true, "send": true, "set": true, "share": true, "start": true, "stop": true, "submit": true,
-	"sync": true, "terminate": true, "transfer": true, "trigger": true, "type": true, "unlock": true,
-	"update": true, "upload": true, "upsert": true, "write": true, "and": true, "then": true,
-}
-
 // readName reports whether an MCP tool's name (mcp__server__tool, or the
 // tool alone) only reads: its first word is a reading verb and no word of
 // it writes. The name is the server's word, as annotations are; the
 // arguments are judged by the other guards all the same (paths, SQL,
 // URLs, secrets in them).
 func readName(full string) (string, bool) {
-	tool := full
-	if i := strings.LastIndex(full, "__"); i >= 0 {
-		tool = full[i+2:]
-	}
-	words := nameWords(tool)
-	if len(words) == 0 || !readVerbs[words[0]] {
+	tool := action.ToolName(full)
+	if !action.ReadsByName(tool) {
 		return tool, false
 	}
-	// Each word as split at case changes, and each part between
-	// separators whole ("list.deletE" holds "delete").
-	for _, w := range append(words[1:], strings.FieldsFunc(strings.ToLower(tool), func(r rune) bool { return r == '_' || r == '-' || r == '.' })...) {
-		if writeWords[w] || secretWords[w] {
+	for _, w := range action.NameWords(tool)[1:] {
+		if secretWords[w] {
 			return tool, false
 		}
 	}
@@ -318,41 +286,6 @@ var secretWords = map[string]bool{
 	"apikey": true, "password": true, "passwords": true, "passwd": true, "auth": true, "cookie": true,
 	"cookies": true, "private": true, "vault": true, "kms": true, "ssh": true, "gpg": true, "cert": true,
 	"certs": true, "certificate": true, "certificates": true, "session": true, "sessions": true, "otp": true,
-}
-
-// nameWords splits a tool name into lower-case words at _, - and . and
-// at lower-to-upper case changes (searchCode: search, code). A name with
-// any other character than letters, digits and those gives none.
-func nameWords(name string) []string {
-	var words []string
-	var cur []rune
-	flush := func() {
-		if len(cur) > 0 {
-			words = append(words, strings.ToLower(string(cur)))
-			cur = cur[:0]
-		}
-	}
-	prevLower := false
-	for _, r := range name {
-		switch {
-		case r == '_' || r == '-' || r == '.':
-			flush()
-			prevLower = false
-		case r >= 'A' && r <= 'Z':
-			if prevLower {
-				flush()
-			}
-			cur = append(cur, r)
-			prevLower = false
-		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
-			cur = append(cur, r)
-			prevLower = true
-		default:
-			return nil
-		}
-	}
-	flush()
-	return words
 }
 
 // classify maps annotations to a soft finding.

@@ -320,7 +320,7 @@ func FuzzReadNames(f *testing.F) {
 				}
 			}
 			read := false
-			for _, v := range []string{"get", "list", "search", "read", "find", "describe", "show", "view", "lookup", "resolve", "inspect", "count", "explain", "retrieve", "peek", "whoami"} {
+			for _, v := range []string{"get", "list", "search", "read", "find", "describe", "show", "view", "lookup", "resolve", "inspect", "count", "explain", "retrieve", "peek", "whoami", "stat", "glob", "grep", "ls", "cat", "info", "tree"} {
 				read = read || strings.HasPrefix(strings.TrimLeft(strings.ToLower(tool), "_-."), v)
 			}
 			if !read {
