@@ -1417,6 +1417,51 @@ func (a *analyzer) interpScript(s *segCtx, p string) {
 		}
 		text = string(b)
 	}
+	a.scriptCode(s, text, fromCommand)
+	// The local modules it imports run with it (modules.go), judged as
+	// files on disk are; a module this command wrote is judged by that
+	// text.
+	lang := moduleLang(s.name)
+	if lang == "" || !path.IsAbs(p) {
+		return
+	}
+	seen := map[string]bool{p: true}
+	queue := []struct{ file, text string }{{p, text}}
+	for n := 0; len(queue) > 0 && n < maxModules; {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, m := range a.localModules(lang, cur.text, path.Dir(cur.file)) {
+			if seen[m] || n >= maxModules {
+				continue
+			}
+			seen[m] = true
+			n++
+			mt, fromCmd := "", false
+			if w, ok := a.written[m]; ok {
+				t, known := a.writtenContent(w)
+				if !known {
+					a.add(guard.Finding{Check: "shell.runs-unseen", Level: action.Confirm,
+						Message: s.name + " runs " + m + " (imported), which this command wrote with content not known before it runs"})
+					continue
+				}
+				mt, fromCmd = t, true
+			} else {
+				b, ok := a.readRegular(strings.TrimPrefix(m, "/"), maxScriptBytes)
+				if !ok {
+					continue
+				}
+				mt = string(b)
+			}
+			a.scriptCode(s, mt, fromCmd)
+			queue = append(queue, struct{ file, text string }{m, mt})
+		}
+	}
+}
+
+// scriptCode judges the code of a script an interpreter runs (see
+// interpScript): text from this command counts whole; text on disk only
+// by what blocks and by its absolute and home-relative literals.
+func (a *analyzer) scriptCode(s *segCtx, text string, fromCommand bool) {
 	nf := len(a.out.Findings)
 	a.inlineCode(s.name, text, s.idx)
 	if !fromCommand {

@@ -1917,6 +1917,11 @@ func (a *analyzer) interpCmd(s *segCtx, inline []string) bool {
 				mod = args[j+1].val
 			}
 			a.class("dev", action.Notify, s.name+" -m "+mod)
+			// A module of the working directory runs as a script would
+			// (python -m tools.sync): judged by what its code names.
+			if f, ok := a.pythonModuleFile(a.cwdPath(), mod); ok {
+				a.interpScript(s, f)
+			}
 			return true
 		case lv == "--version" || lv == "-v" || lv == "-version" || lv == "--help" || lv == "-h":
 			a.class("readonly", action.Auto, s.name+" "+v)
