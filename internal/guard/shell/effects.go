@@ -1403,19 +1403,9 @@ const maxScriptBytes = 256 << 10
 // that block are kept — the rest of the code is the project's business.
 func (a *analyzer) interpScript(s *segCtx, p string) {
 	p = a.expandHome(p)
-	text, fromCommand := "", false
-	if w, ok := a.written[p]; ok {
-		t, known := a.writtenContent(w)
-		if !known {
-			return
-		}
-		text, fromCommand = t, true
-	} else {
-		b, ok := a.readRegular(strings.TrimPrefix(p, "/"), maxScriptBytes)
-		if !ok {
-			return
-		}
-		text = string(b)
+	text, fromCommand, unseen, ok := a.scriptText(p)
+	if !ok || unseen {
+		return
 	}
 	a.scriptCode(s, text, fromCommand)
 	// The local modules it imports run with it (modules.go), judged as
@@ -1436,26 +1426,31 @@ func (a *analyzer) interpScript(s *segCtx, p string) {
 			}
 			seen[m] = true
 			n++
-			mt, fromCmd := "", false
-			if w, ok := a.written[m]; ok {
-				t, known := a.writtenContent(w)
-				if !known {
-					a.add(guard.Finding{Check: "shell.runs-unseen", Level: action.Confirm,
-						Message: s.name + " runs " + m + " (imported), which this command wrote with content not known before it runs"})
-					continue
-				}
-				mt, fromCmd = t, true
-			} else {
-				b, ok := a.readRegular(strings.TrimPrefix(m, "/"), maxScriptBytes)
-				if !ok {
-					continue
-				}
-				mt = string(b)
+			mt, fromCmd, unseen, ok := a.scriptText(m)
+			if unseen {
+				a.add(guard.Finding{Check: "shell.runs-unseen", Level: action.Confirm,
+					Message: s.name + " runs " + m + " (imported), which this command wrote with content not known before it runs"})
+			}
+			if !ok || unseen {
+				continue
 			}
 			a.scriptCode(s, mt, fromCmd)
 			queue = append(queue, struct{ file, text string }{m, mt})
 		}
 	}
+}
+
+// scriptText is the code of the script file p as it will run: the text
+// this command wrote there (fromCommand), else the file on disk. unseen:
+// this command wrote it, with content not known before it runs; ok false:
+// there is nothing to read.
+func (a *analyzer) scriptText(p string) (text string, fromCommand, unseen, ok bool) {
+	if w, written := a.written[p]; written {
+		t, known := a.writtenContent(w)
+		return t, true, !known, true
+	}
+	b, read := a.readRegular(strings.TrimPrefix(p, "/"), maxScriptBytes)
+	return string(b), false, false, read
 }
 
 // scriptCode judges the code of a script an interpreter runs (see
