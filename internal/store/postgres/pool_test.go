@@ -673,3 +673,51 @@ func TestParseURLPoolSettings(t *testing.T) {
 		}
 	}
 }
+
+// The pool knows which connections are lent (Close interrupts those),
+// whatever order they come back in.
+func TestPoolLentBookkeeping(t *testing.T) {
+	p := testPool(t, 4)
+	ctx := t.Context()
+	var cs []*poolConn
+	for range 4 {
+		c, err := p.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	check := func(want ...*poolConn) {
+		t.Helper()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if len(p.lent) != len(want) {
+			t.Fatalf("%d lent, want %d", len(p.lent), len(want))
+		}
+		for i, c := range p.lent {
+			if c.lentAt != i {
+				t.Errorf("lent[%d] says it is at %d", i, c.lentAt)
+			}
+		}
+		for _, w := range want {
+			if !slices.Contains(p.lent, w.conn) {
+				t.Errorf("a lent connection is not in the list")
+			}
+		}
+	}
+	check(cs...)
+	cs[1].Release()
+	check(cs[0], cs[2], cs[3])
+	cs[0].Release()
+	check(cs[2], cs[3])
+	again, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(cs[2], cs[3], again)
+	cs[3].Release()
+	again.Release()
+	check(cs[2])
+	cs[2].Release()
+	check()
+}

@@ -218,9 +218,19 @@ func scanValues(vals [][]byte, dest []any) error {
 // needs a case here and in scanValue (TestScanValueTypes checks that the
 // two agree, and that any other type is refused).
 func scannable(dest any) bool {
-	switch dest.(type) {
-	case **string, *string, *int64, *int, *int32, *bool:
-		return dest != nil && !reflect.ValueOf(dest).IsNil()
+	switch p := dest.(type) {
+	case **string:
+		return p != nil
+	case *string:
+		return p != nil
+	case *int64:
+		return p != nil
+	case *int:
+		return p != nil
+	case *int32:
+		return p != nil
+	case *bool:
+		return p != nil
 	}
 	return false
 }
@@ -302,6 +312,7 @@ type conn struct {
 	stale bool                                    // a prepared statement is out of date: not to be reused
 
 	expires time.Time // when a pool's connection is past its lifetime
+	lentAt  int       // its index in its pool's lent connections, while lent
 }
 
 // seen notes whether err says that a statement c prepared is out of date
@@ -659,7 +670,7 @@ type pool struct {
 
 	mu      sync.Mutex
 	idle    []idleConn // the most recently used last
-	lent    map[*conn]struct{}
+	lent    []*conn    // each at its lentAt
 	closed  bool
 	closing chan struct{} // closed by Close: the Acquires waiting give up
 	done    chan struct{} // closed when prune has returned
@@ -681,7 +692,7 @@ const pingTimeout = 5 * time.Second
 func newPool(cfg *pgconn.Config, pc poolConfig) *pool {
 	pc = pc.withDefaults()
 	p := &pool{cfg: cfg, pc: pc, tokens: make(chan struct{}, pc.maxConns), now: time.Now,
-		lent: map[*conn]struct{}{}, closing: make(chan struct{}), done: make(chan struct{})}
+		closing: make(chan struct{}), done: make(chan struct{})}
 	go p.prune()
 	return p
 }
@@ -753,10 +764,14 @@ var errPoolClosed = errors.New("postgres: the connection pool is closed")
 func (p *pool) Acquire(ctx context.Context) (*poolConn, error) {
 	select {
 	case p.tokens <- struct{}{}:
-	case <-p.closing:
-		return nil, errPoolClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	default: // the pool is full: wait
+		select {
+		case p.tokens <- struct{}{}:
+		case <-p.closing:
+			return nil, errPoolClosed
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	for {
 		p.mu.Lock()
@@ -770,7 +785,7 @@ func (p *pool) Acquire(ctx context.Context) (*poolConn, error) {
 			ic = p.idle[n-1]
 			p.idle[n-1] = idleConn{}
 			p.idle = p.idle[:n-1]
-			p.lent[ic.c] = struct{}{}
+			p.lend(ic.c)
 		}
 		p.mu.Unlock()
 		if ic.c == nil {
@@ -779,7 +794,7 @@ func (p *pool) Acquire(ctx context.Context) (*poolConn, error) {
 		now := p.now()
 		if ic.c.pg.IsClosed() || p.worn(ic, now) || now.Sub(ic.since) > pingAfter && p.ping(ctx, ic.c) != nil {
 			p.mu.Lock()
-			delete(p.lent, ic.c)
+			p.unlend(ic.c)
 			p.mu.Unlock()
 			closeConn(ic.c)
 			if err := ctx.Err(); err != nil {
@@ -799,7 +814,7 @@ func (p *pool) Acquire(ctx context.Context) (*poolConn, error) {
 	p.mu.Lock()
 	closed := p.closed
 	if !closed {
-		p.lent[c] = struct{}{}
+		p.lend(c)
 	}
 	p.mu.Unlock()
 	if closed {
@@ -808,6 +823,20 @@ func (p *pool) Acquire(ctx context.Context) (*poolConn, error) {
 		return nil, errPoolClosed
 	}
 	return &poolConn{conn: c, p: p}, nil
+}
+
+// lend and unlend keep p.lent (under p.mu).
+func (p *pool) lend(c *conn) {
+	c.lentAt = len(p.lent)
+	p.lent = append(p.lent, c)
+}
+
+func (p *pool) unlend(c *conn) {
+	last := p.lent[len(p.lent)-1]
+	last.lentAt = c.lentAt
+	p.lent[c.lentAt] = last
+	p.lent[len(p.lent)-1] = nil
+	p.lent = p.lent[:len(p.lent)-1]
 }
 
 // ping checks that the server still answers on c, within the connect
@@ -857,7 +886,7 @@ func (p *pool) Close(ctx context.Context) error {
 		// error and gives it back, and Release closes it.
 		p.mu.Lock()
 		n := len(p.lent)
-		for c := range p.lent {
+		for _, c := range p.lent {
 			_ = c.pg.Conn().SetDeadline(time.Now())
 		}
 		p.mu.Unlock()
@@ -921,7 +950,7 @@ func (c *poolConn) Release() {
 	now := p.now()
 	keep := !c.stale && !c.pg.IsClosed() && !c.pg.IsBusy() && c.pg.TxStatus() == 'I' && now.Before(c.expires)
 	p.mu.Lock()
-	delete(p.lent, c.conn)
+	p.unlend(c.conn)
 	if keep = keep && !p.closed; keep {
 		p.idle = append(p.idle, idleConn{c: c.conn, since: now})
 	}

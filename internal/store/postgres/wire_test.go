@@ -28,7 +28,11 @@ func testPoolWith(t *testing.T, pc poolConfig) *pool {
 	}
 	p := newPool(cfg, pc)
 	t.Cleanup(func() {
-		if err := p.Close(context.Background()); err != nil {
+		// Bounded: a test that failed holding a connection fails here
+		// too rather than hang.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.Close(ctx); err != nil {
 			t.Error(err)
 		}
 	})
