@@ -3,9 +3,12 @@ package postgres
 import (
 	"context"
 	"errors"
+	"net"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -720,4 +723,157 @@ func TestPoolLentBookkeeping(t *testing.T) {
 	check(cs[2])
 	cs[2].Release()
 	check()
+}
+
+// silentProxy forwards TCP connections to the test cluster's socket until
+// it goes silent: from then on it neither reads nor writes, as a network
+// that drops every packet.
+type silentProxy struct {
+	ln     net.Listener
+	silent chan struct{}
+	once   sync.Once
+}
+
+func newSilentProxy(t *testing.T) *silentProxy {
+	t.Helper()
+	c := pgtest.Shared(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := &silentProxy{ln: ln, silent: make(chan struct{})}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	pipe := func(dst, src net.Conn) {
+		defer wg.Done()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if err != nil {
+				return
+			}
+			select {
+			case <-sp.silent:
+				return // dropped, and nothing more is read
+			default:
+			}
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("unix", filepath.Join(c.Socket, ".s.PGSQL."+strconv.Itoa(c.Port)))
+			if err != nil {
+				in.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, in, out)
+			mu.Unlock()
+			wg.Add(2)
+			go pipe(out, in)
+			go pipe(in, out)
+		}
+	}()
+	return sp
+}
+
+func (sp *silentProxy) goSilent() { sp.once.Do(func() { close(sp.silent) }) }
+
+// within runs fn and fails the test when it has not returned after d.
+func within(t *testing.T, d time.Duration, what string, fn func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		t.Fatalf("%s: still waiting after %v", what, d)
+		return nil
+	}
+}
+
+// When the server stops answering (the network drops everything), a
+// rollback, sent with a context that never ends, fails in rollbackTimeout,
+// and a connection taken after a second idle fails its ping in the connect
+// timeout: neither holds its caller until the system's TCP timeout, and
+// neither connection is lent again.
+func TestPoolSilentServer(t *testing.T) {
+	defer func(d time.Duration) { rollbackTimeout = d }(rollbackTimeout)
+	rollbackTimeout = 300 * time.Millisecond
+	cfg, _, err := parseURL(pgtest.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := newSilentProxy(t)
+	cfg.Host, cfg.Port, cfg.Fallbacks = "127.0.0.1", uint16(sp.ln.Addr().(*net.TCPAddr).Port), nil
+	cfg.ConnectTimeout = 500 * time.Millisecond
+	p := newPool(cfg, poolConfig{maxConns: 2})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = p.Close(ctx)
+	})
+	clk := newClock()
+	p.now = clk.Now
+	ctx := t.Context()
+	var two []*poolConn
+	for range 2 {
+		c, err := p.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		two = append(two, c)
+	}
+	for _, c := range two {
+		c.Release()
+	}
+	tx, err := p.Begin(ctx, `BEGIN`) // on one of them, the other idle
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.idle) != 1 {
+		t.Fatalf("%d idle, want 1", len(p.idle))
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+		t.Fatal(err)
+	}
+	sp.goSilent()
+	if err := within(t, 10*time.Second, "a rollback on a silent server", func() error {
+		return tx.Rollback(context.Background())
+	}); err == nil {
+		t.Error("a rollback on a silent server succeeded")
+	}
+	clk.Add(2 * pingAfter)
+	if err := within(t, 10*time.Second, "an Acquire on a silent server", func() error {
+		c, err := p.Acquire(context.Background())
+		if err == nil {
+			c.Release()
+		}
+		return err
+	}); err == nil {
+		t.Error("a connection was lent by a silent server")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) != 0 || len(p.lent) != 0 {
+		t.Errorf("after the failures: %d idle, %d lent, want none", len(p.idle), len(p.lent))
+	}
 }

@@ -1034,6 +1034,20 @@ func (t *tx) Rollback(ctx context.Context) error {
 		return nil
 	}
 	defer t.Release()
-	_, err := t.Exec(ctx, `ROLLBACK`)
+	return t.rollback(ctx)
+}
+
+// rollbackTimeout bounds a rollback, which callers send with a context
+// that never ends (what they ran failed, maybe for the end of theirs).
+var rollbackTimeout = 5 * time.Second
+
+// rollback sends ROLLBACK on c within rollbackTimeout: a server that
+// stopped answering (the network dropped) fails it, and the connection is
+// closed, instead of holding it, and its caller, until the system's TCP
+// timeout.
+func (c *poolConn) rollback(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
+	defer cancel()
+	_, err := c.Exec(ctx, `ROLLBACK`)
 	return err
 }
