@@ -133,9 +133,8 @@ func waitGoroutines(t *testing.T, want int) {
 // runs on it finishes), and is closed when given back or, given back
 // before its end, when next taken.
 func TestPoolConnLifetime(t *testing.T) {
-	p := testPoolWith(t, poolConfig{maxConns: 2, maxLifetime: time.Hour, maxIdle: 48 * time.Hour, healthCheck: time.Hour})
 	clk := newClock()
-	p.now = clk.Now
+	p := testPoolWith(t, poolConfig{maxConns: 2, maxLifetime: time.Hour, maxIdle: 48 * time.Hour, healthCheck: time.Hour}, clk.Now)
 	a := admin(t, p)
 	ctx := t.Context()
 
@@ -181,9 +180,8 @@ func TestPoolConnLifetime(t *testing.T) {
 // A connection idle for longer than maxIdle is closed by the health check,
 // or when next taken.
 func TestPoolConnIdleTime(t *testing.T) {
-	p := testPoolWith(t, poolConfig{maxConns: 2, maxLifetime: 48 * time.Hour, maxIdle: 10 * time.Minute, healthCheck: time.Hour})
 	clk := newClock()
-	p.now = clk.Now
+	p := testPoolWith(t, poolConfig{maxConns: 2, maxLifetime: 48 * time.Hour, maxIdle: 10 * time.Minute, healthCheck: time.Hour}, clk.Now)
 	a := admin(t, p)
 
 	first := acquirePID(t, p)
@@ -405,9 +403,8 @@ func TestDBCloseWaitsForAWrite(t *testing.T) {
 // again: a statement sent on it fails with an error (never a value), and
 // one taken after a second idle is pinged first, so that nothing fails.
 func TestPoolTerminatedConnections(t *testing.T) {
-	p := testPoolWith(t, poolConfig{maxConns: 3})
 	clk := newClock()
-	p.now = clk.Now
+	p := testPoolWith(t, poolConfig{maxConns: 3}, clk.Now)
 	a := admin(t, p)
 	ctx := t.Context()
 	fill := func() []int64 {
@@ -825,14 +822,13 @@ func TestPoolSilentServer(t *testing.T) {
 	sp := newSilentProxy(t)
 	cfg.Host, cfg.Port, cfg.Fallbacks = "127.0.0.1", uint16(sp.ln.Addr().(*net.TCPAddr).Port), nil
 	cfg.ConnectTimeout = 500 * time.Millisecond
-	p := newPool(cfg, poolConfig{maxConns: 2})
+	clk := newClock()
+	p := newPoolClock(cfg, poolConfig{maxConns: 2}, clk.Now)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = p.Close(ctx)
 	})
-	clk := newClock()
-	p.now = clk.Now
 	ctx := t.Context()
 	var two []*poolConn
 	for range 2 {

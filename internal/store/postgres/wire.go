@@ -689,9 +689,12 @@ const pingAfter = time.Second
 // no connect timeout: a server that stopped answering fails it.
 const pingTimeout = 5 * time.Second
 
-func newPool(cfg *pgconn.Config, pc poolConfig) *pool {
+func newPool(cfg *pgconn.Config, pc poolConfig) *pool { return newPoolClock(cfg, pc, time.Now) }
+
+// newPoolClock is newPool with a clock (tests move theirs).
+func newPoolClock(cfg *pgconn.Config, pc poolConfig, now func() time.Time) *pool {
 	pc = pc.withDefaults()
-	p := &pool{cfg: cfg, pc: pc, tokens: make(chan struct{}, pc.maxConns), now: time.Now,
+	p := &pool{cfg: cfg, pc: pc, tokens: make(chan struct{}, pc.maxConns), now: now,
 		closing: make(chan struct{}), done: make(chan struct{})}
 	go p.prune()
 	return p

@@ -16,17 +16,18 @@ import (
 // testPool is a pool of at most n connections on a fresh database.
 func testPool(t *testing.T, n int) *pool {
 	t.Helper()
-	return testPoolWith(t, poolConfig{maxConns: n, maxIdle: time.Minute, healthCheck: time.Second})
+	return testPoolWith(t, poolConfig{maxConns: n, maxIdle: time.Minute, healthCheck: time.Second}, time.Now)
 }
 
-// testPoolWith is a pool with settings pc on a fresh database.
-func testPoolWith(t *testing.T, pc poolConfig) *pool {
+// testPoolWith is a pool with settings pc and clock now on a fresh
+// database.
+func testPoolWith(t *testing.T, pc poolConfig, now func() time.Time) *pool {
 	t.Helper()
 	cfg, _, err := parseURL(pgtest.Database(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newPool(cfg, pc)
+	p := newPoolClock(cfg, pc, now)
 	t.Cleanup(func() {
 		// Bounded: a test that failed holding a connection fails here
 		// too rather than hang.
