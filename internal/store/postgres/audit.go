@@ -120,7 +120,7 @@ func (t *appendTx) end() {
 	if t.open {
 		// A connection left in a transaction is not given back to the
 		// pool (pgxpool closes it), so a failed rollback loses nothing.
-		_, _ = t.conn.Exec(context.Background(), `ROLLBACK`)
+		_ = t.conn.rollback(context.Background())
 	}
 	t.conn.Release()
 }

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"time"
+
+	"github.com/overseer-dev/overseer/internal/store"
 )
 
 // LeadCheck is how often a leader shows it still holds its lock, and how
@@ -24,6 +26,14 @@ func (d *DB) Lead(ctx context.Context, name string) (<-chan struct{}, error) {
 			var got bool
 			err = conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext(current_schema() || '/' || $2))`, leadClass, name).Scan(&got)
 			if err == nil && got {
+				d.leadMu.Lock()
+				if d.closed.Load() {
+					d.leadMu.Unlock()
+					conn.Close(context.Background())
+					return nil, store.ErrClosed
+				}
+				d.leads.Add(1)
+				d.leadMu.Unlock()
 				lost := make(chan struct{})
 				go d.hold(ctx, conn, name, lost)
 				return lost, nil
@@ -43,6 +53,7 @@ func (d *DB) Lead(ctx context.Context, name string) (<-chan struct{}, error) {
 // hold keeps the lead on conn until ctx ends, the store closes or the
 // connection cannot show it holds the lock, then closes lost.
 func (d *DB) hold(ctx context.Context, conn *conn, name string, lost chan struct{}) {
+	defer d.leads.Done()
 	defer close(lost)
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -77,6 +77,9 @@ const ConnectTimeout = 5 * time.Second
 // timeout.
 const WriteTimeout = 30 * time.Second
 
+// CloseTimeout bounds how long Close waits for the calls under way.
+const CloseTimeout = 10 * time.Second
+
 // Channel is the NOTIFY channel the store announces changes on.
 const Channel = "overseer_changes"
 
@@ -95,6 +98,8 @@ type DB struct {
 	closed atomic.Bool
 	stop   context.CancelFunc // ends the listeners
 	ctx    context.Context    // the listeners' context
+	leadMu sync.Mutex         // orders a new lead's start before Close's wait
+	leads  sync.WaitGroup     // the goroutines holding a lead (Close waits for them)
 
 	// listening counts the Watch connections listening now; heard counts
 	// the notifications they heard and the times they started listening
@@ -117,7 +122,7 @@ var (
 // connection string, as libpq reads them, including its passfile and
 // environment) and brings its schema up to date.
 func Open(ctx context.Context, url string) (*DB, error) {
-	cfg, maxConns, err := parseURL(url)
+	cfg, pc, err := parseURL(url)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +133,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		cfg.ConnectTimeout = ConnectTimeout
 	}
 	lctx, stop := context.WithCancel(context.Background())
-	d := &DB{pool: newPool(cfg, maxConns, time.Minute, 5*time.Second), cfg: cfg.Copy(), stop: stop, ctx: lctx}
+	d := &DB{pool: newPool(cfg, pc), cfg: cfg.Copy(), stop: stop, ctx: lctx}
 	if err := d.migrate(ctx); err != nil {
 		d.Close()
 		return nil, err
@@ -136,50 +141,93 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	return d, nil
 }
 
-// parseURL reads a database URL as libpq does, and the pool's size: its
-// pool_max_conns parameter, by default the number of processors (as
-// pgxpool, which the store used before, reads them); when that is under 8,
-// twice the processors Go uses, and at least 8. Other parameters of pgx's
-// (pool_…, statement and description cache sizes, the query exec mode),
-// which earlier versions took, are accepted and ignored: they are not
-// the server's.
-func parseURL(url string) (*pgconn.Config, int, error) {
+// parseURL reads a database URL as libpq does, and the pool's settings
+// from the parameters pgxpool (which the store used before) reads:
+//
+//   - pool_max_conns: the most connections lent at once, by default the
+//     number of processors; when that is under 8, twice the processors Go
+//     uses, and at least 8;
+//   - pool_max_conn_lifetime (a Go duration, "1h30m"; default an hour) and
+//     pool_max_conn_lifetime_jitter (default a tenth of the lifetime): a
+//     connection is closed once it has lived the one and a random part of
+//     the other, when it is given back or next taken;
+//   - pool_max_conn_idle_time: a connection idle for longer is closed
+//     (default a minute);
+//   - pool_health_check_period: how often the idle connections are checked
+//     (default 5s).
+//
+// pgx's other parameters (pool_min_conns, pool_min_idle_conns,
+// pool_ping_timeout, the statement and description cache sizes, the query
+// exec mode), which earlier versions took, are accepted and ignored; any
+// other pool_ parameter is an error (a misspelt setting does not pass
+// unnoticed). None of them is sent to the server.
+func parseURL(url string) (*pgconn.Config, poolConfig, error) {
 	cfg, err := pgconn.ParseConfig(url)
 	if err != nil {
 		// The parse error may quote the URL, password and all.
-		return nil, 0, errors.New("postgres: the database URL does not parse")
+		return nil, poolConfig{}, errors.New("postgres: the database URL does not parse")
 	}
-	maxConns := max(4, runtime.NumCPU())
+	pc := poolConfig{maxConns: max(4, runtime.NumCPU()), maxLifetime: defaultMaxConnLifetime, lifetimeJitter: -1,
+		maxIdle: defaultMaxConnIdleTime, healthCheck: defaultHealthCheck}
 	for k, v := range cfg.RuntimeParams {
-		switch {
-		case k == "pool_max_conns":
+		var dur *time.Duration
+		switch k {
+		case "pool_max_conns":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
-				return nil, 0, errors.New("postgres: the database URL's pool_max_conns is not a positive number")
+				return nil, poolConfig{}, errors.New("postgres: the database URL's pool_max_conns is not a positive number")
 			}
-			maxConns = n
-		case strings.HasPrefix(k, "pool_"), k == "statement_cache_capacity", k == "description_cache_capacity",
-			k == "default_query_exec_mode":
+			pc.maxConns = n
+		case "pool_max_conn_lifetime":
+			dur = &pc.maxLifetime
+		case "pool_max_conn_lifetime_jitter":
+			dur = &pc.lifetimeJitter
+		case "pool_max_conn_idle_time":
+			dur = &pc.maxIdle
+		case "pool_health_check_period":
+			dur = &pc.healthCheck
+		case "pool_min_conns", "pool_min_idle_conns", "pool_ping_timeout",
+			"statement_cache_capacity", "description_cache_capacity", "default_query_exec_mode":
 		default:
+			if strings.HasPrefix(k, "pool_") {
+				return nil, poolConfig{}, fmt.Errorf("postgres: the database URL's parameter %q is not a setting Overseer knows", k)
+			}
 			continue
+		}
+		if dur != nil {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 || d == 0 && dur != &pc.lifetimeJitter {
+				return nil, poolConfig{}, fmt.Errorf("postgres: the database URL's %s is not a positive duration (such as 30m or 1h30m)", k)
+			}
+			*dur = d
 		}
 		delete(cfg.RuntimeParams, k)
 	}
-	if maxConns < 8 {
-		maxConns = max(8, 2*runtime.GOMAXPROCS(0))
+	if pc.lifetimeJitter < 0 {
+		pc.lifetimeJitter = pc.maxLifetime / 10
 	}
-	return cfg, maxConns, nil
+	if pc.maxConns < 8 {
+		pc.maxConns = max(8, 2*runtime.GOMAXPROCS(0))
+	}
+	return cfg, pc, nil
 }
 
 // Close closes the database's connections. Further calls of any method
-// return store.ErrClosed. Closing twice is not an error.
+// return store.ErrClosed; the calls under way finish first (for up to
+// CloseTimeout, after which what they still run fails, and Close says so).
+// Closing twice is not an error.
 func (d *DB) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
 	d.stop()
-	d.pool.Close()
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), CloseTimeout)
+	defer cancel()
+	err := d.pool.Close(ctx)
+	d.leadMu.Lock() // a Lead from now on sees d.closed
+	d.leadMu.Unlock()
+	d.leads.Wait()
+	return err
 }
 
 // check reports whether an operation may start.

@@ -153,7 +153,10 @@ func TestSize(t *testing.T) {
 // gives it up, and when the leader's connection is killed (as when its
 // process dies) — the old leader then learns it lost the lead.
 func TestLead(t *testing.T) {
-	defer func(d time.Duration) { postgres.LeadCheck = d }(postgres.LeadCheck)
+	// Restored after the stores close (cleanups run last first), which
+	// waits for their leads' goroutines: those read it.
+	check := postgres.LeadCheck
+	t.Cleanup(func() { postgres.LeadCheck = check })
 	postgres.LeadCheck = 50 * time.Millisecond
 	url := pgtest.Database(t)
 	a, b, c := open(t, url), open(t, url), open(t, url)

@@ -23,6 +23,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"strings"
@@ -193,10 +194,17 @@ func encodeArg(a any) ([]byte, error) {
 	return nil, fmt.Errorf("unsupported type %T", a)
 }
 
-// scanValues sets dest from the text-format values of one row.
+// scanValues sets dest from the text-format values of one row. A
+// destination of a type scanValue does not read fails the scan before any
+// is set.
 func scanValues(vals [][]byte, dest []any) error {
 	if len(vals) != len(dest) {
 		return fmt.Errorf("scan: %d columns into %d values", len(vals), len(dest))
+	}
+	for i, d := range dest {
+		if !scannable(d) {
+			return fmt.Errorf("scan column %d: %w", i, unscannable(d))
+		}
 	}
 	for i, d := range dest {
 		if err := scanValue(vals[i], d); err != nil {
@@ -206,7 +214,38 @@ func scanValues(vals [][]byte, dest []any) error {
 	return nil
 }
 
+// scannable reports whether scanValue reads into dest's type. A new type
+// needs a case here and in scanValue (TestScanValueTypes checks that the
+// two agree, and that any other type is refused).
+func scannable(dest any) bool {
+	switch p := dest.(type) {
+	case **string:
+		return p != nil
+	case *string:
+		return p != nil
+	case *int64:
+		return p != nil
+	case *int:
+		return p != nil
+	case *int32:
+		return p != nil
+	case *bool:
+		return p != nil
+	}
+	return false
+}
+
+func unscannable(dest any) error {
+	return fmt.Errorf("cannot scan into %T: the store reads *string, **string, *int64, *int, *int32 and *bool only", dest)
+}
+
+// scanValue sets dest from one text-format value (nil: NULL). Any
+// destination it does not read is an error, and dest is left as it was;
+// so is a value that does not parse as dest's type.
 func scanValue(v []byte, dest any) error {
+	if !scannable(dest) {
+		return unscannable(dest)
+	}
 	if p, ok := dest.(**string); ok {
 		if v == nil {
 			*p = nil
@@ -250,7 +289,7 @@ func scanValue(v []byte, dest any) error {
 			return fmt.Errorf("%q is not a boolean", v)
 		}
 	default:
-		return fmt.Errorf("unsupported type %T", dest)
+		return unscannable(dest)
 	}
 	return nil
 }
@@ -271,6 +310,9 @@ type conn struct {
 	pg    *pgconn.PgConn
 	stmts map[string]*pgconn.StatementDescription // prepared, by their text
 	stale bool                                    // a prepared statement is out of date: not to be reused
+
+	expires time.Time // when a pool's connection is past its lifetime
+	lentAt  int       // its index in its pool's lent connections, while lent
 }
 
 // seen notes whether err says that a statement c prepared is out of date
@@ -424,10 +466,12 @@ func (c *conn) SendBatch(ctx context.Context, b *batch) error {
 	}
 	mrr := c.pg.ExecBatch(ctx, &pb)
 	var first error
+	got := 0
 	for _, q := range b.queries {
 		if !mrr.NextResult() {
 			break
 		}
+		got++
 		rr := mrr.ResultReader()
 		var err error
 		if q.fn != nil {
@@ -442,6 +486,11 @@ func (c *conn) SendBatch(ctx context.Context, b *batch) error {
 	}
 	if err := mrr.Close(); first == nil {
 		first = err
+	}
+	if first == nil && got < len(b.queries) {
+		// A QueryRow function not called leaves its variables as they
+		// were: never a success.
+		first = fmt.Errorf("batch: %d results for %d statements", got, len(b.queries))
 	}
 	return c.seen(first)
 }
@@ -566,20 +615,65 @@ var (
 	_ querier = (*conn)(nil)
 	_ querier = (*pool)(nil)
 	_ querier = (*tx)(nil)
+	_ querier = (*poolConn)(nil)
 )
 
-// pool lends connections: at most max at a time; the ones given back wait
-// idle for the next caller, and are closed after maxIdle unused.
-type pool struct {
-	cfg     *pgconn.Config
-	tokens  chan struct{} // one per connection lent
-	maxIdle time.Duration
+// poolConfig is how a pool lends and recycles its connections (parseURL
+// reads it from the database URL; a zero field takes its default).
+type poolConfig struct {
+	maxConns int // the most connections lent at once
+	// maxLifetime: a connection older than that, plus a random part of
+	// lifetimeJitter drawn when it is opened, is closed when it is given
+	// back or next taken (never while lent), so that connections follow
+	// a server's failover or changed settings and do not all end at once.
+	maxLifetime    time.Duration
+	lifetimeJitter time.Duration
+	maxIdle        time.Duration // a connection idle for longer is closed
+	healthCheck    time.Duration // how often the idle connections are checked
+}
 
-	mu     sync.Mutex
-	idle   []idleConn // the most recently used last
-	closed bool
-	stop   chan struct{}
-	done   chan struct{}
+// The pool's defaults.
+const (
+	defaultMaxConnLifetime = time.Hour
+	defaultMaxConnIdleTime = time.Minute
+	defaultHealthCheck     = 5 * time.Second
+)
+
+// withDefaults returns pc with its zero fields set to their defaults (no
+// jitter: parseURL's default is a tenth of the lifetime).
+func (pc poolConfig) withDefaults() poolConfig {
+	if pc.maxConns < 1 {
+		pc.maxConns = 1
+	}
+	if pc.maxLifetime <= 0 {
+		pc.maxLifetime = defaultMaxConnLifetime
+	}
+	if pc.maxIdle <= 0 {
+		pc.maxIdle = defaultMaxConnIdleTime
+	}
+	if pc.healthCheck <= 0 {
+		pc.healthCheck = defaultHealthCheck
+	}
+	return pc
+}
+
+// pool lends connections: at most maxConns at a time; the ones given back
+// wait idle for the next caller, and are closed after maxIdle unused or
+// once past their lifetime. A connection that broke, or was given back in
+// a transaction, busy or with a statement out of date, is closed, never
+// lent again.
+type pool struct {
+	cfg    *pgconn.Config
+	pc     poolConfig
+	tokens chan struct{} // one per connection lent (or being opened to be lent)
+	now    func() time.Time
+
+	mu      sync.Mutex
+	idle    []idleConn // the most recently used last
+	lent    []*conn    // each at its lentAt
+	closed  bool
+	closing chan struct{} // closed by Close: the Acquires waiting give up
+	done    chan struct{} // closed when prune has returned
 }
 
 type idleConn struct {
@@ -591,42 +685,72 @@ type idleConn struct {
 // that one the server dropped meanwhile (a restart) is not used.
 const pingAfter = time.Second
 
-func newPool(cfg *pgconn.Config, maxConns int, maxIdle, healthCheck time.Duration) *pool {
-	p := &pool{cfg: cfg, tokens: make(chan struct{}, maxConns), maxIdle: maxIdle,
-		stop: make(chan struct{}), done: make(chan struct{})}
-	go p.prune(healthCheck)
+// pingTimeout bounds that ping when the connection's configuration sets
+// no connect timeout: a server that stopped answering fails it.
+const pingTimeout = 5 * time.Second
+
+func newPool(cfg *pgconn.Config, pc poolConfig) *pool { return newPoolClock(cfg, pc, time.Now) }
+
+// newPoolClock is newPool with a clock (tests move theirs).
+func newPoolClock(cfg *pgconn.Config, pc poolConfig, now func() time.Time) *pool {
+	pc = pc.withDefaults()
+	p := &pool{cfg: cfg, pc: pc, tokens: make(chan struct{}, pc.maxConns), now: now,
+		closing: make(chan struct{}), done: make(chan struct{})}
+	go p.prune()
 	return p
 }
 
-// prune closes connections idle for longer than maxIdle, and the ones the
-// server closed, every period.
-func (p *pool) prune(period time.Duration) {
+// prune runs pruneIdle every healthCheck until the pool closes.
+func (p *pool) prune() {
 	defer close(p.done)
-	t := time.NewTicker(period)
+	t := time.NewTicker(p.pc.healthCheck)
 	defer t.Stop()
 	for {
 		select {
-		case <-p.stop:
+		case <-p.closing:
 			return
 		case <-t.C:
 		}
-		var old []*conn
-		p.mu.Lock()
-		kept := p.idle[:0]
-		for _, ic := range p.idle {
-			if time.Since(ic.since) > p.maxIdle || ic.c.pg.IsClosed() {
-				old = append(old, ic.c)
-			} else {
-				kept = append(kept, ic)
-			}
-		}
-		clear(p.idle[len(kept):])
-		p.idle = kept
-		p.mu.Unlock()
-		for _, c := range old {
-			closeConn(c)
+		p.pruneIdle()
+	}
+}
+
+// pruneIdle closes the idle connections that were idle for longer than
+// maxIdle, are past their lifetime, or that the server closed.
+func (p *pool) pruneIdle() {
+	var old []*conn
+	now := p.now()
+	p.mu.Lock()
+	kept := p.idle[:0]
+	for _, ic := range p.idle {
+		if p.worn(ic, now) || ic.c.pg.IsClosed() {
+			old = append(old, ic.c)
+		} else {
+			kept = append(kept, ic)
 		}
 	}
+	clear(p.idle[len(kept):])
+	p.idle = kept
+	p.mu.Unlock()
+	for _, c := range old {
+		closeConn(c)
+	}
+}
+
+// worn reports whether an idle connection is to be closed for its age:
+// idle for longer than maxIdle, or past its lifetime.
+func (p *pool) worn(ic idleConn, now time.Time) bool {
+	return now.Sub(ic.since) > p.pc.maxIdle || !now.Before(ic.c.expires)
+}
+
+// lifetime returns the lifetime of a new connection: maxLifetime and a
+// random part of the jitter.
+func (p *pool) lifetime() time.Duration {
+	d := p.pc.maxLifetime
+	if p.pc.lifetimeJitter > 0 {
+		d += rand.N(p.pc.lifetimeJitter)
+	}
+	return d
 }
 
 func closeConn(c *conn) {
@@ -635,14 +759,22 @@ func closeConn(c *conn) {
 	_ = c.Close(ctx)
 }
 
+// errPoolClosed: the pool is closed (or closing); it lends nothing more.
 var errPoolClosed = errors.New("postgres: the connection pool is closed")
 
-// Acquire lends a connection; Release gives it back.
+// Acquire lends a connection; Release gives it back. It fails once the
+// pool is closing, also while it waits for a connection.
 func (p *pool) Acquire(ctx context.Context) (*poolConn, error) {
 	select {
 	case p.tokens <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	default: // the pool is full: wait
+		select {
+		case p.tokens <- struct{}{}:
+		case <-p.closing:
+			return nil, errPoolClosed
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	for {
 		p.mu.Lock()
@@ -656,12 +788,17 @@ func (p *pool) Acquire(ctx context.Context) (*poolConn, error) {
 			ic = p.idle[n-1]
 			p.idle[n-1] = idleConn{}
 			p.idle = p.idle[:n-1]
+			p.lend(ic.c)
 		}
 		p.mu.Unlock()
 		if ic.c == nil {
 			break
 		}
-		if ic.c.pg.IsClosed() || time.Since(ic.since) > pingAfter && ic.c.pg.Ping(ctx) != nil {
+		now := p.now()
+		if ic.c.pg.IsClosed() || p.worn(ic, now) || now.Sub(ic.since) > pingAfter && p.ping(ctx, ic.c) != nil {
+			p.mu.Lock()
+			p.unlend(ic.c)
+			p.mu.Unlock()
 			closeConn(ic.c)
 			if err := ctx.Err(); err != nil {
 				<-p.tokens
@@ -676,26 +813,89 @@ func (p *pool) Acquire(ctx context.Context) (*poolConn, error) {
 		<-p.tokens
 		return nil, err
 	}
+	c.expires = p.now().Add(p.lifetime())
+	p.mu.Lock()
+	closed := p.closed
+	if !closed {
+		p.lend(c)
+	}
+	p.mu.Unlock()
+	if closed {
+		closeConn(c)
+		<-p.tokens
+		return nil, errPoolClosed
+	}
 	return &poolConn{conn: c, p: p}, nil
 }
 
-// Close closes the idle connections; the ones lent are closed when they
-// are given back.
-func (p *pool) Close() {
+// lend and unlend keep p.lent (under p.mu).
+func (p *pool) lend(c *conn) {
+	c.lentAt = len(p.lent)
+	p.lent = append(p.lent, c)
+}
+
+func (p *pool) unlend(c *conn) {
+	last := p.lent[len(p.lent)-1]
+	last.lentAt = c.lentAt
+	p.lent[c.lentAt] = last
+	p.lent[len(p.lent)-1] = nil
+	p.lent = p.lent[:len(p.lent)-1]
+}
+
+// ping checks that the server still answers on c, within the connect
+// timeout.
+func (p *pool) ping(ctx context.Context, c *conn) error {
+	d := p.cfg.ConnectTimeout
+	if d <= 0 {
+		d = pingTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return c.pg.Ping(ctx)
+}
+
+// Close closes the pool: Acquire fails from then on (errPoolClosed, also
+// for the callers waiting for a connection), the idle connections are
+// closed, and Close waits for the lent ones to be given back (each is
+// closed then), or for ctx to end. Then it interrupts the connections
+// still lent, so that what runs on them fails (and each is closed when
+// given back), and returns an error that says so. A second Close returns
+// nil at once.
+func (p *pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return
+		return nil
 	}
 	p.closed = true
+	close(p.closing)
 	idle := p.idle
 	p.idle = nil
 	p.mu.Unlock()
-	close(p.stop)
 	<-p.done
 	for _, ic := range idle {
 		closeConn(ic.c)
 	}
+	// Each connection given back returns its token: Close holds them all
+	// once none is lent.
+	for range cap(p.tokens) {
+		select {
+		case p.tokens <- struct{}{}:
+			continue
+		case <-ctx.Done():
+		}
+		// The deadline fails the connection's reads and writes, now and
+		// later, as pgconn's own cancellation does: its owner gets an
+		// error and gives it back, and Release closes it.
+		p.mu.Lock()
+		n := len(p.lent)
+		for _, c := range p.lent {
+			_ = c.pg.Conn().SetDeadline(time.Now())
+		}
+		p.mu.Unlock()
+		return fmt.Errorf("postgres: closing the connection pool: %d connections still lent were interrupted: %w", n, ctx.Err())
+	}
+	return nil
 }
 
 // poolConn is a connection lent by a pool.
@@ -705,22 +905,59 @@ type poolConn struct {
 	released bool
 }
 
+// errReleased: a connection used after it was given back (it may be lent
+// to another caller by then: nothing is sent on it).
+var errReleased = errors.New("postgres: the connection was given back to the pool")
+
+// Exec is conn's, refused once the connection is given back.
+func (c *poolConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if c.released {
+		return pgconn.CommandTag{}, errReleased
+	}
+	return c.conn.Exec(ctx, sql, args...)
+}
+
+// Query is conn's, refused once the connection is given back.
+func (c *poolConn) Query(ctx context.Context, sql string, args ...any) (*rows, error) {
+	if c.released {
+		return nil, errReleased
+	}
+	return c.conn.Query(ctx, sql, args...)
+}
+
+// QueryRow is conn's, refused once the connection is given back.
+func (c *poolConn) QueryRow(ctx context.Context, sql string, args ...any) *row {
+	if c.released {
+		return &row{err: errReleased}
+	}
+	return c.conn.QueryRow(ctx, sql, args...)
+}
+
+// SendBatch is conn's, refused once the connection is given back.
+func (c *poolConn) SendBatch(ctx context.Context, b *batch) error {
+	if c.released {
+		return &notSentError{errReleased}
+	}
+	return c.conn.SendBatch(ctx, b)
+}
+
 // Release gives the connection back. One left in a transaction, busy,
-// broken or with a statement out of date is closed instead.
+// broken, with a statement out of date or past its lifetime is closed
+// instead, and so is every one given back once the pool is closing.
 func (c *poolConn) Release() {
 	if c.released {
 		return
 	}
 	c.released = true
 	p := c.p
-	keep := !c.stale && !c.pg.IsClosed() && !c.pg.IsBusy() && c.pg.TxStatus() == 'I'
-	if keep {
-		p.mu.Lock()
-		if keep = !p.closed; keep {
-			p.idle = append(p.idle, idleConn{c: c.conn, since: time.Now()})
-		}
-		p.mu.Unlock()
+	now := p.now()
+	keep := !c.stale && !c.pg.IsClosed() && !c.pg.IsBusy() && c.pg.TxStatus() == 'I' && now.Before(c.expires)
+	p.mu.Lock()
+	p.unlend(c.conn)
+	if keep = keep && !p.closed; keep {
+		p.idle = append(p.idle, idleConn{c: c.conn, since: now})
 	}
+	p.mu.Unlock()
 	if !keep {
 		closeConn(c.conn)
 	}
@@ -800,6 +1037,20 @@ func (t *tx) Rollback(ctx context.Context) error {
 		return nil
 	}
 	defer t.Release()
-	_, err := t.Exec(ctx, `ROLLBACK`)
+	return t.rollback(ctx)
+}
+
+// rollbackTimeout bounds a rollback, which callers send with a context
+// that never ends (what they ran failed, maybe for the end of theirs).
+var rollbackTimeout = 5 * time.Second
+
+// rollback sends ROLLBACK on c within rollbackTimeout: a server that
+// stopped answering (the network dropped) fails it, and the connection is
+// closed, instead of holding it, and its caller, until the system's TCP
+// timeout.
+func (c *poolConn) rollback(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
+	defer cancel()
+	_, err := c.Exec(ctx, `ROLLBACK`)
 	return err
 }

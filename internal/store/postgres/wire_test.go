@@ -16,12 +16,27 @@ import (
 // testPool is a pool of at most n connections on a fresh database.
 func testPool(t *testing.T, n int) *pool {
 	t.Helper()
+	return testPoolWith(t, poolConfig{maxConns: n, maxIdle: time.Minute, healthCheck: time.Second}, time.Now)
+}
+
+// testPoolWith is a pool with settings pc and clock now on a fresh
+// database.
+func testPoolWith(t *testing.T, pc poolConfig, now func() time.Time) *pool {
+	t.Helper()
 	cfg, _, err := parseURL(pgtest.Database(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newPool(cfg, n, time.Minute, time.Second)
-	t.Cleanup(p.Close)
+	p := newPoolClock(cfg, pc, now)
+	t.Cleanup(func() {
+		// Bounded: a test that failed holding a connection fails here
+		// too rather than hang.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
 	return p
 }
 
@@ -267,27 +282,29 @@ func TestWirePool(t *testing.T) {
 	}
 	a3.Release()
 	b.Release()
-	p.Close()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := p.Acquire(ctx); !errors.Is(err, errPoolClosed) {
 		t.Errorf("Acquire after Close: %v", err)
 	}
 }
 
 func TestParseURL(t *testing.T) {
-	cfg, n, err := parseURL("postgres://u@localhost:5/db?pool_max_conns=12&statement_cache_capacity=3&application_name=x")
+	cfg, pc, err := parseURL("postgres://u@localhost:5/db?pool_max_conns=12&statement_cache_capacity=3&application_name=x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 12 {
-		t.Errorf("pool size %d, want 12", n)
+	if pc.maxConns != 12 {
+		t.Errorf("pool size %d, want 12", pc.maxConns)
 	}
 	for k := range cfg.RuntimeParams {
 		if k != "application_name" {
 			t.Errorf("parameter %q would be sent to the server", k)
 		}
 	}
-	if _, n, _ := parseURL("postgres://u@localhost:5/db?pool_max_conns=2"); n < 8 {
-		t.Errorf("pool size %d, want at least 8", n)
+	if _, pc, _ := parseURL("postgres://u@localhost:5/db?pool_max_conns=2"); pc.maxConns < 8 {
+		t.Errorf("pool size %d, want at least 8", pc.maxConns)
 	}
 	for _, bad := range []string{"postgres://u@localhost:5/db?pool_max_conns=x", "postgres://u:secret@localhost:99999999/db"} {
 		if _, _, err := parseURL(bad); err == nil {
