@@ -206,7 +206,8 @@ func (j journal) AnswerApproval(ctx context.Context, id string, status store.App
 	eff.Describe = func(ap *store.Approval, applied bool) (json.RawMessage, error) {
 		a := ans
 		a.Applied = applied
-		return json.Marshal(answerRecord{ApprovalID: ap.ID, Status: ap.Status, ArgsHash: ap.ArgsHash, Level: ap.Level, Answer: a})
+		ar := answerRecord{ApprovalID: ap.ID, Status: ap.Status, ArgsHash: ap.ArgsHash, Level: ap.Level, Answer: a}
+		return j.k.signedData(audit.TypeAnswer, &ar, &ar.MAC)
 	}
 	e := audit.Entry{Type: audit.TypeAnswer, ActionID: cur.ActionID, Agent: cur.Agent, Session: cur.Session, Tool: cur.Tool,
 		Effect: eff, Seal: person}
@@ -246,7 +247,7 @@ func sameJSON(a, b any) bool {
 }
 
 // approvalProblem says why ap is not backed by its records ("" when it is).
-func approvalProblem(ap *store.Approval, recs []store.AuditRecord) string {
+func (k *Kernel) approvalProblem(ap *store.Approval, recs []store.AuditRecord) string {
 	var (
 		request *store.Approval
 		answers []answerRecord
@@ -296,6 +297,11 @@ func approvalProblem(ap *store.Approval, recs []store.AuditRecord) string {
 		return fmt.Sprintf("its status is %s but the audit log records %s", ap.Status, applied.Status)
 	case ap.Answer == nil || !sameJSON(*ap.Answer, applied.Answer):
 		return "its deciding answer differs from its audit record"
+	case applied.Status == store.StatusApproved && (applied.ArgsHash != ap.ArgsHash || !k.signedBy(audit.TypeAnswer, applied, &applied.MAC)):
+		// An approval lets the agent's call run: its record must be one an
+		// instance wrote (signing.go), for these arguments.
+		return "its approving answer is not signed with this instance's key (it was written outside Overseer, " +
+			"or by an instance whose " + ConsoleKeyName + " differs: copy the key as docs/deploy.md says)"
 	}
 	return ""
 }
@@ -315,7 +321,7 @@ func (k *Kernel) checkApproval(ctx context.Context, ap *store.Approval) error {
 		if err != nil {
 			return fmt.Errorf("checking approval %s against the audit log: %w", ap.ID, err)
 		}
-		why := approvalProblem(ap, recs)
+		why := k.approvalProblem(ap, recs)
 		if why == "" {
 			return nil
 		}
@@ -374,7 +380,7 @@ func (k *Kernel) checkApprovals(ctx context.Context, aps []*store.Approval) erro
 		byAction[r.ActionID] = append(byAction[r.ActionID], r)
 	}
 	for _, ap := range aps {
-		if approvalProblem(ap, byAction[ap.ActionID]) != "" {
+		if k.approvalProblem(ap, byAction[ap.ActionID]) != "" {
 			if err := k.checkApproval(ctx, ap); err != nil { // read both again
 				return err
 			}

@@ -103,6 +103,8 @@ type Kernel struct {
 	shared    bool
 	samples   *sampleShare // repeat detection's samples, published to the other instances
 	stopWatch context.CancelFunc
+	// signer signs the records that let an agent do more (signing.go).
+	signer recordSigner
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -607,6 +609,8 @@ type answerRecord struct {
 	ArgsHash   string               `json:"args_hash"`
 	Level      action.Level         `json:"level"`
 	Answer     store.Answer         `json:"answer"`
+	// MAC is the instance's signature of the record (signing.go).
+	MAC string `json:"mac,omitempty"`
 }
 
 // PolicyChange is the audit record of a change to the user layer.

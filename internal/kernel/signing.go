@@ -1,0 +1,159 @@
+package kernel
+
+// Records that let an agent do more — a person's approval, a grant's
+// issue — are signed by the instance that writes them, with a key of its
+// home that the database does not hold.
+//
+// The checks of evidence.go compare the approvals and the user layer with
+// their audit records, but a record is only data in the database: whoever
+// can write the database (one SQLite file in the home, which the guards
+// keep from the agents, or a PostgreSQL server that anyone with its
+// password can reach) could write an answer row and an answer record that
+// agree, chained to the log's tail with the unkeyed hash, and an agent
+// waiting on that approval would run. The record's seal does not help at
+// that moment: its tag is under an epoch key that has evolved away by the
+// time another instance reads it. So these records also carry a MAC under
+// a key derived from the console's key (ConsoleKeyName), which every
+// instance of a fleet has a copy of (docs/deploy.md) and which already
+// signs the approve links: whoever holds it can approve through a link
+// anyway, so it grants nothing new. A record without a valid MAC does not
+// let anything through: an approving answer without one reads as refused,
+// a grant issued without one is not in force. Records that only restrict
+// (a denial, a revocation) are taken as they are.
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// ConsoleKeyName is the console's signing key file in Overseer's home: it
+// signs the approve links, the channels' answer tokens and the records
+// that let an agent do more.
+const ConsoleKeyName = "web.key"
+
+// ErrKeyPermissions means the console's key file can be read by others.
+var ErrKeyPermissions = errors.New("the console's signing key is readable by other users")
+
+// LoadConsoleKey reads the console's signing key from path, creating a
+// random one (mode 0600) when the file does not exist. A key file that
+// other users can read is refused: whoever holds the key can forge
+// approvals.
+func LoadConsoleKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		var raw [32]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			return nil, fmt.Errorf("random key: %w", err)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			return LoadConsoleKey(path) // another process created it first
+		}
+		if err != nil {
+			return nil, fmt.Errorf("creating the signing key: %w", err)
+		}
+		if _, err := f.WriteString(hex.EncodeToString(raw[:]) + "\n"); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("writing the signing key: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("writing the signing key: %w", err)
+		}
+		return raw[:], nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the signing key: %w", err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the signing key: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%w: %s has mode %v (run: chmod 600 %s)", ErrKeyPermissions, path, fi.Mode().Perm(), path)
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(key) < 32 {
+		return nil, fmt.Errorf("%s does not hold a 32-byte hex key (delete it to make a new one)", path)
+	}
+	return key, nil
+}
+
+// recordSigner holds the key records are signed with, read on first use.
+type recordSigner struct {
+	once sync.Once
+	key  []byte
+	err  error
+}
+
+func (k *Kernel) recordKey() ([]byte, error) {
+	s := &k.signer
+	s.once.Do(func() {
+		ck, err := LoadConsoleKey(filepath.Join(k.Home, ConsoleKeyName))
+		if err != nil {
+			s.err = fmt.Errorf("the key that signs approvals and grants: %w", err)
+			return
+		}
+		m := hmac.New(sha256.New, ck)
+		m.Write([]byte("overseer record signatures v1"))
+		s.key = m.Sum(nil)
+	})
+	return s.key, s.err
+}
+
+// recordMAC is the MAC of a record of type typ whose data, without its
+// MAC, is body.
+func (k *Kernel) recordMAC(typ string, body []byte) (string, error) {
+	key, err := k.recordKey()
+	if err != nil {
+		return "", err
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(typ))
+	m.Write([]byte{0})
+	m.Write(body)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)), nil
+}
+
+// signedData encodes v, a record's data whose MAC field *mac is empty,
+// with its MAC in that field.
+func (k *Kernel) signedData(typ string, v any, mac *string) (json.RawMessage, error) {
+	*mac = ""
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	s, err := k.recordMAC(typ, body)
+	if err != nil {
+		return nil, err
+	}
+	*mac = s
+	return json.Marshal(v)
+}
+
+// signedBy reports whether v, a record's data decoded with its MAC in
+// *mac, carries the MAC of an instance. *mac is emptied for the check and
+// put back.
+func (k *Kernel) signedBy(typ string, v any, mac *string) bool {
+	got := *mac
+	if got == "" {
+		return false
+	}
+	*mac = ""
+	body, err := json.Marshal(v)
+	*mac = got
+	if err != nil {
+		return false
+	}
+	want, err := k.recordMAC(typ, body)
+	return err == nil && hmac.Equal([]byte(got), []byte(want))
+}
