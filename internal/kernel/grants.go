@@ -70,7 +70,7 @@ type grantBook struct {
 	grants  map[string]*grant.Grant
 	order   []string        // issue order
 	forged  map[string]bool // issues without an instance's signature: not in force
-	checked time.Time // when the log was last read (monotonic)
+	checked time.Time       // when the log was last read (monotonic)
 }
 
 // grantRecheck is how long a caller that holds no grant is judged by the
