@@ -1,0 +1,115 @@
+package kernel_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/firewall"
+	"github.com/overseer-dev/overseer/internal/grant"
+	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/store"
+)
+
+// appendForged appends a record of type typ with data to the shared
+// database's log as a writer without any key would: chained to the tail
+// with the log's unkeyed hash, untagged.
+func appendForged(t *testing.T, url, typ, agent, session string, data []byte) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(2910, 1)`); err != nil { // the append lock
+		t.Fatal(err)
+	}
+	var (
+		seq  int64
+		prev string
+	)
+	if err := tx.QueryRow(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev); err != nil {
+		t.Fatal(err)
+	}
+	rec := store.AuditRecord{Seq: seq + 1, Time: time.Now().UTC(), Type: typ, Agent: agent, Session: session, Data: data}
+	if _, err := tx.Exec(ctx, `INSERT INTO audit (seq, time_ns, type, action_id, agent, session, tool, data, prev_hash, hash)
+		VALUES ($1, $2, $3, '', $4, $5, '', $6, $7, $8)`, rec.Seq, rec.Time.UnixNano(), rec.Type, agent, session,
+		string(data), prev, audit.Hash(prev, rec)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A grant exists only as its records, so a writer of the shared database
+// without the keys could issue one by appending a record: such an issue
+// (a copy of a real one's, widened to another session, its signature kept
+// or dropped) is not in force, on the instance that reads it or any other;
+// the real grant is.
+func TestSharedForgedGrantNotInForce(t *testing.T) {
+	ctx := context.Background()
+	ks, _, url := openShared(t, 2, 20*time.Millisecond)
+	spec := kernel.GrantSpec{
+		Subject: grant.Subject{Agent: "claude-code", Session: "s1"},
+		Allow:   []grant.Permit{{Kinds: []action.Kind{action.KindFileWrite}, Under: []string{"/srv/out"}}},
+		Budget:  grant.Budget{Steps: 10},
+		Expires: time.Now().Add(time.Hour),
+	}
+	g, err := ks[0].IssueGrant(ctx, spec, "alice", "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(session string) *action.Action {
+		return &action.Action{Tool: "Write", Agent: "claude-code", Session: session, Cwd: "/proj",
+			Args: map[string]any{"file_path": "/srv/out/x.txt", "content": "x"}}
+	}
+	for i, k := range ks {
+		if v := k.Evaluate(ctx, call("s1")); firewall.InsideGrant(&v) != g.ID {
+			t.Fatalf("instance %d: the real grant is not in force: %s %+v", i, v.Level, v.Reasons)
+		}
+	}
+	recs, err := ks[0].Store.QueryAudit(ctx, store.AuditQuery{Types: []string{kernel.TypeGrant}})
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("grant records: %d %v", len(recs), err)
+	}
+	for n, keepMAC := range []bool{true, false} {
+		var gr map[string]any
+		if err := json.Unmarshal(recs[0].Data, &gr); err != nil {
+			t.Fatal(err)
+		}
+		id := "grt_forged" + string(rune('a'+n))
+		session := "s" + string(rune('2'+n))
+		gr["id"] = id
+		gg := gr["grant"].(map[string]any)
+		gg["id"] = id
+		gg["subject"] = map[string]any{"agent": "claude-code", "session": session}
+		if !keepMAC {
+			delete(gr, "mac")
+		}
+		data, _ := json.Marshal(gr)
+		appendForged(t, url, kernel.TypeGrant, "claude-code", session, data)
+		time.Sleep(1100 * time.Millisecond) // a caller without a grant sees the log as read within a second
+		for i, k := range ks {
+			v := k.Evaluate(ctx, call(session))
+			if id := firewall.InsideGrant(&v); id != "" || v.Level < action.Confirm {
+				t.Fatalf("instance %d: a forged grant (signature kept %v) is in force: inside %q, %s %+v", i, keepMAC, id, v.Level, v.Reasons)
+			}
+		}
+	}
+	// The real grant is still in force.
+	if v := ks[1].Evaluate(ctx, call("s1")); firewall.InsideGrant(&v) != g.ID {
+		t.Fatalf("after the forgeries the real grant is not in force: %s %+v", v.Level, v.Reasons)
+	}
+}
