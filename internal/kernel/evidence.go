@@ -206,8 +206,7 @@ func (j journal) AnswerApproval(ctx context.Context, id string, status store.App
 	eff.Describe = func(ap *store.Approval, applied bool) (json.RawMessage, error) {
 		a := ans
 		a.Applied = applied
-		ar := answerRecord{ApprovalID: ap.ID, Status: ap.Status, ArgsHash: ap.ArgsHash, Level: ap.Level, Answer: a}
-		return j.k.signedData(audit.TypeAnswer, &ar, &ar.MAC)
+		return j.k.signedData(audit.TypeAnswer, answerRecord{ApprovalID: ap.ID, Status: ap.Status, ArgsHash: ap.ArgsHash, Level: ap.Level, Answer: a})
 	}
 	e := audit.Entry{Type: audit.TypeAnswer, ActionID: cur.ActionID, Agent: cur.Agent, Session: cur.Session, Tool: cur.Tool,
 		Effect: eff, Seal: person}
@@ -262,6 +261,7 @@ func (k *Kernel) approvalProblem(ap *store.Approval, recs []store.AuditRecord) s
 		case audit.TypeAnswer:
 			var ar answerRecord
 			if json.Unmarshal(r.Data, &ar) == nil && ar.ApprovalID == ap.ID {
+				ar.signed = k.signedBy(audit.TypeAnswer, r.Data)
 				answers = append(answers, ar)
 			}
 		}
@@ -297,7 +297,7 @@ func (k *Kernel) approvalProblem(ap *store.Approval, recs []store.AuditRecord) s
 		return fmt.Sprintf("its status is %s but the audit log records %s", ap.Status, applied.Status)
 	case ap.Answer == nil || !sameJSON(*ap.Answer, applied.Answer):
 		return "its deciding answer differs from its audit record"
-	case applied.Status == store.StatusApproved && (applied.ArgsHash != ap.ArgsHash || !k.signedBy(audit.TypeAnswer, applied, &applied.MAC)):
+	case applied.Status == store.StatusApproved && (applied.ArgsHash != ap.ArgsHash || !applied.signed):
 		// An approval lets the agent's call run: its record must be one an
 		// instance wrote (signing.go), for these arguments.
 		return "its approving answer is not signed with this instance's key (it was written outside Overseer, " +

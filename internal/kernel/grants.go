@@ -57,9 +57,6 @@ type grantRecord struct {
 	Grant   *grant.Grant      `json:"grant,omitempty"`
 	ID      string            `json:"id"`
 	Revoked *grant.Revocation `json:"revoked,omitempty"`
-	// MAC is the instance's signature of an issue (signing.go); a
-	// revocation needs none.
-	MAC string `json:"mac,omitempty"`
 }
 
 // grantBook is the kernel's view of the grants in the audit log: it reads
@@ -83,7 +80,7 @@ const grantRecheck = time.Second
 // refresh reads the grant records appended since the last look. An issue
 // that signed (see signing.go) does not vouch for is not in force: only an
 // instance writes one that does.
-func (b *grantBook) refresh(ctx context.Context, st store.AuditStore, signed func(*grantRecord) bool) error {
+func (b *grantBook) refresh(ctx context.Context, st store.AuditStore, signed func(typ string, data []byte) bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.checked = time.Now()
@@ -104,7 +101,7 @@ func (b *grantBook) refresh(ctx context.Context, st store.AuditStore, signed fun
 			if gr.Grant == nil || gr.Grant.ID == "" || b.grants[gr.Grant.ID] != nil || b.forged[gr.Grant.ID] {
 				return fmt.Errorf("grant record %d: malformed or duplicate issue", r.Seq)
 			}
-			if !signed(&gr) {
+			if !signed(TypeGrant, r.Data) {
 				if b.forged == nil {
 					b.forged = map[string]bool{}
 				}
@@ -138,10 +135,6 @@ func (b *grantBook) refresh(ctx context.Context, st store.AuditStore, signed fun
 	}
 	return nil
 }
-
-// grantSigned reports whether an issue record carries an instance's
-// signature.
-func (k *Kernel) grantSigned(gr *grantRecord) bool { return k.signedBy(TypeGrant, gr, &gr.MAC) }
 
 // fresh reports whether the book was read within grantRecheck.
 func (b *grantBook) fresh() bool {
@@ -188,7 +181,7 @@ type grantSource struct{ k *Kernel }
 func (s grantSource) GrantsFor(ctx context.Context, a *action.Action) ([]grant.State, error) {
 	k := s.k
 	if !k.grants.fresh() || k.grants.holds(a, k.Clock.Now()) {
-		if err := k.grants.refresh(ctx, k.raw, k.grantSigned); err != nil {
+		if err := k.grants.refresh(ctx, k.raw, k.signedBy); err != nil {
 			return nil, err
 		}
 	}
@@ -301,7 +294,7 @@ func (k *Kernel) issueGrant(ctx context.Context, spec GrantSpec, who, channel st
 		return nil, err
 	}
 	if spec.Parent != "" {
-		if err := k.grants.refresh(ctx, k.raw, k.grantSigned); err != nil {
+		if err := k.grants.refresh(ctx, k.raw, k.signedBy); err != nil {
 			return nil, err
 		}
 		p := k.grants.get(spec.Parent)
@@ -330,7 +323,7 @@ func (k *Kernel) issueGrant(ctx context.Context, spec GrantSpec, who, channel st
 	}
 	g := &grant.Grant{ID: NewID("grt_"), Spec: spec, IssuedBy: who, Channel: channel, IssuedAt: now}
 	rec := grantRecord{Op: "issue", Grant: g, ID: g.ID}
-	data, err := k.signedData(TypeGrant, &rec, &rec.MAC)
+	data, err := k.signedData(TypeGrant, rec)
 	if err != nil {
 		return nil, fmt.Errorf("signing the grant: %w", err)
 	}
@@ -338,7 +331,7 @@ func (k *Kernel) issueGrant(ctx context.Context, spec GrantSpec, who, channel st
 		Data: data, Seal: true}); err != nil {
 		return nil, fmt.Errorf("recording the grant: %w", err)
 	}
-	if err := k.grants.refresh(ctx, k.raw, k.grantSigned); err != nil {
+	if err := k.grants.refresh(ctx, k.raw, k.signedBy); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -351,7 +344,7 @@ func (k *Kernel) RevokeGrant(ctx context.Context, id, who, channel, reason strin
 	if who == "" {
 		return nil, fmt.Errorf("%w: a revocation needs the name of who revokes", grant.ErrInvalid)
 	}
-	if err := k.grants.refresh(ctx, k.raw, k.grantSigned); err != nil {
+	if err := k.grants.refresh(ctx, k.raw, k.signedBy); err != nil {
 		return nil, err
 	}
 	g := k.grants.get(id)
@@ -387,7 +380,7 @@ func (k *Kernel) RevokeGrant(ctx context.Context, id, who, channel, reason strin
 		if _, err := k.Audit.AppendAll(ctx, entries...); err != nil {
 			return nil, fmt.Errorf("recording the revocation: %w", err)
 		}
-		if err := k.grants.refresh(ctx, k.raw, k.grantSigned); err != nil {
+		if err := k.grants.refresh(ctx, k.raw, k.signedBy); err != nil {
 			return nil, err
 		}
 	}
@@ -397,7 +390,7 @@ func (k *Kernel) RevokeGrant(ctx context.Context, id, who, channel, reason strin
 // ListGrants returns every grant (newest first) with its use; with
 // activeOnly, only those usable now.
 func (k *Kernel) ListGrants(ctx context.Context, activeOnly bool) ([]GrantView, error) {
-	if err := k.grants.refresh(ctx, k.raw, k.grantSigned); err != nil {
+	if err := k.grants.refresh(ctx, k.raw, k.signedBy); err != nil {
 		return nil, err
 	}
 	all := k.grants.snapshot()

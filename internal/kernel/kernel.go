@@ -609,8 +609,8 @@ type answerRecord struct {
 	ArgsHash   string               `json:"args_hash"`
 	Level      action.Level         `json:"level"`
 	Answer     store.Answer         `json:"answer"`
-	// MAC is the instance's signature of the record (signing.go).
-	MAC string `json:"mac,omitempty"`
+	// signed: the record carries an instance's signature (signing.go).
+	signed bool
 }
 
 // PolicyChange is the audit record of a change to the user layer.

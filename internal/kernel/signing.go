@@ -22,6 +22,7 @@ package kernel
 // (a denial, a revocation) are taken as they are.
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -124,36 +125,41 @@ func (k *Kernel) recordMAC(typ string, body []byte) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)), nil
 }
 
-// signedData encodes v, a record's data whose MAC field *mac is empty,
-// with its MAC in that field.
-func (k *Kernel) signedData(typ string, v any, mac *string) (json.RawMessage, error) {
-	*mac = ""
+// macField is how a signed record's data ends: its MAC, as the last
+// field of the object. The MAC covers the data's exact bytes before it, so
+// that checking it does not depend on decoding and encoding them again.
+const macField = `,"mac":"`
+
+// signedData encodes v, a record's data (a JSON object whose mac field is
+// empty), with the MAC of its encoding as its last field.
+func (k *Kernel) signedData(typ string, v any) (json.RawMessage, error) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	s, err := k.recordMAC(typ, body)
+	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' || bytes.Contains(body, []byte(macField)) {
+		return nil, fmt.Errorf("%s record: cannot be signed", typ)
+	}
+	mac, err := k.recordMAC(typ, body)
 	if err != nil {
 		return nil, err
 	}
-	*mac = s
-	return json.Marshal(v)
+	out := make([]byte, 0, len(body)+len(macField)+len(mac)+2)
+	out = append(out, body[:len(body)-1]...)
+	out = append(out, macField...)
+	out = append(out, mac...)
+	return append(out, '"', '}'), nil
 }
 
-// signedBy reports whether v, a record's data decoded with its MAC in
-// *mac, carries the MAC of an instance. *mac is emptied for the check and
-// put back.
-func (k *Kernel) signedBy(typ string, v any, mac *string) bool {
-	got := *mac
-	if got == "" {
+// signedBy reports whether data, a record's data of type typ, carries the
+// MAC of an instance (signedData).
+func (k *Kernel) signedBy(typ string, data []byte) bool {
+	i := bytes.LastIndex(data, []byte(macField))
+	if i < 0 || !bytes.HasSuffix(data, []byte(`"}`)) || i+len(macField) > len(data)-2 {
 		return false
 	}
-	*mac = ""
-	body, err := json.Marshal(v)
-	*mac = got
-	if err != nil {
-		return false
-	}
+	got := data[i+len(macField) : len(data)-2]
+	body := append(append([]byte(nil), data[:i]...), '}')
 	want, err := k.recordMAC(typ, body)
-	return err == nil && hmac.Equal([]byte(got), []byte(want))
+	return err == nil && hmac.Equal(got, []byte(want))
 }
