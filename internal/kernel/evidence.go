@@ -155,7 +155,7 @@ func (k *Kernel) putRule(ctx context.Context, r *store.UserRule, pc PolicyChange
 		c := pc
 		cp := *stored
 		c.Stored = &cp
-		return json.Marshal(c)
+		return k.signedData(audit.TypePolicyChange, c)
 	}}
 	if _, err := k.Audit.Append(ctx, e); err != nil {
 		return fmt.Errorf("saving the rule and its audit record: %w", err)
@@ -177,7 +177,7 @@ func (k *Kernel) deleteRule(ctx context.Context, id string, pc PolicyChange) err
 				c.Tool = strings.Join(pr.Tool, ",")
 			}
 		}
-		return json.Marshal(c)
+		return k.signedData(audit.TypePolicyChange, c)
 	}}
 	if _, err := k.Audit.Append(ctx, e); err != nil {
 		return fmt.Errorf("deleting the rule with its audit record: %w", err)
@@ -389,9 +389,18 @@ func (k *Kernel) checkApprovals(ctx context.Context, aps []*store.Approval) erro
 	return nil
 }
 
-// ruleRecords returns the latest policy_change record of every rule id.
-func (k *Kernel) ruleRecords(ctx context.Context) (map[string]PolicyChange, error) {
-	out := map[string]PolicyChange{}
+// ruleRecord is a policy_change record and whether an instance signed it
+// (signing.go).
+type ruleRecord struct {
+	PolicyChange
+	signed bool
+}
+
+// ruleRecords returns the latest policy_change record of every rule id. A
+// removal no instance signed of a rule whose addition one did is skipped:
+// it is someone else's, and a removal lets through what the rule stopped.
+func (k *Kernel) ruleRecords(ctx context.Context) (map[string]ruleRecord, error) {
+	out := map[string]ruleRecord{}
 	recs, err := k.raw.QueryAudit(ctx, store.AuditQuery{Types: []string{audit.TypePolicyChange}})
 	if err != nil {
 		return nil, err
@@ -401,13 +410,38 @@ func (k *Kernel) ruleRecords(ctx context.Context) (map[string]PolicyChange, erro
 		if json.Unmarshal(r.Data, &pc) != nil || pc.RuleID == "" {
 			continue
 		}
-		out[pc.RuleID] = pc
+		rr := ruleRecord{PolicyChange: pc, signed: k.signedBy(audit.TypePolicyChange, r.Data)}
+		if prev, ok := out[pc.RuleID]; ok && !rr.signed && pc.Op != "add" && prev.signed && prev.Op == "add" {
+			continue
+		}
+		out[pc.RuleID] = rr
 	}
 	return out, nil
 }
 
-// ruleProblem says why the stored rule is not backed by pc ("" when it is).
-func ruleProblem(ur store.UserRule, pc PolicyChange, found bool) string {
+// unasked reports whether a user rule (as stored) may let a call run
+// without a person: its level is below confirm, or it cannot be read.
+func unasked(raw json.RawMessage) bool {
+	r, err := policy.DecodeRuleJSON(raw)
+	return err != nil || r.Level < action.Confirm
+}
+
+// ruleProblem says why the stored rule is not backed by rr ("" when it
+// is). A rule that lets calls run unasked needs a record an instance
+// signed; one that asks a person or blocks may rest on an older record.
+func ruleProblem(ur store.UserRule, rr ruleRecord, found bool) string {
+	if why := ruleRecordProblem(ur, rr.PolicyChange, found); why != "" {
+		return why
+	}
+	if !rr.signed && unasked(ur.Rule) {
+		return "its policy_change record is not signed by an instance of Overseer (written outside Overseer, " +
+			"or before records were signed: add the rule again), and the rule lets calls run unasked"
+	}
+	return ""
+}
+
+// ruleRecordProblem says why the stored rule is not what pc adds.
+func ruleRecordProblem(ur store.UserRule, pc PolicyChange, found bool) string {
 	switch {
 	case !found:
 		return "no policy_change record in the audit log adds it"
@@ -484,6 +518,11 @@ func (k *Kernel) checkedRules(ctx context.Context, now time.Time) ([]store.UserR
 			continue
 		}
 		if !pc.Stored.ExpiresAt.IsZero() && !pc.Stored.ExpiresAt.After(now) {
+			continue
+		}
+		if !pc.signed && unasked(pc.Stored.Rule) {
+			findings = append(findings, Finding{Kind: "rule", ID: id,
+				Why: "refused: a policy_change record no instance signed adds it, and the rule lets calls run unasked"})
 			continue
 		}
 		findings = append(findings, Finding{Kind: "rule", ID: id,

@@ -13,6 +13,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/firewall"
 	"github.com/overseer-dev/overseer/internal/grant"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
@@ -111,5 +112,133 @@ func TestSharedForgedGrantNotInForce(t *testing.T) {
 	// The real grant is still in force.
 	if v := ks[1].Evaluate(ctx, call("s1")); firewall.InsideGrant(&v) != g.ID {
 		t.Fatalf("after the forgeries the real grant is not in force: %s %+v", v.Level, v.Reasons)
+	}
+}
+
+// forgeRule writes what a writer of the shared database without the keys
+// would to make the user layer hold rule: its row (unless rowless) and a
+// policy_change record that adds it, chained to the log's tail, then the
+// change counter and the notification the instances reload on.
+func forgeRule(t *testing.T, url string, r policy.Rule, rowless bool) {
+	t.Helper()
+	ctx := context.Background()
+	raw, _ := json.Marshal(r)
+	ur := store.UserRule{ID: r.Name, Rule: raw, Origin: "human", CreatedBy: "ann", CreatedAt: time.Now().UTC().Round(0)}
+	data, _ := json.Marshal(kernel.PolicyChange{Origin: "human", Op: "add", RuleID: r.Name, Rule: &r, Who: "ann",
+		After: r.Level, Reason: "rule added by ann", Stored: &ur})
+	if !rowless {
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, `INSERT INTO user_rules (id, position, rule, origin, created_by, created_ns, expires_ns)
+			VALUES ($1, 0, $2, 'human', 'ann', $3, 0)`, r.Name, string(raw), ur.CreatedAt.UnixNano()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendForged(t, url, audit.TypePolicyChange, "", "", data)
+	bumpRules(t, url)
+}
+
+func bumpRules(t *testing.T, url string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'rules_version'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `SELECT pg_notify('overseer_changes', 'rules:')`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeTo(path string) *action.Action {
+	return &action.Action{Tool: "Write", Agent: "claude-code", Session: "s1", Cwd: "/proj",
+		Args: map[string]any{"file_path": path, "content": "x"}}
+}
+
+func underRule(name, dir string, level action.Level) policy.Rule {
+	return policy.Rule{Name: name, Tool: []string{"Write"}, When: `args.file_path.startsWith("` + dir + `")`, Level: level}
+}
+
+// A writer of the shared database without the keys cannot change the
+// user layer: a rule that lets calls run, added with a record chained to
+// the log (with a row or without one), is not used; a person's block rule
+// removed from the table with a removal record still blocks. A person's
+// own rules are in force on every instance.
+func TestSharedForgedRulesNotUsed(t *testing.T) {
+	ctx := context.Background()
+	ks, _, url := openShared(t, 2, 20*time.Millisecond)
+	if _, err := ks[0].AddUserRule(ctx, underRule("allow-a", "/srv/a/", action.Auto), "ann", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks[0].AddUserRule(ctx, underRule("block-b", "/srv/b/", action.Block), "ann", nil); err != nil {
+		t.Fatal(err)
+	}
+	level := func(i int, path string) action.Level {
+		if err := ks[i].Engine.Reload(ctx); err != nil {
+			t.Fatal(err)
+		}
+		v := ks[i].Evaluate(ctx, writeTo(path))
+		return v.Level
+	}
+	for i := range ks {
+		if l := level(i, "/srv/a/x"); l != action.Auto {
+			t.Fatalf("instance %d: a person's allow rule is not used: %s", i, l)
+		}
+		if l := level(i, "/srv/b/x"); l != action.Block {
+			t.Fatalf("instance %d: a person's block rule is not used: %s", i, l)
+		}
+		if l := level(i, "/srv/c/x"); l < action.Confirm {
+			t.Fatalf("instance %d: a write outside the tree runs unasked: %s", i, l)
+		}
+	}
+	forgeRule(t, url, underRule("allow-c", "/srv/c/", action.Auto), false)
+	forgeRule(t, url, underRule("allow-d", "/srv/d/", action.Auto), true)
+	// The block rule: its row deleted, a removal record appended.
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, `DELETE FROM user_rules WHERE id = 'block-b'`); err != nil {
+		t.Fatal(err)
+	}
+	rm, _ := json.Marshal(kernel.PolicyChange{Origin: "human", Op: "remove", RuleID: "block-b", Who: "ann", Reason: "rule removed by ann"})
+	appendForged(t, url, audit.TypePolicyChange, "", "", rm)
+	bumpRules(t, url)
+	for i := range ks {
+		for _, p := range []string{"/srv/c/x", "/srv/d/x"} {
+			if l := level(i, p); l < action.Confirm {
+				t.Fatalf("instance %d: a forged rule lets %s run unasked: %s", i, p, l)
+			}
+		}
+		if l := level(i, "/srv/b/x"); l != action.Block {
+			t.Fatalf("instance %d: the person's block rule, removed outside Overseer, no longer blocks: %s", i, l)
+		}
+		if l := level(i, "/srv/a/x"); l != action.Auto {
+			t.Fatalf("instance %d: after the forgeries a person's allow rule is not used: %s", i, l)
+		}
+	}
+	fs, err := ks[1].Findings(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("findings: %v", fs)
+	want := map[string]bool{"allow-c": false, "allow-d": false, "block-b": false}
+	for _, f := range fs {
+		if _, ok := want[f.ID]; ok {
+			want[f.ID] = true
+		}
+	}
+	for id, seen := range want {
+		if !seen && id != "block-b" {
+			t.Errorf("no finding names rule %s", id)
+		}
 	}
 }
