@@ -242,3 +242,42 @@ func TestSharedForgedRulesNotUsed(t *testing.T) {
 		}
 	}
 }
+
+// A pause is the person's stop switch: a writer of the shared database
+// without the keys cannot lift it by deleting its row and appending a
+// resumption record. A person's resumption lifts it on every instance.
+func TestSharedForgedResumeDoesNotLiftPause(t *testing.T) {
+	defer kernel.SetPauseRecheck(0)()
+	ctx := context.Background()
+	ks, _, url := openShared(t, 2, 20*time.Millisecond)
+	for _, agent := range []string{"codex", "claude"} {
+		if err := ks[0].PauseAgent(ctx, agent, "night", "ann"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The twin: the person resumes claude.
+	if err := ks[0].ResumeAgent(ctx, "claude", "ann"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, `DELETE FROM agent_pauses WHERE agent = 'codex'`); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(kernel.PauseRecord{Agent: "codex", By: "ann", At: time.Now().UTC()})
+	appendForged(t, url, kernel.TypeAgentResumed, "codex", "", data)
+	if _, err := c.Exec(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'pauses_version'`); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range ks {
+		if v := k.Evaluate(ctx, read("codex")); v.Level != action.Block {
+			t.Fatalf("instance %d: the forged resumption lifted the pause: %s", i, v.Summary())
+		}
+		if v := k.Evaluate(ctx, read("claude")); v.Level != action.Auto {
+			t.Fatalf("instance %d: the person's resumption did not lift the pause: %s", i, v.Summary())
+		}
+	}
+}

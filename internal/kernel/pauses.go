@@ -94,7 +94,7 @@ func (k *Kernel) PauseAgent(ctx context.Context, agent, reason, by string) error
 		Effect: &store.PauseAgentEffect{Pause: p, Describe: func(old *store.AgentPause) (json.RawMessage, error) {
 			r := rec
 			r.Replaced = old
-			return json.Marshal(r)
+			return k.signedData(TypeAgentPaused, r)
 		}}}
 	if _, err := k.Audit.Append(ctx, e); err != nil {
 		return fmt.Errorf("pausing %s: %w", agent, err)
@@ -119,7 +119,7 @@ func (k *Kernel) ResumeAgent(ctx context.Context, agent, by string) error {
 		Effect: &store.ResumeAgentEffect{Agent: agent, Describe: func(old *store.AgentPause) (json.RawMessage, error) {
 			r := rec
 			r.Lifted = old
-			return json.Marshal(r)
+			return k.signedData(TypeAgentResumed, r)
 		}}}
 	if _, err := k.Audit.Append(ctx, e); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -243,20 +243,25 @@ func (k *Kernel) readPauses(ctx context.Context) (map[string]store.AgentPause, e
 		return nil, err
 	}
 	logged := map[string]*store.AgentPause{}
+	signed := map[string]bool{} // the agent's last pause record was signed (signing.go)
 	for _, r := range recs {
 		var pr PauseRecord
 		if json.Unmarshal(r.Data, &pr) != nil || pr.Agent == "" {
 			continue
 		}
+		ok := k.signedBy(r.Type, r.Data)
 		if r.Type == TypeAgentPaused {
 			logged[pr.Agent] = &store.AgentPause{Agent: pr.Agent, Reason: pr.Reason, By: pr.By, At: pr.At}
-		} else {
+			signed[pr.Agent] = ok
+		} else if ok || !signed[pr.Agent] {
+			// A resumption no instance signed does not lift a pause one
+			// did: it is someone else's.
 			logged[pr.Agent] = nil
 		}
 	}
 	for agent, p := range logged {
 		if _, ok := m[agent]; p != nil && !ok {
-			p.Reason += " (its pause was removed from the database without a resume record, so it holds)"
+			p.Reason += " (its pause was removed from the database without a resume record Overseer signed, so it holds)"
 			m[agent] = *p
 		}
 	}
