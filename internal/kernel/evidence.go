@@ -534,9 +534,13 @@ func (k *Kernel) checkedRules(ctx context.Context, now time.Time) ([]store.UserR
 	return out, findings, nil
 }
 
-// FindingsOf is Findings for a store with no kernel around it (verify).
-func FindingsOf(ctx context.Context, st store.Store, now time.Time, all bool) ([]Finding, error) {
-	k := &Kernel{raw: st, Clock: clock.NewFake(now)}
+// FindingsOf is Findings for a store with no kernel around it (verify);
+// home holds the key the records are signed with (signing.go).
+func FindingsOf(ctx context.Context, home string, st store.Store, now time.Time, all bool) ([]Finding, error) {
+	if home == "" {
+		return nil, errors.New("findings: no home to read the signing key from")
+	}
+	k := &Kernel{Home: home, raw: st, Clock: clock.NewFake(now)}
 	return k.Findings(ctx, all)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
+	"github.com/overseer-dev/overseer/internal/usage"
 )
 
 // appendForged appends a record of type typ with data to the shared
@@ -278,6 +279,62 @@ func TestSharedForgedResumeDoesNotLiftPause(t *testing.T) {
 		}
 		if v := k.Evaluate(ctx, read("claude")); v.Level != action.Auto {
 			t.Fatalf("instance %d: the person's resumption did not lift the pause: %s", i, v.Summary())
+		}
+	}
+}
+
+// A writer of the shared database without the keys cannot lift a rate
+// limit a person set: deleting its row with a removal record, or raising
+// it in the table with a change record, leaves every instance enforcing
+// the person's limit. A person's removal takes effect everywhere.
+func TestSharedForgedControlChangesIgnored(t *testing.T) {
+	defer kernel.SetPauseRecheck(0)() // every call reads a changed controls version
+	ctx := context.Background()
+	ks, _, url := openShared(t, 2, 20*time.Millisecond)
+	for _, id := range []string{"rl1", "rl2", "rl3"} {
+		if _, err := ks[0].PutRateLimit(ctx, limit(id, 5, usage.Block), "ann"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enforced := func(k *kernel.Kernel) map[string]int {
+		k.Evaluate(ctx, read("nobody")) // reloads the controls when their version changed
+		got := map[string]int{}
+		for _, l := range k.RateLimits() {
+			got[l.ID] = l.MaxCalls
+		}
+		return got
+	}
+	// The twin: the person removes rl3, on every instance.
+	if err := ks[0].DeleteRateLimit(ctx, "rl3", "ann"); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range ks {
+		if got := enforced(k); len(got) != 2 || got["rl1"] != 5 || got["rl2"] != 5 {
+			t.Fatalf("instance %d after the person's removal enforces %v", i, got)
+		}
+	}
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	raised, _ := json.Marshal(limit("rl2", 500, usage.Block))
+	if _, err := c.Exec(ctx, `DELETE FROM controls WHERE id = 'rl1'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `UPDATE controls SET body = $1 WHERE id = 'rl2'`, string(raised)); err != nil {
+		t.Fatal(err)
+	}
+	rm, _ := json.Marshal(kernel.ControlChange{Kind: usage.KindRateLimit, ID: "rl1", Op: "remove", Who: "ann"})
+	appendForged(t, url, kernel.TypeControlChange, "", "", rm)
+	ch, _ := json.Marshal(kernel.ControlChange{Kind: usage.KindRateLimit, ID: "rl2", Op: "change", Who: "ann", After: raised})
+	appendForged(t, url, kernel.TypeControlChange, "", "", ch)
+	if _, err := c.Exec(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'controls_version'`); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range ks {
+		if got := enforced(k); len(got) != 2 || got["rl1"] != 5 || got["rl2"] != 5 {
+			t.Fatalf("instance %d after the forged changes enforces %v; want rl1 and rl2 at 5 calls", i, got)
 		}
 	}
 }

@@ -99,6 +99,10 @@ type recordSigner struct {
 func (k *Kernel) recordKey() ([]byte, error) {
 	s := &k.signer
 	s.once.Do(func() {
+		if k.Home == "" {
+			s.err = errors.New("the key that signs approvals and grants: no home")
+			return
+		}
 		ck, err := LoadConsoleKey(filepath.Join(k.Home, ConsoleKeyName))
 		if err != nil {
 			s.err = fmt.Errorf("the key that signs approvals and grants: %w", err)

@@ -132,7 +132,7 @@ daemon). Exit status 1 when anything is wrong.`,
 			if _, err := audit.PendingKey(home); err == nil {
 				out.PendingKey = true
 			}
-			if out.Findings, err = kernel.FindingsOf(ctx, st, time.Now(), true); err != nil {
+			if out.Findings, err = kernel.FindingsOf(ctx, home, st, time.Now(), true); err != nil {
 				return err
 			}
 			if asJSON {
