@@ -169,3 +169,115 @@ func waitOutcome(t *testing.T, d *overseertest.Daemon, o outcome) <-chan outcome
 	time.Sleep(300 * time.Millisecond)
 	return got
 }
+
+// The shared log's evidence against a writer of the database without the
+// key: an edited record, one rewritten with the chain recomputed after it,
+// a deleted one, the log cut after a person's answer, and the log emptied
+// are each found by `overseer audit verify --key` run from another
+// instance's home; the untouched log verifies.
+func TestFleetAuditTamperFound(t *testing.T) {
+	f := startFleet(t, 2)
+	a, b := f.daemons[0], f.daemons[1]
+	for i := range 4 {
+		if code, body := f.daemons[i%2].Do(t, "POST", "/api/v1/actions", f.autoAction("s"), false); code != 200 {
+			t.Fatalf("submit: %d %s", code, body)
+		}
+	}
+	code, body := a.Do(t, "POST", "/api/v1/actions", f.askingAction("t.txt"), false)
+	o := decode[outcome](t, body)
+	if code != 200 || o.Approval == nil {
+		t.Fatalf("submit: %d %s", code, body)
+	}
+	if code, body := b.Do(t, "POST", "/api/v1/approvals/"+o.Approval.ID+"/approve", map[string]any{"who": "ann"}, true); code != 200 {
+		t.Fatalf("approve: %d %s", code, body)
+	}
+	for i := range 3 {
+		if code, body := f.daemons[i%2].Do(t, "POST", "/api/v1/actions", f.autoAction("s"), false); code != 200 {
+			t.Fatalf("submit: %d %s", code, body)
+		}
+	}
+	a.Kill()
+	b.Kill()
+	key, err := audit.PendingKey(f.homes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := c.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	verify := func() (int, string) {
+		r := overseertest.Run(t, f.homes[1], "", "audit", "verify", "--key", key.String())
+		return r.Code, r.Stdout + r.Stderr
+	}
+	if code, out := verify(); code != 0 {
+		t.Fatalf("the untouched log does not verify: %d\n%s", code, out)
+	}
+	var answerSeq int64
+	if err := c.QueryRow(ctx, `SELECT seq FROM audit WHERE type = 'answer'`).Scan(&answerSeq); err != nil {
+		t.Fatal(err)
+	}
+	exec(`CREATE TABLE audit_copy AS SELECT * FROM audit`)
+	rechain := func(from int64) { // recompute the unkeyed chain from record from on
+		t.Helper()
+		rows, err := c.Query(ctx, `SELECT seq, time_ns, type, action_id, agent, session, tool, data, prev_hash FROM audit WHERE seq >= $1 ORDER BY seq`, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []store.AuditRecord
+		for rows.Next() {
+			var (
+				r    store.AuditRecord
+				ns   int64
+				data string
+			)
+			if err := rows.Scan(&r.Seq, &ns, &r.Type, &r.ActionID, &r.Agent, &r.Session, &r.Tool, &data, &r.PrevHash); err != nil {
+				t.Fatal(err)
+			}
+			r.Time, r.Data = time.Unix(0, ns).UTC(), []byte(data)
+			recs = append(recs, r)
+		}
+		rows.Close()
+		prev := recs[0].PrevHash
+		for _, r := range recs {
+			h := audit.Hash(prev, r)
+			exec(`UPDATE audit SET prev_hash = $2, hash = $3 WHERE seq = $1`, r.Seq, prev, h)
+			prev = h
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		tamper func()
+	}{
+		{"a record's data edited", func() {
+			exec(`UPDATE audit SET data = replace(data, 'README', 'READYOU') WHERE seq = (SELECT min(seq) FROM audit WHERE data LIKE '%README%')`)
+		}},
+		{"a sealed record rewritten, the chain recomputed after it", func() {
+			exec(`UPDATE audit SET data = replace(data, '"ann"', '"bob"') WHERE seq = $1`, answerSeq)
+			rechain(answerSeq)
+		}},
+		{"a middle record deleted", func() { exec(`DELETE FROM audit WHERE seq = 3`) }},
+		{"the log cut from the person's answer on, the chain's tail kept", func() {
+			exec(`DELETE FROM audit WHERE seq >= $1`, answerSeq)
+		}},
+		{"the log emptied", func() { exec(`TRUNCATE audit`) }},
+	} {
+		tc.tamper()
+		if code, out := verify(); code == 0 {
+			t.Errorf("%s: audit verify passes:\n%s", tc.name, out)
+		}
+		exec(`DELETE FROM audit`)
+		exec(`INSERT INTO audit SELECT * FROM audit_copy`)
+	}
+	if code, out := verify(); code != 0 {
+		t.Fatalf("the restored log does not verify: %d\n%s", code, out)
+	}
+}
