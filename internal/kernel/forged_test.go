@@ -3,6 +3,8 @@ package kernel_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/autorule"
 	"github.com/overseer-dev/overseer/internal/firewall"
 	"github.com/overseer-dev/overseer/internal/grant"
 	"github.com/overseer-dev/overseer/internal/kernel"
@@ -335,6 +338,85 @@ func TestSharedForgedControlChangesIgnored(t *testing.T) {
 	for i, k := range ks {
 		if got := enforced(k); len(got) != 2 || got["rl1"] != 5 || got["rl2"] != 5 {
 			t.Fatalf("instance %d after the forged changes enforces %v; want rl1 and rl2 at 5 calls", i, got)
+		}
+	}
+}
+
+// The auto-rules live in the state store: a writer of the shared database
+// without the keys cannot add an auto_approve rule there, nor widen a
+// person's. The instance that reads the rules again (after a person's
+// change) and one that starts afterwards use the person's rules only.
+func TestSharedForgedAutoApproveNotUsed(t *testing.T) {
+	ctx := context.Background()
+	ks, _, url := openShared(t, 1, 20*time.Millisecond)
+	judge := func(k *kernel.Kernel, cmd string) action.Verdict {
+		return k.Evaluate(ctx, &action.Action{Agent: "a", Session: "s", Tool: "Bash", Cwd: "/proj", Args: map[string]any{"command": cmd}})
+	}
+	approve := func(text string) autorule.Rule {
+		return autorule.Rule{Name: "ok " + text, Enabled: true, Priority: 1,
+			Trigger: autorule.Trigger{Type: autorule.TriggerPattern, Tool: "shell", Text: text},
+			Action:  autorule.Action{Type: autorule.ActAutoApprove}}
+	}
+	for _, c := range []string{"docker run alpine", "docker run busybox", "docker run hello", "docker run nginx"} {
+		if v := judge(ks[0], c); v.Level < action.Confirm {
+			t.Fatalf("the test's premise changed: %s is %s", c, v.Level)
+		}
+	}
+	mine, err := ks[0].PutAutoRule(ctx, approve("docker run alpine"), "ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The forgeries: a rule of the writer's own, and the person's widened.
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	forged := approve("docker run busybox")
+	forged.ID = "ar_forged"
+	widened := *mine
+	widened.Trigger.Text = "docker"
+	for _, r := range []autorule.Rule{forged, widened} {
+		b, _ := json.Marshal(r)
+		if _, err := c.Exec(ctx, `INSERT INTO state (ns, key, value) VALUES ($1, $2, $3)
+			ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, kernel.AutoRuleNS, r.ID, string(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The twin: the person adds a rule; the instance reads the rules again.
+	if _, err := ks[0].PutAutoRule(ctx, approve("docker run hello"), "ann"); err != nil {
+		t.Fatal(err)
+	}
+	// An instance that starts now reads them too.
+	home := t.TempDir()
+	if _, err := kernel.LoadConsoleKey(filepath.Join(ks[0].Home, kernel.ConsoleKeyName)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{kernel.PolicyName, audit.SealFile, kernel.ConsoleKeyName} {
+		b, err := os.ReadFile(filepath.Join(ks[0].Home, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late, err := kernel.Open(ctx, kernel.Config{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	for i, k := range []*kernel.Kernel{ks[0], late} {
+		for _, cmd := range []string{"docker run alpine", "docker run hello"} {
+			if v := judge(k, cmd); v.Level != action.Auto {
+				t.Fatalf("instance %d: the person's rule is not used for %s: %s", i, cmd, v.Summary())
+			}
+		}
+		if v := judge(k, "docker run busybox"); v.Level < action.Confirm {
+			t.Fatalf("instance %d: a forged auto_approve rule let a call run: %s", i, v.Summary())
+		}
+		if v := judge(k, "docker run nginx"); v.Level < action.Confirm {
+			t.Fatalf("instance %d: a widened auto_approve rule let a call run: %s", i, v.Summary())
 		}
 	}
 }
