@@ -117,6 +117,21 @@ func TestFleetForgedAnswerRefused(t *testing.T) {
 		t.Fatalf("submit: %+v", o)
 	}
 	got = waitOutcome(t, b, o)
+	// A notification alone decides nothing: the waiter reads the approval
+	// again, finds it pending and waits on.
+	c, err := pgx.Connect(context.Background(), f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(context.Background(), `SELECT pg_notify('overseer_changes', 'approval:' || $1)`, o.Approval.ID); err != nil {
+		t.Fatal(err)
+	}
+	c.Close(context.Background())
+	select {
+	case w := <-got:
+		t.Fatalf("a bare notification ended the wait: %+v", w)
+	case <-time.After(500 * time.Millisecond):
+	}
 	forgeAnswer(t, f.url, o.Approval.ID)
 	w := <-got
 	if w.Decision == "allow" {
