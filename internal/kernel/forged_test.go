@@ -249,14 +249,20 @@ func TestSharedForgedRulesNotUsed(t *testing.T) {
 
 // A pause is the person's stop switch: a writer of the shared database
 // without the keys cannot lift it by deleting its row and appending a
-// resumption record. A person's resumption lifts it on every instance.
+// resumption record, nor, on the instances that knew it, by deleting its
+// row and its record. A person's resumption lifts it on every instance.
 func TestSharedForgedResumeDoesNotLiftPause(t *testing.T) {
 	defer kernel.SetPauseRecheck(0)()
 	ctx := context.Background()
 	ks, _, url := openShared(t, 2, 20*time.Millisecond)
-	for _, agent := range []string{"codex", "claude"} {
+	for _, agent := range []string{"codex", "gemini", "claude"} {
 		if err := ks[0].PauseAgent(ctx, agent, "night", "ann"); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for i, k := range ks {
+		if v := k.Evaluate(ctx, read("gemini")); v.Level != action.Block {
+			t.Fatalf("instance %d: gemini is not paused: %s", i, v.Summary())
 		}
 	}
 	// The twin: the person resumes claude.
@@ -268,6 +274,22 @@ func TestSharedForgedResumeDoesNotLiftPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
+	// gemini's pause deleted with its record (only audit verify sees the
+	// gap): the instances that knew it keep it.
+	if _, err := c.Exec(ctx, `DELETE FROM agent_pauses WHERE agent = 'gemini'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `DELETE FROM audit WHERE type = 'agent_paused' AND agent = 'gemini'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'pauses_version'`); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range ks {
+		if v := k.Evaluate(ctx, read("gemini")); v.Level != action.Block {
+			t.Fatalf("instance %d: deleting the pause with its record lifted it: %s", i, v.Summary())
+		}
+	}
 	if _, err := c.Exec(ctx, `DELETE FROM agent_pauses WHERE agent = 'codex'`); err != nil {
 		t.Fatal(err)
 	}
