@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
@@ -529,9 +530,41 @@ func (k *Kernel) checkedRules(ctx context.Context, now time.Time) ([]store.UserR
 			Why: "removed from the user layer without an audit record; Overseer keeps using it as recorded"})
 		out = append(out, *pc.Stored)
 	}
+	// A rule this process used that has vanished from the table and from
+	// the log alike (deleted with its records: a gap only audit verify
+	// shows) is kept while it lasts.
+	inForce := map[string]bool{}
+	for _, ur := range out {
+		inForce[ur.ID] = true
+	}
+	k.known.mu.Lock()
+	for id, ur := range k.known.rules {
+		if _, recorded := recs[id]; recorded || present[id] || inForce[id] {
+			continue
+		}
+		if !ur.ExpiresAt.IsZero() && !ur.ExpiresAt.After(now) {
+			continue
+		}
+		findings = append(findings, Finding{Kind: "rule", ID: id,
+			Why: "removed from the user layer together with its audit records; Overseer keeps using it until it restarts"})
+		out = append(out, ur)
+	}
+	k.known.rules = make(map[string]store.UserRule, len(out))
+	for _, ur := range out {
+		k.known.rules[ur.ID] = ur
+	}
+	k.known.mu.Unlock()
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Position < out[j].Position })
 	sort.Slice(findings, func(i, j int) bool { return findings[i].ID < findings[j].ID })
 	return out, findings, nil
+}
+
+// knownState is what the kernel last read of the user rules and the
+// controls (see Kernel.known).
+type knownState struct {
+	mu       sync.Mutex
+	rules    map[string]store.UserRule
+	controls map[[2]string]store.Control
 }
 
 // FindingsOf is Findings for a store with no kernel around it (verify);

@@ -173,7 +173,8 @@ func underRule(name, dir string, level action.Level) policy.Rule {
 // A writer of the shared database without the keys cannot change the
 // user layer: a rule that lets calls run, added with a record chained to
 // the log (with a row or without one), is not used; a person's block rule
-// removed from the table with a removal record still blocks. A person's
+// removed from the table with a removal record still blocks, and so does
+// one deleted with its record on the instances that used it. A person's
 // own rules are in force on every instance.
 func TestSharedForgedRulesNotUsed(t *testing.T) {
 	ctx := context.Background()
@@ -181,8 +182,10 @@ func TestSharedForgedRulesNotUsed(t *testing.T) {
 	if _, err := ks[0].AddUserRule(ctx, underRule("allow-a", "/srv/a/", action.Auto), "ann", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ks[0].AddUserRule(ctx, underRule("block-b", "/srv/b/", action.Block), "ann", nil); err != nil {
-		t.Fatal(err)
+	for _, r := range []policy.Rule{underRule("block-b", "/srv/b/", action.Block), underRule("block-e", "/srv/e/", action.Block)} {
+		if _, err := ks[0].AddUserRule(ctx, r, "ann", nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	level := func(i int, path string) action.Level {
 		if err := ks[i].Engine.Reload(ctx); err != nil {
@@ -196,6 +199,9 @@ func TestSharedForgedRulesNotUsed(t *testing.T) {
 			t.Fatalf("instance %d: a person's allow rule is not used: %s", i, l)
 		}
 		if l := level(i, "/srv/b/x"); l != action.Block {
+			t.Fatalf("instance %d: a person's block rule is not used: %s", i, l)
+		}
+		if l := level(i, "/srv/e/x"); l != action.Block {
 			t.Fatalf("instance %d: a person's block rule is not used: %s", i, l)
 		}
 		if l := level(i, "/srv/c/x"); l < action.Confirm {
@@ -213,6 +219,14 @@ func TestSharedForgedRulesNotUsed(t *testing.T) {
 	if _, err := c.Exec(ctx, `DELETE FROM user_rules WHERE id = 'block-b'`); err != nil {
 		t.Fatal(err)
 	}
+	// block-e deleted with its record (a gap only audit verify shows): the
+	// instances that used it keep it.
+	if _, err := c.Exec(ctx, `DELETE FROM user_rules WHERE id = 'block-e'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `DELETE FROM audit WHERE type = 'policy_change' AND data LIKE '%"rule_id":"block-e"%'`); err != nil {
+		t.Fatal(err)
+	}
 	rm, _ := json.Marshal(kernel.PolicyChange{Origin: "human", Op: "remove", RuleID: "block-b", Who: "ann", Reason: "rule removed by ann"})
 	appendForged(t, url, audit.TypePolicyChange, "", "", rm)
 	bumpRules(t, url)
@@ -224,6 +238,9 @@ func TestSharedForgedRulesNotUsed(t *testing.T) {
 		}
 		if l := level(i, "/srv/b/x"); l != action.Block {
 			t.Fatalf("instance %d: the person's block rule, removed outside Overseer, no longer blocks: %s", i, l)
+		}
+		if l := level(i, "/srv/e/x"); l != action.Block {
+			t.Fatalf("instance %d: the person's block rule, deleted with its record, no longer blocks: %s", i, l)
 		}
 		if l := level(i, "/srv/a/x"); l != action.Auto {
 			t.Fatalf("instance %d: after the forgeries a person's allow rule is not used: %s", i, l)
@@ -311,12 +328,13 @@ func TestSharedForgedResumeDoesNotLiftPause(t *testing.T) {
 // A writer of the shared database without the keys cannot lift a rate
 // limit a person set: deleting its row with a removal record, or raising
 // it in the table with a change record, leaves every instance enforcing
-// the person's limit. A person's removal takes effect everywhere.
+// the person's limit, and so does deleting one with its record on the
+// instances that enforced it. A person's removal takes effect everywhere.
 func TestSharedForgedControlChangesIgnored(t *testing.T) {
 	defer kernel.SetPauseRecheck(0)() // every call reads a changed controls version
 	ctx := context.Background()
 	ks, _, url := openShared(t, 2, 20*time.Millisecond)
-	for _, id := range []string{"rl1", "rl2", "rl3"} {
+	for _, id := range []string{"rl1", "rl2", "rl3", "rl4"} {
 		if _, err := ks[0].PutRateLimit(ctx, limit(id, 5, usage.Block), "ann"); err != nil {
 			t.Fatal(err)
 		}
@@ -334,7 +352,7 @@ func TestSharedForgedControlChangesIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, k := range ks {
-		if got := enforced(k); len(got) != 2 || got["rl1"] != 5 || got["rl2"] != 5 {
+		if got := enforced(k); len(got) != 3 || got["rl1"] != 5 || got["rl2"] != 5 || got["rl4"] != 5 {
 			t.Fatalf("instance %d after the person's removal enforces %v", i, got)
 		}
 	}
@@ -344,7 +362,12 @@ func TestSharedForgedControlChangesIgnored(t *testing.T) {
 	}
 	defer c.Close(ctx)
 	raised, _ := json.Marshal(limit("rl2", 500, usage.Block))
-	if _, err := c.Exec(ctx, `DELETE FROM controls WHERE id = 'rl1'`); err != nil {
+	if _, err := c.Exec(ctx, `DELETE FROM controls WHERE id IN ('rl1', 'rl4')`); err != nil {
+		t.Fatal(err)
+	}
+	// rl4 deleted with its record (a gap only audit verify shows): the
+	// instances that enforced it keep it.
+	if _, err := c.Exec(ctx, `DELETE FROM audit WHERE type = 'control_change' AND data LIKE '%"id":"rl4"%'`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Exec(ctx, `UPDATE controls SET body = $1 WHERE id = 'rl2'`, string(raised)); err != nil {
@@ -358,8 +381,8 @@ func TestSharedForgedControlChangesIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, k := range ks {
-		if got := enforced(k); len(got) != 2 || got["rl1"] != 5 || got["rl2"] != 5 {
-			t.Fatalf("instance %d after the forged changes enforces %v; want rl1 and rl2 at 5 calls", i, got)
+		if got := enforced(k); len(got) != 3 || got["rl1"] != 5 || got["rl2"] != 5 || got["rl4"] != 5 {
+			t.Fatalf("instance %d after the forged changes enforces %v; want rl1, rl2 and rl4 at 5 calls", i, got)
 		}
 	}
 }

@@ -105,6 +105,10 @@ type Kernel struct {
 	stopWatch context.CancelFunc
 	// signer signs the records that let an agent do more (signing.go).
 	signer recordSigner
+	// known holds the user rules and controls this process last read, so
+	// that one deleted from the database together with its records is kept
+	// (evidence.go, usage.go).
+	known knownState
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.

@@ -381,6 +381,20 @@ func (k *Kernel) checkedControls(ctx context.Context) ([]store.Control, error) {
 	for _, key := range order {
 		add(key, store.Control{CreatedBy: byKey[key].ch.Who, CreatedAt: byKey[key].at, UpdatedAt: byKey[key].at})
 	}
+	// A control this process enforced that has vanished from the table and
+	// from the log alike (deleted with its records: a gap only audit
+	// verify shows) is kept.
+	k.known.mu.Lock()
+	defer k.known.mu.Unlock()
+	for key, c := range k.known.controls {
+		if _, recorded := byKey[key]; !recorded && !seen[key] {
+			out = append(out, c)
+		}
+	}
+	k.known.controls = make(map[[2]string]store.Control, len(out))
+	for _, c := range out {
+		k.known.controls[[2]string{c.Kind, c.ID}] = c
+	}
 	return out, nil
 }
 
