@@ -411,7 +411,7 @@ func (k *Kernel) listAutoRules(ctx context.Context) ([]autorule.Rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	recorded, err := k.signedAutoRules(ctx)
+	recorded, removed, err := k.signedAutoRules(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -435,6 +435,20 @@ func (k *Kernel) listAutoRules(ctx context.Context) ([]autorule.Rule, error) {
 			out = append(out, *def)
 		}
 	}
+	// A rule this process used that has vanished from the store and from
+	// the log alike (deleted with its records: a gap only audit verify
+	// shows) is kept, unless an instance's signed record removed it.
+	k.known.mu.Lock()
+	for id, r := range k.known.autoRules {
+		if _, ok := raw[id]; !ok && recorded[id] == nil && !removed[id] {
+			out = append(out, r)
+		}
+	}
+	k.known.autoRules = make(map[string]autorule.Rule, len(out))
+	for _, r := range out {
+		k.known.autoRules[r.ID] = r
+	}
+	k.known.mu.Unlock()
 	slices.SortFunc(out, func(a, b autorule.Rule) int {
 		if a.Priority != b.Priority {
 			return a.Priority - b.Priority
@@ -446,24 +460,26 @@ func (k *Kernel) listAutoRules(ctx context.Context) ([]autorule.Rule, error) {
 
 // signedAutoRules replays the auto_rule_change records instances signed:
 // the definition of every auto-rule they say is in force.
-func (k *Kernel) signedAutoRules(ctx context.Context) (map[string]*autorule.Rule, error) {
+// removed holds those such a record removed last.
+func (k *Kernel) signedAutoRules(ctx context.Context) (inForce map[string]*autorule.Rule, removed map[string]bool, err error) {
 	recs, err := k.raw.QueryAudit(ctx, store.AuditQuery{Types: []string{TypeAutoRuleChange}})
 	if err != nil {
-		return nil, fmt.Errorf("checking the auto-rules against the audit log: %w", err)
+		return nil, nil, fmt.Errorf("checking the auto-rules against the audit log: %w", err)
 	}
-	out := map[string]*autorule.Rule{}
+	inForce, removed = map[string]*autorule.Rule{}, map[string]bool{}
 	for _, r := range recs {
 		var ch AutoRuleChange
 		if json.Unmarshal(r.Data, &ch) != nil || ch.ID == "" || !k.signedBy(TypeAutoRuleChange, r.Data) {
 			continue
 		}
 		if ch.Op == "remove" || ch.Rule == nil {
-			delete(out, ch.ID)
+			delete(inForce, ch.ID)
+			removed[ch.ID] = true
 			continue
 		}
-		out[ch.ID] = ch.Rule
+		inForce[ch.ID], removed[ch.ID] = ch.Rule, false
 	}
-	return out, nil
+	return inForce, removed, nil
 }
 
 func (k *Kernel) listAnomalyRules(ctx context.Context) ([]autorule.AnomalyRule, error) {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/autorule"
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/firewall"
 	"github.com/overseer-dev/overseer/internal/policy"
@@ -562,9 +563,10 @@ func (k *Kernel) checkedRules(ctx context.Context, now time.Time) ([]store.UserR
 // knownState is what the kernel last read of the user rules and the
 // controls (see Kernel.known).
 type knownState struct {
-	mu       sync.Mutex
-	rules    map[string]store.UserRule
-	controls map[[2]string]store.Control
+	mu        sync.Mutex
+	rules     map[string]store.UserRule
+	controls  map[[2]string]store.Control
+	autoRules map[string]autorule.Rule
 }
 
 // FindingsOf is Findings for a store with no kernel around it (verify);

@@ -390,7 +390,8 @@ func TestSharedForgedControlChangesIgnored(t *testing.T) {
 // The auto-rules live in the state store: a writer of the shared database
 // without the keys cannot add an auto_approve rule there, nor widen a
 // person's. The instance that reads the rules again (after a person's
-// change) and one that starts afterwards use the person's rules only.
+// change) and one that starts afterwards use the person's rules only; the
+// running one keeps a rule deleted with its records.
 func TestSharedForgedAutoApproveNotUsed(t *testing.T) {
 	ctx := context.Background()
 	ks, _, url := openShared(t, 1, 20*time.Millisecond)
@@ -411,6 +412,15 @@ func TestSharedForgedAutoApproveNotUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ask, err := ks[0].PutAutoRule(ctx, autorule.Rule{Name: "ask before status", Enabled: true, Priority: 1,
+		Trigger: autorule.Trigger{Type: autorule.TriggerPattern, Tool: "shell", Text: "git status --short"},
+		Action:  autorule.Action{Type: autorule.ActRequireApproval}}, "ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := judge(ks[0], "git status --short"); v.Level < action.Approve {
+		t.Fatalf("the person's require_approval rule is not used: %s", v.Summary())
+	}
 	// The forgeries: a rule of the writer's own, and the person's widened.
 	c, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -427,6 +437,14 @@ func TestSharedForgedAutoApproveNotUsed(t *testing.T) {
 			ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, kernel.AutoRuleNS, r.ID, string(b)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The person's require_approval rule deleted with its records (a gap
+	// only audit verify shows): the instance that used it keeps it.
+	if _, err := c.Exec(ctx, `DELETE FROM state WHERE ns = $1 AND key = $2`, kernel.AutoRuleNS, ask.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `DELETE FROM audit WHERE type = $1 AND data LIKE '%' || $2 || '%'`, kernel.TypeAutoRuleChange, ask.ID); err != nil {
+		t.Fatal(err)
 	}
 	// The twin: the person adds a rule; the instance reads the rules again.
 	if _, err := ks[0].PutAutoRule(ctx, approve("docker run hello"), "ann"); err != nil {
@@ -451,6 +469,9 @@ func TestSharedForgedAutoApproveNotUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer late.Close()
+	if v := judge(ks[0], "git status --short"); v.Level < action.Approve {
+		t.Fatalf("the person's require_approval rule, deleted with its records, is no longer used: %s", v.Summary())
+	}
 	for i, k := range []*kernel.Kernel{ks[0], late} {
 		for _, cmd := range []string{"docker run alpine", "docker run hello"} {
 			if v := judge(k, cmd); v.Level != action.Auto {
