@@ -444,9 +444,12 @@ func (k *Kernel) listAutoRules(ctx context.Context) ([]autorule.Rule, error) {
 			out = append(out, r)
 		}
 	}
+	prev := k.known.autoRules
 	k.known.autoRules = make(map[string]autorule.Rule, len(out))
 	for _, r := range out {
-		k.known.autoRules[r.ID] = r
+		if _, kept := prev[r.ID]; recorded[r.ID] != nil || kept {
+			k.known.autoRules[r.ID] = r // a rule a signed record made, not one only the store holds
+		}
 	}
 	k.known.mu.Unlock()
 	slices.SortFunc(out, func(a, b autorule.Rule) int {
