@@ -56,19 +56,30 @@ func LoadConsoleKey(path string) ([]byte, error) {
 		if _, err := rand.Read(raw[:]); err != nil {
 			return nil, fmt.Errorf("random key: %w", err)
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
-			return LoadConsoleKey(path) // another process created it first
-		}
+		// Written whole to a file of its own and linked into place, so
+		// that another process (a hook, the CLI: every kernel signs) never
+		// reads it half written.
+		f, err := os.CreateTemp(filepath.Dir(path), ".web.key-*")
 		if err != nil {
 			return nil, fmt.Errorf("creating the signing key: %w", err)
 		}
+		tmp := f.Name()
+		defer os.Remove(tmp)
 		if _, err := f.WriteString(hex.EncodeToString(raw[:]) + "\n"); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("writing the signing key: %w", err)
+		}
+		if err := f.Sync(); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("writing the signing key: %w", err)
 		}
 		if err := f.Close(); err != nil {
 			return nil, fmt.Errorf("writing the signing key: %w", err)
+		}
+		if err := os.Link(tmp, path); errors.Is(err, os.ErrExist) {
+			return LoadConsoleKey(path) // another process created it first
+		} else if err != nil {
+			return nil, fmt.Errorf("creating the signing key: %w", err)
 		}
 		return raw[:], nil
 	}
