@@ -472,7 +472,7 @@ func (k *Kernel) signedAutoRules(ctx context.Context) (inForce map[string]*autor
 	inForce, removed = map[string]*autorule.Rule{}, map[string]bool{}
 	for _, r := range recs {
 		var ch AutoRuleChange
-		if json.Unmarshal(r.Data, &ch) != nil || ch.ID == "" || !k.signedBy(TypeAutoRuleChange, r.Data) {
+		if json.Unmarshal(r.Data, &ch) != nil || ch.ID == "" || !k.signedRecord(r) {
 			continue
 		}
 		if ch.Op == "remove" || ch.Rule == nil {

@@ -263,7 +263,7 @@ func (k *Kernel) approvalProblem(ap *store.Approval, recs []store.AuditRecord) s
 		case audit.TypeAnswer:
 			var ar answerRecord
 			if json.Unmarshal(r.Data, &ar) == nil && ar.ApprovalID == ap.ID {
-				ar.signed = k.signedBy(audit.TypeAnswer, r.Data)
+				ar.signed = k.signedRecord(r)
 				answers = append(answers, ar)
 			}
 		}
@@ -412,7 +412,7 @@ func (k *Kernel) ruleRecords(ctx context.Context) (map[string]ruleRecord, error)
 		if json.Unmarshal(r.Data, &pc) != nil || pc.RuleID == "" {
 			continue
 		}
-		rr := ruleRecord{PolicyChange: pc, signed: k.signedBy(audit.TypePolicyChange, r.Data)}
+		rr := ruleRecord{PolicyChange: pc, signed: k.signedRecord(r)}
 		if prev, ok := out[pc.RuleID]; ok && !rr.signed && pc.Op != "add" && prev.signed && prev.Op == "add" {
 			continue
 		}

@@ -80,7 +80,7 @@ const grantRecheck = time.Second
 // refresh reads the grant records appended since the last look. An issue
 // that signed (see signing.go) does not vouch for is not in force: only an
 // instance writes one that does.
-func (b *grantBook) refresh(ctx context.Context, st store.AuditStore, signed func(typ string, data []byte) bool) error {
+func (b *grantBook) refresh(ctx context.Context, st store.AuditStore, signed func(store.AuditRecord) bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.checked = time.Now()
@@ -101,7 +101,7 @@ func (b *grantBook) refresh(ctx context.Context, st store.AuditStore, signed fun
 			if gr.Grant == nil || gr.Grant.ID == "" || b.grants[gr.Grant.ID] != nil || b.forged[gr.Grant.ID] {
 				return fmt.Errorf("grant record %d: malformed or duplicate issue", r.Seq)
 			}
-			if !signed(TypeGrant, r.Data) {
+			if !signed(r) {
 				if b.forged == nil {
 					b.forged = map[string]bool{}
 				}
@@ -181,7 +181,7 @@ type grantSource struct{ k *Kernel }
 func (s grantSource) GrantsFor(ctx context.Context, a *action.Action) ([]grant.State, error) {
 	k := s.k
 	if !k.grants.fresh() || k.grants.holds(a, k.Clock.Now()) {
-		if err := k.grants.refresh(ctx, k.raw, k.signedBy); err != nil {
+		if err := k.grants.refresh(ctx, k.raw, k.signedRecord); err != nil {
 			return nil, err
 		}
 	}
@@ -294,7 +294,7 @@ func (k *Kernel) issueGrant(ctx context.Context, spec GrantSpec, who, channel st
 		return nil, err
 	}
 	if spec.Parent != "" {
-		if err := k.grants.refresh(ctx, k.raw, k.signedBy); err != nil {
+		if err := k.grants.refresh(ctx, k.raw, k.signedRecord); err != nil {
 			return nil, err
 		}
 		p := k.grants.get(spec.Parent)
@@ -331,7 +331,7 @@ func (k *Kernel) issueGrant(ctx context.Context, spec GrantSpec, who, channel st
 		Data: data, Seal: true}); err != nil {
 		return nil, fmt.Errorf("recording the grant: %w", err)
 	}
-	if err := k.grants.refresh(ctx, k.raw, k.signedBy); err != nil {
+	if err := k.grants.refresh(ctx, k.raw, k.signedRecord); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -344,7 +344,7 @@ func (k *Kernel) RevokeGrant(ctx context.Context, id, who, channel, reason strin
 	if who == "" {
 		return nil, fmt.Errorf("%w: a revocation needs the name of who revokes", grant.ErrInvalid)
 	}
-	if err := k.grants.refresh(ctx, k.raw, k.signedBy); err != nil {
+	if err := k.grants.refresh(ctx, k.raw, k.signedRecord); err != nil {
 		return nil, err
 	}
 	g := k.grants.get(id)
@@ -380,7 +380,7 @@ func (k *Kernel) RevokeGrant(ctx context.Context, id, who, channel, reason strin
 		if _, err := k.Audit.AppendAll(ctx, entries...); err != nil {
 			return nil, fmt.Errorf("recording the revocation: %w", err)
 		}
-		if err := k.grants.refresh(ctx, k.raw, k.signedBy); err != nil {
+		if err := k.grants.refresh(ctx, k.raw, k.signedRecord); err != nil {
 			return nil, err
 		}
 	}
@@ -390,7 +390,7 @@ func (k *Kernel) RevokeGrant(ctx context.Context, id, who, channel, reason strin
 // ListGrants returns every grant (newest first) with its use; with
 // activeOnly, only those usable now.
 func (k *Kernel) ListGrants(ctx context.Context, activeOnly bool) ([]GrantView, error) {
-	if err := k.grants.refresh(ctx, k.raw, k.signedBy); err != nil {
+	if err := k.grants.refresh(ctx, k.raw, k.signedRecord); err != nil {
 		return nil, err
 	}
 	all := k.grants.snapshot()

@@ -269,7 +269,7 @@ func (k *Kernel) readPauses(ctx context.Context) (map[string]store.AgentPause, m
 		if json.Unmarshal(r.Data, &pr) != nil || pr.Agent == "" {
 			continue
 		}
-		ok := k.signedBy(r.Type, r.Data)
+		ok := k.signedRecord(r)
 		if r.Type == TypeAgentPaused {
 			logged[pr.Agent] = &store.AgentPause{Agent: pr.Agent, Reason: pr.Reason, By: pr.By, At: pr.At}
 			signed[pr.Agent], lifted[pr.Agent] = ok, false

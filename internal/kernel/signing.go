@@ -35,6 +35,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/overseer-dev/overseer/internal/store"
 )
 
 // ConsoleKeyName is the console's signing key file in Overseer's home: it
@@ -100,12 +102,21 @@ func LoadConsoleKey(path string) ([]byte, error) {
 	return key, nil
 }
 
-// recordSigner holds the key records are signed with, read on first use.
+// recordSigner holds the key records are signed with, read on first use,
+// and the records whose signature it checked: the checks of evidence.go
+// read the same records again and again (the user layer every second), and
+// a record that still holds the data checked needs no MAC again.
 type recordSigner struct {
 	once sync.Once
 	key  []byte
 	err  error
+
+	mu       sync.Mutex
+	verified map[int64]string // seq: the data (type first) whose signature checked
 }
+
+// maxVerified bounds recordSigner.verified; past it, it starts again.
+const maxVerified = 1 << 14
 
 func (k *Kernel) recordKey() ([]byte, error) {
 	s := &k.signer
@@ -164,6 +175,29 @@ func (k *Kernel) signedData(typ string, v any) (json.RawMessage, error) {
 	out = append(out, macField...)
 	out = append(out, mac...)
 	return append(out, '"', '}'), nil
+}
+
+// signedRecord reports whether r's data carries the MAC of an instance
+// for a record of r's type (signedBy), remembering those that do.
+func (k *Kernel) signedRecord(r store.AuditRecord) bool {
+	s := &k.signer
+	want := r.Type + "\x00" + string(r.Data)
+	s.mu.Lock()
+	got, ok := s.verified[r.Seq]
+	s.mu.Unlock()
+	if ok && got == want {
+		return true
+	}
+	if !k.signedBy(r.Type, r.Data) {
+		return false
+	}
+	s.mu.Lock()
+	if s.verified == nil || len(s.verified) >= maxVerified {
+		s.verified = make(map[int64]string)
+	}
+	s.verified[r.Seq] = want
+	s.mu.Unlock()
+	return true
 }
 
 // signedBy reports whether data, a record's data of type typ, carries the

@@ -355,7 +355,7 @@ func (k *Kernel) checkedControls(ctx context.Context) ([]store.Control, error) {
 			continue
 		}
 		key := [2]string{ch.Kind, ch.ID}
-		signed := k.signedBy(TypeControlChange, r.Data)
+		signed := k.signedRecord(r)
 		cur := byKey[key]
 		if cur == nil {
 			order = append(order, key)
