@@ -399,8 +399,9 @@ type ruleRecord struct {
 }
 
 // ruleRecords returns the latest policy_change record of every rule id. A
-// removal no instance signed of a rule whose addition one did is skipped:
-// it is someone else's, and a removal lets through what the rule stopped.
+// record no instance signed that follows one an instance did is skipped:
+// it is someone else's, and a removal or a new rule under the same id
+// could let through what the rule stopped.
 func (k *Kernel) ruleRecords(ctx context.Context) (map[string]ruleRecord, error) {
 	out := map[string]ruleRecord{}
 	recs, err := k.raw.QueryAudit(ctx, store.AuditQuery{Types: []string{audit.TypePolicyChange}})
@@ -413,7 +414,7 @@ func (k *Kernel) ruleRecords(ctx context.Context) (map[string]ruleRecord, error)
 			continue
 		}
 		rr := ruleRecord{PolicyChange: pc, signed: k.signedRecord(r)}
-		if prev, ok := out[pc.RuleID]; ok && !rr.signed && pc.Op != "add" && prev.signed && prev.Op == "add" {
+		if prev, ok := out[pc.RuleID]; ok && !rr.signed && prev.signed {
 			continue
 		}
 		out[pc.RuleID] = rr
@@ -497,38 +498,57 @@ func (k *Kernel) checkedRules(ctx context.Context, now time.Time) ([]store.UserR
 	var (
 		out      []store.UserRule
 		findings []Finding
-		present  = map[string]bool{}
+		backed   = map[string]bool{} // rows their records back
+		flagged  = map[string]bool{} // ids with a finding
 	)
 	for _, ur := range stored {
-		present[ur.ID] = true
 		pc, found := recs[ur.ID]
 		if why := ruleProblem(ur, pc, found); why != "" {
 			findings = append(findings, Finding{Kind: "rule", ID: ur.ID, Why: "refused: " + why})
+			flagged[ur.ID] = true
 			continue
 		}
+		backed[ur.ID] = true
 		out = append(out, ur)
 	}
+	// A rule the log adds is used as recorded when the table lost it, or
+	// holds something else under its id (another rule, another expiry: a
+	// person's block rule rewritten or expired in the table still blocks).
 	all, err := k.raw.ListUserRules(ctx, time.Time{})
 	if err != nil {
 		return nil, nil, err
 	}
+	present := map[string]bool{}
 	for _, ur := range all {
 		present[ur.ID] = true
 	}
 	for id, pc := range recs {
-		if present[id] || pc.Op != "add" || pc.Stored == nil {
+		if backed[id] || pc.Op != "add" || pc.Stored == nil {
 			continue
 		}
 		if !pc.Stored.ExpiresAt.IsZero() && !pc.Stored.ExpiresAt.After(now) {
 			continue
 		}
 		if !pc.signed && unasked(pc.Stored.Rule) {
-			findings = append(findings, Finding{Kind: "rule", ID: id,
-				Why: "refused: a policy_change record no instance signed adds it, and the rule lets calls run unasked"})
+			if !flagged[id] {
+				findings = append(findings, Finding{Kind: "rule", ID: id,
+					Why: "refused: a policy_change record no instance signed adds it, and the rule lets calls run unasked"})
+			}
 			continue
 		}
-		findings = append(findings, Finding{Kind: "rule", ID: id,
-			Why: "removed from the user layer without an audit record; Overseer keeps using it as recorded"})
+		why := "removed from the user layer without an audit record; Overseer keeps using it as recorded"
+		if present[id] {
+			why = "changed in the user layer without an audit record; Overseer keeps using it as recorded"
+		}
+		if flagged[id] {
+			for i := range findings {
+				if findings[i].ID == id {
+					findings[i].Why += "; " + why
+				}
+			}
+		} else {
+			findings = append(findings, Finding{Kind: "rule", ID: id, Why: why})
+		}
 		out = append(out, *pc.Stored)
 	}
 	// A rule this process used that has vanished from the table and from
@@ -540,7 +560,7 @@ func (k *Kernel) checkedRules(ctx context.Context, now time.Time) ([]store.UserR
 	}
 	k.known.mu.Lock()
 	for id, ur := range k.known.rules {
-		if _, recorded := recs[id]; recorded || present[id] || inForce[id] {
+		if _, recorded := recs[id]; recorded || inForce[id] {
 			continue
 		}
 		if !ur.ExpiresAt.IsZero() && !ur.ExpiresAt.After(now) {

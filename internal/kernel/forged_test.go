@@ -182,7 +182,8 @@ func TestSharedForgedRulesNotUsed(t *testing.T) {
 	if _, err := ks[0].AddUserRule(ctx, underRule("allow-a", "/srv/a/", action.Auto), "ann", nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []policy.Rule{underRule("block-b", "/srv/b/", action.Block), underRule("block-e", "/srv/e/", action.Block)} {
+	for _, r := range []policy.Rule{underRule("block-b", "/srv/b/", action.Block), underRule("block-e", "/srv/e/", action.Block),
+		underRule("block-f", "/srv/f/", action.Block), underRule("block-g", "/srv/g/", action.Block)} {
 		if _, err := ks[0].AddUserRule(ctx, r, "ann", nil); err != nil {
 			t.Fatal(err)
 		}
@@ -219,6 +220,16 @@ func TestSharedForgedRulesNotUsed(t *testing.T) {
 	if _, err := c.Exec(ctx, `DELETE FROM user_rules WHERE id = 'block-b'`); err != nil {
 		t.Fatal(err)
 	}
+	// block-f rewritten in the table as an allow rule, with a record that
+	// adds it; block-g expired in the table.
+	if _, err := c.Exec(ctx, `UPDATE user_rules SET expires_ns = 1 WHERE id = 'block-g'`); err != nil {
+		t.Fatal(err)
+	}
+	forgeRule(t, url, underRule("block-f", "/srv/f/", action.Auto), true)
+	allowF, _ := json.Marshal(underRule("block-f", "/srv/f/", action.Auto))
+	if _, err := c.Exec(ctx, `UPDATE user_rules SET rule = $1 WHERE id = 'block-f'`, string(allowF)); err != nil {
+		t.Fatal(err)
+	}
 	// block-e deleted with its record (a gap only audit verify shows): the
 	// instances that used it keep it.
 	if _, err := c.Exec(ctx, `DELETE FROM user_rules WHERE id = 'block-e'`); err != nil {
@@ -241,6 +252,12 @@ func TestSharedForgedRulesNotUsed(t *testing.T) {
 		}
 		if l := level(i, "/srv/e/x"); l != action.Block {
 			t.Fatalf("instance %d: the person's block rule, deleted with its record, no longer blocks: %s", i, l)
+		}
+		if l := level(i, "/srv/f/x"); l != action.Block {
+			t.Fatalf("instance %d: the person's block rule, rewritten as an allow rule with a record, no longer blocks: %s", i, l)
+		}
+		if l := level(i, "/srv/g/x"); l != action.Block {
+			t.Fatalf("instance %d: the person's block rule, expired in the table, no longer blocks: %s", i, l)
 		}
 		if l := level(i, "/srv/a/x"); l != action.Auto {
 			t.Fatalf("instance %d: after the forgeries a person's allow rule is not used: %s", i, l)
