@@ -590,12 +590,15 @@ type knownState struct {
 }
 
 // FindingsOf is Findings for a store with no kernel around it (verify);
-// home holds the key the records are signed with (signing.go).
-func FindingsOf(ctx context.Context, home string, st store.Store, now time.Time, all bool) ([]Finding, error) {
+// home holds the key the records are signed with (signing.go). sealed is
+// the last record whose seal the verification key proved (0: none): those
+// records are the instances' whether or not they carry a signature (a
+// version before signing wrote them), as far as a signature matters.
+func FindingsOf(ctx context.Context, home string, st store.Store, now time.Time, all bool, sealed int64) ([]Finding, error) {
 	if home == "" {
 		return nil, errors.New("findings: no home to read the signing key from")
 	}
-	k := &Kernel{Home: home, raw: st, Clock: clock.NewFake(now)}
+	k := &Kernel{Home: home, raw: st, Clock: clock.NewFake(now), sealedThrough: sealed}
 	return k.Findings(ctx, all)
 }
 

@@ -105,6 +105,9 @@ type Kernel struct {
 	stopWatch context.CancelFunc
 	// signer signs the records that let an agent do more (signing.go).
 	signer recordSigner
+	// sealedThrough is the last record whose seal the verification key
+	// proved (FindingsOf, for verify): signed enough.
+	sealedThrough int64
 	// known holds the user rules and controls this process last read, so
 	// that one deleted from the database together with its records is kept
 	// (evidence.go, usage.go).
