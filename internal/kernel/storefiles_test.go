@@ -82,3 +82,69 @@ func TestStoreFilesProtected(t *testing.T) {
 		}
 	}
 }
+
+// With a shared database, a database client the agent runs against it —
+// psql or pg_dump by host and name, by URL or connection string, a driver
+// in inline code — is blocked like a write of Overseer's SQLite file; the
+// same clients against another database of the same server, or any
+// database with the SQLite file, are judged as before.
+func TestStoreGuard(t *testing.T) {
+	_, _, proj := effectWorld(t)
+	url := pgtest.Database(t)
+	tgt, ok := kernel.ParseDBURLForTest(url)
+	if !ok || len(tgt.Hosts) == 0 || tgt.DB == "" {
+		t.Fatalf("the test database's URL: %q %+v", url, tgt)
+	}
+	host, db := tgt.Hosts[0], tgt.DB
+	open := func(store string) *kernel.Kernel {
+		ovh := t.TempDir()
+		pol := "version: 1\nextends: builtin\n"
+		if store != "" {
+			pol += "settings:\n  store: '" + store + "'\n"
+		}
+		if err := os.WriteFile(filepath.Join(ovh, kernel.PolicyName), []byte(pol), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		k, err := kernel.Open(context.Background(), kernel.Config{Home: ovh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { k.Close() })
+		return k
+	}
+	shared, local := open(url), open("")
+	judge := func(k *kernel.Kernel, cmd string) action.Verdict {
+		return k.Evaluate(context.Background(), &action.Action{Tool: "Bash", Agent: "claude-code", Session: "s", Cwd: proj,
+			Args: map[string]any{"command": cmd}})
+	}
+	for _, cmd := range []string{
+		"psql -h " + host + " -d " + db + " -c 'DELETE FROM audit'",
+		"psql -h " + host + " " + db + " -c 'SELECT * FROM approvals'",
+		"psql --host=" + host + " --dbname=" + db,
+		`psql "host=` + host + ` dbname=` + db + `" -c 'TRUNCATE controls'`,
+		"pg_dump '" + url + "'",
+		`python3 -c "import psycopg; psycopg.connect('host=` + host + ` dbname=` + db + `').execute('DELETE FROM user_rules')"`,
+		`node -e "new (require('pg').Client)({host: '` + host + `', database: '` + db + `'})"`,
+		`node -e "x('` + url + `')"`,
+		"PGHOST=" + host + " PGDATABASE=" + db + " psql -c 'SELECT 1'",
+	} {
+		if v := judge(shared, cmd); v.Level != action.Block {
+			t.Errorf("shared database: %q: %s, want block", cmd, v.Summary())
+		}
+		if v := judge(local, cmd); v.Level == action.Block {
+			t.Errorf("SQLite: %q is blocked: %s", cmd, v.Summary())
+		}
+	}
+	for _, cmd := range []string{
+		"psql -h " + host + " -d app -c 'SELECT 1'",
+		"psql -d app -c 'SELECT 1'",
+		`python3 -c "import psycopg; psycopg.connect('host=localhost dbname=app')"`,
+		"pg_dump postgres://app@localhost/app",
+		"PGHOST=" + host + " PGDATABASE=app psql -c 'SELECT 1'",
+	} {
+		vs, vl := judge(shared, cmd), judge(local, cmd)
+		if vs.Level != vl.Level || vs.Level == action.Block {
+			t.Errorf("%q: %s with the shared database, %s with SQLite; want the same, not block", cmd, vs.Summary(), vl.Summary())
+		}
+	}
+}
