@@ -54,7 +54,7 @@ var dbClients = map[string]bool{"psql": true, "pg_dump": true, "pg_dumpall": tru
 	"vacuumdb": true, "reindexdb": true, "clusterdb": true, "dropdb": true, "pg_amcheck": true, "pgbench": true}
 
 var (
-	dbURLRe      = lazyre.New(`postgres(?:ql)?://[^\s'"\x60)]+`)
+	dbURLRe = lazyre.New(`postgres(?:ql)?://[^\s'"\x60)]+`)
 	// Connection strings, drivers' keyword arguments and libpq's variables
 	// (PGHOST=… PGDATABASE=… psql).
 	connHostRe   = lazyre.New(`(?i)\b(?:pg)?host\s*[=:]\s*['"]?([^\s'",;)}]+)`)
