@@ -599,6 +599,7 @@ func FindingsOf(ctx context.Context, home string, st store.Store, now time.Time,
 		return nil, errors.New("findings: no home to read the signing key from")
 	}
 	k := &Kernel{Home: home, raw: st, Clock: clock.NewFake(now), sealedThrough: sealed}
+	_, k.shared = st.(store.Watcher)
 	return k.Findings(ctx, all)
 }
 

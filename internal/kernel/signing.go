@@ -180,6 +180,14 @@ func (k *Kernel) signedData(typ string, v any) (json.RawMessage, error) {
 // signedRecord reports whether r's data carries the MAC of an instance
 // for a record of r's type (signedBy), remembering those that do.
 func (k *Kernel) signedRecord(r store.AuditRecord) bool {
+	if !k.shared {
+		// An SQLite file in the home: whoever can write it can read the
+		// key beside it (both are the home's, and the guards keep agents
+		// from both), so a signature proves nothing more there. Records
+		// written before signing (a person's rules, grants and answers
+		// from an older version) keep their force after an upgrade.
+		return true
+	}
 	if r.Seq > 0 && r.Seq <= k.sealedThrough {
 		return true // its seal was proved (FindingsOf)
 	}

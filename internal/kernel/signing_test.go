@@ -53,12 +53,52 @@ func TestLoadConsoleKeyConcurrent(t *testing.T) {
 }
 
 // A rule written by a version before records were signed (its record
-// sealed, unsigned) lets nothing run unasked, and is a finding; for audit
-// verify with the verification key, which proves the record's seal, it is
-// no finding.
+// sealed, unsigned): in the home's own SQLite file, which whoever could
+// forge it could also read the key beside, it keeps its force after an
+// upgrade and is no finding. On a shared database it lets nothing run
+// unasked, and is a finding; for audit verify with the verification key,
+// which proves the record's seal, it is no finding.
 func TestUnsignedRecordProvedBySeal(t *testing.T) {
+	t.Run("home database", func(t *testing.T) {
+		k := open(t, nil, "")
+		fs := unsignedRule(t, k, false)
+		if has(fs, "old-allow") {
+			t.Fatalf("an older version's rule in the home's database is a finding: %v", fs)
+		}
+	})
+	t.Run("shared database", func(t *testing.T) {
+		ks, _, _ := openShared(t, 1, 20*time.Millisecond)
+		k := ks[0]
+		fs := unsignedRule(t, k, true)
+		if !has(fs, "old-allow") {
+			t.Fatalf("without a proved seal: findings %v", fs)
+		}
+		recs, err := k.Raw().QueryAudit(context.Background(), store.AuditQuery{Desc: true, Limit: 1})
+		if err != nil || len(recs) != 1 {
+			t.Fatal(err)
+		}
+		fs, err = kernel.FindingsOf(context.Background(), k.Home, k.Raw(), time.Now(), true, recs[0].Seq)
+		if err != nil || has(fs, "old-allow") {
+			t.Fatalf("with its seal proved: findings %v, %v", fs, err)
+		}
+	})
+}
+
+func has(fs []kernel.Finding, id string) bool {
+	for _, f := range fs {
+		if f.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// unsignedRule adds an allow rule as a version before signing did and
+// checks whether it is used (want: not on a shared database); it returns
+// the findings of audit verify without a proved seal.
+func unsignedRule(t *testing.T, k *kernel.Kernel, shared bool) []kernel.Finding {
+	t.Helper()
 	ctx := context.Background()
-	k := open(t, nil, "")
 	r := policy.Rule{Name: "old-allow", Tool: []string{"Write"}, When: `args.file_path == "/srv/x"`, Level: action.Auto}
 	raw, _ := json.Marshal(r)
 	ur := &store.UserRule{ID: r.Name, Rule: raw, Origin: "human", CreatedBy: "ann", CreatedAt: time.Now().UTC().Round(0)}
@@ -77,27 +117,16 @@ func TestUnsignedRecordProvedBySeal(t *testing.T) {
 	}
 	w := write("/srv/x")
 	w.Cwd = "/proj"
-	if v := k.Evaluate(ctx, w); v.Level < action.Confirm {
-		t.Fatalf("an unsigned allow rule is used: %s", v.Summary())
+	v := k.Evaluate(ctx, w)
+	if shared && v.Level < action.Confirm {
+		t.Fatalf("an unsigned allow rule is used on a shared database: %s", v.Summary())
 	}
-	has := func(fs []kernel.Finding) bool {
-		for _, f := range fs {
-			if f.ID == r.Name {
-				return true
-			}
-		}
-		return false
+	if !shared && v.Level != action.Auto {
+		t.Fatalf("an older version's allow rule in the home's database is not used after the upgrade: %s", v.Summary())
 	}
 	fs, err := kernel.FindingsOf(ctx, k.Home, k.Raw(), time.Now(), true, 0)
-	if err != nil || !has(fs) {
-		t.Fatalf("without a proved seal: findings %v, %v", fs, err)
-	}
-	recs, err := k.Raw().QueryAudit(ctx, store.AuditQuery{Desc: true, Limit: 1})
-	if err != nil || len(recs) != 1 {
+	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err = kernel.FindingsOf(ctx, k.Home, k.Raw(), time.Now(), true, recs[0].Seq)
-	if err != nil || has(fs) {
-		t.Fatalf("with its seal proved: findings %v, %v", fs, err)
-	}
+	return fs
 }
