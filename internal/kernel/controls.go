@@ -399,8 +399,19 @@ type RuleFired struct {
 	PauseError string `json:"pause_error,omitempty"`
 }
 
+// listAutoRules returns the auto-rules in force. The state store holds
+// them, but whoever can write the database could put an auto_approve rule
+// there: a rule's definition is taken from the latest auto_rule_change
+// record an instance signed (signing.go), with only what the rule did (the
+// times it fired) from the store; a rule the store lost is used as
+// recorded; one no signed record adds is used only when it cannot lower a
+// level.
 func (k *Kernel) listAutoRules(ctx context.Context) ([]autorule.Rule, error) {
 	raw, err := k.Store.ListState(ctx, AutoRuleNS)
+	if err != nil {
+		return nil, err
+	}
+	recorded, removed, err := k.signedAutoRules(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -410,8 +421,37 @@ func (k *Kernel) listAutoRules(ctx context.Context) ([]autorule.Rule, error) {
 		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, fmt.Errorf("auto-rule %s: %w", id, err)
 		}
+		if def := recorded[id]; def != nil {
+			d := *def
+			d.TimesTriggered, d.LastTriggered = r.TimesTriggered, r.LastTriggered
+			r = d
+		} else if r.Loosens() {
+			continue
+		}
 		out = append(out, r)
 	}
+	for id, def := range recorded {
+		if _, ok := raw[id]; !ok {
+			out = append(out, *def)
+		}
+	}
+	// A rule this process used that has vanished from the store and from
+	// the log alike (deleted with its records: a gap only audit verify
+	// shows) is kept, unless an instance's signed record removed it.
+	k.known.mu.Lock()
+	for id, r := range k.known.autoRules {
+		if _, ok := raw[id]; !ok && recorded[id] == nil && !removed[id] {
+			out = append(out, r)
+		}
+	}
+	prev := k.known.autoRules
+	k.known.autoRules = make(map[string]autorule.Rule, len(out))
+	for _, r := range out {
+		if _, kept := prev[r.ID]; recorded[r.ID] != nil || kept {
+			k.known.autoRules[r.ID] = r // a rule a signed record made, not one only the store holds
+		}
+	}
+	k.known.mu.Unlock()
 	slices.SortFunc(out, func(a, b autorule.Rule) int {
 		if a.Priority != b.Priority {
 			return a.Priority - b.Priority
@@ -419,6 +459,30 @@ func (k *Kernel) listAutoRules(ctx context.Context) ([]autorule.Rule, error) {
 		return strings.Compare(a.ID, b.ID)
 	})
 	return out, nil
+}
+
+// signedAutoRules replays the auto_rule_change records instances signed:
+// the definition of every auto-rule they say is in force.
+// removed holds those such a record removed last.
+func (k *Kernel) signedAutoRules(ctx context.Context) (inForce map[string]*autorule.Rule, removed map[string]bool, err error) {
+	recs, err := k.raw.QueryAudit(ctx, store.AuditQuery{Types: []string{TypeAutoRuleChange}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("checking the auto-rules against the audit log: %w", err)
+	}
+	inForce, removed = map[string]*autorule.Rule{}, map[string]bool{}
+	for _, r := range recs {
+		var ch AutoRuleChange
+		if json.Unmarshal(r.Data, &ch) != nil || ch.ID == "" || !k.signedRecord(r) {
+			continue
+		}
+		if ch.Op == "remove" || ch.Rule == nil {
+			delete(inForce, ch.ID)
+			removed[ch.ID] = true
+			continue
+		}
+		inForce[ch.ID], removed[ch.ID] = ch.Rule, false
+	}
+	return inForce, removed, nil
 }
 
 func (k *Kernel) listAnomalyRules(ctx context.Context) ([]autorule.AnomalyRule, error) {
@@ -589,7 +653,11 @@ func (k *Kernel) DeleteAnomalyRule(ctx context.Context, id, who string) error {
 
 // controlChanged audits a change and puts it in force in this process.
 func (k *Kernel) controlChanged(ctx context.Context, ch AutoRuleChange, typ string) error {
-	if _, err := k.Audit.Append(ctx, audit.Entry{Type: typ, Data: ch}); err != nil {
+	data, err := k.signedData(typ, ch)
+	if err != nil {
+		return fmt.Errorf("the change was saved but signing its record failed: %w", err)
+	}
+	if _, err := k.Audit.Append(ctx, audit.Entry{Type: typ, Data: data}); err != nil {
 		return fmt.Errorf("the change was saved but recording it failed: %w", err)
 	}
 	k.announceControls(ctx)

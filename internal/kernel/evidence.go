@@ -28,10 +28,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
+	"github.com/overseer-dev/overseer/internal/autorule"
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/firewall"
 	"github.com/overseer-dev/overseer/internal/policy"
@@ -155,7 +157,7 @@ func (k *Kernel) putRule(ctx context.Context, r *store.UserRule, pc PolicyChange
 		c := pc
 		cp := *stored
 		c.Stored = &cp
-		return json.Marshal(c)
+		return k.signedData(audit.TypePolicyChange, c)
 	}}
 	if _, err := k.Audit.Append(ctx, e); err != nil {
 		return fmt.Errorf("saving the rule and its audit record: %w", err)
@@ -177,7 +179,7 @@ func (k *Kernel) deleteRule(ctx context.Context, id string, pc PolicyChange) err
 				c.Tool = strings.Join(pr.Tool, ",")
 			}
 		}
-		return json.Marshal(c)
+		return k.signedData(audit.TypePolicyChange, c)
 	}}
 	if _, err := k.Audit.Append(ctx, e); err != nil {
 		return fmt.Errorf("deleting the rule with its audit record: %w", err)
@@ -206,7 +208,7 @@ func (j journal) AnswerApproval(ctx context.Context, id string, status store.App
 	eff.Describe = func(ap *store.Approval, applied bool) (json.RawMessage, error) {
 		a := ans
 		a.Applied = applied
-		return json.Marshal(answerRecord{ApprovalID: ap.ID, Status: ap.Status, ArgsHash: ap.ArgsHash, Level: ap.Level, Answer: a})
+		return j.k.signedData(audit.TypeAnswer, answerRecord{ApprovalID: ap.ID, Status: ap.Status, ArgsHash: ap.ArgsHash, Level: ap.Level, Answer: a})
 	}
 	e := audit.Entry{Type: audit.TypeAnswer, ActionID: cur.ActionID, Agent: cur.Agent, Session: cur.Session, Tool: cur.Tool,
 		Effect: eff, Seal: person}
@@ -246,7 +248,7 @@ func sameJSON(a, b any) bool {
 }
 
 // approvalProblem says why ap is not backed by its records ("" when it is).
-func approvalProblem(ap *store.Approval, recs []store.AuditRecord) string {
+func (k *Kernel) approvalProblem(ap *store.Approval, recs []store.AuditRecord) string {
 	var (
 		request *store.Approval
 		answers []answerRecord
@@ -261,6 +263,7 @@ func approvalProblem(ap *store.Approval, recs []store.AuditRecord) string {
 		case audit.TypeAnswer:
 			var ar answerRecord
 			if json.Unmarshal(r.Data, &ar) == nil && ar.ApprovalID == ap.ID {
+				ar.signed = k.signedRecord(r)
 				answers = append(answers, ar)
 			}
 		}
@@ -296,6 +299,11 @@ func approvalProblem(ap *store.Approval, recs []store.AuditRecord) string {
 		return fmt.Sprintf("its status is %s but the audit log records %s", ap.Status, applied.Status)
 	case ap.Answer == nil || !sameJSON(*ap.Answer, applied.Answer):
 		return "its deciding answer differs from its audit record"
+	case applied.Status == store.StatusApproved && (applied.ArgsHash != ap.ArgsHash || !applied.signed):
+		// An approval lets the agent's call run: its record must be one an
+		// instance wrote (signing.go), for these arguments.
+		return "its approving answer is not signed with this instance's key (it was written outside Overseer, " +
+			"or by an instance whose " + ConsoleKeyName + " differs: copy the key as docs/deploy.md says)"
 	}
 	return ""
 }
@@ -315,7 +323,7 @@ func (k *Kernel) checkApproval(ctx context.Context, ap *store.Approval) error {
 		if err != nil {
 			return fmt.Errorf("checking approval %s against the audit log: %w", ap.ID, err)
 		}
-		why := approvalProblem(ap, recs)
+		why := k.approvalProblem(ap, recs)
 		if why == "" {
 			return nil
 		}
@@ -374,7 +382,7 @@ func (k *Kernel) checkApprovals(ctx context.Context, aps []*store.Approval) erro
 		byAction[r.ActionID] = append(byAction[r.ActionID], r)
 	}
 	for _, ap := range aps {
-		if approvalProblem(ap, byAction[ap.ActionID]) != "" {
+		if k.approvalProblem(ap, byAction[ap.ActionID]) != "" {
 			if err := k.checkApproval(ctx, ap); err != nil { // read both again
 				return err
 			}
@@ -383,9 +391,19 @@ func (k *Kernel) checkApprovals(ctx context.Context, aps []*store.Approval) erro
 	return nil
 }
 
-// ruleRecords returns the latest policy_change record of every rule id.
-func (k *Kernel) ruleRecords(ctx context.Context) (map[string]PolicyChange, error) {
-	out := map[string]PolicyChange{}
+// ruleRecord is a policy_change record and whether an instance signed it
+// (signing.go).
+type ruleRecord struct {
+	PolicyChange
+	signed bool
+}
+
+// ruleRecords returns the latest policy_change record of every rule id. A
+// record no instance signed that follows one an instance did is skipped:
+// it is someone else's, and a removal or a new rule under the same id
+// could let through what the rule stopped.
+func (k *Kernel) ruleRecords(ctx context.Context) (map[string]ruleRecord, error) {
+	out := map[string]ruleRecord{}
 	recs, err := k.raw.QueryAudit(ctx, store.AuditQuery{Types: []string{audit.TypePolicyChange}})
 	if err != nil {
 		return nil, err
@@ -395,13 +413,38 @@ func (k *Kernel) ruleRecords(ctx context.Context) (map[string]PolicyChange, erro
 		if json.Unmarshal(r.Data, &pc) != nil || pc.RuleID == "" {
 			continue
 		}
-		out[pc.RuleID] = pc
+		rr := ruleRecord{PolicyChange: pc, signed: k.signedRecord(r)}
+		if prev, ok := out[pc.RuleID]; ok && !rr.signed && prev.signed {
+			continue
+		}
+		out[pc.RuleID] = rr
 	}
 	return out, nil
 }
 
-// ruleProblem says why the stored rule is not backed by pc ("" when it is).
-func ruleProblem(ur store.UserRule, pc PolicyChange, found bool) string {
+// unasked reports whether a user rule (as stored) may let a call run
+// without a person: its level is below confirm, or it cannot be read.
+func unasked(raw json.RawMessage) bool {
+	r, err := policy.DecodeRuleJSON(raw)
+	return err != nil || r.Level < action.Confirm
+}
+
+// ruleProblem says why the stored rule is not backed by rr ("" when it
+// is). A rule that lets calls run unasked needs a record an instance
+// signed; one that asks a person or blocks may rest on an older record.
+func ruleProblem(ur store.UserRule, rr ruleRecord, found bool) string {
+	if why := ruleRecordProblem(ur, rr.PolicyChange, found); why != "" {
+		return why
+	}
+	if !rr.signed && unasked(ur.Rule) {
+		return "its policy_change record is not signed by an instance of Overseer (written outside Overseer, " +
+			"or before records were signed: add the rule again), and the rule lets calls run unasked"
+	}
+	return ""
+}
+
+// ruleRecordProblem says why the stored rule is not what pc adds.
+func ruleRecordProblem(ur store.UserRule, pc PolicyChange, found bool) string {
 	switch {
 	case !found:
 		return "no policy_change record in the audit log adds it"
@@ -455,43 +498,108 @@ func (k *Kernel) checkedRules(ctx context.Context, now time.Time) ([]store.UserR
 	var (
 		out      []store.UserRule
 		findings []Finding
-		present  = map[string]bool{}
+		backed   = map[string]bool{} // rows their records back
+		flagged  = map[string]bool{} // ids with a finding
 	)
 	for _, ur := range stored {
-		present[ur.ID] = true
 		pc, found := recs[ur.ID]
 		if why := ruleProblem(ur, pc, found); why != "" {
 			findings = append(findings, Finding{Kind: "rule", ID: ur.ID, Why: "refused: " + why})
+			flagged[ur.ID] = true
 			continue
 		}
+		backed[ur.ID] = true
 		out = append(out, ur)
 	}
+	// A rule the log adds is used as recorded when the table lost it, or
+	// holds something else under its id (another rule, another expiry: a
+	// person's block rule rewritten or expired in the table still blocks).
 	all, err := k.raw.ListUserRules(ctx, time.Time{})
 	if err != nil {
 		return nil, nil, err
 	}
+	present := map[string]bool{}
 	for _, ur := range all {
 		present[ur.ID] = true
 	}
 	for id, pc := range recs {
-		if present[id] || pc.Op != "add" || pc.Stored == nil {
+		if backed[id] || pc.Op != "add" || pc.Stored == nil {
 			continue
 		}
 		if !pc.Stored.ExpiresAt.IsZero() && !pc.Stored.ExpiresAt.After(now) {
 			continue
 		}
-		findings = append(findings, Finding{Kind: "rule", ID: id,
-			Why: "removed from the user layer without an audit record; Overseer keeps using it as recorded"})
+		if !pc.signed && unasked(pc.Stored.Rule) {
+			if !flagged[id] {
+				findings = append(findings, Finding{Kind: "rule", ID: id,
+					Why: "refused: a policy_change record no instance signed adds it, and the rule lets calls run unasked"})
+			}
+			continue
+		}
+		why := "removed from the user layer without an audit record; Overseer keeps using it as recorded"
+		if present[id] {
+			why = "changed in the user layer without an audit record; Overseer keeps using it as recorded"
+		}
+		if flagged[id] {
+			for i := range findings {
+				if findings[i].ID == id {
+					findings[i].Why += "; " + why
+				}
+			}
+		} else {
+			findings = append(findings, Finding{Kind: "rule", ID: id, Why: why})
+		}
 		out = append(out, *pc.Stored)
 	}
+	// A rule this process used that has vanished from the table and from
+	// the log alike (deleted with its records: a gap only audit verify
+	// shows) is kept while it lasts.
+	inForce := map[string]bool{}
+	for _, ur := range out {
+		inForce[ur.ID] = true
+	}
+	k.known.mu.Lock()
+	for id, ur := range k.known.rules {
+		if _, recorded := recs[id]; recorded || inForce[id] {
+			continue
+		}
+		if !ur.ExpiresAt.IsZero() && !ur.ExpiresAt.After(now) {
+			continue
+		}
+		findings = append(findings, Finding{Kind: "rule", ID: id,
+			Why: "removed from the user layer together with its audit records; Overseer keeps using it until it restarts"})
+		out = append(out, ur)
+	}
+	k.known.rules = make(map[string]store.UserRule, len(out))
+	for _, ur := range out {
+		k.known.rules[ur.ID] = ur
+	}
+	k.known.mu.Unlock()
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Position < out[j].Position })
 	sort.Slice(findings, func(i, j int) bool { return findings[i].ID < findings[j].ID })
 	return out, findings, nil
 }
 
-// FindingsOf is Findings for a store with no kernel around it (verify).
-func FindingsOf(ctx context.Context, st store.Store, now time.Time, all bool) ([]Finding, error) {
-	k := &Kernel{raw: st, Clock: clock.NewFake(now)}
+// knownState is what the kernel last read of the user rules and the
+// controls (see Kernel.known).
+type knownState struct {
+	mu        sync.Mutex
+	rules     map[string]store.UserRule
+	controls  map[[2]string]store.Control
+	autoRules map[string]autorule.Rule
+}
+
+// FindingsOf is Findings for a store with no kernel around it (verify);
+// home holds the key the records are signed with (signing.go). sealed is
+// the last record whose seal the verification key proved (0: none): those
+// records are the instances' whether or not they carry a signature (a
+// version before signing wrote them), as far as a signature matters.
+func FindingsOf(ctx context.Context, home string, st store.Store, now time.Time, all bool, sealed int64) ([]Finding, error) {
+	if home == "" {
+		return nil, errors.New("findings: no home to read the signing key from")
+	}
+	k := &Kernel{Home: home, raw: st, Clock: clock.NewFake(now), sealedThrough: sealed}
+	_, k.shared = st.(store.Watcher)
 	return k.Findings(ctx, all)
 }
 

@@ -42,3 +42,16 @@ func PublishSamples(pub store.Publisher, id string, n int) {
 	}
 	s.publish()
 }
+
+// DBTargetForTest is where a database URL connects (storeguard.go).
+type DBTargetForTest struct {
+	Hosts []string
+	Port  int
+	DB    string
+}
+
+// ParseDBURLForTest reads a database URL as the store guard does.
+func ParseDBURLForTest(s string) (DBTargetForTest, bool) {
+	t, ok := parseDBURL(s)
+	return DBTargetForTest{Hosts: t.hosts, Port: t.port, DB: t.db}, ok
+}

@@ -65,8 +65,9 @@ type grantBook struct {
 	mu      sync.Mutex
 	seq     int64
 	grants  map[string]*grant.Grant
-	order   []string  // issue order
-	checked time.Time // when the log was last read (monotonic)
+	order   []string        // issue order
+	forged  map[string]bool // issues without an instance's signature: not in force
+	checked time.Time       // when the log was last read (monotonic)
 }
 
 // grantRecheck is how long a caller that holds no grant is judged by the
@@ -76,8 +77,10 @@ type grantBook struct {
 // effect on its next call.
 const grantRecheck = time.Second
 
-// refresh reads the grant records appended since the last look.
-func (b *grantBook) refresh(ctx context.Context, st store.AuditStore) error {
+// refresh reads the grant records appended since the last look. An issue
+// that signed (see signing.go) does not vouch for is not in force: only an
+// instance writes one that does.
+func (b *grantBook) refresh(ctx context.Context, st store.AuditStore, signed func(store.AuditRecord) bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.checked = time.Now()
@@ -95,8 +98,16 @@ func (b *grantBook) refresh(ctx context.Context, st store.AuditStore) error {
 		}
 		switch gr.Op {
 		case "issue":
-			if gr.Grant == nil || gr.Grant.ID == "" || b.grants[gr.Grant.ID] != nil {
+			if gr.Grant == nil || gr.Grant.ID == "" || b.grants[gr.Grant.ID] != nil || b.forged[gr.Grant.ID] {
 				return fmt.Errorf("grant record %d: malformed or duplicate issue", r.Seq)
+			}
+			if !signed(r) {
+				if b.forged == nil {
+					b.forged = map[string]bool{}
+				}
+				b.forged[gr.Grant.ID] = true
+				b.seq = r.Seq
+				continue
 			}
 			g := *gr.Grant
 			g.Revoked = nil
@@ -104,6 +115,10 @@ func (b *grantBook) refresh(ctx context.Context, st store.AuditStore) error {
 			b.order = append(b.order, g.ID)
 		case "revoke":
 			g := b.grants[gr.ID]
+			if g == nil && b.forged[gr.ID] {
+				b.seq = r.Seq
+				continue // never in force
+			}
 			if g == nil || gr.Revoked == nil {
 				return fmt.Errorf("grant record %d: revocation of unknown grant %q", r.Seq, gr.ID)
 			}
@@ -166,7 +181,7 @@ type grantSource struct{ k *Kernel }
 func (s grantSource) GrantsFor(ctx context.Context, a *action.Action) ([]grant.State, error) {
 	k := s.k
 	if !k.grants.fresh() || k.grants.holds(a, k.Clock.Now()) {
-		if err := k.grants.refresh(ctx, k.raw); err != nil {
+		if err := k.grants.refresh(ctx, k.raw, k.signedRecord); err != nil {
 			return nil, err
 		}
 	}
@@ -279,7 +294,7 @@ func (k *Kernel) issueGrant(ctx context.Context, spec GrantSpec, who, channel st
 		return nil, err
 	}
 	if spec.Parent != "" {
-		if err := k.grants.refresh(ctx, k.raw); err != nil {
+		if err := k.grants.refresh(ctx, k.raw, k.signedRecord); err != nil {
 			return nil, err
 		}
 		p := k.grants.get(spec.Parent)
@@ -308,11 +323,15 @@ func (k *Kernel) issueGrant(ctx context.Context, spec GrantSpec, who, channel st
 	}
 	g := &grant.Grant{ID: NewID("grt_"), Spec: spec, IssuedBy: who, Channel: channel, IssuedAt: now}
 	rec := grantRecord{Op: "issue", Grant: g, ID: g.ID}
+	data, err := k.signedData(TypeGrant, rec)
+	if err != nil {
+		return nil, fmt.Errorf("signing the grant: %w", err)
+	}
 	if _, err := k.Audit.Append(ctx, audit.Entry{Type: TypeGrant, Agent: spec.Subject.Agent, Session: spec.Subject.Session,
-		Data: rec, Seal: true}); err != nil {
+		Data: data, Seal: true}); err != nil {
 		return nil, fmt.Errorf("recording the grant: %w", err)
 	}
-	if err := k.grants.refresh(ctx, k.raw); err != nil {
+	if err := k.grants.refresh(ctx, k.raw, k.signedRecord); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -325,7 +344,7 @@ func (k *Kernel) RevokeGrant(ctx context.Context, id, who, channel, reason strin
 	if who == "" {
 		return nil, fmt.Errorf("%w: a revocation needs the name of who revokes", grant.ErrInvalid)
 	}
-	if err := k.grants.refresh(ctx, k.raw); err != nil {
+	if err := k.grants.refresh(ctx, k.raw, k.signedRecord); err != nil {
 		return nil, err
 	}
 	g := k.grants.get(id)
@@ -361,7 +380,7 @@ func (k *Kernel) RevokeGrant(ctx context.Context, id, who, channel, reason strin
 		if _, err := k.Audit.AppendAll(ctx, entries...); err != nil {
 			return nil, fmt.Errorf("recording the revocation: %w", err)
 		}
-		if err := k.grants.refresh(ctx, k.raw); err != nil {
+		if err := k.grants.refresh(ctx, k.raw, k.signedRecord); err != nil {
 			return nil, err
 		}
 	}
@@ -371,7 +390,7 @@ func (k *Kernel) RevokeGrant(ctx context.Context, id, who, channel, reason strin
 // ListGrants returns every grant (newest first) with its use; with
 // activeOnly, only those usable now.
 func (k *Kernel) ListGrants(ctx context.Context, activeOnly bool) ([]GrantView, error) {
-	if err := k.grants.refresh(ctx, k.raw); err != nil {
+	if err := k.grants.refresh(ctx, k.raw, k.signedRecord); err != nil {
 		return nil, err
 	}
 	all := k.grants.snapshot()

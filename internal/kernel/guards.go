@@ -44,7 +44,8 @@ var knownGuards = map[string]bool{"shell": true, "paths": true, "net": true, "sq
 	conflict.Name: true}
 
 // DefaultGuards builds the standard hard guards — shell, paths, network,
-// SQL, MCP tool annotations, egress — configured from the policy's guards
+// SQL, MCP tool annotations, egress, and with a shared database the store
+// guard (storeguard.go) — configured from the policy's guards
 // section, in the order the engine runs them (the shell guard first: it
 // derives the path facts the paths guard then resolves; egress last: it
 // reads the commands and resolved paths the others derived).
@@ -121,7 +122,12 @@ func DefaultGuards(p *policy.Policy, env GuardEnv) ([]guard.Guard, error) {
 	} else {
 		cg = conflict.New(conflicts, nil, env.Clock)
 	}
-	return []guard.Guard{sh.WithSelfAPI(self).WithVars(vars), pg, netguard.New(netPol).WithSelfAPI(self), sqlguard.New(sqlPol), mg, eg, cg}, nil
+	gs := []guard.Guard{sh.WithSelfAPI(self).WithVars(vars), pg, netguard.New(netPol).WithSelfAPI(self), sqlguard.New(sqlPol), mg, eg, cg}
+	if sg := StoreGuard(p); sg != nil {
+		// After the shell guard, whose commands it reads.
+		gs = append(gs[:1], append([]guard.Guard{sg}, gs[1:]...)...)
+	}
+	return gs, nil
 }
 
 // EgressMemoryAge is how long the egress guard remembers an idle

@@ -103,6 +103,15 @@ type Kernel struct {
 	shared    bool
 	samples   *sampleShare // repeat detection's samples, published to the other instances
 	stopWatch context.CancelFunc
+	// signer signs the records that let an agent do more (signing.go).
+	signer recordSigner
+	// sealedThrough is the last record whose seal the verification key
+	// proved (FindingsOf, for verify): signed enough.
+	sealedThrough int64
+	// known holds the user rules and controls this process last read, so
+	// that one deleted from the database together with its records is kept
+	// (evidence.go, usage.go).
+	known knownState
 }
 
 // DefaultHome returns $OVERSEER_HOME, or ~/.overseer.
@@ -607,6 +616,8 @@ type answerRecord struct {
 	ArgsHash   string               `json:"args_hash"`
 	Level      action.Level         `json:"level"`
 	Answer     store.Answer         `json:"answer"`
+	// signed: the record carries an instance's signature (signing.go).
+	signed bool
 }
 
 // PolicyChange is the audit record of a change to the user layer.

@@ -94,7 +94,7 @@ func (k *Kernel) PauseAgent(ctx context.Context, agent, reason, by string) error
 		Effect: &store.PauseAgentEffect{Pause: p, Describe: func(old *store.AgentPause) (json.RawMessage, error) {
 			r := rec
 			r.Replaced = old
-			return json.Marshal(r)
+			return k.signedData(TypeAgentPaused, r)
 		}}}
 	if _, err := k.Audit.Append(ctx, e); err != nil {
 		return fmt.Errorf("pausing %s: %w", agent, err)
@@ -119,7 +119,7 @@ func (k *Kernel) ResumeAgent(ctx context.Context, agent, by string) error {
 		Effect: &store.ResumeAgentEffect{Agent: agent, Describe: func(old *store.AgentPause) (json.RawMessage, error) {
 			r := rec
 			r.Lifted = old
-			return json.Marshal(r)
+			return k.signedData(TypeAgentResumed, r)
 		}}}
 	if _, err := k.Audit.Append(ctx, e); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -212,9 +212,12 @@ func (k *Kernel) reloadPausesNow(ctx context.Context) error {
 			return nil
 		}
 	}
-	var m map[string]store.AgentPause
+	var (
+		m      map[string]store.AgentPause
+		lifted map[string]bool
+	)
 	if err == nil {
-		m, err = k.readPauses(ctx)
+		m, lifted, err = k.readPauses(ctx)
 	}
 	k.pauses.mu.Lock()
 	defer k.pauses.mu.Unlock()
@@ -222,17 +225,33 @@ func (k *Kernel) reloadPausesNow(ctx context.Context) error {
 		k.pauses.err = fmt.Errorf("reading the paused agents: %w", err)
 		return k.pauses.err
 	}
+	// A pause this process knew holds until a resumption an instance
+	// signed is in the log: one whose row and record were both deleted
+	// from the database (which only audit verify shows) is not lifted.
+	for agent, p := range k.pauses.byAgent {
+		if _, ok := m[agent]; !ok && !lifted[agent] {
+			if !strings.Contains(p.Reason, pauseVanished) {
+				p.Reason += pauseVanished
+			}
+			m[agent] = p
+		}
+	}
 	k.pauses.byAgent, k.pauses.version, k.pauses.err = m, ver, nil
 	return nil
 }
 
+// pauseVanished is added to the reason of a pause kept after its row and
+// record were removed from the database.
+const pauseVanished = " (its pause was removed from the database with its audit record, so it holds until a person resumes it)"
+
 // readPauses reads the table and the audit log's pause records: an agent
 // is paused when the table says so, or when the log's last record about
-// it is a pause (the row was removed without a resume record).
-func (k *Kernel) readPauses(ctx context.Context) (map[string]store.AgentPause, error) {
+// it is a pause (the row was removed without a resume record). lifted
+// holds the agents whose last record is a resumption an instance signed.
+func (k *Kernel) readPauses(ctx context.Context) (map[string]store.AgentPause, map[string]bool, error) {
 	list, err := k.raw.ListAgentPauses(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m := make(map[string]store.AgentPause, len(list))
 	for _, p := range list {
@@ -240,27 +259,33 @@ func (k *Kernel) readPauses(ctx context.Context) (map[string]store.AgentPause, e
 	}
 	recs, err := k.raw.QueryAudit(ctx, store.AuditQuery{Types: []string{TypeAgentPaused, TypeAgentResumed}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	lifted := map[string]bool{}
 	logged := map[string]*store.AgentPause{}
+	signed := map[string]bool{} // the agent's last pause record was signed (signing.go)
 	for _, r := range recs {
 		var pr PauseRecord
 		if json.Unmarshal(r.Data, &pr) != nil || pr.Agent == "" {
 			continue
 		}
+		ok := k.signedRecord(r)
 		if r.Type == TypeAgentPaused {
 			logged[pr.Agent] = &store.AgentPause{Agent: pr.Agent, Reason: pr.Reason, By: pr.By, At: pr.At}
-		} else {
-			logged[pr.Agent] = nil
+			signed[pr.Agent], lifted[pr.Agent] = ok, false
+		} else if ok || !signed[pr.Agent] {
+			// A resumption no instance signed does not lift a pause one
+			// did: it is someone else's.
+			logged[pr.Agent], lifted[pr.Agent] = nil, ok
 		}
 	}
 	for agent, p := range logged {
 		if _, ok := m[agent]; p != nil && !ok {
-			p.Reason += " (its pause was removed from the database without a resume record, so it holds)"
+			p.Reason += " (its pause was removed from the database without a resume record Overseer signed, so it holds)"
 			m[agent] = *p
 		}
 	}
-	return m, nil
+	return m, lifted, nil
 }
 
 func (p *pauses) get(agent string) (store.AgentPause, bool) {

@@ -26,8 +26,8 @@ import (
 
 // openShared opens n kernels, each with a home of its own, on one fresh
 // PostgreSQL database named by their policy files, as a fleet's daemons
-// are: the first sets up the audit log's seal and its key file is copied
-// to the others' homes. poll is how often their gates poll the store.
+// are: the first sets up the audit log's seal, and its key file and its
+// console key are copied to the others' homes. poll is how often their gates poll the store.
 func openShared(t testing.TB, n int, poll time.Duration) ([]*kernel.Kernel, audit.Setup, string) {
 	t.Helper()
 	url := pgtest.Database(t)
@@ -42,12 +42,18 @@ func openShared(t testing.TB, n int, poll time.Duration) ([]*kernel.Kernel, audi
 			t.Fatal(err)
 		}
 		if i > 0 {
-			key, err := os.ReadFile(filepath.Join(ks[0].Home, audit.SealFile))
-			if err != nil {
+			// The sealing key, and the console's key that signs approvals.
+			if _, err := kernel.LoadConsoleKey(filepath.Join(ks[0].Home, kernel.ConsoleKeyName)); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(home, audit.SealFile), key, 0o600); err != nil {
-				t.Fatal(err)
+			for _, name := range []string{audit.SealFile, kernel.ConsoleKeyName} {
+				key, err := os.ReadFile(filepath.Join(ks[0].Home, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(home, name), key, 0o600); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		k, err := kernel.Open(context.Background(), kernel.Config{Home: home, Poll: poll})

@@ -3,8 +3,10 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -59,6 +61,47 @@ func OpenStore(ctx context.Context, home string, pol *policy.Policy) (store.Stor
 		return nil, fmt.Errorf("opening the shared database: %w", err)
 	}
 	return st, nil
+}
+
+// storeFileSettings are the connection settings that name files the
+// database client reads: the password, the service definitions, the
+// client's certificate and key, the server's CA (whoever replaces it can
+// put a server of its own in the database's place) and its revocations.
+var storeFileSettings = []struct{ param, env string }{
+	{"passfile", "PGPASSFILE"}, {"servicefile", "PGSERVICEFILE"}, {"sslcert", "PGSSLCERT"},
+	{"sslkey", "PGSSLKEY"}, {"sslrootcert", "PGSSLROOTCERT"}, {"sslcrl", "PGSSLCRL"},
+}
+
+// StoreFiles returns the files the connection to the shared database
+// depends on (none with SQLite): those the URL names, those $PGPASSFILE
+// and the like of this process name, and the client's defaults in the home
+// (~/.pgpass, ~/.pg_service.conf, ~/.postgresql). They hold the database's
+// password or decide which server the instances talk to, so they are as
+// much Overseer's as its home: the paths guard protects them.
+func StoreFiles(pol *policy.Policy) []string {
+	u := StoreURL(pol)
+	if u == "" || !postgres.IsURL(u) {
+		return nil
+	}
+	out := []string{"~/.pgpass", "~/.pg_service.conf", "~/.postgresql"}
+	add := func(p string) {
+		if filepath.IsAbs(p) || strings.HasPrefix(p, "~/") {
+			out = append(out, p)
+		}
+	}
+	q := url.Values{}
+	if pu, err := url.Parse(u); err == nil {
+		q = pu.Query()
+	}
+	for _, s := range storeFileSettings {
+		for _, v := range q[s.param] {
+			add(v)
+		}
+		if v := os.Getenv(s.env); v != "" {
+			add(v)
+		}
+	}
+	return out
 }
 
 // HasStore reports whether home has a database: the SQLite file, or a

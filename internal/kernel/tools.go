@@ -46,8 +46,8 @@ var (
 	ErrUnknownTool = errors.New("no such tool")
 )
 
-// PathsGuard builds the paths guard for a kernel: Overseer's home and
-// policy file are protected, the sandbox settings come from the policy's
+// PathsGuard builds the paths guard for a kernel: Overseer's home, its
+// policy file and the shared database's connection files are protected, the sandbox settings come from the policy's
 // settings.sandbox and its guards.paths section (extra secret patterns),
 // reads are tracked in reads, and the guard's soft levels never fall below
 // the policy's defaults.
@@ -63,6 +63,8 @@ func PathsGuard(home, policyFile string, pol *policy.Policy, reads paths.ReadTra
 	if policyFile != "" {
 		protected = append(protected, policyFile)
 	}
+	// The shared database's password and connection files (StoreFiles).
+	protected = append(protected, StoreFiles(pol)...)
 	cfg := paths.Config{
 		OverseerHome:       home,
 		Protected:          protected,

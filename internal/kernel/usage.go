@@ -292,7 +292,7 @@ func (k *Kernel) reloadControls(ctx context.Context, force bool) error {
 }
 
 func (k *Kernel) compileControls(ctx context.Context) (*usage.Set, error) {
-	list, err := k.raw.ListControls(ctx, "")
+	list, err := k.checkedControls(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -324,6 +324,78 @@ func (k *Kernel) compileControls(ctx context.Context) (*usage.Set, error) {
 		}
 	}
 	return usage.Compile(limits, caps, prices)
+}
+
+// checkedControls returns the controls as their control_change records
+// say, not as the table does: whoever can write the database could drop a
+// budget cap, raise a limit or zero the prices there. The latest record of
+// a control decides (a control the table lost is used as recorded, one the
+// table has and no record adds is not used); a record no instance signed
+// (signing.go) does not override one that an instance did, so a writer of
+// the database without the keys cannot remove or change what a person set.
+func (k *Kernel) checkedControls(ctx context.Context) ([]store.Control, error) {
+	rows, err := k.raw.ListControls(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	recs, err := k.raw.QueryAudit(ctx, store.AuditQuery{Types: []string{TypeControlChange}})
+	if err != nil {
+		return nil, fmt.Errorf("checking the controls against the audit log: %w", err)
+	}
+	type recorded struct {
+		ch     ControlChange
+		at     time.Time
+		signed bool
+	}
+	byKey := map[[2]string]*recorded{}
+	var order [][2]string
+	for _, r := range recs {
+		var ch ControlChange
+		if json.Unmarshal(r.Data, &ch) != nil || ch.Kind == "" || ch.ID == "" {
+			continue
+		}
+		key := [2]string{ch.Kind, ch.ID}
+		signed := k.signedRecord(r)
+		cur := byKey[key]
+		if cur == nil {
+			order = append(order, key)
+		} else if cur.signed && !signed {
+			continue
+		}
+		byKey[key] = &recorded{ch: ch, at: r.Time, signed: signed}
+	}
+	seen := map[[2]string]bool{}
+	var out []store.Control
+	add := func(key [2]string, c store.Control) {
+		rec := byKey[key]
+		if seen[key] || rec == nil || rec.ch.Op == "remove" || len(rec.ch.After) == 0 {
+			return
+		}
+		seen[key] = true
+		c.ID, c.Kind, c.Body = key[1], key[0], rec.ch.After
+		out = append(out, c)
+	}
+	for _, c := range rows { // the table's order
+		add([2]string{c.Kind, c.ID}, c)
+	}
+	for _, key := range order {
+		add(key, store.Control{CreatedBy: byKey[key].ch.Who, CreatedAt: byKey[key].at, UpdatedAt: byKey[key].at})
+	}
+	// A control this process enforced that has vanished from the table and
+	// from the log alike (deleted with its records: a gap only audit
+	// verify shows) is kept.
+	k.known.mu.Lock()
+	defer k.known.mu.Unlock()
+	for key, c := range k.known.controls {
+		if _, recorded := byKey[key]; !recorded && !seen[key] {
+			out = append(out, c)
+		}
+	}
+	k.known.controls = make(map[[2]string]store.Control, len(out))
+	for _, c := range out {
+		k.known.controls[[2]string{c.Kind, c.ID}] = c
+	}
+	return out, nil
 }
 
 // flusher writes counts behind until Close.
@@ -768,7 +840,7 @@ func (k *Kernel) putControl(ctx context.Context, kind, id string, body any, who 
 			if old != nil {
 				ch.Op, ch.Before = "change", old.Body
 			}
-			return json.Marshal(ch)
+			return k.signedData(TypeControlChange, ch)
 		}}}
 	if _, err := k.Audit.Append(ctx, e); err != nil {
 		return fmt.Errorf("saving %s %s: %w", kind, id, err)
@@ -782,7 +854,7 @@ func (k *Kernel) deleteControl(ctx context.Context, kind, id, who string) error 
 	}
 	e := audit.Entry{Type: TypeControlChange, Seal: true, Effect: &store.DeleteControlEffect{ID: id, Kind: kind,
 		Describe: func(old *store.Control) (json.RawMessage, error) {
-			return json.Marshal(ControlChange{Kind: kind, ID: id, Op: "remove", Who: who, Before: old.Body})
+			return k.signedData(TypeControlChange, ControlChange{Kind: kind, ID: id, Op: "remove", Who: who, Before: old.Body})
 		}}}
 	if _, err := k.Audit.Append(ctx, e); err != nil {
 		if errors.Is(err, store.ErrNotFound) {

@@ -132,7 +132,13 @@ daemon). Exit status 1 when anything is wrong.`,
 			if _, err := audit.PendingKey(home); err == nil {
 				out.PendingKey = true
 			}
-			if out.Findings, err = kernel.FindingsOf(ctx, st, time.Now(), true); err != nil {
+			// Records the key proved need no instance's signature (those
+			// written before records were signed): they are the instances'.
+			var sealed int64
+			if o.Key != nil && rep.OK && rep.SealChecked {
+				sealed = rep.LastSeq
+			}
+			if out.Findings, err = kernel.FindingsOf(ctx, home, st, time.Now(), true, sealed); err != nil {
 				return err
 			}
 			if asJSON {

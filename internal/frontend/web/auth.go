@@ -12,12 +12,12 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/overseer-dev/overseer/internal/frontend/httpapi"
+	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
 // SessionCookie is the name of the console's session cookie.
@@ -40,48 +40,11 @@ var (
 )
 
 // LoadKey reads the console's signing key from path, creating a random one
-// (mode 0600) when the file does not exist. A key file that other users can
-// read is refused: whoever holds the key can forge approval links.
-func LoadKey(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		var raw [32]byte
-		if _, err := rand.Read(raw[:]); err != nil {
-			return nil, fmt.Errorf("web: random key: %w", err)
-		}
-		enc := hex.EncodeToString(raw[:])
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
-			return LoadKey(path) // another process created it first
-		}
-		if err != nil {
-			return nil, fmt.Errorf("web: creating the signing key: %w", err)
-		}
-		if _, err := f.WriteString(enc + "\n"); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("web: writing the signing key: %w", err)
-		}
-		if err := f.Close(); err != nil {
-			return nil, fmt.Errorf("web: writing the signing key: %w", err)
-		}
-		return raw[:], nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("web: reading the signing key: %w", err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("web: reading the signing key: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%w: %s has mode %v (run: chmod 600 %s)", ErrKeyPermissions, path, fi.Mode().Perm(), path)
-	}
-	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
-	if err != nil || len(key) < 32 {
-		return nil, fmt.Errorf("web: %s does not hold a 32-byte hex key (delete it to make a new one)", path)
-	}
-	return key, nil
-}
+// (mode 0600) when the file does not exist (kernel.LoadConsoleKey: the
+// kernel signs the records that let an agent do more with the same key). A
+// key file that other users can read is refused: whoever holds the key can
+// forge approval links.
+func LoadKey(path string) ([]byte, error) { return kernel.LoadConsoleKey(path) }
 
 // mac returns HMAC-SHA256 of the parts, joined by a separator, under key.
 func mac(key []byte, parts ...string) []byte {

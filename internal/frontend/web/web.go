@@ -56,7 +56,7 @@ var (
 	// ErrNoToken means Options.Token is empty.
 	ErrNoToken = errors.New("web: the daemon token is required")
 	// ErrKeyPermissions means the signing key file can be read by others.
-	ErrKeyPermissions = errors.New("web: the signing key is readable by other users")
+	ErrKeyPermissions = kernel.ErrKeyPermissions
 )
 
 // Options configure a Console.
@@ -89,7 +89,7 @@ type Options struct {
 }
 
 // KeyName is the default name of the signing key file in Overseer's home.
-const KeyName = "web.key"
+const KeyName = kernel.ConsoleKeyName
 
 // Console is the web console. Build it with New and mount it with Mount.
 type Console struct {

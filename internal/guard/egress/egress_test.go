@@ -367,7 +367,7 @@ func TestSecretVarName(t *testing.T) {
 	for name, want := range map[string]bool{"GITHUB_TOKEN": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_ACCESS_KEY_ID": true,
 		"DB_PASSWORD": true, "SESSION_SECRET": true, "HOME": false, "PWD": false, "GIT_AUTHOR_NAME": false,
 		"SSH_AUTH_SOCK": false, "GNUPG_KEY_ID": false, "KUBECONFIG_PATH": false, "TOKENIZERS_PARALLELISM": false,
-		"OVERSEER_HOME": false, "OVERSEER_ANSWER_TOKEN": true, "XDG_SESSION_TYPE": false} {
+		"OVERSEER_HOME": false, "OVERSEER_ANSWER_TOKEN": true, "OVERSEER_DATABASE_URL": true, "XDG_SESSION_TYPE": false} {
 		if got := SecretVarName(name); got != want {
 			t.Errorf("SecretVarName(%s) = %v, want %v", name, got, want)
 		}

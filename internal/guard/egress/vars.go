@@ -76,8 +76,8 @@ func SecretVarName(name string) bool {
 		return false
 	}
 	up := strings.ToUpper(name)
-	if strings.HasPrefix(up, "OVERSEER_") && up != "OVERSEER_ANSWER_TOKEN" {
-		return false
+	if strings.HasPrefix(up, "OVERSEER_") && up != "OVERSEER_ANSWER_TOKEN" && up != "OVERSEER_DATABASE_URL" {
+		return false // Overseer's own settings, but not its shared database's URL (it may hold the password)
 	}
 	if up == "PWD" || up == "OLDPWD" || strings.HasSuffix(up, "_PATH") || strings.HasSuffix(up, "_FILE") ||
 		strings.HasSuffix(up, "_DIR") || strings.Contains(up, "SESSION_BUS") || strings.Contains(up, "SESSION_MANAGER") ||
