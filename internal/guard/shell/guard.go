@@ -78,7 +78,7 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 				return nil, err
 			}
 		} else if ok && isEditorTasks(p) {
-			skill = editorTaskFindings(a, p)
+			skill = g.editorTaskFindings(a, p)
 		}
 	}
 	if a.Kind != action.KindShell {
