@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
@@ -61,7 +62,7 @@ func plantedKind(p string) (kind string, dir bool) {
 func plantedText(r *rules, env Env, kind, p, text string, depth int) []guard.Finding {
 	switch kind {
 	case "tasks":
-		if folderOpen.MatchString(text) {
+		if folderOpen.MatchString(text) || folderOpen.MatchString(jsoncPlain(text)) {
 			return []guard.Finding{{Check: "shell.folder-open-task", Level: action.Block, Hard: true,
 				Message: fmt.Sprintf("%s would hold a task that runs when the folder is opened (runOn: folderOpen), in the person's editor outside Overseer's view; agents may not add one", p)}}
 		}
@@ -168,4 +169,53 @@ func (a *analyzer) fillsDir(p string) bool {
 		}
 	}
 	return false
+}
+
+// jsoncPlain returns JSON with comments as the editor reads it, for a
+// pattern to match: comments removed, and each string with its escapes
+// decoded ("folder\u004fpen" is "folderOpen"), its quotes kept. A string
+// whose escapes do not decode is kept as written.
+func jsoncPlain(text string) string {
+	var b strings.Builder
+	for i := 0; i < len(text); {
+		c := text[i]
+		switch {
+		case c == '"':
+			j := i + 1
+			for j < len(text) && text[j] != '"' {
+				if text[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(text) {
+				b.WriteString(text[i:])
+				return b.String()
+			}
+			var s string
+			if err := json.Unmarshal([]byte(text[i:j+1]), &s); err == nil {
+				b.WriteByte('"')
+				b.WriteString(s)
+				b.WriteByte('"')
+			} else {
+				b.WriteString(text[i : j+1])
+			}
+			i = j + 1
+		case c == '/' && i+1 < len(text) && text[i+1] == '/':
+			for i < len(text) && text[i] != '\n' {
+				i++
+			}
+		case c == '/' && i+1 < len(text) && text[i+1] == '*':
+			end := strings.Index(text[i+2:], "*/")
+			if end < 0 {
+				return b.String()
+			}
+			b.WriteByte(' ')
+			i += end + 4
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
 }

@@ -76,3 +76,27 @@ func TestRunsUnseen(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONCPlain: the task file is read as the editor reads it, so that
+// escapes and comments do not hide a folder-open task.
+func TestJSONCPlain(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		open bool
+	}{
+		{`{"runOn": "folderOpen"}`, true},
+		{`{"runOn": "folder\u004fpen"}`, true},
+		{`{"run\u004fn": "folderOpen"}`, true},
+		{`{"runOn": /* "default" */ "folderOpen"}`, true},
+		{"{\"runOn\": // x\n \"folderOpen\"}", true},
+		{`{"runOn": "default", "label": "folderOpen"}`, false},
+		{`{"label": "\"runOn\": \"folderOpen\""}`, true},        // a string that says it: stricter, not looser
+		{`{"runOn": "default"} // "runOn": "folderOpen"`, true}, // as written, in a comment: stricter
+		{`{"runOn": "folderOpen`, false},                        // cut short: not a task the editor reads
+	} {
+		got := len(plantedText(nil, Env{}, "tasks", "t.json", c.in, 0)) > 0
+		if got != c.open {
+			t.Errorf("%s: folder-open %v, want %v (plain %q)", c.in, got, c.open, jsoncPlain(c.in))
+		}
+	}
+}

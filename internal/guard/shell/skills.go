@@ -260,11 +260,14 @@ func editedText(text string, a *action.Action) string {
 	return text
 }
 
-// isEditorTasks reports whether p is VS Code's task file of a folder
-// (.vscode/tasks.json), whose tasks may run when the folder is opened.
+// isEditorTasks reports whether p is a file whose VS Code tasks may run
+// when a folder is opened: a folder's .vscode/tasks.json, a workspace
+// file (NAME.code-workspace, whose "tasks" are the workspace's), or the
+// user's own tasks (…/User/tasks.json in the editor's settings).
 func isEditorTasks(p string) bool {
 	p = filepath.ToSlash(filepath.Clean(p))
-	return strings.HasSuffix(p, "/.vscode/tasks.json") || p == ".vscode/tasks.json"
+	return strings.HasSuffix(p, "/.vscode/tasks.json") || p == ".vscode/tasks.json" ||
+		strings.HasSuffix(p, ".code-workspace") || strings.HasSuffix(p, "/User/tasks.json")
 }
 
 // folderOpen matches a task's "runOn": "folderOpen" (JSON with comments,

@@ -204,6 +204,50 @@ func (a *analyzer) unpackers(s *segCtx) {
 			}
 			a.unpacksInto(s, arg{val: u})
 		}
+	case "curl", "wget":
+		// A file named by the server (curl -J, wget --content-disposition,
+		// --trust-server-names) or many (wget -r, -i LIST): not known.
+		named := false
+		for _, x := range s.args {
+			v := x.val
+			switch {
+			case x.dyn:
+			case v == "--remote-header-name", v == "--content-disposition", v == "--trust-server-names",
+				v == "-r", v == "--recursive", v == "-m", v == "--mirror", v == "-i", v == "--input-file",
+				strings.HasPrefix(v, "--input-file="), strings.HasPrefix(v, "--content-disposition="):
+				named = true
+			case s.name == "curl" && len(v) > 1 && v[0] == '-' && v[1] != '-' && strings.ContainsRune(v, 'J'):
+				named = true
+			case s.name == "wget" && len(v) > 1 && v[0] == '-' && v[1] != '-' && isLetters(v[1:]) && strings.ContainsAny(v[1:], "rm"):
+				named = true
+			}
+		}
+		if !named {
+			return
+		}
+		dir, ok := optValue(s.args, "--output-dir", "-P", "--directory-prefix")
+		if !ok {
+			dir = arg{val: "."}
+		}
+		a.unpacksInto(s, dir)
+	case "rsync", "scp":
+		// A remote source (host:path) copied here is downloaded content.
+		o, ok := ops(0, map[string]bool{"-e": true, "--rsh": true, "-P": s.name == "scp", "-i": true, "-o": true,
+			"-F": true, "-c": true, "-l": true, "-J": true, "-S": true, "--exclude": true, "--include": true,
+			"--filter": true, "-f": true, "--exclude-from": true, "--include-from": true, "--files-from": true})
+		if !ok {
+			a.unpacksInto(s, arg{dyn: true})
+			return
+		}
+		if len(o) < 2 {
+			return
+		}
+		for _, x := range o[:len(o)-1] {
+			if remoteSpec(x.val) {
+				a.unpacksInto(s, o[len(o)-1])
+				return
+			}
+		}
 	case "7z", "7za", "7zr", "unrar", "jar":
 		sub, _ := first()
 		if sub != "x" && sub != "e" && !(s.name == "jar" && strings.HasPrefix(sub, "x")) && !(s.name == "jar" && anyFlag(s.args, "-x", "--extract")) {
@@ -251,3 +295,17 @@ func (a *analyzer) unpackers(s *segCtx) {
 
 // decompressors decompress without an option; gzip, xz … do with -d.
 var decompressors = map[string]bool{"gunzip": true, "bunzip2": true, "unxz": true, "unlzma": true, "unzstd": true, "uncompress": true}
+
+// remoteSpec reports whether an rsync or scp operand names another host
+// (host:path, user@host:path, rsync://…, scp://…), not a local path (a
+// Windows drive's C:, ./a:b).
+func remoteSpec(v string) bool {
+	if strings.Contains(v, "://") {
+		return true
+	}
+	i := strings.IndexByte(v, ':')
+	if i <= 1 {
+		return false
+	}
+	return !strings.Contains(v[:i], "/")
+}
