@@ -741,7 +741,10 @@ func (g *Gateway) addPrompt(name string, p *promptEntry) {
 			return nil, fmt.Errorf("prompt %q is no longer offered", name)
 		}
 		// Judged and recorded first, by its arguments (reads.go).
-		a := g.promptAction(req, e)
+		a, err := g.promptAction(req, e)
+		if err != nil {
+			return nil, err
+		}
 		actionID, err := g.judgeRead(ctx, a, "getting the prompt "+name)
 		if err != nil {
 			return nil, err

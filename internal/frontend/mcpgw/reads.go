@@ -36,8 +36,9 @@ import (
 // getPromptTool names a prompts/get in the actions it is judged as.
 const getPromptTool = "get_prompt"
 
-// maxArgPaths bounds the argument values taken as paths.
-const maxArgPaths = 64
+// maxPromptArgs bounds the arguments of a prompt that are judged; a prompt
+// given more is refused (every value must be judged, or none is sent).
+const maxPromptArgs = 256
 
 // resourceAction is the action a resources/read is judged as.
 func (g *Gateway) resourceAction(req *mcp.ReadResourceRequest, u *upstream) (*action.Action, error) {
@@ -66,7 +67,10 @@ func (g *Gateway) resourceAction(req *mcp.ReadResourceRequest, u *upstream) (*ac
 }
 
 // promptAction is the action a prompts/get is judged as.
-func (g *Gateway) promptAction(req *mcp.GetPromptRequest, e *promptEntry) *action.Action {
+func (g *Gateway) promptAction(req *mcp.GetPromptRequest, e *promptEntry) (*action.Action, error) {
+	if n := len(req.Params.Arguments); n > maxPromptArgs {
+		return nil, fmt.Errorf("Overseer: the prompt %s was given %d arguments, more than the %d that are judged; it was not got", e.orig, n, maxPromptArgs)
+	}
 	args := map[string]any{}
 	vals := make([]string, 0, len(req.Params.Arguments))
 	for k, v := range req.Params.Arguments {
@@ -79,7 +83,7 @@ func (g *Gateway) promptAction(req *mcp.GetPromptRequest, e *promptEntry) *actio
 		Args: map[string]any{"prompt": e.orig, "arguments": args}}
 	g.argPaths(a, vals)
 	mcpguard.MarkServerRead(a, "prompts/get")
-	return a
+	return a, nil
 }
 
 // readCwd is the directory a server reads relative paths in.
@@ -96,12 +100,9 @@ func (g *Gateway) readCwd(u *upstream) string {
 func (g *Gateway) argPaths(a *action.Action, vals []string) {
 	home, _ := os.UserHomeDir()
 	for _, v := range vals {
-		if len(a.Facts.Paths) >= maxArgPaths {
-			return
-		}
 		v = strings.TrimSpace(v)
-		if v == "" || len(v) > 4096 || strings.ContainsAny(v, "\n\x00") {
-			continue
+		if v == "" || strings.ContainsAny(v, "\n\x00") {
+			continue // text: no file is named so
 		}
 		if p, ok := fileURIPath(v); ok && p != "" {
 			v = p

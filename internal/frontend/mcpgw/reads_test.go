@@ -55,6 +55,14 @@ func TestPromptAndResourceReadsAreJudged(t *testing.T) {
 	if r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "notes:///" + strings.TrimPrefix(token, "/")}); err == nil {
 		t.Fatalf("a notes:// resource read Overseer's token: %q", r.Contents[0].Text)
 	}
+	// The token among more arguments than are judged: refused whole.
+	many := map[string]string{"path": token}
+	for i := 0; i < 300; i++ {
+		many["x"+strings.Repeat("y", i)] = notes
+	}
+	if r, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "up__readfile", Arguments: many}); err == nil {
+		t.Fatalf("a prompt with many arguments read Overseer's token: %q", text(r))
+	}
 	if len(e.pendingNow()) != 0 {
 		t.Fatalf("a blocked read opened an approval")
 	}
