@@ -82,6 +82,9 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		}
 	}
 	if a.Kind != action.KindShell {
+		// A patch (Codex's apply_patch) is judged by what it leaves in
+		// the files that run later (planted.go), whatever the kind.
+		skill = append(skill, g.patchPlanted(a)...)
 		// The caller's word for the kind is not trusted: a command string
 		// under any other kind is judged as the shell command it is.
 		if c, ok := a.Args["command"].(string); !ok || strings.TrimSpace(c) == "" {

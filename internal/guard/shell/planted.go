@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/patchfmt"
 )
 
 // Files that run code later in the person's own tools, outside any hook:
@@ -218,4 +220,83 @@ func jsoncPlain(text string) string {
 		}
 	}
 	return b.String()
+}
+
+// patchPlanted judges a patch in Codex's apply_patch format that a file
+// tool's call carries (any string argument, as the path facts read it) by
+// what it leaves in each file that runs later: an added file's lines, an
+// updated file as the update makes it (its added lines when the update
+// does not apply to the file as it is), a moved file under its new name.
+// A patch that cannot be read whole puts such a target to a person.
+func (g *Guard) patchPlanted(a *action.Action) []guard.Finding {
+	var out []guard.Finding
+	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars}
+	for _, k := range sortedArgKeys(a.Args) {
+		v, ok := a.Args[k].(string)
+		if !ok || !strings.Contains(v, "*** Begin Patch") {
+			continue
+		}
+		files, err := patchfmt.ParsePatch(v)
+		if err != nil {
+			for _, t := range action.ParsePatchTargets(v) {
+				p := g.abs(t.Path, a.Cwd)
+				if kind, _ := plantedKind(p); kind != "" && t.Intent == action.PathWrite {
+					out = append(out, guard.Finding{Check: "shell.planted-unknown", Level: action.Confirm, Hard: true,
+						Message: fmt.Sprintf("a patch that cannot be read whole (%v) writes %s, which runs commands later in the person's tools", err, t.Path)})
+				}
+			}
+			continue
+		}
+		for _, f := range files {
+			if f.Op == "delete" {
+				continue
+			}
+			target := f.Path
+			if f.MoveTo != "" {
+				target = f.MoveTo
+			}
+			kind, dir := plantedKind(g.abs(target, a.Cwd))
+			if kind == "" || dir {
+				continue
+			}
+			var text string
+			var err error
+			if f.Op == "add" {
+				text, err = patchfmt.AddedContent(f.Body)
+			} else {
+				var b []byte
+				if b, err = g.readSkill(g.abs(f.Path, a.Cwd)); err == nil {
+					text, err = patchfmt.ApplyUpdate(string(b), f.Body)
+				}
+			}
+			if err != nil {
+				// Not applied as it stands: judge the lines it adds.
+				text = addedLines(f.Body)
+			}
+			out = append(out, plantedText(g.r, env, kind, target, text, 0)...)
+		}
+	}
+	return out
+}
+
+// addedLines returns the lines a patch body adds (those starting with +).
+func addedLines(body string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(body, "\n") {
+		if t, ok := strings.CutPrefix(l, "+"); ok {
+			b.WriteString(t)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// sortedArgKeys returns the keys of args in order.
+func sortedArgKeys(args map[string]any) []string {
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
