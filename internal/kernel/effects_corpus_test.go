@@ -112,6 +112,14 @@ func effectWorld(t *testing.T) (home, ovh, proj string) {
 	if err := os.Symlink(filepath.Join(home, ".cache", "pkg", "vendor"), filepath.Join(home, "proj", "vendor")); err != nil {
 		t.Fatal(err)
 	}
+	// Links into the slash commands made by an earlier action: a write
+	// through one writes a command (planted.tsv).
+	if err := os.Symlink(filepath.Join(home, "proj", ".claude", "commands"), filepath.Join(home, "proj", "cmdlink")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(home, "proj", ".claude", "commands", "ctx.md"), filepath.Join(home, "proj", "ctxlink.md")); err != nil {
+		t.Fatal(err)
+	}
 	// ~/.local/bin is on PATH before the system's directories, as many
 	// distributions' ~/.profile puts it.
 	if err := os.MkdirAll(filepath.Join(home, ".local", "bin"), 0o755); err != nil {

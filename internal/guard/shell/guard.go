@@ -72,12 +72,18 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	}
 	var skill []guard.Finding
 	if a.Kind == action.KindFileWrite || a.Kind == action.KindFileEdit {
-		if p, ok := a.StringArg("file_path", "path"); ok && isSkillFile(p) {
+		p, ok := a.StringArg("file_path", "path")
+		kind := ""
+		if ok {
+			kind, _ = g.plantedTarget(p, a.Cwd) // planted.go: by name, or through a link
+		}
+		switch kind {
+		case "skill":
 			var err error
 			if skill, err = g.checkSkillWrite(ctx, a, p); err != nil {
 				return nil, err
 			}
-		} else if ok && isEditorTasks(p) {
+		case "tasks":
 			skill = g.editorTaskFindings(a, p)
 		}
 	}

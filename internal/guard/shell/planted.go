@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -123,11 +124,20 @@ func (a *analyzer) plantedWrites() {
 			continue
 		}
 		kind, dir := plantedKind(f.Path)
+		shown := a.display(f.Path)
 		if kind == "" {
-			continue
+			// Written through a symbolic link (one on the file system, or
+			// one the command makes) to such a file or directory.
+			q := a.follow(f.Path)
+			if q == f.Path {
+				continue
+			}
+			if kind, dir = plantedKind(q); kind == "" {
+				continue
+			}
+			shown = a.display(f.Path) + " (" + a.display(q) + ")"
 		}
 		seen[f.Path] = true
-		shown := a.display(f.Path)
 		if dir {
 			if !a.fillsDir(f.Path) {
 				continue // mkdir -p .vscode: made empty
@@ -255,7 +265,7 @@ func (g *Guard) patchPlanted(a *action.Action) []guard.Finding {
 			if f.MoveTo != "" {
 				target = f.MoveTo
 			}
-			kind, dir := plantedKind(g.abs(target, a.Cwd))
+			kind, dir := g.plantedTarget(target, a.Cwd)
 			if kind == "" || dir {
 				continue
 			}
@@ -277,6 +287,25 @@ func (g *Guard) patchPlanted(a *action.Action) []guard.Finding {
 		}
 	}
 	return out
+}
+
+// plantedTarget returns the kind of later-run file a file tool's write of
+// p (relative to cwd) writes, by its name or by where its symbolic links
+// lead (a link to .claude/commands written through), and whether it is a
+// directory of them.
+func (g *Guard) plantedTarget(p, cwd string) (string, bool) {
+	abs := g.abs(p, cwd)
+	if kind, dir := plantedKind(abs); kind != "" {
+		return kind, dir
+	}
+	if !filepath.IsAbs(abs) {
+		return "", false
+	}
+	an := &analyzer{r: g.r, env: Env{FS: g.fsys}}
+	if q := an.follow(filepath.ToSlash(abs)); q != filepath.ToSlash(abs) {
+		return plantedKind(q)
+	}
+	return "", false
 }
 
 // addedLines returns the lines a patch body adds (those starting with +).
