@@ -41,7 +41,7 @@ func plantedKind(p string) (kind string, dir bool) {
 	case isEditorTasks(p):
 		return "tasks", false
 	}
-	p = path.Clean(p)
+	p = strings.ToLower(path.Clean(p)) // case is ignored, as in isSkillFile
 	base := path.Base(p)
 	switch {
 	case base == ".claude", base == ".vscode":

@@ -190,9 +190,11 @@ func (g *Guard) checkSkill(ctx context.Context, a *action.Action) ([]guard.Findi
 
 // isSkillFile reports whether p is a skill's or slash command's file:
 // .claude/skills/NAME/SKILL.md, or a Markdown file under .claude/commands.
+// Case is ignored: on a file system that ignores it (macOS, Windows)
+// .CLAUDE/Commands/x.MD is the same file.
 func isSkillFile(p string) bool {
-	p = filepath.ToSlash(filepath.Clean(p))
-	if strings.HasSuffix(p, "/SKILL.md") {
+	p = strings.ToLower(filepath.ToSlash(filepath.Clean(p)))
+	if strings.HasSuffix(p, "/skill.md") {
 		return strings.Contains(p, "/.claude/skills/") || strings.HasPrefix(p, ".claude/skills/")
 	}
 	return strings.HasSuffix(p, ".md") && (strings.Contains(p, "/.claude/commands/") || strings.HasPrefix(p, ".claude/commands/"))
@@ -265,9 +267,9 @@ func editedText(text string, a *action.Action) string {
 // file (NAME.code-workspace, whose "tasks" are the workspace's), or the
 // user's own tasks (…/User/tasks.json in the editor's settings).
 func isEditorTasks(p string) bool {
-	p = filepath.ToSlash(filepath.Clean(p))
+	p = strings.ToLower(filepath.ToSlash(filepath.Clean(p)))
 	return strings.HasSuffix(p, "/.vscode/tasks.json") || p == ".vscode/tasks.json" ||
-		strings.HasSuffix(p, ".code-workspace") || strings.HasSuffix(p, "/User/tasks.json")
+		strings.HasSuffix(p, ".code-workspace") || strings.HasSuffix(p, "/user/tasks.json")
 }
 
 // folderOpen matches a task's "runOn": "folderOpen" (JSON with comments,
