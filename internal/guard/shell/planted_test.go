@@ -100,3 +100,26 @@ func TestJSONCPlain(t *testing.T) {
 		}
 	}
 }
+
+// TestCloneDirectories: where git clone puts the repository, as the
+// later run from there finds it.
+func TestCloneDirectories(t *testing.T) {
+	env := corpusEnv(t)
+	for _, c := range []struct {
+		cmd      string
+		min, max action.Level
+	}{
+		{"git clone https://github.com/x/y && y/run", action.Confirm, action.Approve},
+		{"git clone git@github.com:x/y.git && cd y && ./run", action.Confirm, action.Approve},
+		{"git clone https://github.com/x/y lib && lib/run", action.Confirm, action.Approve},
+		{"git -C build clone https://github.com/x/y && build/y/run", action.Confirm, action.Approve},
+		{"git -c http.sslVerify=true clone https://github.com/x/y && y/run", action.Confirm, action.Approve},
+		{"git clone https://github.com/x/y && ./tools/run", action.Auto, action.Notify},
+		{"git -C build clone https://github.com/x/y && y/run", action.Auto, action.Notify},
+	} {
+		an := Analyze(c.cmd, env)
+		if an.Level < c.min || an.Level > c.max {
+			t.Errorf("%q: got %s, want %s … %s\n%s", c.cmd, an.Level, c.min, c.max, describe(an))
+		}
+	}
+}

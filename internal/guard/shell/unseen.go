@@ -179,9 +179,45 @@ func (a *analyzer) unpackers(s *segCtx) {
 	}
 	switch s.name {
 	case "git":
-		sub, j := first()
+		// git [-C DIR] [-c k=v] … clone [options] URL [DIR]
+		sub, j, base := "", -1, ""
+		for k := 0; k < len(s.args); k++ {
+			x := s.args[k]
+			if x.dyn {
+				break
+			}
+			switch v := x.val; {
+			case v == "-C" && k+1 < len(s.args):
+				k++
+				if s.args[k].dyn {
+					base = "\x00" // computed: anywhere
+				} else if base == "" || base == "\x00" || path.IsAbs(s.args[k].val) {
+					base = s.args[k].val
+				} else {
+					base = path.Join(base, s.args[k].val)
+				}
+			case (v == "-c" || v == "--git-dir" || v == "--work-tree" || v == "--namespace") && k+1 < len(s.args):
+				k++
+			case strings.HasPrefix(v, "-"):
+			default:
+				sub, j = v, k
+			}
+			if sub != "" {
+				break
+			}
+		}
 		if sub != "clone" {
 			return
+		}
+		into := func(d arg) {
+			switch {
+			case base == "\x00":
+				a.unpacksInto(s, arg{dyn: true})
+			case base != "" && !d.dyn && !path.IsAbs(d.val) && !strings.HasPrefix(d.val, "~"):
+				a.unpacksInto(s, arg{val: path.Join(base, d.val)})
+			default:
+				a.unpacksInto(s, d)
+			}
 		}
 		o, ok := ops(j+1, map[string]bool{"-b": true, "--branch": true, "-o": true, "--origin": true, "--depth": true,
 			"-c": true, "--config": true, "--reference": true, "--template": true, "-u": true, "--upload-pack": true,
@@ -191,7 +227,7 @@ func (a *analyzer) unpackers(s *segCtx) {
 		case !ok || len(o) == 0:
 			a.unpacksInto(s, arg{dyn: true})
 		case len(o) > 1:
-			a.unpacksInto(s, o[1])
+			into(o[1])
 		default:
 			u := strings.TrimRight(o[0].val, "/")
 			if i := strings.LastIndexAny(u, "/:"); i >= 0 {
@@ -202,7 +238,7 @@ func (a *analyzer) unpackers(s *segCtx) {
 				a.unpacksInto(s, arg{dyn: true})
 				return
 			}
-			a.unpacksInto(s, arg{val: u})
+			into(arg{val: u})
 		}
 	case "curl", "wget":
 		// A file named by the server (curl -J, wget --content-disposition,
