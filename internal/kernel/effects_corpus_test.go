@@ -92,6 +92,11 @@ func effectWorld(t *testing.T) (home, ovh, proj string) {
 		"proj/README.md":                    "# readme\n",
 		"proj/.git/HEAD":                    "ref: refs/heads/main\n",
 		"proj/.git/hooks/pre-commit.sample": "#!/bin/sh\n",
+		// A repository whose hooks are in the work tree (husky sets
+		// core.hooksPath): they run at every commit, the person's too.
+		"proj/web/.git/config":            "[core]\n\trepositoryformatversion = 0\n\thooksPath = tools/hooks\n",
+		"proj/web/tools/hooks/pre-commit": "npx lint-staged\n",
+		"proj/web/src/app.js":             "export {}\n",
 		// Claude Code's skills and slash commands: what they run as they
 		// load is judged when one is loaded (hook-config.tsv).
 		"proj/.claude/commands/ctx.md":       "Status: !`git status --short`\n",
