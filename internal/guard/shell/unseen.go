@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"io/fs"
 	"path"
 	"slices"
 	"strings"
@@ -272,7 +273,8 @@ func (a *analyzer) unpackers(s *segCtx) {
 			"-F": true, "-c": true, "-l": true, "-J": true, "-S": true, "--exclude": true, "--include": true,
 			"--filter": true, "-f": true, "--exclude-from": true, "--include-from": true, "--files-from": true})
 		if !ok {
-			a.unpacksInto(s, arg{dyn: true})
+			// A computed source: a copy of a program from a computed path
+			// is judged when it runs (selfapprove.go), as cp's is.
 			return
 		}
 		if len(o) < 2 {
@@ -283,6 +285,33 @@ func (a *analyzer) unpackers(s *segCtx) {
 				a.unpacksInto(s, o[len(o)-1])
 				return
 			}
+		}
+		a.copiesUnseen(s, o[:len(o)-1], o[len(o)-1], recursiveFlag(s.args, "ra"))
+	case "cp", "mv":
+		o, ok := ops(0, map[string]bool{"-t": true, "--target-directory": true, "-S": true, "--suffix": true})
+		dest, hasT := optValue(s.args, "-t", "--target-directory")
+		switch {
+		case !ok:
+			return // a computed source or destination: see rsync's
+		case hasT:
+		case len(o) < 2:
+			return
+		default:
+			dest, o = o[len(o)-1], o[:len(o)-1]
+		}
+		a.copiesUnseen(s, o, dest, s.name == "mv" || recursiveFlag(s.args, "rRa"))
+	case "docker", "podman":
+		// docker cp CONTAINER:SRC DEST: the container's files.
+		sub, j := first()
+		if sub != "cp" {
+			return
+		}
+		o, ok := ops(j+1, nil)
+		if !ok || len(o) != 2 {
+			return
+		}
+		if strings.Contains(o[0].val, ":") && !strings.HasPrefix(o[0].val, "/") && !strings.HasPrefix(o[0].val, ".") {
+			a.unpacksInto(s, o[1])
 		}
 	case "7z", "7za", "7zr", "unrar", "jar":
 		sub, _ := first()
@@ -344,4 +373,53 @@ func remoteSpec(v string) bool {
 		return false
 	}
 	return !strings.Contains(v[:i], "/")
+}
+
+// recursiveFlag reports whether args hold --recursive, --archive or a
+// group of short flags with one of the letters.
+func recursiveFlag(args []arg, letters string) bool {
+	for _, x := range args {
+		v := x.val
+		switch {
+		case x.dyn:
+		case v == "--recursive" || v == "--archive":
+			return true
+		case len(v) > 1 && v[0] == '-' && v[1] != '-' && isLetters(v[1:]) && strings.ContainsAny(v[1:], letters):
+			return true
+		}
+	}
+	return false
+}
+
+// copiesUnseen records the destination of a copy or move as written
+// unseen when what it brings is not known when judged: a source an
+// earlier segment unpacked, or a directory copied whole (or a file moved)
+// that is not there when judged and that no earlier program of the
+// command makes. A single file copied is followed as written (effects.go),
+// and a directory on disk is walked.
+func (a *analyzer) copiesUnseen(s *segCtx, srcs []arg, dest arg, recursive bool) {
+	for _, x := range srcs {
+		if x.dyn {
+			continue // judged when it runs (selfapprove.go)
+		}
+		p, known := a.abs(x.val)
+		if !known || !path.IsAbs(p) {
+			a.unpacksInto(s, dest)
+			return
+		}
+		if a.unseenBefore(p, s.idx) != "" {
+			a.unpacksInto(s, dest)
+			return
+		}
+		if _, ok := a.written[p]; ok || !recursive || a.changedBefore(p, s.idx) {
+			// Written earlier in the command (its text is followed), a
+			// single file (followed as written: effects.go), or made by an
+			// earlier program the guard knows (go build -o out/app).
+			continue
+		}
+		if _, err := fs.Stat(a.fileSystem(), fsName(p)); err != nil {
+			a.unpacksInto(s, dest) // not there when judged, and nothing here makes it
+			return
+		}
+	}
 }
