@@ -499,7 +499,7 @@ func (a *analyzer) listClass(s *segCtx) {
 		case "readonly", "dev":
 			a.class(p.check, p.level, label)
 		default:
-			a.add(guard.Finding{Check: "shell." + p.check, Level: p.level, Message: label + ": " + p.msg})
+			a.add(guard.Finding{Check: "shell." + p.check, Level: p.level, Hard: p.level == action.Block, Message: label + ": " + p.msg})
 		}
 		return
 	}
