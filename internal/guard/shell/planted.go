@@ -127,7 +127,11 @@ func (a *analyzer) plantedWrites() {
 		shown := a.display(f.Path)
 		if kind == "" {
 			// Written through a symbolic link (one on the file system, or
-			// one the command makes) to such a file or directory.
+			// one the command makes) to such a file or directory. Only a
+			// name that may be one is followed (links cost a lookup each).
+			if !mayBePlanted(f.Path) {
+				continue
+			}
 			q := a.follow(f.Path)
 			if q == f.Path {
 				continue
@@ -298,7 +302,7 @@ func (g *Guard) plantedTarget(p, cwd string) (string, bool) {
 	if kind, dir := plantedKind(abs); kind != "" {
 		return kind, dir
 	}
-	if !filepath.IsAbs(abs) {
+	if !filepath.IsAbs(abs) || !mayBePlanted(abs) {
 		return "", false
 	}
 	an := &analyzer{r: g.r, env: Env{FS: g.fsys}}
@@ -328,4 +332,17 @@ func sortedArgKeys(args map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// mayBePlanted reports whether a file named p may be a skill, command or
+// task file once its links are followed: the name written keeps the
+// file's extension (x.md, t.json) whatever the links lead to. (A directory
+// copied whole through a link is not followed: the files a copy walks are
+// judged one by one.)
+func mayBePlanted(p string) bool {
+	switch strings.ToLower(path.Ext(p)) {
+	case ".md", ".json", ".code-workspace":
+		return true
+	}
+	return false
 }
