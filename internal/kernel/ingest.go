@@ -16,6 +16,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/guard"
+	"github.com/overseer-dev/overseer/internal/patchfmt"
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/internal/undo"
 )
@@ -431,7 +432,7 @@ func (k *Kernel) checkRollback(ctx context.Context, id string, c *FileChange) (c
 		if int64(len(cur)) > limit {
 			return nil, nil, fmt.Errorf("%s: %w: larger than %d bytes", c.Path, ErrNoRollback, limit)
 		}
-		before, err := undo.ReverseUpdate(string(cur), c.Patch)
+		before, err := patchfmt.ReverseUpdate(string(cur), c.Patch)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w: reversing the patch: %v", c.Path, ErrChangedSince, err)
 		}

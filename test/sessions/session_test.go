@@ -53,6 +53,14 @@ func TestCodexSession(t *testing.T) {
 	replay(t, hooks.Codex, filepath.Join("testdata", "codex-session.jsonl"), 60)
 }
 
+// TestPlantedSession replays files written by the shell that run later in
+// the person's tools (a slash command, a folder-open task) and programs a
+// command unpacks, clones or downloads and then runs, next to their
+// harmless twins.
+func TestPlantedSession(t *testing.T) {
+	replay(t, hooks.ClaudeCode, filepath.Join("testdata", "planted-session.jsonl"), 10)
+}
+
 func TestGeminiSession(t *testing.T) {
 	replay(t, hooks.Gemini, filepath.Join("testdata", "gemini-session.jsonl"), 70)
 }
@@ -111,7 +119,7 @@ func replay(t *testing.T, agent, file string, minCalls int) {
 	}
 	// A model that keeps repeating a refused call is stopped where the
 	// agent's hooks can say so.
-	if agent == hooks.ClaudeCode && len(stopped) == 0 {
+	if agent == hooks.ClaudeCode && counts[refusedRepeat] != nil && len(stopped) == 0 {
 		t.Errorf("the repeated refused call never stopped the agent")
 	}
 	ord := counts[ordinary]

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/overseer-dev/overseer/internal/undo"
+	"github.com/overseer-dev/overseer/internal/patchfmt"
 )
 
 // codexLine is a line of a Codex rollout (observed with Codex 0.169.0):
@@ -215,7 +215,7 @@ func codexFailed(text string) bool {
 // content the patch holds) or updating one in place (undone by reversing
 // the patch). Deletions, moves and patches of several files are not.
 func patchChange(pc codexPatch) *FileChange {
-	fs, err := undo.ParsePatch(pc.patch)
+	fs, err := patchfmt.ParsePatch(pc.patch)
 	if err != nil || len(fs) != 1 {
 		return nil
 	}
@@ -230,7 +230,7 @@ func patchChange(pc codexPatch) *FileChange {
 	p = filepath.Clean(p)
 	switch {
 	case f.Op == "add":
-		content, err := undo.AddedContent(f.Body)
+		content, err := patchfmt.AddedContent(f.Body)
 		if err != nil || len(content) > MaxChange {
 			return nil
 		}

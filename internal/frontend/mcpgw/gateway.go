@@ -740,11 +740,41 @@ func (g *Gateway) addPrompt(name string, p *promptEntry) {
 		if e == nil {
 			return nil, fmt.Errorf("prompt %q is no longer offered", name)
 		}
+		// Judged and recorded first, by its arguments (reads.go).
+		a, err := g.promptAction(req, e)
+		if err != nil {
+			return nil, err
+		}
+		actionID, err := g.judgeRead(ctx, a, "getting the prompt "+name)
+		if err != nil {
+			return nil, err
+		}
 		cs, err := e.up.session()
 		if err != nil {
 			return nil, err
 		}
-		return cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: e.orig, Arguments: req.Params.Arguments})
+		res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: e.orig, Arguments: req.Params.Arguments})
+		var sb strings.Builder
+		if err != nil {
+			sb.WriteString(err.Error())
+		} else if res != nil {
+			for _, m := range res.Messages {
+				if m == nil {
+					continue
+				}
+				switch c := m.Content.(type) {
+				case *mcp.TextContent:
+					sb.WriteString(c.Text)
+				case *mcp.EmbeddedResource:
+					if c.Resource != nil {
+						sb.WriteString(c.Resource.Text)
+					}
+				}
+				sb.WriteByte('\n')
+			}
+		}
+		g.recordRead(actionID, a, sb.String(), err != nil)
+		return res, err
 	})
 }
 
@@ -792,45 +822,39 @@ func (g *Gateway) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 	return g.readFrom(ctx, req, u)
 }
 
-// readFrom reads a resource from its upstream. A resource whose URI names
-// a file (file://) is judged first, as a read of that file — a server's
-// file template would otherwise hand the client any file the server can
-// read, Overseer's token and sealing key too, unjudged and unrecorded —
-// and its contents are recorded as the read's result.
+// readFrom reads a resource from its upstream, judged first (reads.go):
+// a file:// URI as a read of that file — a server's file template would
+// otherwise hand the client any file the server can read, Overseer's token
+// and sealing key too, unjudged and unrecorded — an http(s) URI as a fetch,
+// any other as a read of the server's own data. Its contents are recorded
+// as the read's result.
 func (g *Gateway) readFrom(ctx context.Context, req *mcp.ReadResourceRequest, u *upstream) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	path, isFile := fileURIPath(uri)
-	var actionID string
-	if isFile {
-		id, err := g.judgeRead(ctx, req, u, path)
-		if err != nil {
-			return nil, err
-		}
-		actionID = id
+	a, err := g.resourceAction(req, u)
+	if err != nil {
+		return nil, err
+	}
+	actionID, err := g.judgeRead(ctx, a, "reading "+uri)
+	if err != nil {
+		return nil, err
 	}
 	cs, err := u.session()
 	if err != nil {
 		return nil, err
 	}
 	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-	if isFile {
-		var sb strings.Builder
-		if err != nil {
-			sb.WriteString(err.Error())
-		} else if res != nil {
-			for _, c := range res.Contents {
-				if c != nil && c.Text != "" {
-					sb.WriteString(c.Text)
-					sb.WriteByte('\n')
-				}
+	var sb strings.Builder
+	if err != nil {
+		sb.WriteString(err.Error())
+	} else if res != nil {
+		for _, c := range res.Contents {
+			if c != nil && c.Text != "" {
+				sb.WriteString(c.Text)
+				sb.WriteByte('\n')
 			}
 		}
-		out := sb.String()
-		scan := g.k.ScanResult(out)
-		g.results.record(kernel.Result{ActionID: actionID, Agent: g.clientName(req.ClientInfo()),
-			Session: g.sessionOf(req.Session), Tool: u.name + Separator + readResourceTool, Output: out,
-			IsError: err != nil, Scan: &scan, Lazy: true})
 	}
+	g.recordRead(actionID, a, sb.String(), err != nil)
 	return res, err
 }
 
@@ -850,17 +874,12 @@ func fileURIPath(uri string) (string, bool) {
 	return p, true
 }
 
-// judgeRead judges the read of the file at path through a resource: it
-// returns the action's id when the read may go ahead, an error (that the
-// client shows) when it is blocked, denied or still waits for a person.
-// A read a person approved is picked up by the identical read, once.
-func (g *Gateway) judgeRead(ctx context.Context, req *mcp.ReadResourceRequest, u *upstream, path string) (string, error) {
-	a := &action.Action{Agent: g.clientName(req.ClientInfo()), Session: g.sessionOf(req.Session),
-		Tool: u.name + Separator + readResourceTool, Kind: action.KindFileRead,
-		Args: map[string]any{"uri": req.Params.URI, "file_path": path}, Cwd: g.cwd}
-	if path == "" {
-		return "", fmt.Errorf("Overseer: the resource %s names no file that can be judged; it was not read", req.Params.URI)
-	}
+// judgeRead judges a read the gateway makes for a client (a resource, a
+// prompt): it returns the action's id when the read may go ahead, an error
+// (that the client shows) when it is blocked, denied or still waits for a
+// person. what says what is read ("reading note://x"). A read a person
+// approved is picked up by the identical read, once.
+func (g *Gateway) judgeRead(ctx context.Context, a *action.Action, what string) (string, error) {
 	if apr, err := g.k.Gate.TakeApproved(ctx, a.ArgsHash(), gate.CallerOf(a)); err == nil {
 		return apr.ActionID, nil
 	}
@@ -871,11 +890,11 @@ func (g *Gateway) judgeRead(ctx context.Context, req *mcp.ReadResourceRequest, u
 	v := sub.Verdict
 	switch {
 	case v.Level == action.Block:
-		return "", fmt.Errorf("Overseer blocked reading %s: %s. Do not retry it", req.Params.URI, v.Summary())
+		return "", fmt.Errorf("Overseer blocked %s: %s. Do not retry it", what, v.Summary())
 	case v.Level.RunsWithoutPerson():
 		return a.ID, nil
 	case !v.Level.NeedsPerson() || sub.Approval == nil:
-		return "", fmt.Errorf("Overseer: reading %s needs a person, but no approval could be opened; it was not read", req.Params.URI)
+		return "", fmt.Errorf("Overseer: %s needs a person, but no approval could be opened; nothing was read", what)
 	}
 	wctx, cancel := context.WithTimeout(ctx, g.cfg.Hold.Get(DefaultHold))
 	defer cancel()
@@ -884,11 +903,11 @@ func (g *Gateway) judgeRead(ctx context.Context, req *mcp.ReadResourceRequest, u
 	case err == nil && apr != nil && gate.Allowed(apr):
 		return apr.ActionID, nil
 	case err == nil && apr != nil && apr.Status.Terminal():
-		return "", fmt.Errorf("Overseer: reading %s was refused (approval %s, %s); it was not read", req.Params.URI, apr.ID, apr.Status)
+		return "", fmt.Errorf("Overseer: %s was refused (approval %s, %s); nothing was read", what, apr.ID, apr.Status)
 	}
-	return "", fmt.Errorf("Overseer: reading %s waits for a person's answer (pending approval %s, level %s: %s). "+
+	return "", fmt.Errorf("Overseer: %s waits for a person's answer (pending approval %s, level %s: %s). "+
 		"Nothing was read. Ask the user to answer it (overseer approve %s), then read it again",
-		req.Params.URI, sub.Approval.ID, v.Level, v.Summary(), sub.Approval.ID)
+		what, sub.Approval.ID, v.Level, v.Summary(), sub.Approval.ID)
 }
 
 func (g *Gateway) readTemplate(tpl string) mcp.ResourceHandler {

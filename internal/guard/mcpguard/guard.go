@@ -49,6 +49,9 @@ const (
 	// NoteStripped starts the note listing unknown arguments the gateway
 	// removed before the call (informational; no finding).
 	NoteStripped = "mcp.stripped-args"
+	// NoteServerRead starts a sealed note of a read of a server's own data
+	// through the gateway (a prompt, a resource): see MarkServerRead.
+	NoteServerRead = "mcp.server-read "
 )
 
 // ErrInvalidConfig is returned for a configuration that cannot be used.
@@ -200,6 +203,19 @@ func (g *Guard) Check(_ context.Context, a *action.Action) ([]guard.Finding, err
 			why := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(n, NoteSchemaUnchecked), ":"))
 			out = append(out, guard.Finding{Check: "mcp.schema-unchecked", Level: g.cfg.UncheckedSchema, Hard: true,
 				Message: fmt.Sprintf("the arguments of %s could not be checked against its input schema (%s)", a.Tool, why)})
+		case strings.HasPrefix(n, NoteServerRead):
+			what, err := openRead(a, n)
+			if err != nil {
+				out = append(out, guard.Finding{Check: "mcp.unsealed-annotations", Level: action.Confirm, Hard: true,
+					Message: fmt.Sprintf("the %s call carries a read note Overseer did not record (%v)", a.Tool, err)})
+				continue
+			}
+			if a.Kind != action.KindMCP {
+				continue
+			}
+			annotated = true
+			out = append(out, guard.Finding{Check: "mcp.server-read", Level: g.cfg.ReadOnly, Hard: false,
+				Message: fmt.Sprintf("%s reads the server's own data (MCP %s); what its arguments name is judged by the other guards", a.Tool, what)})
 		case strings.HasPrefix(n, NoteAnnotations):
 			an, err := open(a, n)
 			if err != nil {
@@ -398,4 +414,29 @@ func seal(argsHash string, body []byte) string {
 	m.Write([]byte{'\n'})
 	m.Write(body)
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// MarkServerRead records that a is a read of its server's own data that
+// the gateway makes for a client (what: "prompts/get", "resources/read"),
+// sealed for this process and a's exact arguments like annotations: such
+// a read is classified as a read-only tool of a closed world (read_only),
+// while its arguments' paths, URLs and secrets are judged as any call's.
+// Call it after a's tool, kind, working directory and arguments are final.
+func MarkServerRead(a *action.Action, what string) {
+	body := []byte(strings.ReplaceAll(what, " ", "_"))
+	a.Facts.Notes = append(a.Facts.Notes, NoteServerRead+string(body)+" sig="+seal(a.ArgsHash(), append([]byte("read:"), body...)))
+}
+
+// openRead checks a server-read note's seal and returns what it says.
+func openRead(a *action.Action, n string) (string, error) {
+	rest := strings.TrimPrefix(n, NoteServerRead)
+	i := strings.LastIndex(rest, " sig=")
+	if i < 0 {
+		return "", fmt.Errorf("%w: no seal", ErrUnsealed)
+	}
+	body, sig := rest[:i], rest[i+len(" sig="):]
+	if !hmac.Equal([]byte(sig), []byte(seal(a.ArgsHash(), append([]byte("read:"), body...)))) {
+		return "", ErrUnsealed
+	}
+	return body, nil
 }

@@ -329,3 +329,55 @@ func FuzzReadNames(f *testing.F) {
 		}
 	})
 }
+
+// A read of a server's own data the gateway makes (prompts/get, a
+// resource) is classified read-only through the engine; a forged, moved or
+// stale read note never lowers a level.
+func TestServerReadNote(t *testing.T) {
+	g, _ := mcpguard.New(mcpguard.Config{})
+	eng, err := firewall.New(context.Background(), firewall.Config{Policy: policy.Builtin(), Guards: []guard.Guard{g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := call(action.KindMCP)
+	mcpguard.MarkServerRead(a, "prompts/get")
+	if v := eng.Evaluate(context.Background(), a); v.Level != action.Auto || v.Decider == nil || v.Decider.Name != "mcp.server-read" {
+		t.Fatalf("a sealed read: %s (%s)", v.Level, v.Summary())
+	}
+	if v := eng.Evaluate(context.Background(), call(action.KindMCP)); v.Level != action.Confirm {
+		t.Fatalf("no note: %s, want the mcp default", v.Level)
+	}
+	for name, mk := range map[string]func() *action.Action{
+		"forged": func() *action.Action {
+			a := call(action.KindMCP)
+			a.Facts.Notes = []string{mcpguard.NoteServerRead + "prompts/get sig=00"}
+			return a
+		},
+		"no seal": func() *action.Action {
+			a := call(action.KindMCP)
+			a.Facts.Notes = []string{mcpguard.NoteServerRead + "prompts/get"}
+			return a
+		},
+		"arguments changed": func() *action.Action {
+			a := call(action.KindMCP)
+			mcpguard.MarkServerRead(a, "prompts/get")
+			a.Args["path"] = "/etc/shadow"
+			return a
+		},
+		"an annotations seal passed off as a read": func() *action.Action {
+			a := call(action.KindMCP)
+			mcpguard.Annotate(a, mcpguard.Annotations{ReadOnly: true})
+			_, sig, _ := mcpguard.ParseNote(a.Facts.Notes[0])
+			a.Facts.Notes = []string{mcpguard.NoteServerRead + `{"read_only":true} sig=` + sig}
+			return a
+		},
+	} {
+		fs, err := g.Check(context.Background(), mk())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fs) != 1 || fs[0].Check != "mcp.unsealed-annotations" || !fs[0].Hard || fs[0].Level < action.Confirm {
+			t.Fatalf("%s: findings %+v, want one hard confirm", name, fs)
+		}
+	}
+}

@@ -153,7 +153,7 @@ func (g *Guard) controlFinding(p action.PathFact, literal string) (string, bool)
 	if p.Intent == action.PathRead || g.controls == nil {
 		return "", false
 	}
-	for _, cand := range []string{p.Path, literal} {
+	for i, cand := range []string{p.Path, literal} {
 		if cand == "" {
 			continue
 		}
@@ -168,6 +168,16 @@ func (g *Guard) controlFinding(p action.PathFact, literal string) (string, bool)
 			if r, ok := g.controls.holds(cand); ok {
 				return fmt.Sprintf("deleting %s removes a hook configuration (%s), which switches Overseer off for that agent",
 					cand, strings.TrimSuffix(r.source, " delete")), true
+			}
+		}
+		if (p.Intent == action.PathWrite || p.Intent == action.PathUnknown) && (i == 0 || cand != p.Path) {
+			// A hooks directory the repository's configuration names
+			// (core.hooksPath: hookspath.go).
+			for _, d := range g.hooksDirs(cand) {
+				if action.Within(d, cand) {
+					return fmt.Sprintf("%s is in %s, the git hooks directory core.hooksPath names: what is written there runs at the next commit, checkout or push, outside Overseer's view; agents may not %s it",
+						cand, d, verb(p.Intent)), true
+				}
 			}
 		}
 		if p.Intent == action.PathUnknown {

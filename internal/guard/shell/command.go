@@ -461,6 +461,7 @@ func (a *analyzer) classify(s *segCtx) {
 		}
 	}
 	a.cur = s.idx
+	a.unpackers(s) // unseen.go
 	if a.r.netSenders.has(name) {
 		a.netSend(s)
 	}
@@ -498,7 +499,7 @@ func (a *analyzer) listClass(s *segCtx) {
 		case "readonly", "dev":
 			a.class(p.check, p.level, label)
 		default:
-			a.add(guard.Finding{Check: "shell." + p.check, Level: p.level, Message: label + ": " + p.msg})
+			a.add(guard.Finding{Check: "shell." + p.check, Level: p.level, Hard: p.level == action.Block, Message: label + ": " + p.msg})
 		}
 		return
 	}
@@ -515,6 +516,10 @@ func (a *analyzer) listClass(s *segCtx) {
 		if a.downloaded[abs] {
 			a.add(guard.Finding{Check: "shell.download-exec", Level: action.Approve, Hard: true,
 				Message: "runs " + p + ", which this command downloaded"})
+			return
+		}
+		if a.runsUnseen(s, p, abs) {
+			a.class("project-program", action.Notify, p)
 			return
 		}
 		if a.runWritten(abs, false, s.idx) {

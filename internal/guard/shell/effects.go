@@ -522,6 +522,9 @@ func (a *analyzer) effects(s *segCtx) {
 		// Unpacking an archive writes files not known before it runs: judge
 		// the directory they land in (tar -C DIR, unzip -d DIR, the cwd).
 		a.effectFact(a.cwdPath(), action.PathUnknown)
+		if s.name != "unzip" || !listsOnly(s.args) {
+			a.markUnseen(a.cwdPath()) // unseen.go
+		}
 	}
 	if spec != nil && spec.copy {
 		a.copyEffects(ops, base, targetDir, noTarget, recursive, links, dynOps || targetDir != nil && dynLast)
@@ -1191,6 +1194,7 @@ func (a *analyzer) downloadNames(s *segCtx, outDir *arg) {
 			name = path.Base(rest[i:])
 		}
 		a.candidate(arg{val: path.Join(dir, name)}, inWrite, false)
+		a.markDownloaded(path.Join(dir, name)) // running it is running downloaded code
 	}
 }
 

@@ -31,6 +31,12 @@ func FuzzAnalyze(f *testing.F) {
 		"docker run -v /:/h -w /h img sh -c 'cd .. && rm -rf *'", "tar --to-command", "del /s", "format",
 		"python3 -c 'system(`'", "python3 -c 'os.system(\"'", "perl -e '`rm -rf /`'", "awk 'BEGIN{system(",
 		"while :; do : & done", "until false; do x & done",
+		// Planted files and unseen writes (planted.go, unseen.go).
+		"printf '!`rm -rf ~`' > .claude/commands/x.md", "echo '{\"runOn\":\"folder\\u004fpen\"' > .vscode/tasks.json",
+		"echo '!`echo \"!`x`\" > .claude/commands/y.md`' > .claude/commands/x.md", "cp -r a .claude", "tar xf t -C .vscode",
+		"git -C a -C b clone u && a/b/u/x", "git clone", "git -C", "7z x -o && ./x", "gunzip -S .z a.z && ./a", "gzip -d .gz",
+		"rsync -a h: . && ./x", "scp :x y", "docker cp c: d", "curl -J -O", "wget -r -P", "cp -t", "mv a",
+		"python3 -m zipfile -e", "python3 -m tarfile -e a b && b/x", "unzip -l a && ./a", "cpio -i -D && ./x",
 	} {
 		f.Add(s)
 	}

@@ -72,16 +72,25 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	}
 	var skill []guard.Finding
 	if a.Kind == action.KindFileWrite || a.Kind == action.KindFileEdit {
-		if p, ok := a.StringArg("file_path", "path"); ok && isSkillFile(p) {
+		p, ok := a.StringArg("file_path", "path")
+		kind := ""
+		if ok {
+			kind, _ = g.plantedTarget(p, a.Cwd) // planted.go: by name, or through a link
+		}
+		switch kind {
+		case "skill":
 			var err error
 			if skill, err = g.checkSkillWrite(ctx, a, p); err != nil {
 				return nil, err
 			}
-		} else if ok && isEditorTasks(p) {
-			skill = editorTaskFindings(a, p)
+		case "tasks":
+			skill = g.editorTaskFindings(a, p)
 		}
 	}
 	if a.Kind != action.KindShell {
+		// A patch (Codex's apply_patch) is judged by what it leaves in
+		// the files that run later (planted.go), whatever the kind.
+		skill = append(skill, g.patchPlanted(a)...)
 		// The caller's word for the kind is not trusted: a command string
 		// under any other kind is judged as the shell command it is.
 		if c, ok := a.Args["command"].(string); !ok || strings.TrimSpace(c) == "" {

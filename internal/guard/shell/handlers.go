@@ -734,7 +734,7 @@ func (a *analyzer) sourceCmd(s *segCtx) bool {
 			Message: s.name + " runs " + f.val + ", which this command downloaded"})
 		return true
 	}
-	_ = a.runWritten(p, true, s.idx) || a.runStored(p, true, s.idx) // provenance.go: the file's content
+	_ = a.runsUnseen(s, f.val, p) || a.runWritten(p, true, s.idx) || a.runStored(p, true, s.idx) // provenance.go: the file's content
 	a.cur = s.idx
 	return false
 }
@@ -1725,6 +1725,7 @@ func (a *analyzer) tarCmd(s *segCtx) bool {
 	if !ok {
 		dir = arg{val: "."}
 	}
+	a.unpacksInto(s, dir) // unseen.go
 	if dir.dyn {
 		a.add(guard.Finding{Check: "shell.write-dynamic", Level: action.Confirm, Message: "tar extracts into a directory computed at run time"})
 		return false
@@ -1915,6 +1916,7 @@ func (a *analyzer) interpCmd(s *segCtx, inline []string) bool {
 			mod := "?"
 			if j+1 < len(args) {
 				mod = args[j+1].val
+				a.moduleUnpacks(s, mod, args[j+2:]) // unseen.go
 			}
 			a.class("dev", action.Notify, s.name+" -m "+mod)
 			// A module of the working directory runs as a script would
@@ -1956,6 +1958,10 @@ func (a *analyzer) scriptFile(s *segCtx, f arg) {
 	if a.downloaded[p] {
 		a.add(guard.Finding{Check: "shell.download-exec", Level: action.Approve, Hard: true,
 			Message: s.name + " runs " + f.val + ", which this command downloaded"})
+		return
+	}
+	if a.runsUnseen(s, f.val, p) {
+		a.class("dev", action.Notify, s.name+" "+f.val)
 		return
 	}
 	if a.r.shells.has(s.name) && a.runWritten(p, true, s.idx) {
@@ -2023,6 +2029,12 @@ func (a *analyzer) stdinCode(s *segCtx, isShell bool) {
 // unzipCmd judges where unzip extracts.
 func (a *analyzer) unzipCmd(s *segCtx) bool {
 	dir, ok := optValue(s.args, "-d")
+	if !ok {
+		dir = arg{val: "."}
+	}
+	if !listsOnly(s.args) {
+		a.unpacksInto(s, dir) // unseen.go
+	}
 	if !ok {
 		return false
 	}

@@ -498,7 +498,7 @@ func (a *analyzer) changedBetween(p string, from, idx int) bool {
 		if metaOnly[sg.Name] {
 			continue
 		}
-		if slices.Contains(sg.changes, p) {
+		if slices.Contains(sg.changes, p) || unseenIn(sg, p) {
 			return true
 		}
 		if slices.Contains(sg.looks, p) {

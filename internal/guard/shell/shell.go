@@ -124,6 +124,10 @@ type Segment struct {
 	// looks are the files it only reads; changes those it writes,
 	// deletes or may (changedBefore).
 	looks, changes []string
+	// unseen are the directories it writes files into whose names and
+	// content are not known when judged (an archive unpacked there); ""
+	// is a directory computed at run time (unseen.go).
+	unseen []string
 }
 
 // segFlags are what a segment does that matters to its neighbours in a

@@ -190,9 +190,11 @@ func (g *Guard) checkSkill(ctx context.Context, a *action.Action) ([]guard.Findi
 
 // isSkillFile reports whether p is a skill's or slash command's file:
 // .claude/skills/NAME/SKILL.md, or a Markdown file under .claude/commands.
+// Case is ignored: on a file system that ignores it (macOS, Windows)
+// .CLAUDE/Commands/x.MD is the same file.
 func isSkillFile(p string) bool {
-	p = filepath.ToSlash(filepath.Clean(p))
-	if strings.HasSuffix(p, "/SKILL.md") {
+	p = strings.ToLower(filepath.ToSlash(filepath.Clean(p)))
+	if strings.HasSuffix(p, "/skill.md") {
 		return strings.Contains(p, "/.claude/skills/") || strings.HasPrefix(p, ".claude/skills/")
 	}
 	return strings.HasSuffix(p, ".md") && (strings.Contains(p, "/.claude/commands/") || strings.HasPrefix(p, ".claude/commands/"))
@@ -206,40 +208,24 @@ func (g *Guard) checkSkillWrite(ctx context.Context, a *action.Action, p string)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	text := g.writtenText(a, p)
+	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars}
+	return plantedText(g.r, env, "skill", p, text, 0), nil
+}
+
+// writtenText returns the text a file tool's write or edit of p puts
+// there: a write's content; for an edit, the file as it would be after
+// it (an edit's new text may complete a line of the file's own:
+// !`git status` + "; rm -rf ~", "runOn": "default" → "folderOpen")
+// followed by the new text itself.
+func (g *Guard) writtenText(a *action.Action, p string) string {
 	text := action.WrittenText(a.Args)
 	if a.Kind == action.KindFileEdit {
-		// An edit's new text may complete a command of the file's own
-		// (!`git status` + "; rm -rf ~"): the file as it would be.
 		if b, err := g.readSkill(g.abs(p, a.Cwd)); err == nil {
 			text = editedText(string(b), a) + "\n" + text
 		}
 	}
-	var out []guard.Finding
-	if front, ok := frontMatter(text); ok && frontHooks.MatchString(front) {
-		out = append(out, guard.Finding{Check: "shell.skill-hooks", Level: action.Confirm, Hard: true,
-			Message: fmt.Sprintf("%s would register hooks, which run commands outside Overseer's view while the skill is active", p)})
-	}
-	var cmds []string
-	for _, m := range inlineShell.FindAllStringSubmatch(text, -1) {
-		// Arguments are not known until it loads: $ARGUMENTS stays a
-		// variable, whose value the analysis does not know.
-		cmds = append(cmds, m[1])
-	}
-	if len(cmds) == 0 {
-		return out, nil
-	}
-	an := analyze(g.r, strings.Join(cmds, "\n"), Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars})
-	for _, f := range an.Findings {
-		if f.Level < action.Confirm {
-			continue // what a quiet command would do is the load's to judge
-		}
-		// A floor: the write itself may be one a rule lets through (in
-		// the working directory), what it plants is not.
-		f.Hard = true
-		f.Message = fmt.Sprintf("%s would run, when it loads: %s", p, f.Message)
-		out = append(out, f)
-	}
-	return out, nil
+	return text
 }
 
 // abs returns p made absolute against cwd.
@@ -276,11 +262,14 @@ func editedText(text string, a *action.Action) string {
 	return text
 }
 
-// isEditorTasks reports whether p is VS Code's task file of a folder
-// (.vscode/tasks.json), whose tasks may run when the folder is opened.
+// isEditorTasks reports whether p is a file whose VS Code tasks may run
+// when a folder is opened: a folder's .vscode/tasks.json, a workspace
+// file (NAME.code-workspace, whose "tasks" are the workspace's), or the
+// user's own tasks (…/User/tasks.json in the editor's settings).
 func isEditorTasks(p string) bool {
-	p = filepath.ToSlash(filepath.Clean(p))
-	return strings.HasSuffix(p, "/.vscode/tasks.json") || p == ".vscode/tasks.json"
+	p = strings.ToLower(filepath.ToSlash(filepath.Clean(p)))
+	return strings.HasSuffix(p, "/.vscode/tasks.json") || p == ".vscode/tasks.json" ||
+		strings.HasSuffix(p, ".code-workspace") || strings.HasSuffix(p, "/user/tasks.json")
 }
 
 // folderOpen matches a task's "runOn": "folderOpen" (JSON with comments,
@@ -290,13 +279,9 @@ var folderOpen = regexp.MustCompile(`(?i)"runOn"\s*:\s*"folderOpen"`)
 // editorTaskFindings judges a file tool's write or edit of VS Code's task
 // file: a task that runs when the folder is opened runs in the person's
 // editor, outside Overseer's view (block); other tasks run when a person
-// starts them and stay quiet. An edit is judged by its new text.
-func editorTaskFindings(a *action.Action, p string) []guard.Finding {
-	if !folderOpen.MatchString(action.WrittenText(a.Args)) {
-		return nil
-	}
-	return []guard.Finding{{Check: "shell.folder-open-task", Level: action.Block, Hard: true,
-		Message: fmt.Sprintf("%s would hold a task that runs when the folder is opened (runOn: folderOpen), in the person's editor outside Overseer's view; agents may not add one", p)}}
+// starts them and stay quiet. An edit is judged by the file as it would be.
+func (g *Guard) editorTaskFindings(a *action.Action, p string) []guard.Finding {
+	return plantedText(g.r, Env{}, "tasks", p, g.writtenText(a, p), 0)
 }
 
 // readSkill reads a skill or command file, regular and at most

@@ -77,6 +77,7 @@ type analyzer struct {
 	prov        provState // files runners execute, read once (provenance.go)
 	envState              // environment variables the command sets (envvars.go)
 	effectFacts int       // path facts added by the effect scan
+	plantDepth  int       // analyses of planted text this one is inside (planted.go)
 }
 
 // redirSub remembers the segments that came from substitutions inside a
@@ -87,7 +88,12 @@ type redirSub struct {
 }
 
 func analyze(r *rules, command string, env Env) (out Analysis) {
-	a := &analyzer{r: r, env: env, out: &out, cur: -1, budget: previewBudget}
+	return analyzeDepth(r, command, env, 0)
+}
+
+// analyzeDepth is analyze inside depth analyses of planted text.
+func analyzeDepth(r *rules, command string, env Env, depth int) (out Analysis) {
+	a := &analyzer{r: r, env: env, out: &out, cur: -1, budget: previewBudget, plantDepth: depth}
 	if env.Home != "" {
 		a.env.Home = path.Clean(env.Home)
 	}
@@ -111,6 +117,7 @@ func analyze(r *rules, command string, env Env) (out Analysis) {
 		return out
 	}
 	a.script(command, OriginList)
+	a.plantedWrites()
 	a.finish()
 	return out
 }

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,6 +91,13 @@ const EnvFact = "OVERSEER_MCPGW_TEST_FACT"
 // starts (as EnvFact, for prompts and resources). Without it there are
 // neither.
 const EnvFactPrompt = "OVERSEER_MCPGW_TEST_FACT_PROMPT"
+
+// EnvReaders, when set, makes the server offer what a server that reads on
+// the client's behalf offers: a prompt "readfile" that returns the file its
+// argument "path" names, resource templates for http(s) URIs (answered
+// with a fixed page, nothing is fetched) and a "notes:///{+path}" template
+// that returns the file the path names.
+const EnvReaders = "OVERSEER_MCPGW_TEST_READERS"
 
 // InjectedPage is what the "page" tool returns: a web page carrying a
 // prompt injection.
@@ -253,6 +261,30 @@ func NewServer() *mcp.Server {
 			}
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: string(b)}}}, nil
 		})
+	if os.Getenv(EnvReaders) != "" {
+		s.AddPrompt(&mcp.Prompt{Name: "readfile", Description: "quote a file", Arguments: []*mcp.PromptArgument{{Name: "path", Required: true}}},
+			func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				b, err := os.ReadFile(req.Params.Arguments["path"])
+				if err != nil {
+					return nil, err
+				}
+				return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
+					Content: &mcp.TextContent{Text: "Here is the file:\n" + string(b)}}}}, nil
+			})
+		page := func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "page " + req.Params.URI}}}, nil
+		}
+		s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "https://{+rest}", Name: "web", MIMEType: "text/plain"}, page)
+		s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "http://{+rest}", Name: "web-plain", MIMEType: "text/plain"}, page)
+		s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "notes:///{+path}", Name: "notes", MIMEType: "text/plain"},
+			func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				b, err := os.ReadFile("/" + strings.TrimPrefix(req.Params.URI, "notes:///"))
+				if err != nil {
+					return nil, err
+				}
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: string(b)}}}, nil
+			})
+	}
 	s.AddResource(&mcp.Resource{URI: "note://readme", Name: "readme", MIMEType: "text/plain"},
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "read me"}}}, nil

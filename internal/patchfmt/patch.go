@@ -1,4 +1,9 @@
-package undo
+// Package patchfmt reads patches in Codex's apply_patch format: the files
+// a patch adds, updates, moves and deletes, the content an added file gets
+// and an update applied to (or reversed from) a file's content. The undo
+// store reverses patches with it, the ingester reads Codex's rollouts, and
+// the shell guard judges what a patch leaves in a file that runs later.
+package patchfmt
 
 import (
 	"errors"
@@ -6,10 +11,9 @@ import (
 	"strings"
 )
 
-// Codex's apply_patch format, read to undo a patch after the fact: a
-// Codex rollout holds the patch a call applied, not the file's previous
-// content. Where the file is now what the patch made it, reversing the
-// patch gives the content before it.
+// Codex's apply_patch format. A Codex rollout holds the patch a call
+// applied, not the file's previous content: where the file is now what the
+// patch made it, reversing the patch gives the content before it.
 //
 //	*** Begin Patch
 //	*** Add File: path            then +lines
