@@ -41,3 +41,11 @@ type Guard interface {
 type Observer interface {
 	Observe(ctx context.Context, a *action.Action, level action.Level, answered bool) error
 }
+
+// RefusalObserver is an Observer that is also told when a person refused
+// an action it observed before the answer (or the approval ran out or was
+// withdrawn): the action did not run, so what it would have done may be
+// forgotten.
+type RefusalObserver interface {
+	Refused(ctx context.Context, a *action.Action) error
+}

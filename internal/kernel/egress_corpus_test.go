@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/store"
 )
 
 // egressCase is one labelled action of testdata/egress/*.tsv.
@@ -320,6 +322,70 @@ func TestEgressMemoryAcrossKernels(t *testing.T) {
 	}
 	if v := k2.Evaluate(ctx, send("evaluated")); v.Level >= action.Confirm {
 		t.Errorf("a read only evaluated is remembered: %s (%+v)", v.Level, v.Decider)
+	}
+}
+
+// TestEgressRefusedReadForgotten: a secret read put to a person counts as
+// read while it waits (a send judged meanwhile reaches a person), is
+// forgotten when the person refuses it (it did not run: later sends to new
+// hosts are not judged as following it), and stays when the person allows
+// it; a refusal does not forget a read the session made before.
+func TestEgressRefusedReadForgotten(t *testing.T) {
+	home, ovh, proj := egressWorld(t)
+	ctx := context.Background()
+	k, err := kernel.Open(ctx, kernel.Config{Home: ovh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	read := func(session, file string) *kernel.Submission {
+		t.Helper()
+		sub, err := k.Submit(ctx, &action.Action{Tool: "Bash", Kind: action.KindShell, Agent: "claude-code", Session: session,
+			Cwd: proj, Args: map[string]any{"command": "cat " + filepath.Join(home, file)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sub.Approval == nil {
+			t.Fatalf("reading %s was not put to a person: %s", file, sub.Verdict.Summary())
+		}
+		return sub
+	}
+	answer := func(sub *kernel.Submission, decision string) {
+		t.Helper()
+		if _, _, err := k.Answer(ctx, sub.Approval.ID, store.Answer{Decision: decision, Who: "ann", Channel: "cli", At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	afterRead := func(session string) bool {
+		v := k.Evaluate(ctx, &action.Action{Tool: "WebFetch", Kind: action.KindNetFetch, Agent: "claude-code", Session: session,
+			Cwd: proj, Args: map[string]any{"url": "https://new-host.example/?q=1", "prompt": "x"}})
+		for _, r := range v.Reasons {
+			if r.Name == "egress.after-secret-read" {
+				return true
+			}
+		}
+		return false
+	}
+
+	refused := read("refused", ".aws/credentials")
+	if !afterRead("refused") {
+		t.Fatal("a send while the read waits for a person is not judged as following it")
+	}
+	answer(refused, "deny")
+	if afterRead("refused") {
+		t.Error("a read the person refused still counts: the send is judged as following it")
+	}
+
+	allowed := read("allowed", ".aws/credentials")
+	answer(allowed, "approve")
+	if !afterRead("allowed") {
+		t.Error("a read the person allowed is forgotten")
+	}
+	// The same file asked for again and refused: the read made before stays.
+	again := read("allowed", ".aws/credentials")
+	answer(again, "deny")
+	if !afterRead("allowed") {
+		t.Error("refusing a second read forgot the first, which ran")
 	}
 }
 

@@ -470,6 +470,19 @@ func (k *Kernel) observe(ctx context.Context, a *action.Action, level action.Lev
 	return nil
 }
 
+// refused tells the observers that keep what an action would do that it
+// did not run (see guard.RefusalObserver).
+func (k *Kernel) refused(ctx context.Context, a *action.Action) error {
+	for _, o := range k.observers {
+		if r, ok := o.(guard.RefusalObserver); ok {
+			if err := r.Refused(ctx, a); err != nil {
+				return fmt.Errorf("forgetting what a refused action would do (%T): %w", o, err)
+			}
+		}
+	}
+	return nil
+}
+
 // rawOr returns raw (as encoding/json.Marshal encoded it) as a record's
 // data, stored as it is, or v when raw is nil.
 func rawOr(raw []byte, v any) any {
@@ -506,6 +519,12 @@ func (k *Kernel) onAnswer(ctx context.Context, apr *store.Approval, ans store.An
 		return nil // refused: nothing to learn from it
 	}
 	ctx = withAction(ctx, a)
+	if applied && ans.Decision != "approve" {
+		// Refused, ran out or withdrawn: the action did not run.
+		if err := k.refused(ctx, a); err != nil {
+			return err
+		}
+	}
 	if !applied || ans.Who == gate.TimeoutActor || ans.Who == gate.WithdrawnActor {
 		return nil
 	}

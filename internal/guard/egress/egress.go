@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -584,6 +585,21 @@ func (g *Guard) flowFinding(by string, dests []string, mem Memory) (guard.Findin
 		Preview: &action.Preview{Summary: fmt.Sprintf("%s sends data to %s, new to this session, after it read secrets", by, to), Items: items}}, true
 }
 
+// Refused forgets the reads of an action a person refused (or whose
+// approval ran out or was withdrawn): it did not run, so the session did
+// not read them, and its later sends are not judged as following them. A
+// read the session made by another action stays.
+func (g *Guard) Refused(ctx context.Context, a *action.Action) error {
+	if g.env.Store == nil || a.Session == "" || a.ID == "" {
+		return nil
+	}
+	return update(ctx, g.env.Store, sessionKey(a.Agent, a.Session), g.env.Clock.Now(), nil, func(m *Memory) bool {
+		n := len(m.Reads)
+		m.Reads = slices.DeleteFunc(m.Reads, func(r SecretRead) bool { return r.ActionID == a.ID && r.Pending })
+		return len(m.Reads) != n
+	})
+}
+
 // Observe remembers what a recorded action did, for the flow check: the
 // secrets it read (or may read: any level below block, since a person may
 // allow it), and the destinations it sent to once it runs (auto or notify,
@@ -612,7 +628,7 @@ func (g *Guard) Observe(ctx context.Context, a *action.Action, level action.Leve
 				return err
 			}
 			reads = append(reads, SecretRead{Path: p.Path, Pattern: pat, Tool: a.Tool, ActionID: a.ID,
-				At: g.env.Clock.Now(), Values: g.valuesUnder(p.Path)})
+				At: g.env.Clock.Now(), Values: g.valuesUnder(p.Path), Pending: !level.RunsWithoutPerson()})
 		}
 	}
 	if !answered {
@@ -623,7 +639,7 @@ func (g *Guard) Observe(ctx context.Context, a *action.Action, level action.Leve
 				return err
 			}
 			reads = append(reads, SecretRead{Path: v, Pattern: "secret environment variable", Tool: a.Tool, ActionID: a.ID,
-				At: g.env.Clock.Now(), Values: g.envValuesOf(v)})
+				At: g.env.Clock.Now(), Values: g.envValuesOf(v), Pending: !level.RunsWithoutPerson()})
 		}
 	}
 	var dests []string
@@ -632,16 +648,29 @@ func (g *Guard) Observe(ctx context.Context, a *action.Action, level action.Leve
 			dests = appendNew(dests, r.Dest)
 		}
 	}
-	if len(reads) == 0 && len(dests) == 0 {
+	if len(reads) == 0 && len(dests) == 0 && !answered {
 		return nil
 	}
 	return update(ctx, g.env.Store, key, g.env.Clock.Now(), seen, func(m *Memory) bool {
 		changed := false
+		if answered {
+			// A person allowed it: its pending reads were made.
+			for i := range m.Reads {
+				if m.Reads[i].ActionID == a.ID && m.Reads[i].Pending {
+					m.Reads[i].Pending = false
+					changed = true
+				}
+			}
+		}
 		for _, r := range reads {
 			dup := false
 			for i := range m.Reads {
 				if m.Reads[i].Path == r.Path {
-					m.Reads[i] = r
+					// A read that was made is not replaced by one that
+					// waits for a person (whose refusal would forget it).
+					if !r.Pending || m.Reads[i].Pending {
+						m.Reads[i] = r
+					}
 					dup = true
 				}
 			}

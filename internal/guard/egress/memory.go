@@ -34,6 +34,10 @@ type SecretRead struct {
 	ActionID string            `json:"action_id,omitempty"`
 	At       time.Time         `json:"at"`
 	Values   []secrets.ValueFP `json:"values,omitempty"` // keyed fingerprints, never the values
+	// Pending is set while the read waits for a person (its action was
+	// judged at a level that asks): it counts as read meanwhile, since a
+	// person may allow it, and is forgotten when the person refuses it.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Memory is one session's record.
