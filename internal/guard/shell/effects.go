@@ -1442,7 +1442,7 @@ func (a *analyzer) interpScript(s *segCtx, p string) {
 	for len(queue) > 0 && !over {
 		cur := queue[0]
 		queue = queue[1:]
-		for _, m := range a.localModules(lang, cur.text, path.Dir(cur.file), a.cwdPath()) {
+		for _, m := range a.localModulesAt(lang, cur.text, path.Dir(cur.file), a.cwdPath(), s.idx) {
 			if seen[m] {
 				continue
 			}
@@ -1456,6 +1456,20 @@ func (a *analyzer) interpScript(s *segCtx, p string) {
 			}
 			seen[m] = true
 			n++
+			// A module this command downloaded, unpacked, cloned or
+			// copied in runs what is not known when judged.
+			if a.downloaded[m] {
+				a.add(guard.Finding{Check: "shell.download-exec", Level: action.Approve, Hard: true,
+					Message: s.name + " runs " + m + " (imported), which this command downloaded"})
+				continue
+			}
+			if _, w := a.written[m]; !w {
+				if by := a.unseenBefore(m, s.idx); by != "" {
+					a.add(guard.Finding{Check: "shell.runs-unseen", Level: action.Confirm,
+						Message: s.name + " runs " + m + " (imported), which " + by + " earlier in this command may have written: what it holds is not known when judged"})
+					continue
+				}
+			}
 			mt, fromCmd, unseen, ok := a.scriptText(m)
 			if unseen {
 				a.add(guard.Finding{Check: "shell.runs-unseen", Level: action.Confirm,

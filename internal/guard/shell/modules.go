@@ -79,10 +79,17 @@ var nodeCodeExt = map[string]bool{"": true, ".js": true, ".mjs": true, ".cjs": t
 // Python's path, or that a loader names relative to cwd (the directory
 // the command runs in), as absolute paths, in order.
 func (a *analyzer) localModules(lang, text, dir, cwd string) []string {
+	return a.localModulesAt(lang, text, dir, cwd, -1)
+}
+
+// localModulesAt is localModules for the segment idx of the command (-1:
+// none): a module file an earlier segment wrote, downloaded, unpacked,
+// cloned or copied in counts as there, though it is not on disk yet.
+func (a *analyzer) localModulesAt(lang, text, dir, cwd string, idx int) []string {
 	var out []string
 	add := func(cands ...string) {
 		for _, c := range cands {
-			if a.isRegular(c) {
+			if a.isRegular(c) || idx >= 0 && a.writtenBefore(c, idx) {
 				out = append(out, c)
 				return
 			}
@@ -220,6 +227,16 @@ func (a *analyzer) localModules(lang, text, dir, cwd string) []string {
 		}
 	}
 	return out
+}
+
+// writtenBefore reports whether the command, before its segment idx,
+// writes the file p: with text it knows, by a download, or unseen (an
+// archive unpacked, a repository cloned, a directory copied in).
+func (a *analyzer) writtenBefore(p string, idx int) bool {
+	if _, ok := a.written[p]; ok {
+		return true
+	}
+	return a.downloaded[p] || a.unseenBefore(p, idx) != ""
 }
 
 // nodeModule adds the file node loads for the module path p: p itself
