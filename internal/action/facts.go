@@ -151,12 +151,13 @@ func DeriveFileFacts(a *Action) {
 			InCwd:  a.Cwd != "" && filepath.IsAbs(cwd) && Within(cwd, abs),
 		})
 	}
-	if !fileKind {
-		// Another kind (an MCP tool) passes paths under names of its own
-		// and in lists (read_multiple_files' paths, filePath, source,
-		// directory, a nested object): each is judged as the named ones
-		// are. A value under another name counts when it is plainly a
-		// path (absolute, ~/…, file://).
+	if a.Kind == KindMCP {
+		// An MCP tool passes paths under names of its own and in lists
+		// (read_multiple_files' paths, filePath, source, directory, a
+		// nested object): each is judged as the named ones are. A value
+		// under another name counts when it is plainly a path (absolute,
+		// ~/…, file://, no blanks). Not other kinds: an agent's own tools
+		// pass text that starts with a slash (SlashCommand's "/review").
 		for _, p := range otherArgPaths(a.Args, a.Cwd != "") {
 			abs := ResolvePath(a.Cwd, p)
 			f := PathFact{Path: abs, Intent: intent, InCwd: a.Cwd != "" && filepath.IsAbs(cwd) && Within(cwd, abs)}
@@ -204,6 +205,9 @@ func otherArgPaths(args map[string]any, relCwd bool) []string {
 		case named && relCwd && !strings.Contains(s, "://"):
 		default:
 			return
+		}
+		if !named && strings.ContainsAny(s, " \t") {
+			return // text that starts with a slash ("/etc/passwd format")
 		}
 		out = append(out, s)
 	}

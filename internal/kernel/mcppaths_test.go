@@ -62,4 +62,24 @@ func TestMCPReadNamedPathsJudged(t *testing.T) {
 			t.Errorf("%s %v: %s, want it to run as before", c.tool, c.args, got)
 		}
 	}
+	// The agent's own tools, whose text may start with a slash, and an
+	// MCP call whose kind the kernel derives from its name as a hook's is.
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		runs bool
+	}{
+		{"SlashCommand", map[string]any{"command": "/review"}, true},
+		{"Skill", map[string]any{"command": "/pdf"}, true},
+		{"WebSearch", map[string]any{"query": "/etc/passwd format"}, true},
+		{"mcp__fs__read_multiple_files", map[string]any{"paths": []any{token}}, false},
+	} {
+		sub, err := k.Submit(ctx, &action.Action{Tool: c.tool, Agent: "claude-code", Session: "s-own", Cwd: proj, Args: c.args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sub.Verdict.Level.RunsWithoutPerson(); got != c.runs {
+			t.Errorf("%s %v: %s, want runs=%v", c.tool, c.args, sub.Verdict.Level, c.runs)
+		}
+	}
 }
