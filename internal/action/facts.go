@@ -151,6 +151,107 @@ func DeriveFileFacts(a *Action) {
 			InCwd:  a.Cwd != "" && filepath.IsAbs(cwd) && Within(cwd, abs),
 		})
 	}
+	if a.Kind == KindMCP {
+		// An MCP tool passes paths under names of its own and in lists
+		// (read_multiple_files' paths, filePath, source, directory, a
+		// nested object): each is judged as the named ones are. A value
+		// under another name counts when it is plainly a path (absolute,
+		// ~/…, file://, no blanks). Not other kinds: an agent's own tools
+		// pass text that starts with a slash (SlashCommand's "/review").
+		for _, p := range otherArgPaths(a.Args, a.Cwd != "") {
+			abs := ResolvePath(a.Cwd, p)
+			f := PathFact{Path: abs, Intent: intent, InCwd: a.Cwd != "" && filepath.IsAbs(cwd) && Within(cwd, abs)}
+			if !slices.Contains(a.Facts.Paths, f) {
+				a.Facts.Paths = append(a.Facts.Paths, f)
+			}
+		}
+	}
+}
+
+// otherPathKeys are more argument names (lower case, without _ and -)
+// under which tools pass a path or a list of paths.
+var otherPathKeys = map[string]bool{
+	"paths": true, "filepath": true, "filepaths": true, "filename": true, "filenames": true, "files": true,
+	"source": true, "sources": true, "src": true, "dir": true, "dirs": true, "directory": true, "directories": true,
+	"folder": true, "folders": true, "dest": true, "destination": true, "root": true, "uri": true, "uris": true,
+	"location": true, "file": true, "path": true, "notebookpath": true,
+}
+
+// maxOtherPaths bounds the paths taken from one action's arguments.
+const maxOtherPaths = 256
+
+// otherArgPaths returns the paths among args beyond the top-level string
+// values of pathArgKeys (which DeriveFileFacts takes itself): values
+// under otherPathKeys (relative ones only when relCwd: there is a working
+// directory to place them in), at any depth and in lists, and values
+// under any other name that are plainly paths.
+func otherArgPaths(args map[string]any, relCwd bool) []string {
+	var out []string
+	var walk func(v any, named bool, depth int)
+	take := func(s string, named bool) {
+		s = strings.TrimSpace(s)
+		if s == "" || strings.ContainsAny(s, "\n\x00") || len(out) >= maxOtherPaths {
+			return
+		}
+		if rest, ok := strings.CutPrefix(s, "file://"); ok {
+			if i := strings.IndexByte(rest, '/'); i >= 0 && (i == 0 || strings.EqualFold(rest[:i], "localhost")) {
+				s = rest[i:]
+			} else {
+				return
+			}
+		}
+		switch {
+		case filepath.IsAbs(s), s == "~", strings.HasPrefix(s, "~/"):
+		case named && relCwd && !strings.Contains(s, "://"):
+		default:
+			return
+		}
+		if !named && strings.ContainsAny(s, " \t") {
+			return // text that starts with a slash ("/etc/passwd format")
+		}
+		out = append(out, s)
+	}
+	walk = func(v any, named bool, depth int) {
+		if depth > 8 || len(out) >= maxOtherPaths {
+			return
+		}
+		switch v := v.(type) {
+		case string:
+			take(v, named)
+		case []any:
+			for _, x := range v {
+				walk(x, named, depth+1)
+			}
+		case []string:
+			for _, x := range v {
+				take(x, named)
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				nk := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(k))
+				walk(v[k], otherPathKeys[nk], depth+1)
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		if depth0Taken(k, args[k]) {
+			continue
+		}
+		nk := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(k))
+		walk(args[k], otherPathKeys[nk], 0)
+	}
+	return out
+}
+
+// depth0Taken reports whether DeriveFileFacts took args[k] already (a
+// string under pathArgKeys), or leaves it alone (another kind's "target",
+// rarely a file).
+func depth0Taken(k string, v any) bool {
+	if k == "target" {
+		return true
+	}
+	_, isString := v.(string)
+	return isString && slices.Contains(pathArgKeys, k)
 }
 
 // patchFacts fills a.Facts.Paths from a patch in the apply_patch format

@@ -66,7 +66,11 @@ func NameWords(tool string) []string {
 			}
 			start, prevLower = -1, false
 		case c >= 'A' && c <= 'Z':
-			if prevLower {
+			// A word starts at a change from lower to upper case, and at
+			// the last capital of a run that a lower-case letter follows
+			// (getFileDELETEAll: get, file, delete, all).
+			acronymEnd := !prevLower && start >= 0 && i > start && i+1 < len(tool) && tool[i+1] >= 'a' && tool[i+1] <= 'z'
+			if prevLower || acronymEnd {
 				words = append(words, strings.ToLower(tool[start:i]))
 				start = -1
 			}
@@ -102,7 +106,9 @@ func ReadsByName(full string) bool {
 		return false
 	}
 	for _, w := range words[1:] {
-		if writeWords[w] {
+		// A write word run into "all" (get_deleteall, list_purgeall)
+		// writes as well.
+		if writeWords[w] || len(w) > 3 && writeWords[strings.TrimSuffix(w, "all")] {
 			return false
 		}
 	}

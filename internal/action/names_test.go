@@ -13,7 +13,8 @@ func TestNameWords(t *testing.T) {
 		{"read_file", []string{"read", "file", "read", "file"}},
 		{"getFileInfo", []string{"get", "file", "info", "getfileinfo"}},
 		{"list.deletE", []string{"list", "delet", "e", "list", "delete"}},
-		{"HTTPServer", []string{"httpserver", "httpserver"}},
+		{"HTTPServer", []string{"http", "server", "httpserver"}},
+		{"getFileDELETEAll", []string{"get", "file", "delete", "all", "getfiledeleteall"}},
 		{"get2fa", []string{"get2fa", "get2fa"}},
 		{"__get", []string{"get", "get"}},
 		{"read file", nil},
@@ -36,6 +37,10 @@ func TestReadsByName(t *testing.T) {
 		"list.deletE": false, "mcp__fs__write_file": false, "open_file": false,
 		"directory_tree": false, "readfile": false, "fetch_url": false,
 		"read file": false, "read:file": false, "": false,
+		// A write word in capitals run into the next word, or run into
+		// "all", writes (both read as reads before); their twins read.
+		"getFileDELETEAll": false, "get_deleteall": false, "list_purgeAll": false, "readRMAll": false,
+		"getURLInfo": true, "get_posts": true, "get_install_status": false, "list_firewall_rules": true,
 		// The server's part of the name does not count: only the tool's.
 		"mcp__read__delete_file": false, "mcp__delete__read_file": true,
 	} {
@@ -89,4 +94,41 @@ func FuzzNameWords(f *testing.F) {
 			}
 		}
 	})
+}
+
+// An MCP tool passes paths under names of its own and in lists
+// (read_multiple_files' paths, filePath, a nested object): each is a path
+// fact, with the intent the tool's name gives (they were none: a read of
+// Overseer's token through read_multiple_files was judged by the name
+// alone). A value under another name counts when it is plainly a path.
+func TestFactsOtherArgPaths(t *testing.T) {
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want []string
+	}{
+		{"mcp__fs__read_multiple_files", map[string]any{"paths": []any{"/h/.overseer/token", "notes.txt"}}, []string{"/h/.overseer/token", "/p/notes.txt"}},
+		{"mcp__fs__read_text_file", map[string]any{"filePath": "~/.ssh/id_rsa"}, []string{"~/.ssh/id_rsa"}},
+		{"mcp__fs__read_file", map[string]any{"args": map[string]any{"source": "/etc/shadow"}}, []string{"/etc/shadow"}},
+		{"mcp__fs__read_file", map[string]any{"uri": "file:///h/.aws/credentials"}, []string{"/h/.aws/credentials"}},
+		{"mcp__fs__get_items", map[string]any{"id": "/h/.netrc"}, []string{"/h/.netrc"}},
+		// Twins: text, URLs and another host's file are no paths.
+		{"mcp__x__get_items", map[string]any{"name": "notes.txt", "url": "https://example.com/a", "uri": "file://host/x"}, nil},
+		{"mcp__x__do", map[string]any{"target": "/prod"}, nil},
+	} {
+		a := &Action{Tool: c.tool, Kind: KindMCP, Cwd: "/p", Args: c.args}
+		DeriveFileFacts(a)
+		var got []string
+		for _, f := range a.Facts.Paths {
+			got = append(got, f.Path)
+			if ReadsByName(c.tool) && f.Intent != PathRead {
+				t.Errorf("%s: %s has intent %q, want read", c.tool, f.Path, f.Intent)
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(c.want)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s %v: paths %q, want %q", c.tool, c.args, got, c.want)
+		}
+	}
 }

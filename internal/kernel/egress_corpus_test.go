@@ -412,3 +412,90 @@ func TestResultsFindSecrets(t *testing.T) {
 		t.Fatalf("secrets in a tool result: %+v", rep.Secrets)
 	}
 }
+
+// TestEgressRefusalForgetsOnlyItsOwnRead: a person's refusal forgets the
+// read of the action refused and no other. Two attacks made a read that ran
+// look refused: the same file asked for twice at once (parallel tool calls;
+// the second's record replaced the first's, so allowing the first and
+// refusing the second forgot the read that ran), and one action asking
+// for more secret files than the session remembers (its waiting reads
+// pushed the made one out of the bounded memory, then its refusal removed
+// them all). Either way a later send to a new host went unasked about.
+func TestEgressRefusalForgetsOnlyItsOwnRead(t *testing.T) {
+	home, ovh, proj := egressWorld(t)
+	ctx := context.Background()
+	k, err := kernel.Open(ctx, kernel.Config{Home: ovh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	ask := func(session, command string) *kernel.Submission {
+		t.Helper()
+		sub, err := k.Submit(ctx, &action.Action{Tool: "Bash", Kind: action.KindShell, Agent: "claude-code", Session: session,
+			Cwd: proj, Args: map[string]any{"command": command}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sub.Approval == nil {
+			t.Fatalf("%s was not put to a person: %s", command, sub.Verdict.Summary())
+		}
+		return sub
+	}
+	answer := func(sub *kernel.Submission, decision string) {
+		t.Helper()
+		if _, _, err := k.Answer(ctx, sub.Approval.ID, store.Answer{Decision: decision, Who: "ann", Channel: "cli", At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	afterRead := func(session string) bool {
+		v := k.Evaluate(ctx, &action.Action{Tool: "WebFetch", Kind: action.KindNetFetch, Agent: "claude-code", Session: session,
+			Cwd: proj, Args: map[string]any{"url": "https://new-host.example/?q=1", "prompt": "x"}})
+		for _, r := range v.Reasons {
+			if r.Name == "egress.after-secret-read" {
+				return true
+			}
+		}
+		return false
+	}
+	creds := "cat " + filepath.Join(home, ".aws/credentials")
+
+	// The same read asked for twice while both wait: the first allowed,
+	// the duplicate refused.
+	first, second := ask("twice", creds), ask("twice", creds)
+	answer(first, "approve")
+	answer(second, "deny")
+	if !afterRead("twice") {
+		t.Error("refusing a duplicate read forgot the read that was allowed and ran")
+	}
+	// Its twin: both refused, nothing was read.
+	a1, a2 := ask("twice-refused", creds), ask("twice-refused", creds)
+	answer(a1, "deny")
+	answer(a2, "deny")
+	if afterRead("twice-refused") {
+		t.Error("two refused reads still count")
+	}
+
+	// A read that ran, then one action asking for many secret files,
+	// refused.
+	answer(ask("flood", creds), "approve")
+	var b strings.Builder
+	b.WriteString("cat")
+	for i := range 80 {
+		fmt.Fprintf(&b, " %s", filepath.Join(home, ".ssh", fmt.Sprintf("id_k%d", i)))
+	}
+	answer(ask("flood", b.String()), "deny")
+	if !afterRead("flood") {
+		t.Error("a refused action naming many secret files pushed out the read that ran")
+	}
+
+	// A request withdrawn (the hooks withdraw the one they hand to the
+	// agent's own permission prompt, where a person may allow it) was not
+	// refused: its read still counts.
+	handed := ask("handed", creds)
+	if _, _, err := k.Withdraw(ctx, handed.Approval.ID, "the call was handed to the agent's own permission prompt"); err != nil {
+		t.Fatal(err)
+	}
+	if !afterRead("handed") {
+		t.Error("a read withdrawn to the agent's own prompt is forgotten, though a person may allow it there")
+	}
+}

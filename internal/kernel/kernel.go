@@ -519,8 +519,11 @@ func (k *Kernel) onAnswer(ctx context.Context, apr *store.Approval, ans store.An
 		return nil // refused: nothing to learn from it
 	}
 	ctx = withAction(ctx, a)
-	if applied && ans.Decision != "approve" {
-		// Refused, ran out or withdrawn: the action did not run.
+	if applied && ans.Decision != "approve" && ans.Who != gate.WithdrawnActor {
+		// Refused or ran out: the action did not run. A withdrawn
+		// request is not known not to have run: the hooks withdraw the
+		// one they hand to the agent's own permission prompt, where a
+		// person may allow it.
 		if err := k.refused(ctx, a); err != nil {
 			return err
 		}

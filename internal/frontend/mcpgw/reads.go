@@ -58,12 +58,46 @@ func (g *Gateway) resourceAction(req *mcp.ReadResourceRequest, u *upstream) (*ac
 	}
 	a.Kind, a.Args = action.KindMCP, map[string]any{"uri": uri}
 	// A scheme of the server's own whose path names a file that is there
-	// (notes:///home/u/.ssh/id_rsa): the server may read that file.
-	if pu, err := url.Parse(uri); err == nil && pu.Path != "" {
-		g.argPaths(a, []string{pu.Path})
-	}
+	// (notes:///home/u/.ssh/id_rsa): the server may read that file; so may
+	// one whose template takes the file in a query or a fragment
+	// (notes://read?path=/home/u/.ssh/id_rsa), or as host and path
+	// (notes://home/u/.ssh/id_rsa). A URI that does not parse is judged
+	// by its text.
+	g.argPaths(a, uriPaths(uri))
 	mcpguard.MarkServerRead(a, "resources/read")
 	return a, nil
+}
+
+// uriPaths are the parts of a resource URI of a server's own scheme that
+// may name a file the server reads: its path (or opaque part), its host
+// and path together, each query value (and key) and its fragment, all
+// decoded, and the parts of the raw text after the scheme.
+func uriPaths(uri string) []string {
+	var out []string
+	pu, err := url.Parse(uri)
+	if err != nil {
+		if _, rest, ok := strings.Cut(uri, ":"); ok {
+			out = append(out, strings.TrimPrefix(rest, "//"), rest)
+		}
+		return out
+	}
+	out = append(out, pu.Path, pu.Opaque, pu.Fragment)
+	if pu.Host != "" && pu.Path != "" {
+		out = append(out, "/"+pu.Host+pu.Path)
+	}
+	if pu.Host == "~" || strings.HasPrefix(pu.Path, "/~/") {
+		out = append(out, "~"+strings.TrimPrefix(strings.TrimPrefix(pu.Path, "/~"), "~"))
+	}
+	for _, part := range strings.Split(pu.RawQuery, "&") {
+		for _, kv := range strings.SplitN(part, "=", 2) {
+			if v, err := url.QueryUnescape(kv); err == nil {
+				out = append(out, v)
+			} else {
+				out = append(out, kv)
+			}
+		}
+	}
+	return out
 }
 
 // promptAction is the action a prompts/get is judged as.

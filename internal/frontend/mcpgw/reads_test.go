@@ -2,6 +2,7 @@ package mcpgw_test
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +56,11 @@ func TestPromptAndResourceReadsAreJudged(t *testing.T) {
 	if r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "notes:///" + strings.TrimPrefix(token, "/")}); err == nil {
 		t.Fatalf("a notes:// resource read Overseer's token: %q", r.Contents[0].Text)
 	}
+	// The file in the query of a template of the server's own scheme
+	// (read without a person before: only the URI's path was judged).
+	if r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "notes://read?path=" + url.QueryEscape(token)}); err == nil {
+		t.Fatalf("a notes://read?path= resource read Overseer's token: %q", r.Contents[0].Text)
+	}
 	// The token among more arguments than are judged: refused whole.
 	many := map[string]string{"path": token}
 	for i := 0; i < 300; i++ {
@@ -82,6 +88,9 @@ func TestPromptAndResourceReadsAreJudged(t *testing.T) {
 	}
 	if r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "notes:///" + strings.TrimPrefix(notes, "/")}); err != nil || r.Contents[0].Text != "buy milk" {
 		t.Fatalf("a notes:// resource of a project file: %+v %v", r, err)
+	}
+	if r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "notes://read?path=" + url.QueryEscape(notes)}); err != nil || r.Contents[0].Text != "buy milk" {
+		t.Fatalf("a notes://read?path= resource of a project file: %+v %v", r, err)
 	}
 	if n := len(e.pendingNow()); n != 0 {
 		t.Fatalf("%d ordinary reads reached a person", n)

@@ -665,14 +665,23 @@ func (g *Guard) Observe(ctx context.Context, a *action.Action, level action.Leve
 		for _, r := range reads {
 			dup := false
 			for i := range m.Reads {
-				if m.Reads[i].Path == r.Path {
+				if m.Reads[i].Path != r.Path {
+					continue
+				}
+				switch {
+				case !r.Pending, m.Reads[i].ActionID == r.ActionID:
+					// A read made replaces the path's record (and one
+					// action's read of it is kept once).
+					m.Reads[i] = r
+					dup = true
+				case !m.Reads[i].Pending:
 					// A read that was made is not replaced by one that
 					// waits for a person (whose refusal would forget it).
-					if !r.Pending || m.Reads[i].Pending {
-						m.Reads[i] = r
-					}
 					dup = true
 				}
+				// Another action's read that waits too is kept beside
+				// it: each is forgotten only when its own action is
+				// refused (one allowed, its duplicate refused, was read).
 			}
 			if !dup {
 				m.Reads = append(m.Reads, r)

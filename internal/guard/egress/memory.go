@@ -114,9 +114,7 @@ func update(ctx context.Context, st store.StateStore, key string, now time.Time,
 		if !fn(&m) {
 			return old, nil
 		}
-		if len(m.Reads) > maxReads {
-			m.Reads = m.Reads[len(m.Reads)-maxReads:]
-		}
+		m.Reads = trimReads(m.Reads)
 		if len(m.Dests) > maxDests {
 			m.Dests = m.Dests[len(m.Dests)-maxDests:]
 		}
@@ -153,4 +151,25 @@ func Prune(ctx context.Context, st store.StateStore, cutoff time.Time) (int, err
 		n++
 	}
 	return n, nil
+}
+
+// trimReads bounds a session's reads to maxReads: reads that wait for a
+// person go first, oldest first, then the oldest reads that were made. A
+// made read is never pushed out by waiting ones: one action naming more
+// secret files than the bound, refused, would otherwise leave the session
+// remembering nothing of what it read.
+func trimReads(reads []SecretRead) []SecretRead {
+	over := len(reads) - maxReads
+	if over <= 0 {
+		return reads
+	}
+	out := make([]SecretRead, 0, maxReads)
+	for _, r := range reads {
+		if r.Pending && over > 0 {
+			over--
+			continue
+		}
+		out = append(out, r)
+	}
+	return out[over:]
 }

@@ -1407,7 +1407,25 @@ const maxScriptBytes = 256 << 10
 // that block are kept — the rest of the code is the project's business.
 func (a *analyzer) interpScript(s *segCtx, p string) {
 	p = a.expandHome(p)
+	lang := moduleLang(s.name)
+	if _, w := a.written[p]; lang == "node" && path.IsAbs(p) && !w && !a.isRegular(p) {
+		// node app runs app.js (or app/index.js, its package's main).
+		a.nodeModule(p, func(c ...string) {
+			for _, f := range c {
+				if a.isRegular(f) {
+					p = f
+					return
+				}
+			}
+		})
+	}
 	text, fromCommand, unseen, ok := a.scriptText(p)
+	if !ok && a.tooLarge(p) {
+		// What is not read is not judged: a script padded past the bound
+		// would run unjudged.
+		a.add(guard.Finding{Check: "shell.script-unread", Level: action.Confirm,
+			Message: s.name + " runs " + p + ", larger than the guard reads"})
+	}
 	if !ok || unseen {
 		return
 	}
@@ -1415,25 +1433,51 @@ func (a *analyzer) interpScript(s *segCtx, p string) {
 	// The local modules it imports run with it (modules.go), judged as
 	// files on disk are; a module this command wrote is judged by that
 	// text.
-	lang := moduleLang(s.name)
 	if lang == "" || !path.IsAbs(p) {
 		return
 	}
 	seen := map[string]bool{p: true}
 	queue := []struct{ file, text string }{{p, text}}
-	for n := 0; len(queue) > 0 && n < maxModules; {
+	n, over := 0, false
+	for len(queue) > 0 && !over {
 		cur := queue[0]
 		queue = queue[1:]
-		for _, m := range a.localModules(lang, cur.text, path.Dir(cur.file)) {
-			if seen[m] || n >= maxModules {
+		for _, m := range a.localModulesAt(lang, cur.text, path.Dir(cur.file), a.cwdPath(), s.idx) {
+			if seen[m] {
 				continue
+			}
+			if n >= maxModules {
+				// More modules than are followed: the rest would run
+				// unjudged.
+				a.add(guard.Finding{Check: "shell.script-unread", Level: action.Confirm,
+					Message: fmt.Sprintf("%s runs %s, which imports more than the %d local modules the guard reads", s.name, p, maxModules)})
+				over = true
+				break
 			}
 			seen[m] = true
 			n++
+			// A module this command downloaded, unpacked, cloned or
+			// copied in runs what is not known when judged.
+			if a.downloaded[m] {
+				a.add(guard.Finding{Check: "shell.download-exec", Level: action.Approve, Hard: true,
+					Message: s.name + " runs " + m + " (imported), which this command downloaded"})
+				continue
+			}
+			if _, w := a.written[m]; !w {
+				if by := a.unseenBefore(m, s.idx); by != "" {
+					a.add(guard.Finding{Check: "shell.runs-unseen", Level: action.Confirm,
+						Message: s.name + " runs " + m + " (imported), which " + by + " earlier in this command may have written: what it holds is not known when judged"})
+					continue
+				}
+			}
 			mt, fromCmd, unseen, ok := a.scriptText(m)
 			if unseen {
 				a.add(guard.Finding{Check: "shell.runs-unseen", Level: action.Confirm,
 					Message: s.name + " runs " + m + " (imported), which this command wrote with content not known before it runs"})
+			}
+			if !ok && a.tooLarge(m) {
+				a.add(guard.Finding{Check: "shell.script-unread", Level: action.Confirm,
+					Message: s.name + " runs " + m + " (imported), larger than the guard reads"})
 			}
 			if !ok || unseen {
 				continue
@@ -1442,6 +1486,17 @@ func (a *analyzer) interpScript(s *segCtx, p string) {
 			queue = append(queue, struct{ file, text string }{m, mt})
 		}
 	}
+}
+
+// tooLarge reports whether p is a regular file on disk larger than the
+// guard reads of a script.
+func (a *analyzer) tooLarge(p string) bool {
+	f, st, ok := a.openRegular(strings.TrimPrefix(p, "/"))
+	if !ok {
+		return false
+	}
+	f.Close()
+	return st.Size() > maxScriptBytes
 }
 
 // scriptText is the code of the script file p as it will run: the text

@@ -1858,6 +1858,7 @@ func (a *analyzer) shellCmd(s *segCtx) bool {
 func (a *analyzer) interpCmd(s *segCtx, inline []string) bool {
 	args := s.args
 	ps := s.name == "pwsh" || s.name == "powershell"
+	ranSub := false
 	for j := 0; j < len(args); j++ {
 		x := args[j]
 		v := x.val
@@ -1872,7 +1873,9 @@ func (a *analyzer) interpCmd(s *segCtx, inline []string) bool {
 				inl = true
 				break
 			}
-			if len(o) != 2 || o[1] == '-' || ps || len(lv) <= 2 || strings.HasPrefix(lv, "--") {
+			// A group is an option (-ne): a script's name ending in the
+			// letter (node app, python3 magic) is not inline code.
+			if len(o) != 2 || o[1] == '-' || ps || len(lv) <= 2 || lv[0] != '-' || strings.HasPrefix(lv, "--") {
 				continue
 			}
 			if isLetters(lv[1:]) && len(lv) <= 6 && lv[len(lv)-1] == o[1] {
@@ -1935,6 +1938,10 @@ func (a *analyzer) interpCmd(s *segCtx, inline []string) bool {
 			if (v == "-W" || v == "-X" || v == "-r" || v == "--require" || v == "--import" || v == "--loader" || v == "-I") && j+1 < len(args) {
 				j++
 			}
+			continue
+		case v == "run" && (s.name == "deno" || s.name == "bun") && !ranSub:
+			// deno run FILE, bun run FILE: the file is the script.
+			ranSub = true
 			continue
 		}
 		a.scriptFile(s, x)

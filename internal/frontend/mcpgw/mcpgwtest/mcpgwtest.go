@@ -276,6 +276,19 @@ func NewServer() *mcp.Server {
 		}
 		s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "https://{+rest}", Name: "web", MIMEType: "text/plain"}, page)
 		s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "http://{+rest}", Name: "web-plain", MIMEType: "text/plain"}, page)
+		// A template that takes the file in its query: notes://read?path=/x.
+		s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "notes://read{?path}", Name: "notes-query", MIMEType: "text/plain"},
+			func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				u, err := url.Parse(req.Params.URI)
+				if err != nil {
+					return nil, err
+				}
+				b, err := os.ReadFile(u.Query().Get("path"))
+				if err != nil {
+					return nil, err
+				}
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: string(b)}}}, nil
+			})
 		s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "notes:///{+path}", Name: "notes", MIMEType: "text/plain"},
 			func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 				b, err := os.ReadFile("/" + strings.TrimPrefix(req.Params.URI, "notes:///"))
