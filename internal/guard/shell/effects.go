@@ -1395,7 +1395,7 @@ func (a *analyzer) globWrites(pat string) {
 
 // maxScriptBytes bounds the script files an interpreter runs that are read
 // for their effects.
-const maxScriptBytes = 256 << 10
+const maxScriptBytes = 4 << 20
 
 // interpScript judges a script file an interpreter (python, node, perl,
 // ruby, awk -f) runs by what its code names, as for inline code: a
