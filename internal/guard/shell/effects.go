@@ -1516,6 +1516,14 @@ func (a *analyzer) scriptText(p string) (text string, fromCommand, unseen, ok bo
 // interpScript): text from this command counts whole; text on disk only
 // by what blocks and by its absolute and home-relative literals.
 func (a *analyzer) scriptCode(s *segCtx, text string, fromCommand bool) {
+	if len(text) > maxStaticText {
+		// Longer than inline code is read at once: in pieces that start
+		// at a line and overlap, so that padding does not hide a call.
+		for _, c := range lineChunks(text, maxStaticText, 4<<10) {
+			a.scriptCode(s, c, fromCommand)
+		}
+		return
+	}
 	nf := len(a.out.Findings)
 	a.inlineCode(s.name, text, s.idx)
 	if !fromCommand {
@@ -1536,6 +1544,44 @@ func (a *analyzer) scriptCode(s *segCtx, text string, fromCommand bool) {
 			a.candidate(arg{val: path.Join(a.env.Home, lit)}, inUnknown, false)
 		}
 	}
+}
+
+// lineChunks splits text into pieces of at most n bytes, each starting
+// at the start of a line (or where a line longer than a piece was cut),
+// the next one starting about ov bytes before the end of the last, so
+// that a call or a literal near a cut is whole in one of them.
+func lineChunks(text string, n, ov int) []string {
+	var out []string
+	for _, b := range lineChunkBounds(text, n, ov) {
+		out = append(out, text[b[0]:b[1]])
+	}
+	return out
+}
+
+// lineChunkBounds are the pieces of lineChunks as [start, end) offsets.
+func lineChunkBounds(text string, n, ov int) [][2]int {
+	var out [][2]int
+	for start := 0; start < len(text); {
+		end := min(start+n, len(text))
+		if end < len(text) {
+			if i := strings.LastIndexByte(text[start:end], '\n'); i > ov {
+				end = start + i + 1
+			}
+		}
+		out = append(out, [2]int{start, end})
+		if end == len(text) {
+			break
+		}
+		next := end - ov
+		if i := strings.IndexByte(text[next:end], '\n'); i >= 0 {
+			next += i + 1
+		}
+		if next <= start {
+			next = end
+		}
+		start = next
+	}
+	return out
 }
 
 // appendToDisk is the content of the file abs after text is appended to

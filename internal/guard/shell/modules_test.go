@@ -244,3 +244,34 @@ func TestImportedModuleWrittenByCommand(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLineChunks: the pieces a long script is read in cover it without a
+// gap, each within the bound, in order.
+func FuzzLineChunks(f *testing.F) {
+	f.Add("a\nb\nc\n", 4, 1)
+	f.Add(strings.Repeat("x", 100), 10, 3)
+	f.Add(strings.Repeat("line\n", 50), 16, 6)
+	f.Fuzz(func(t *testing.T, text string, n, ov int) {
+		if n < 2 || n > 1<<12 || ov < 0 || ov >= n/2 {
+			return
+		}
+		bs := lineChunkBounds(text, n, ov)
+		if len(text) == 0 {
+			if len(bs) != 0 {
+				t.Fatalf("pieces of nothing: %v", bs)
+			}
+			return
+		}
+		if bs[0][0] != 0 || bs[len(bs)-1][1] != len(text) {
+			t.Fatalf("pieces %v do not span 0..%d", bs, len(text))
+		}
+		for i, b := range bs {
+			if b[1] <= b[0] || b[1]-b[0] > n {
+				t.Fatalf("piece %v of %v: empty or over %d", b, bs, n)
+			}
+			if i > 0 && (b[0] <= bs[i-1][0] || b[0] > bs[i-1][1]) {
+				t.Fatalf("piece %v after %v: out of order or a gap", b, bs[i-1])
+			}
+		}
+	})
+}
