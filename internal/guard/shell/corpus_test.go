@@ -86,7 +86,8 @@ func corpusEnvAt(tb testing.TB, root string) Env {
 		tb.Fatal(err)
 	}
 	for f, text := range map[string]string{"home/u/proj/.env.example": "PORT=3000\n",
-		"home/u/proj/web/vite.config.ts": "export default { server: { port: 5173, proxy: { '/api': 'http://localhost:3000' } } }\n"} {
+		"home/u/proj/web/vite.config.ts": "export default { server: { port: 5173, proxy: { '/api': 'http://localhost:3000' } } }\n",
+		"home/u/proj/web/package.json":   "{\"name\": \"web\", \"dependencies\": {\"react\": \"^19.0.0\"}}\n"} {
 		if err := os.WriteFile(filepath.Join(root, f), []byte(text), 0o644); err != nil {
 			tb.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -70,5 +71,61 @@ func TestDevLoopDaemonPort(t *testing.T) {
 	port := strconv.Itoa(netguard.DefaultDaemonPort) // SelfAPI without a home knows the default port
 	if an := Analyze("lsof -ti:"+port+" | xargs kill", env); an.Level < action.Confirm {
 		t.Fatalf("kill of the daemon's port: %s\n%s", an.Level, describe(an))
+	}
+}
+
+// TestTemplateCopyFact: the write of cp .env.example .env is marked as a
+// copy of its template only when git tracks the template beside it and
+// nothing else in the command writes the file.
+func TestTemplateCopyFact(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	root := t.TempDir()
+	proj := filepath.Join(root, "home/u/proj")
+	for f, text := range map[string]string{"home/u/proj/.env.example": "PORT=3000\n", "home/u/proj/web/.env.example": "X=1\n",
+		"home/u/proj/untracked/.env.example": "X=1\n", "home/u/proj/.env.production.example": "X=1\n"} {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git := exec.Command("sh", "-c", "git init -q && git add .env.example web .env.production.example")
+	git.Dir = proj
+	git.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+root)
+	if out, err := git.CombinedOutput(); err != nil {
+		t.Fatalf("git: %v\n%s", err, out)
+	}
+	env := Env{Cwd: "/home/u/proj", Home: "/home/u", FS: os.DirFS(root)}
+	tests := []struct {
+		cmd, dst string
+		want     bool
+	}{
+		{"cp .env.example .env", "/home/u/proj/.env", true},
+		{"cp web/.env.example web/.env", "/home/u/proj/web/.env", true},
+		{"cp .env.production.example .env.production", "/home/u/proj/.env.production", true},
+		{"cp untracked/.env.example untracked/.env", "/home/u/proj/untracked/.env", false},
+		{"cp .env.example .env && echo 'NODE_OPTIONS=--require ./x.js' >> .env", "/home/u/proj/.env", false},
+		{"echo A=1 > .env; cp .env.example .env", "/home/u/proj/.env", false},
+		{"cp -f .env.example .env", "/home/u/proj/.env", false},
+		{"cp .env.example web/.env", "/home/u/proj/web/.env", false},
+		{"mv .env.example .env", "/home/u/proj/.env", false},
+		{"cp ~/.aws/credentials .env", "/home/u/proj/.env", false},
+		{"cp .env.example ../.env", "/home/u/.env", false},
+	}
+	for _, tc := range tests {
+		an := Analyze(tc.cmd, env)
+		got := false
+		for _, f := range an.Paths {
+			if f.Path == tc.dst && f.Intent == action.PathWrite && f.Template != "" {
+				got = true
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: marked %v, want %v (%+v)", tc.cmd, got, tc.want, an.Paths)
+		}
 	}
 }

@@ -1906,8 +1906,7 @@ func (a *analyzer) interpCmd(s *segCtx, inline []string) bool {
 				a.dynamicCode(code, s.name+" runs code computed at run time: "+code.val)
 			} else {
 				level := action.Confirm
-				if len(args) == 2 && j == 0 && !attached && !code.decoded && a.cwdKnown &&
-					jsonFilter(s.name, code.val, func(n string) bool { return a.fileExists(path.Join(a.cwd, n)) }) { // jsonfilter.go
+				if len(args) == 2 && j == 0 && !attached && !code.decoded && a.cwdKnown && a.filterReads(s.name, code.val) { // jsonfilter.go
 					level = action.Notify
 				}
 				a.add(guard.Finding{Check: "shell.inline-code", Level: level,

@@ -1,7 +1,11 @@
 package shell
 
 import (
+	"io/fs"
+	"path"
 	"strings"
+
+	"github.com/overseer-dev/overseer/internal/action"
 )
 
 // A JSON filter is the inline code an agent pipes a command's output into
@@ -148,11 +152,14 @@ func filterTokens(code string, lang string) ([]filterToken, bool) {
 }
 
 // jsonFilter reports whether inline code of lang is a JSON filter (see the
-// top of this file). cwdFile reports whether a file exists in the working
-// directory, where Python imports json from first.
-func jsonFilter(lang, code string, cwdFile func(string) bool) bool {
+// top of this file), and the files it reads: Python's open('FILE') with one
+// literal argument, Node's require('./FILE.json') (which parses JSON and
+// runs nothing). The caller judges those files. cwdFile reports whether a
+// file exists in the working directory, where Python imports json from
+// first.
+func jsonFilter(lang, code string, cwdFile func(string) bool) (bool, []string) {
 	if len(code) > 2000 {
-		return false
+		return false, nil
 	}
 	switch {
 	case strings.HasPrefix(lang, "python"):
@@ -160,37 +167,57 @@ func jsonFilter(lang, code string, cwdFile func(string) bool) bool {
 	case lang == "node" || lang == "nodejs":
 		lang = "node"
 	default:
-		return false
+		return false, nil
 	}
 	toks, ok := filterTokens(code, lang)
 	if !ok || len(toks) == 0 {
-		return false
+		return false, nil
 	}
 	if lang == "python" {
 		// Python -c imports from the working directory first.
 		if cwdFile == nil || cwdFile("json.py") || cwdFile("json") {
-			return false
+			return false, nil
 		}
 		return pyFilter(toks)
 	}
 	return jsFilter(toks)
 }
 
-func pyFilter(toks []filterToken) bool {
+// readCall returns the literal argument of name('FILE') at toks[i], the
+// call's last token, and whether it is one.
+func readCall(toks []filterToken, i int) (string, int, bool) {
+	if i+3 < len(toks) && toks[i+1].val == "(" && toks[i+2].kind == 's' && toks[i+3].kind == 'p' && toks[i+3].val == ")" &&
+		toks[i+2].val != "" {
+		return toks[i+2].val, i + 3, true
+	}
+	return "", i, false
+}
+
+func pyFilter(toks []filterToken) (bool, []string) {
+	var files []string
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		if t.kind != 'n' {
 			continue
 		}
+		if t.val == "open" && (i == 0 || toks[i-1].val != ".") {
+			f, end, ok := readCall(toks, i)
+			if !ok {
+				return false, nil
+			}
+			files = append(files, f)
+			i = end
+			continue
+		}
 		if strings.HasPrefix(t.val, "_") {
-			return false
+			return false, nil
 		}
 		attr := i > 0 && toks[i-1].kind == 'p' && toks[i-1].val == "."
 		if attr {
 			// A property of a module is from its short list; of data,
 			// anything but a dunder (excluded above).
 			if i >= 2 && toks[i-2].kind == 'n' && pyModuleAttrs[toks[i-2].val] != nil && !pyModuleAttrs[toks[i-2].val][t.val] {
-				return false
+				return false, nil
 			}
 			continue
 		}
@@ -198,7 +225,7 @@ func pyFilter(toks []filterToken) bool {
 			// import json[, sys]: nothing else, no "as", no "from".
 			for j := i + 1; ; j += 2 {
 				if j >= len(toks) || toks[j].kind != 'n' || pyModuleAttrs[toks[j].val] == nil {
-					return false
+					return false, nil
 				}
 				if j+1 >= len(toks) || toks[j+1].kind != 'p' || toks[j+1].val != "," {
 					i = j
@@ -208,20 +235,30 @@ func pyFilter(toks []filterToken) bool {
 			continue
 		}
 		if pyReserved[t.val] && !pyFilterNames[t.val] {
-			return false
+			return false, nil
 		}
 	}
-	return true
+	return true, files
 }
 
-func jsFilter(toks []filterToken) bool {
+func jsFilter(toks []filterToken) (bool, []string) {
+	var files []string
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
+		if t.kind == 'n' && t.val == "require" && (i == 0 || toks[i-1].val != ".") {
+			f, end, ok := readCall(toks, i)
+			if !ok || !strings.HasPrefix(f, "./") || !strings.HasSuffix(f, ".json") {
+				return false, nil
+			}
+			files = append(files, f)
+			i = end
+			continue
+		}
 		if t.kind == 'p' && t.val == "[" && i > 0 && (toks[i-1].kind == 'n' || toks[i-1].val == ")" || toks[i-1].val == "]") {
 			// A computed property: only a number or a plain string.
 			if i+2 >= len(toks) || toks[i+2].val != "]" || toks[i+1].kind != '0' && toks[i+1].kind != 's' ||
 				toks[i+1].kind == 's' && jsReserved[toks[i+1].val] {
-				return false
+				return false, nil
 			}
 			continue
 		}
@@ -229,28 +266,57 @@ func jsFilter(toks []filterToken) bool {
 			continue
 		}
 		if strings.HasPrefix(t.val, "_") || strings.Contains(t.val, "$") {
-			return false
+			return false, nil
 		}
 		if i > 0 && toks[i-1].kind == 'p' && toks[i-1].val == "." {
 			if jsReserved[t.val] && jsNames[t.val] == nil {
-				return false // constructor, prototype, __proto__ …
+				return false, nil // constructor, prototype, __proto__ …
 			}
 			if i >= 2 && toks[i-2].kind == 'n' {
 				if next, ok := jsNames[toks[i-2].val]; ok && next != nil && !next[t.val] {
-					return false
+					return false, nil
 				}
 			}
 			continue
 		}
 		if _, ok := jsNames[t.val]; ok {
 			if jsNames[t.val] != nil && (i+1 >= len(toks) || toks[i+1].val != ".") {
-				return false // process, JSON … only with one of their properties
+				return false, nil // process, JSON … only with one of their properties
 			}
 			continue
 		}
 		if jsReserved[t.val] {
+			return false, nil
+		}
+	}
+	return true, files
+}
+
+// filterReads reports whether inline code is a JSON filter whose files are
+// regular files of the working tree that are not secrets (links followed),
+// and records them as read.
+func (a *analyzer) filterReads(lang, code string) bool {
+	ok, files := jsonFilter(lang, code, func(n string) bool { return a.fileExists(path.Join(a.cwd, n)) })
+	if !ok {
+		return false
+	}
+	rfs, isLink := a.fileSystem().(fs.ReadLinkFS)
+	for _, f := range files {
+		p, known := a.abs(f)
+		if !known || !path.IsAbs(p) || a.env.Cwd == "" || !isLink || strings.HasPrefix(f, "~") || strings.Contains(f, "$") {
 			return false
 		}
+		real, ok1 := resolveDots(rfs, p, 0)
+		root, ok2 := resolveDots(rfs, path.Clean(a.env.Cwd), 0)
+		if !ok1 || !ok2 || !action.Within(root, real) || a.r.secret(real) || a.r.secret(p) {
+			return false
+		}
+		fh, _, ok := a.openRegular(fsName(real))
+		if !ok {
+			return false
+		}
+		fh.Close()
+		a.pathFact(p, true, action.PathRead)
 	}
 	return true
 }
