@@ -8,6 +8,7 @@ package shell
 import (
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -94,13 +95,24 @@ func (a *analyzer) devKill(s *segCtx) bool {
 				return false
 			}
 		}
-		if !devServerNames[pattern] {
+		if !devServerNames[pattern] || selfMatches(pattern) {
 			return false
 		}
 		a.class("dev-stop", action.Notify, "pkill "+pattern)
 		return true
 	}
 	return false
+}
+
+// selfMatches reports whether a pkill -f pattern (a plain name) is in the
+// command line or the executable's path of the process judging it:
+// Overseer's daemon, whose path the person chose (~/vite-tools/overseer).
+func selfMatches(pattern string) bool {
+	exe, err := os.Executable()
+	if err != nil {
+		return true
+	}
+	return strings.Contains(exe, pattern) || strings.Contains(strings.Join(os.Args, " "), pattern)
 }
 
 // jobSpec reports whether v names a job of the shell: %1, %+, %-, %%.
@@ -149,7 +161,7 @@ func (a *analyzer) killPortListeners(s *segCtx) bool {
 	}
 	// Ephemeral ports are the local ends of every client connection,
 	// Overseer's hooks' among them.
-	if !terse || port < 1024 || port >= 32768 || servicePorts[port] || a.self().DaemonPort(uint16(port)) {
+	if !terse || port < 1024 || port >= 32768 || servicePorts[port] || a.self().DaemonPort(uint16(port)) || overseerOnPort(port) {
 		return false
 	}
 	a.class("dev-stop", action.Notify, "kill of the processes on port "+strconv.Itoa(port))
@@ -413,3 +425,65 @@ func (a *analyzer) projectDeclaresPort(port int) bool {
 }
 
 func isDigitByte(c byte) bool { return c >= '0' && c <= '9' }
+
+// overseerOnPort reports whether a process running Overseer's own binary
+// (the daemon, a hook, an MCP proxy) has a socket whose local or remote
+// port is port: lsof -ti:PORT lists it, and the kill would switch
+// Overseer off. What cannot be read counts as yes.
+func overseerOnPort(port int) bool {
+	inodes := map[string]bool{}
+	seen := false
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6", "/proc/net/udp", "/proc/net/udp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		seen = true
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) < 10 {
+				continue
+			}
+			for _, addr := range fields[1:3] {
+				if i := strings.LastIndexByte(addr, ':'); i >= 0 {
+					if p, err := strconv.ParseUint(addr[i+1:], 16, 16); err == nil && int(p) == port {
+						inodes["socket:["+fields[9]+"]"] = true
+					}
+				}
+			}
+		}
+	}
+	if !seen {
+		return true
+	}
+	if len(inodes) == 0 {
+		return false
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return true
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, p := range procs {
+		if !isDigits(p.Name()) {
+			continue
+		}
+		dir := "/proc/" + p.Name()
+		if exe, err := os.Readlink(dir + "/exe"); err != nil || strings.TrimSuffix(exe, " (deleted)") != self {
+			continue
+		}
+		fds, err := os.ReadDir(dir + "/fd")
+		if err != nil {
+			return true
+		}
+		for _, fd := range fds {
+			if l, err := os.Readlink(dir + "/fd/" + fd.Name()); err == nil && inodes[l] {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,5 +128,44 @@ func TestTemplateCopyFact(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: marked %v, want %v (%+v)", tc.cmd, got, tc.want, an.Paths)
 		}
+	}
+}
+
+// TestDevLoopOverseerOnPort: a kill by port is not quiet when a process of
+// Overseer's binary (here the test itself) holds a socket on that port.
+func TestDevLoopOverseerOnPort(t *testing.T) {
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	if port < 1024 || port >= 32768 {
+		// An ephemeral port is not quiet anyway; find one in the dev range.
+		ln.Close()
+		for p := 20000; p < 20100; p++ {
+			if ln, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+				port = p
+				defer ln.Close()
+				break
+			}
+		}
+		if err != nil {
+			t.Skip("no free port in the dev range")
+		}
+	}
+	if !overseerOnPort(port) {
+		t.Fatalf("port %d held by this process is not seen", port)
+	}
+	an := Analyze("lsof -ti:"+strconv.Itoa(port)+" | xargs kill", corpusEnv(t))
+	if an.Level < action.Confirm {
+		t.Fatalf("kill of a port Overseer holds: %s\n%s", an.Level, describe(an))
+	}
+	ln.Close()
+	if overseerOnPort(port) {
+		t.Logf("port %d still seen after close (TIME_WAIT)", port)
 	}
 }

@@ -71,7 +71,12 @@ var jsReserved = setOf("await", "break", "case", "catch", "class", "continue", "
 	"GeneratorFunction", "Atomics", "SharedArrayBuffer", "FinalizationRegistry", "WeakRef", "Intl", "Date",
 	"RegExp", "Error", "Map", "Set", "WeakMap", "WeakSet", "URL", "TextDecoder", "TextEncoder", "AbortController",
 	"BroadcastChannel", "MessageChannel", "Blob", "File", "FormData", "Headers", "Request", "Response", "Event",
-	"EventTarget", "caches", "localStorage", "sessionStorage", "self", "window", "document", "importScripts")
+	"EventTarget", "caches", "localStorage", "sessionStorage", "self", "window", "document", "importScripts",
+	// node -e and -p make the built-in modules globals of their own name.
+	"assert", "async_hooks", "buffer", "child_process", "cluster", "constants", "dgram", "diagnostics_channel",
+	"dns", "domain", "events", "fs", "http", "http2", "https", "inspector", "net", "os", "path", "perf_hooks",
+	"punycode", "querystring", "readline", "repl", "stream", "string_decoder", "sys", "timers", "tls",
+	"trace_events", "tty", "url", "util", "v8", "vm", "wasi", "worker_threads", "zlib", "test", "sqlite", "sea")
 
 func setOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))
