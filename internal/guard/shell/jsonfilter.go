@@ -239,6 +239,15 @@ func pyFilter(toks []filterToken) (bool, []string) {
 			}
 			continue
 		}
+		if attrs := pyModuleAttrs[t.val]; attrs != nil {
+			// json and sys only as json.load, sys.stdin …: a module held
+			// as a value ((json), s = sys, [json][0]) would reach its
+			// other attributes (json.codecs, sys.modules['os']).
+			if i+2 >= len(toks) || toks[i+1].val != "." || toks[i+2].kind != 'n' || !attrs[toks[i+2].val] {
+				return false, nil
+			}
+			continue
+		}
 		if pyReserved[t.val] && !pyFilterNames[t.val] {
 			return false, nil
 		}
