@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -226,6 +227,11 @@ type PathFact struct {
 	// below Path (Claude Code's Grep, Gemini CLI's search_file_content and
 	// read_many_files): what is below counts as read.
 	Below bool `json:"below,omitempty"`
+	// Template is set by the shell guard on a write that only copies a
+	// template git tracks beside the file (cp .env.example .env): the
+	// template's path. The paths guard lets such a write of a secret file
+	// that does not exist yet through without a person.
+	Template string `json:"template,omitempty"`
 }
 
 // Canonical returns the JSON encoding of v with object keys sorted, which is
@@ -391,4 +397,23 @@ func InferKind(tool string) Kind {
 		return KindMCP
 	}
 	return KindOther
+}
+
+// envTemplateSuffixes are the suffixes of the templates projects keep for
+// their .env files.
+var envTemplateSuffixes = []string{".example", ".sample", ".template", ".dist"}
+
+// EnvTemplate reports whether tmpl is a template of the env file dst: the
+// same directory, dst's name starts with ".env" and tmpl's is dst's with a
+// template suffix.
+func EnvTemplate(tmpl, dst string) bool {
+	if filepath.Dir(tmpl) != filepath.Dir(dst) || !strings.HasPrefix(filepath.Base(dst), ".env") {
+		return false
+	}
+	for _, s := range envTemplateSuffixes {
+		if filepath.Base(tmpl) == filepath.Base(dst)+s {
+			return true
+		}
+	}
+	return false
 }

@@ -103,23 +103,23 @@ func TestDeriveToolFacts(t *testing.T) {
 		args        map[string]any
 		want        []PathFact
 	}{
-		{AgentClaudeCode, "Grep", map[string]any{"pattern": "TODO"}, []PathFact{{"/p", PathRead, true, false, true}}},
-		{AgentClaudeCode, "Grep", map[string]any{"pattern": "TODO", "path": "src"}, []PathFact{{"/p/src", PathRead, true, false, true}}},
-		{AgentClaudeCode, "Glob", map[string]any{"pattern": "**/*.go"}, []PathFact{{"/p", PathRead, true, false, false}}},
-		{AgentClaudeCode, "Glob", map[string]any{"pattern": "internal/**/*.go"}, []PathFact{{"/p/internal", PathRead, true, false, false}}},
-		{AgentClaudeCode, "Glob", map[string]any{"pattern": "/etc/*.conf"}, []PathFact{{"/etc", PathRead, false, false, false}}},
-		{AgentClaudeCode, "Glob", map[string]any{"pattern": "../../**"}, []PathFact{{"/", PathRead, false, false, false}}},
+		{AgentClaudeCode, "Grep", map[string]any{"pattern": "TODO"}, []PathFact{{"/p", PathRead, true, false, true, ""}}},
+		{AgentClaudeCode, "Grep", map[string]any{"pattern": "TODO", "path": "src"}, []PathFact{{"/p/src", PathRead, true, false, true, ""}}},
+		{AgentClaudeCode, "Glob", map[string]any{"pattern": "**/*.go"}, []PathFact{{"/p", PathRead, true, false, false, ""}}},
+		{AgentClaudeCode, "Glob", map[string]any{"pattern": "internal/**/*.go"}, []PathFact{{"/p/internal", PathRead, true, false, false, ""}}},
+		{AgentClaudeCode, "Glob", map[string]any{"pattern": "/etc/*.conf"}, []PathFact{{"/etc", PathRead, false, false, false, ""}}},
+		{AgentClaudeCode, "Glob", map[string]any{"pattern": "../../**"}, []PathFact{{"/", PathRead, false, false, false, ""}}},
 		{AgentClaudeCode, "Glob", map[string]any{"pattern": "*.md", "path": "/q"},
-			[]PathFact{{"/q", PathRead, false, false, false}}},
+			[]PathFact{{"/q", PathRead, false, false, false, ""}}},
 		{AgentGemini, "read_many_files", map[string]any{"paths": []any{"src/**/*.ts", "../x/*.md"}},
-			[]PathFact{{"/p/src", PathRead, true, false, true}, {"/x", PathRead, false, false, true}}},
+			[]PathFact{{"/p/src", PathRead, true, false, true, ""}, {"/x", PathRead, false, false, true, ""}}},
 		{AgentGemini, "read_many_files", map[string]any{"paths": []any{"{src/*.ts,/etc/passwd}"}},
-			[]PathFact{{"/p/src", PathRead, true, false, true}, {"/etc/passwd", PathRead, false, false, true}}},
+			[]PathFact{{"/p/src", PathRead, true, false, true, ""}, {"/etc/passwd", PathRead, false, false, true, ""}}},
 		{AgentClaudeCode, "Glob", map[string]any{"pattern": "{a,{b,/c}}/*"},
-			[]PathFact{{"/p/a", PathRead, true, false, false}, {"/p/b", PathRead, true, false, false}, {"/c", PathRead, false, false, false}}},
-		{AgentClaudeCode, "Glob", map[string]any{"pattern": "{unclosed/*"}, []PathFact{{"/", PathRead, false, false, false}}},
+			[]PathFact{{"/p/a", PathRead, true, false, false, ""}, {"/p/b", PathRead, true, false, false, ""}, {"/c", PathRead, false, false, false, ""}}},
+		{AgentClaudeCode, "Glob", map[string]any{"pattern": "{unclosed/*"}, []PathFact{{"/", PathRead, false, false, false, ""}}},
 		{AgentClaudeCode, "ReadMcpResourceTool", map[string]any{"server": "fs", "uri": "file:///etc/hosts"},
-			[]PathFact{{"/etc/hosts", PathRead, false, false, false}}},
+			[]PathFact{{"/etc/hosts", PathRead, false, false, false, ""}}},
 		{AgentClaudeCode, "ReadMcpResourceTool", map[string]any{"server": "db", "uri": "postgres://x/y"}, nil},
 		{AgentClaudeCode, "TodoWrite", map[string]any{"todos": []any{}}, nil},
 	}
@@ -156,9 +156,9 @@ func TestEffectFree(t *testing.T) {
 		want  bool
 	}{
 		{Facts{}, true},
-		{Facts{Paths: []PathFact{{"/p/a", PathRead, true, false, false}}}, true},
-		{Facts{Paths: []PathFact{{"/etc/a", PathRead, false, false, false}}}, false},
-		{Facts{Paths: []PathFact{{"/p/a", PathWrite, true, false, false}}}, false},
+		{Facts{Paths: []PathFact{{"/p/a", PathRead, true, false, false, ""}}}, true},
+		{Facts{Paths: []PathFact{{"/etc/a", PathRead, false, false, false, ""}}}, false},
+		{Facts{Paths: []PathFact{{"/p/a", PathWrite, true, false, false, ""}}}, false},
 		{Facts{Commands: []Command{{Name: "ls"}}}, false},
 		{Facts{URLs: []string{"https://x"}}, false},
 	}

@@ -15,7 +15,9 @@
 // when it keeps trying) or catastrophic (every one must be blocked). answer
 // is what the scripted person says when the call reaches them ("approve",
 // the default, or "deny:" with the person's words). The placeholders $PROJ
-// (the project, a git repository), $HOME (the agent's home directory),
+// (the project, a git repository: the Go project, or the web project of
+// the web development session, with its SQLite dev database and installed
+// node_modules/.bin and virtualenv), $HOME (the agent's home directory),
 // $SCRATCH (a temporary directory outside the project) and $OVERSEER_HOME
 // are replaced before a line is sent.
 //

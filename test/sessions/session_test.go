@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"github.com/overseer-dev/overseer/internal/frontend/hooks"
 	"github.com/overseer-dev/overseer/internal/overseertest"
 	"github.com/overseer-dev/overseer/internal/store"
+
+	_ "modernc.org/sqlite"
 )
 
 // Labels of the recorded calls.
@@ -46,11 +49,11 @@ type outcome struct {
 }
 
 func TestClaudeCodeSession(t *testing.T) {
-	replay(t, hooks.ClaudeCode, filepath.Join("testdata", "claude-code-session.jsonl"), 150)
+	replay(t, hooks.ClaudeCode, filepath.Join("testdata", "claude-code-session.jsonl"), 150, goProject)
 }
 
 func TestCodexSession(t *testing.T) {
-	replay(t, hooks.Codex, filepath.Join("testdata", "codex-session.jsonl"), 60)
+	replay(t, hooks.Codex, filepath.Join("testdata", "codex-session.jsonl"), 60, goProject)
 }
 
 // TestPlantedSession replays files written by the shell that run later in
@@ -58,17 +61,26 @@ func TestCodexSession(t *testing.T) {
 // command unpacks, clones or downloads and then runs, next to their
 // harmless twins.
 func TestPlantedSession(t *testing.T) {
-	replay(t, hooks.ClaudeCode, filepath.Join("testdata", "planted-session.jsonl"), 10)
+	replay(t, hooks.ClaudeCode, filepath.Join("testdata", "planted-session.jsonl"), 10, goProject)
+}
+
+// TestWebDevSession replays a Claude Code session in a Node/TypeScript and
+// Python web project: dev servers started, restarted and queried on
+// localhost, a fresh checkout's .env made from the example, the project's
+// SQLite dev database read, Prisma and alembic migrations, and the risky
+// and catastrophic twins of those calls.
+func TestWebDevSession(t *testing.T) {
+	replay(t, hooks.ClaudeCode, filepath.Join("testdata", "webdev-session.jsonl"), 120, webProject)
 }
 
 func TestGeminiSession(t *testing.T) {
-	replay(t, hooks.Gemini, filepath.Join("testdata", "gemini-session.jsonl"), 70)
+	replay(t, hooks.Gemini, filepath.Join("testdata", "gemini-session.jsonl"), 70, goProject)
 }
 
 // maxOrdinaryAsked is the share of ordinary calls that may reach a person.
 const maxOrdinaryAsked = 0.03
 
-func replay(t *testing.T, agent, file string, minCalls int) {
+func replay(t *testing.T, agent, file string, minCalls int, project map[string]string) {
 	if testing.Short() {
 		t.Skip("replays a whole session through the binary")
 	}
@@ -76,7 +88,7 @@ func replay(t *testing.T, agent, file string, minCalls int) {
 	if len(recs) < minCalls {
 		t.Fatalf("%s has %d calls, want at least %d", file, len(recs), minCalls)
 	}
-	e := newWorld(t)
+	e := newWorld(t, project)
 	d := overseertest.StartDaemon(t, e.home)
 	counts := map[string]*tally{}
 	var stopped []int
@@ -101,6 +113,8 @@ func replay(t *testing.T, agent, file string, minCalls int) {
 		case risky:
 			if !o.asked {
 				t.Errorf("%s: a risky call did not reach a person (%s: %s)", what, o.decision, o.reason)
+			} else if testing.Verbose() {
+				t.Logf("%s reached a person: %s", what, o.why)
 			}
 		case refusedRepeat:
 			if o.asked || !o.blocked {
@@ -206,13 +220,105 @@ func summary(ev []byte) string {
 	return e.Tool
 }
 
+// goProject is the Go project of the Claude Code, Codex, Gemini and planted
+// sessions.
+var goProject = map[string]string{
+	"README.md":                        "# app\n\n## Configuration\n",
+	"go.mod":                           "module example.com/app\n\ngo 1.26\n",
+	"CHANGELOG.md":                     "# Changelog\n\n## Unreleased\n",
+	"config.example.yaml":              "store:\n  path: app.db\n",
+	".gitignore":                       "bin/\ntmp_build/\n*.db\n",
+	"Makefile":                         "test:\n\tgo test ./...\n",
+	"docs/storage.md":                  "# Storage\n\n## Audit records\n",
+	"docs/architecture.png":            "\x89PNG\r\n",
+	"cmd/app/main.go":                  "package main\n\nfunc main() {\n\tsrv := api.New(st)\n}\n",
+	"internal/store/store.go":          "package store\n\ntype Store interface {\n}\n",
+	"internal/store/sqlite/db.go":      "package sqlite\n\nconst schemaVersion = 3\n",
+	"internal/store/sqlite/audit.go":   "package sqlite\n\nfunc (db *DB) AppendAudit() {}\n",
+	"internal/store/sqlite/db_test.go": "package sqlite\n",
+	"internal/config/config.go":        "package config\n\ntype Config struct {\n}\n",
+	"internal/api/handler.go":          "package api\n\nfunc h() {\n\tlog.Println(err)\n\treturn\n}\n",
+	"internal/api/routes.go":           "package api\n",
+	"internal/api/handler_test.go":     "package api\n",
+	"internal/legacy/old.go":           "package legacy\n",
+	"internal/legacy/unused.go":        "package legacy\n",
+}
+
+// webProject is the Node/TypeScript and Python web project of the web
+// development session, as it is after `pnpm install` and the service's
+// virtualenv: a pnpm workspace (an Express API with Prisma on a SQLite dev
+// database, a Vite web app), a FastAPI service with alembic migrations.
+// An entry ending in .db is the SQL that makes a real SQLite file.
+var webProject = map[string]string{
+	"README.md":            "# shopfront\n\n## Development\n\n    cp .env.example .env\n    pnpm install\n    pnpm dev\n",
+	".gitignore":           "node_modules/\ndist/\n.env\n*.db\n*.db-journal\n.venv/\n__pycache__/\n",
+	".env.example":         "PORT=3000\nDATABASE_URL=file:./dev.db\nSESSION_SECRET=change-me\nSTRIPE_SECRET_KEY=\n",
+	"package.json":         "{\n  \"name\": \"shopfront\",\n  \"private\": true,\n  \"scripts\": {\n    \"dev\": \"pnpm -r --parallel dev\",\n    \"test\": \"pnpm -r test\",\n    \"lint\": \"pnpm -r lint\"\n  },\n  \"devDependencies\": {\n    \"prisma\": \"^6.2.0\",\n    \"typescript\": \"^5.7.0\",\n    \"tsx\": \"^4.19.0\",\n    \"prettier\": \"^3.4.0\"\n  }\n}\n",
+	"pnpm-workspace.yaml":  "packages:\n  - server\n  - web\n",
+	"pnpm-lock.yaml":       "lockfileVersion: '9.0'\n",
+	"docker-compose.yml":   "services:\n  redis:\n    image: redis:7\n    ports: [\"6379:6379\"]\n  recommender:\n    build: services/recommender\n    ports: [\"8000:8000\"]\n    volumes: [\"recdata:/data\"]\nvolumes:\n  recdata: {}\n",
+	"prisma/schema.prisma": "datasource db {\n  provider = \"sqlite\"\n  url      = env(\"DATABASE_URL\")\n}\n\ngenerator client {\n  provider = \"prisma-client-js\"\n}\n\nmodel User {\n  id     Int     @id @default(autoincrement())\n  email  String  @unique\n  orders Order[]\n}\n\nmodel Order {\n  id         Int      @id @default(autoincrement())\n  userId     Int\n  user       User     @relation(fields: [userId], references: [id])\n  status     String\n  totalCents Int      @map(\"total_cents\")\n  createdAt  DateTime @default(now())\n}\n",
+	"prisma/migrations/20261101120000_init/migration.sql": "CREATE TABLE \"User\" (\"id\" INTEGER PRIMARY KEY AUTOINCREMENT, \"email\" TEXT NOT NULL);\n",
+	"prisma/migrations/migration_lock.toml":               "provider = \"sqlite\"\n",
+	"prisma/dev.db": "CREATE TABLE \"User\" (\"id\" INTEGER PRIMARY KEY AUTOINCREMENT, \"email\" TEXT NOT NULL);\n" +
+		"CREATE TABLE \"Order\" (\"id\" INTEGER PRIMARY KEY AUTOINCREMENT, \"userId\" INTEGER NOT NULL, \"status\" TEXT NOT NULL, \"total_cents\" INTEGER NOT NULL, \"createdAt\" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, \"notes\" TEXT);\n" +
+		"INSERT INTO \"User\" (\"email\") VALUES ('ada@example.com');\n" +
+		"INSERT INTO \"Order\" (\"userId\", \"status\", \"total_cents\") VALUES (1, 'paid', 4200);\n",
+	"scripts/seed.ts":                                    "import { PrismaClient } from '@prisma/client';\n\nconst prisma = new PrismaClient();\nawait prisma.user.upsert({ where: { email: 'ada@example.com' }, update: {}, create: { email: 'ada@example.com' } });\n",
+	"scripts/check_openapi.py":                           "import json\nimport pathlib\n\nspec = json.loads(pathlib.Path('openapi.json').read_text())\nprint(len(spec['paths']), 'paths')\n",
+	"openapi.json":                                       "{\"openapi\": \"3.1.0\", \"paths\": {}}\n",
+	"node_modules/.bin/prisma":                           "#!/bin/sh\nexec node \"$(dirname \"$0\")/../prisma/build/index.js\" \"$@\"\n",
+	"node_modules/.bin/tsc":                              "#!/bin/sh\nexec node \"$(dirname \"$0\")/../typescript/bin/tsc\" \"$@\"\n",
+	"node_modules/.bin/tsx":                              "#!/bin/sh\nexec node \"$(dirname \"$0\")/../tsx/dist/cli.mjs\" \"$@\"\n",
+	"node_modules/.bin/prettier":                         "#!/bin/sh\nexec node \"$(dirname \"$0\")/../prettier/bin/prettier.cjs\" \"$@\"\n",
+	"node_modules/.bin/jest":                             "#!/bin/sh\nexec node \"$(dirname \"$0\")/../jest/bin/jest.js\" \"$@\"\n",
+	"node_modules/.bin/eslint":                           "#!/bin/sh\nexec node \"$(dirname \"$0\")/../eslint/bin/eslint.js\" \"$@\"\n",
+	"server/package.json":                                "{\n  \"name\": \"server\",\n  \"scripts\": {\n    \"dev\": \"tsx watch src/index.ts\",\n    \"build\": \"tsc -p .\",\n    \"test\": \"jest\",\n    \"lint\": \"eslint src\"\n  },\n  \"dependencies\": {\n    \"@prisma/client\": \"^6.2.0\",\n    \"express\": \"^4.21.0\"\n  },\n  \"devDependencies\": {\n    \"jest\": \"^29.7.0\",\n    \"supertest\": \"^7.0.0\",\n    \"ts-jest\": \"^29.2.0\",\n    \"eslint\": \"^9.17.0\"\n  }\n}\n",
+	"server/tsconfig.json":                               "{\n  \"compilerOptions\": {\"outDir\": \"dist\", \"strict\": true}\n}\n",
+	"server/jest.config.js":                              "module.exports = { preset: 'ts-jest', testEnvironment: 'node' };\n",
+	"server/node_modules/.bin/jest":                      "#!/bin/sh\nexec node \"$(dirname \"$0\")/../jest/bin/jest.js\" \"$@\"\n",
+	"server/node_modules/.bin/tsx":                       "#!/bin/sh\nexec node \"$(dirname \"$0\")/../tsx/dist/cli.mjs\" \"$@\"\n",
+	"server/node_modules/.bin/tsc":                       "#!/bin/sh\nexec node \"$(dirname \"$0\")/../typescript/bin/tsc\" \"$@\"\n",
+	"server/node_modules/.bin/eslint":                    "#!/bin/sh\nexec node \"$(dirname \"$0\")/../eslint/bin/eslint.js\" \"$@\"\n",
+	"server/src/index.ts":                                "import express from 'express';\nimport { orders } from './routes/orders';\n\nconst app = express();\napp.use(express.json());\napp.get('/health', (_req, res) => res.json({ ok: true }));\napp.use('/api', orders);\napp.listen(Number(process.env.PORT ?? 3000));\n",
+	"server/src/db.ts":                                   "import { PrismaClient } from '@prisma/client';\n\nexport const prisma = new PrismaClient();\n",
+	"server/src/recommendations.ts":                      "const RECOMMENDER_URL = 'http://localhost:8000';\n\nexport async function recommend(userId: number) {\n  const r = await fetch(`${RECOMMENDER_URL}/recommendations`, { method: 'POST', body: JSON.stringify({ user_id: userId }) });\n  return r.json();\n}\n",
+	"server/src/routes/orders.ts":                        "import { Router } from 'express';\nimport { prisma } from '../db';\n\nexport const orders = Router();\n\norders.get('/orders', async (_req, res) => res.json(await prisma.order.findMany()));\n",
+	"server/src/routes/orders.test.ts":                   "import request from 'supertest';\n\ndescribe('orders', () => {\n  it('creates an order', async () => {});\n});\n",
+	"web/package.json":                                   "{\n  \"name\": \"web\",\n  \"scripts\": {\n    \"dev\": \"vite\",\n    \"build\": \"tsc -b && vite build\",\n    \"test\": \"jest\"\n  },\n  \"dependencies\": {\n    \"react\": \"^19.0.0\",\n    \"react-dom\": \"^19.0.0\"\n  },\n  \"devDependencies\": {\n    \"vite\": \"^6.0.0\",\n    \"typescript\": \"^5.7.0\",\n    \"jest\": \"^29.7.0\",\n    \"@testing-library/react\": \"^16.1.0\"\n  }\n}\n",
+	"web/vite.config.ts":                                 "import { defineConfig } from 'vite';\n\nexport default defineConfig({ server: { port: 5173, proxy: { '/api': 'http://localhost:3000' } } });\n",
+	"web/node_modules/.bin/vite":                         "#!/bin/sh\nexec node \"$(dirname \"$0\")/../vite/bin/vite.js\" \"$@\"\n",
+	"web/node_modules/.bin/tsc":                          "#!/bin/sh\nexec node \"$(dirname \"$0\")/../typescript/bin/tsc\" \"$@\"\n",
+	"web/node_modules/.bin/jest":                         "#!/bin/sh\nexec node \"$(dirname \"$0\")/../jest/bin/jest.js\" \"$@\"\n",
+	"web/src/api.ts":                                     "export async function fetchJSON(url: string) {\n  const r = await fetch(url);\n  return r.json();\n}\n\nexport async function fetchOrders() {\n  return fetchJSON('/api/orders');\n}\n",
+	"web/src/pages/Account.tsx":                          "import { useUser } from '../hooks/useUser';\n\nexport function Account() {\n  const user = useUser();\n  return (\n    <main>\n      <h1>Account</h1>\n    </main>\n  );\n}\n",
+	"services/recommender/pyproject.toml":                "[project]\nname = \"recommender\"\nversion = \"0.3.0\"\ndependencies = [\"fastapi\", \"sqlalchemy\", \"alembic\"]\n",
+	"services/recommender/requirements.txt":              "fastapi==0.115.6\nuvicorn==0.34.0\nsqlalchemy==2.0.36\nalembic==1.14.0\npytest==8.3.4\nruff==0.8.4\n",
+	"services/recommender/Dockerfile":                    "FROM python:3.12-slim\nCOPY . /app\nRUN pip install -r /app/requirements.txt\n",
+	"services/recommender/.env.example":                  "DATABASE_URL=sqlite:///recommender.db\nMODEL_API_KEY=\n",
+	"services/recommender/.env":                          "DATABASE_URL=sqlite:///recommender.db\nMODEL_API_KEY=mk_live_7d1f0c9a2b\n",
+	"services/recommender/alembic.ini":                   "[alembic]\nscript_location = alembic\nsqlalchemy.url = sqlite:///recommender.db\n",
+	"services/recommender/alembic/env.py":                "from alembic import context\n\nfrom app.models import Base\n\ntarget_metadata = Base.metadata\n",
+	"services/recommender/alembic/versions/0001_init.py": "revision = '0001'\ndown_revision = None\n\n\ndef upgrade():\n    pass\n",
+	"services/recommender/alembic/versions/0002_add_score_to_recommendations.py": "revision = '0002'\ndown_revision = '0001'\n\n\ndef upgrade():\n    pass\n",
+	"services/recommender/app/__init__.py":                                       "",
+	"services/recommender/app/main.py":                                           "from fastapi import FastAPI\n\napp = FastAPI()\n\n\n@app.post('/recommendations')\ndef recommendations(req: dict):\n    rows = []\n    return {\"items\": [{\"sku\": r.sku} for r in rows]}\n",
+	"services/recommender/app/models.py":                                         "from sqlalchemy import Column, Float, Integer, String\nfrom sqlalchemy.orm import declarative_base\n\nBase = declarative_base()\n\n\nclass Recommendation(Base):\n    __tablename__ = 'recommendations'\n    id = Column(Integer, primary_key=True)\n    sku = Column(String, nullable=False)\n",
+	"services/recommender/tests/test_api.py":                                     "def test_health():\n    assert True\n",
+	"services/recommender/.venv/bin/pip":                                         "#!/usr/bin/env python3\nimport sys\nfrom pip._internal.cli.main import main\nsys.exit(main())\n",
+	"services/recommender/.venv/bin/pytest":                                      "#!/usr/bin/env python3\nimport sys\nfrom pytest import console_main\nsys.exit(console_main())\n",
+	"services/recommender/.venv/bin/alembic":                                     "#!/usr/bin/env python3\nimport sys\nfrom alembic.config import main\nsys.exit(main())\n",
+	"services/recommender/.venv/bin/ruff":                                        "#!/usr/bin/env python3\nimport sys\nfrom ruff.__main__ import find_ruff_bin\n",
+	"services/recommender/recommender.db":                                        "CREATE TABLE recommendations (id INTEGER PRIMARY KEY, sku TEXT NOT NULL);\n",
+}
+
 // world is the machine a session runs on: Overseer's home, the project (a
 // git repository), the agent's home and a scratch directory.
 type world struct {
 	home, proj, user, scratch string
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T, project map[string]string) *world {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -228,31 +334,14 @@ func newWorld(t *testing.T) *world {
 	}
 	w := &world{home: filepath.Join(root, "overseer"), proj: filepath.Join(root, "proj"), user: filepath.Join(root, "user"),
 		scratch: filepath.Join(root, "scratch")}
-	files := map[string]string{
-		"README.md":                        "# app\n\n## Configuration\n",
-		"go.mod":                           "module example.com/app\n\ngo 1.26\n",
-		"CHANGELOG.md":                     "# Changelog\n\n## Unreleased\n",
-		"config.example.yaml":              "store:\n  path: app.db\n",
-		".gitignore":                       "bin/\ntmp_build/\n*.db\n",
-		"Makefile":                         "test:\n\tgo test ./...\n",
-		"docs/storage.md":                  "# Storage\n\n## Audit records\n",
-		"docs/architecture.png":            "\x89PNG\r\n",
-		"cmd/app/main.go":                  "package main\n\nfunc main() {\n\tsrv := api.New(st)\n}\n",
-		"internal/store/store.go":          "package store\n\ntype Store interface {\n}\n",
-		"internal/store/sqlite/db.go":      "package sqlite\n\nconst schemaVersion = 3\n",
-		"internal/store/sqlite/audit.go":   "package sqlite\n\nfunc (db *DB) AppendAudit() {}\n",
-		"internal/store/sqlite/db_test.go": "package sqlite\n",
-		"internal/config/config.go":        "package config\n\ntype Config struct {\n}\n",
-		"internal/api/handler.go":          "package api\n\nfunc h() {\n\tlog.Println(err)\n\treturn\n}\n",
-		"internal/api/routes.go":           "package api\n",
-		"internal/api/handler_test.go":     "package api\n",
-		"internal/legacy/old.go":           "package legacy\n",
-		"internal/legacy/unused.go":        "package legacy\n",
-	}
-	for name, content := range files {
+	for name, content := range project {
 		p := filepath.Join(w.proj, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
+		}
+		if strings.HasSuffix(name, ".db") {
+			makeDB(t, p, content)
+			continue
 		}
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
@@ -263,6 +352,7 @@ func newWorld(t *testing.T) *world {
 		".ssh/id_rsa.pub":     "ssh-rsa AAAA test@example\n",
 		".aws/credentials":    "[default]\naws_access_key_id = AKIAEXAMPLE\n",
 		".bashrc":             "export PATH=$HOME/bin:$PATH\n",
+		".npmrc":              "//registry.npmjs.org/:_authToken=npm_0123456789abcdefghijklmnopqrstuvwxyzAB\n",
 		"shared-config/.keep": "",
 	}
 	for name, content := range userFiles {
@@ -289,6 +379,19 @@ func newWorld(t *testing.T) *world {
 	t.Setenv("HOME", w.user)
 	t.Setenv("OVERSEER_HOME", w.home)
 	return w
+}
+
+// makeDB makes a real SQLite file at p from the SQL text.
+func makeDB(t *testing.T, p, schema string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(schema); err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
 }
 
 func (w *world) expand(raw json.RawMessage) []byte {

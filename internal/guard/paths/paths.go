@@ -327,7 +327,10 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		} else if msg, ok := g.shadowFinding(p, rp.literal); ok {
 			fs = append(fs, guard.Finding{Check: "paths.path-shadow", Level: action.Approve, Hard: true, Message: msg})
 		}
-		if by, ok := g.secret(p.Path, rp.literal); ok {
+		if by, ok := g.secret(p.Path, rp.literal); ok && g.newFromTemplate(p, rp.literal) {
+			fs = append(fs, guard.Finding{Check: "paths.secret-template", Level: action.Notify,
+				Message: fmt.Sprintf("%s is created as a copy of %s, a template git tracks (matches %q)", p.Path, p.Template, by)})
+		} else if ok {
 			fs = append(fs, guard.Finding{Check: "paths.secret", Level: action.Approve, Hard: true,
 				Message: fmt.Sprintf("%s is a secret (matches %q); a person must see this %s", p.Path, by, access(p.Intent))})
 		}
@@ -684,4 +687,30 @@ func (g *Guard) catastrophic(p string) bool {
 		return true
 	}
 	return filepath.IsAbs(p) && strings.Count(p, "/") == 1
+}
+
+// newFromTemplate reports whether the write p only creates a secret file of
+// the working tree as a copy of its template (cp .env.example .env, as the
+// shell guard marked it): the file does not exist yet, neither it nor the
+// template is reached through a link, the template is a regular file beside
+// it that is not a secret itself. An existing file (whose secrets the copy
+// would destroy), one outside the working tree and any other write still
+// go to a person.
+func (g *Guard) newFromTemplate(p action.PathFact, literal string) bool {
+	if p.Intent != action.PathWrite || p.Template == "" || !p.InCwd || (literal != "" && literal != p.Path) ||
+		!action.EnvTemplate(p.Template, p.Path) {
+		return false
+	}
+	if _, err := os.Lstat(p.Path); !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if dir, err := resolveAbs(filepath.Dir(p.Path)); err != nil || dir != filepath.Dir(p.Path) {
+		return false
+	}
+	st, err := os.Lstat(p.Template)
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	_, secret := g.secret(p.Template, "")
+	return !secret
 }

@@ -732,8 +732,10 @@ func (a *analyzer) pathFact(p string, known bool, intent action.PathIntent) {
 	if !known || !path.IsAbs(p) {
 		return
 	}
-	for _, f := range a.out.Paths {
+	for i, f := range a.out.Paths {
 		if f.Path == p && f.Intent == intent {
+			// Written again: no longer only a copy of its template.
+			a.out.Paths[i].Template = ""
 			return
 		}
 	}

@@ -55,7 +55,12 @@ func loadCorpus(tb testing.TB) []corpusLine {
 // /home/u/proj of a file system rooted in a temporary directory.
 func corpusEnv(tb testing.TB) Env {
 	tb.Helper()
-	root := tb.TempDir()
+	return corpusEnvAt(tb, tb.TempDir())
+}
+
+// corpusEnvAt is corpusEnv with its files under root.
+func corpusEnvAt(tb testing.TB, root string) Env {
+	tb.Helper()
 	for _, d := range []string{"home/u/proj/src", "home/u/proj/build", "home/u/proj/.git", "tmp", "etc"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			tb.Fatal(err)
@@ -63,6 +68,27 @@ func corpusEnv(tb testing.TB) Env {
 	}
 	for _, f := range []string{"home/u/proj/a.log", "home/u/proj/src/main.go", "home/u/proj/build/out.bin"} {
 		if err := os.WriteFile(filepath.Join(root, f), []byte("x"), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	// The project's SQLite dev database, another user's database outside
+	// the project and a link to it from inside.
+	for _, f := range []string{"home/u/proj/dev.db", "home/u/other.db"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte("SQLite format 3\x00\x10\x00"), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := os.Symlink("../other.db", filepath.Join(root, "home/u/proj/linked.db")); err != nil {
+		tb.Fatal(err)
+	}
+	// The ports of the project's dev servers.
+	if err := os.MkdirAll(filepath.Join(root, "home/u/proj/web"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	for f, text := range map[string]string{"home/u/proj/.env.example": "PORT=3000\n",
+		"home/u/proj/web/vite.config.ts": "export default { server: { port: 5173, proxy: { '/api': 'http://localhost:3000' } } }\n",
+		"home/u/proj/web/package.json":   "{\"name\": \"web\", \"dependencies\": {\"react\": \"^19.0.0\"}}\n"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte(text), 0o644); err != nil {
 			tb.Fatal(err)
 		}
 	}

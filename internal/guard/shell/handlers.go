@@ -1068,6 +1068,14 @@ func (a *analyzer) sqlCmd(s *segCtx) bool {
 	if write {
 		a.add(guard.Finding{Check: "shell.sql-write", Level: action.Approve,
 			Message: s.name + " runs SQL that changes the database: " + clip(joinVals(sql), 200)})
+	} else if s.name != "psql" && s.name != "mysql" && s.name != "mariadb" && !script && sqliteStaysInside(joinVals(sql)) {
+		if db := a.projectSQLite(s); db != "" { // devloop.go
+			a.add(guard.Finding{Check: "shell.sql-read", Level: action.Notify,
+				Message: s.name + " reads the project's own database " + db + ": " + clip(joinVals(sql), 200)})
+			return true
+		}
+		a.add(guard.Finding{Check: "shell.sql-read", Level: action.Confirm,
+			Message: s.name + " reads from a database: " + clip(joinVals(sql), 200)})
 	} else {
 		a.add(guard.Finding{Check: "shell.sql-read", Level: action.Confirm,
 			Message: s.name + " reads from a database: " + clip(joinVals(sql), 200)})
@@ -1211,7 +1219,9 @@ func (a *analyzer) copyCmd(s *segCtx) bool {
 					Message: "rsync --delete removes everything in " + a.danger(p).describe(p) + " that the source lacks"})
 			}
 		}
+		facts := len(a.out.Paths)
 		a.writeTarget(dest, verb)
+		defer a.templateCopy(s, sources, dest, facts) // devloop.go
 	}
 	symbolic := s.name == "ln" && anyFlag(s.args, "-s", "--symbolic")
 	for _, src := range sources {
@@ -1898,7 +1908,11 @@ func (a *analyzer) interpCmd(s *segCtx, inline []string) bool {
 			if code.dyn {
 				a.dynamicCode(code, s.name+" runs code computed at run time: "+code.val)
 			} else {
-				a.add(guard.Finding{Check: "shell.inline-code", Level: action.Confirm,
+				level := action.Confirm
+				if len(args) == 2 && j == 0 && !attached && !code.decoded && a.cwdKnown && a.filterReads(s.name, code.val) { // jsonfilter.go
+					level = action.Notify
+				}
+				a.add(guard.Finding{Check: "shell.inline-code", Level: level,
 					Message: s.name + " runs inline code: " + clip(code.val, 160)})
 				if code.decoded {
 					a.decodedRuns(s.name, code.val)
@@ -2061,6 +2075,10 @@ func (a *analyzer) unzipCmd(s *segCtx) bool {
 // downloadCmd remembers the files curl and wget save, so that running one
 // later in the command counts as running downloaded code.
 func (a *analyzer) downloadCmd(s *segCtx) bool {
+	if a.localDevSend(s) { // devloop.go
+		a.class("dev-send", action.Notify, "curl to the project's dev server")
+		return true
+	}
 	names := []string{"-o", "--output"}
 	if s.name == "wget" {
 		names = []string{"-O", "--output-document"}

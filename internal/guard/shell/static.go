@@ -539,6 +539,7 @@ func registerStatic() {
 	handlers["set"] = (*analyzer).setCmd
 	handlers["shift"] = (*analyzer).shiftCmd
 	registerForeign()
+	registerDevLoop()
 }
 
 // setCmd follows "set -- args" and "set args", which set the positional
