@@ -1419,14 +1419,10 @@ func (a *analyzer) interpScript(s *segCtx, p string) {
 			}
 		})
 	}
-	text, fromCommand, unseen, ok := a.scriptText(p)
-	if !ok && a.tooLarge(p) {
-		// What is not read is not judged: a script padded past the bound
-		// would run unjudged.
-		a.add(guard.Finding{Check: "shell.script-unread", Level: action.Confirm,
-			Message: s.name + " runs " + p + ", larger than the guard reads"})
-	}
-	if !ok || unseen {
+	// (A script this command wrote with content not known is reported
+	// by scriptFile.)
+	text, fromCommand, ok := a.scriptRunText(s, p, "")
+	if !ok {
 		return
 	}
 	a.scriptCode(s, text, fromCommand)
@@ -1470,22 +1466,32 @@ func (a *analyzer) interpScript(s *segCtx, p string) {
 					continue
 				}
 			}
-			mt, fromCmd, unseen, ok := a.scriptText(m)
-			if unseen {
-				a.add(guard.Finding{Check: "shell.runs-unseen", Level: action.Confirm,
-					Message: s.name + " runs " + m + " (imported), which this command wrote with content not known before it runs"})
-			}
-			if !ok && a.tooLarge(m) {
-				a.add(guard.Finding{Check: "shell.script-unread", Level: action.Confirm,
-					Message: s.name + " runs " + m + " (imported), larger than the guard reads"})
-			}
-			if !ok || unseen {
+			mt, fromCmd, ok := a.scriptRunText(s, m, " (imported)")
+			if !ok {
 				continue
 			}
 			a.scriptCode(s, mt, fromCmd)
 			queue = append(queue, struct{ file, text string }{m, mt})
 		}
 	}
+}
+
+// scriptRunText is the code of the script or module p (what names how it is
+// run, for the findings: "" or " (imported)") to judge, and whether there
+// is any: a file larger than the guard reads is confirm (padded past the
+// bound, it would run unjudged), and so is an imported module this command
+// wrote with content not known before it runs.
+func (a *analyzer) scriptRunText(s *segCtx, p, what string) (text string, fromCommand, ok bool) {
+	text, fromCommand, unseen, ok := a.scriptText(p)
+	if unseen && what != "" {
+		a.add(guard.Finding{Check: "shell.runs-unseen", Level: action.Confirm,
+			Message: s.name + " runs " + p + what + ", which this command wrote with content not known before it runs"})
+	}
+	if !ok && a.tooLarge(p) {
+		a.add(guard.Finding{Check: "shell.script-unread", Level: action.Confirm,
+			Message: s.name + " runs " + p + what + ", larger than the guard reads"})
+	}
+	return text, fromCommand, ok && !unseen
 }
 
 // tooLarge reports whether p is a regular file on disk larger than the
