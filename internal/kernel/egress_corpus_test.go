@@ -325,47 +325,71 @@ func TestEgressMemoryAcrossKernels(t *testing.T) {
 	}
 }
 
+// refusalWorld is a kernel on the egress world for the refusal tests:
+// ask submits a shell command that must be put to a person, answer answers
+// it, afterRead reports whether a send of the session to a new host is
+// judged as following a secret read.
+type refusalWorld struct {
+	t    *testing.T
+	k    *kernel.Kernel
+	home string
+	proj string
+}
+
+func newRefusalWorld(t *testing.T) *refusalWorld {
+	home, ovh, proj := egressWorld(t)
+	k, err := kernel.Open(context.Background(), kernel.Config{Home: ovh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	return &refusalWorld{t: t, k: k, home: home, proj: proj}
+}
+
+func (w *refusalWorld) ask(session, command string) *kernel.Submission {
+	w.t.Helper()
+	sub, err := w.k.Submit(context.Background(), &action.Action{Tool: "Bash", Kind: action.KindShell, Agent: "claude-code",
+		Session: session, Cwd: w.proj, Args: map[string]any{"command": command}})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if sub.Approval == nil {
+		w.t.Fatalf("%s was not put to a person: %s", command, sub.Verdict.Summary())
+	}
+	return sub
+}
+
+func (w *refusalWorld) answer(sub *kernel.Submission, decision string) {
+	w.t.Helper()
+	if _, _, err := w.k.Answer(context.Background(), sub.Approval.ID,
+		store.Answer{Decision: decision, Who: "ann", Channel: "cli", At: time.Now()}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *refusalWorld) afterRead(session string) bool {
+	v := w.k.Evaluate(context.Background(), &action.Action{Tool: "WebFetch", Kind: action.KindNetFetch, Agent: "claude-code",
+		Session: session, Cwd: w.proj, Args: map[string]any{"url": "https://new-host.example/?q=1", "prompt": "x"}})
+	for _, r := range v.Reasons {
+		if r.Name == "egress.after-secret-read" {
+			return true
+		}
+	}
+	return false
+}
+
 // TestEgressRefusedReadForgotten: a secret read put to a person counts as
 // read while it waits (a send judged meanwhile reaches a person), is
 // forgotten when the person refuses it (it did not run: later sends to new
 // hosts are not judged as following it), and stays when the person allows
 // it; a refusal does not forget a read the session made before.
 func TestEgressRefusedReadForgotten(t *testing.T) {
-	home, ovh, proj := egressWorld(t)
-	ctx := context.Background()
-	k, err := kernel.Open(ctx, kernel.Config{Home: ovh})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
+	w := newRefusalWorld(t)
 	read := func(session, file string) *kernel.Submission {
 		t.Helper()
-		sub, err := k.Submit(ctx, &action.Action{Tool: "Bash", Kind: action.KindShell, Agent: "claude-code", Session: session,
-			Cwd: proj, Args: map[string]any{"command": "cat " + filepath.Join(home, file)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sub.Approval == nil {
-			t.Fatalf("reading %s was not put to a person: %s", file, sub.Verdict.Summary())
-		}
-		return sub
+		return w.ask(session, "cat "+filepath.Join(w.home, file))
 	}
-	answer := func(sub *kernel.Submission, decision string) {
-		t.Helper()
-		if _, _, err := k.Answer(ctx, sub.Approval.ID, store.Answer{Decision: decision, Who: "ann", Channel: "cli", At: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	afterRead := func(session string) bool {
-		v := k.Evaluate(ctx, &action.Action{Tool: "WebFetch", Kind: action.KindNetFetch, Agent: "claude-code", Session: session,
-			Cwd: proj, Args: map[string]any{"url": "https://new-host.example/?q=1", "prompt": "x"}})
-		for _, r := range v.Reasons {
-			if r.Name == "egress.after-secret-read" {
-				return true
-			}
-		}
-		return false
-	}
+	answer, afterRead := w.answer, w.afterRead
 
 	refused := read("refused", ".aws/credentials")
 	if !afterRead("refused") {
@@ -422,41 +446,9 @@ func TestResultsFindSecrets(t *testing.T) {
 // pushed the made one out of the bounded memory, then its refusal removed
 // them all). Either way a later send to a new host went unasked about.
 func TestEgressRefusalForgetsOnlyItsOwnRead(t *testing.T) {
-	home, ovh, proj := egressWorld(t)
-	ctx := context.Background()
-	k, err := kernel.Open(ctx, kernel.Config{Home: ovh})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	ask := func(session, command string) *kernel.Submission {
-		t.Helper()
-		sub, err := k.Submit(ctx, &action.Action{Tool: "Bash", Kind: action.KindShell, Agent: "claude-code", Session: session,
-			Cwd: proj, Args: map[string]any{"command": command}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sub.Approval == nil {
-			t.Fatalf("%s was not put to a person: %s", command, sub.Verdict.Summary())
-		}
-		return sub
-	}
-	answer := func(sub *kernel.Submission, decision string) {
-		t.Helper()
-		if _, _, err := k.Answer(ctx, sub.Approval.ID, store.Answer{Decision: decision, Who: "ann", Channel: "cli", At: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	afterRead := func(session string) bool {
-		v := k.Evaluate(ctx, &action.Action{Tool: "WebFetch", Kind: action.KindNetFetch, Agent: "claude-code", Session: session,
-			Cwd: proj, Args: map[string]any{"url": "https://new-host.example/?q=1", "prompt": "x"}})
-		for _, r := range v.Reasons {
-			if r.Name == "egress.after-secret-read" {
-				return true
-			}
-		}
-		return false
-	}
+	w := newRefusalWorld(t)
+	ask, answer, afterRead := w.ask, w.answer, w.afterRead
+	home := w.home
 	creds := "cat " + filepath.Join(home, ".aws/credentials")
 
 	// The same read asked for twice while both wait: the first allowed,
@@ -492,7 +484,7 @@ func TestEgressRefusalForgetsOnlyItsOwnRead(t *testing.T) {
 	// agent's own permission prompt, where a person may allow it) was not
 	// refused: its read still counts.
 	handed := ask("handed", creds)
-	if _, _, err := k.Withdraw(ctx, handed.Approval.ID, "the call was handed to the agent's own permission prompt"); err != nil {
+	if _, _, err := w.k.Withdraw(context.Background(), handed.Approval.ID, "the call was handed to the agent's own permission prompt"); err != nil {
 		t.Fatal(err)
 	}
 	if !afterRead("handed") {
