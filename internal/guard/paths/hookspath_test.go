@@ -9,23 +9,6 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 )
 
-func TestGitConfigValue(t *testing.T) {
-	for _, c := range []struct{ text, want string }{
-		{"[core]\n\thooksPath = tools/hooks\n", "tools/hooks"},
-		{"[Core]\n\tHooksPath=\"my hooks\" # comment\n", "my hooks"},
-		{"[core] hookspath = inline\n", "inline"},
-		{"[core]\n\thooksPath = a\n[core]\n\thooksPath = b\n", "b"},
-		{"[core \"x\"]\n\thooksPath = sub\n", ""},
-		{"[remote \"origin\"]\n\thooksPath = no\n", ""},
-		{"; [core]\n# hooksPath = no\n", ""},
-		{"[core]\n\thooksPath = a\\\"b ; c\n", "a\"b"},
-	} {
-		if got := gitConfigValue(c.text, "core", "hookspath"); got != c.want {
-			t.Errorf("%q: %q, want %q", c.text, got, c.want)
-		}
-	}
-}
-
 // TestConfiguredHooksDirectory: a write into the directory a repository's
 // core.hooksPath names is a control file's write, in a plain checkout and
 // in a worktree (whose .git is a file); other writes are not.

@@ -286,15 +286,12 @@ func hashLenOf(fsys fs.FS, gitdir string) int {
 		}
 		common = path.Clean(d)
 	}
-	b, err := readBounded(fsys, path.Join(common, "config"), 1<<20)
+	b, err := readBounded(fsys, path.Join(common, "config"), maxConfigBytes)
 	if err != nil {
 		return sha1.Size
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(strings.ToLower(strings.TrimSpace(line)), "=")
-		if ok && strings.TrimSpace(k) == "objectformat" && strings.TrimSpace(v) == "sha256" {
-			return 32
-		}
+	if strings.EqualFold(ConfigValue(string(b), "extensions", "objectformat"), "sha256") {
+		return 32
 	}
 	return sha1.Size
 }
