@@ -47,11 +47,8 @@ func startFleet(t *testing.T, n int) *fleet {
 // that prepares each home before its daemon starts.
 func startFleetWith(t *testing.T, n int, settings string, prepare func(home string)) *fleet {
 	t.Helper()
-	f := &fleet{url: pgtest.Database(t), dir: t.TempDir()}
-	if err := os.WriteFile(filepath.Join(f.dir, "README.md"), []byte("# a file to read\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pol := fmt.Sprintf(`version: 1
+	return startFleetPolicy(t, n, func(url string) string {
+		return fmt.Sprintf(`version: 1
 extends: builtin
 settings:
   store: '%s'
@@ -59,7 +56,19 @@ settings:
     session: {actions_per_minute: -1, bytes_per_minute: -1}
     agent: {actions_per_minute: -1, bytes_per_minute: -1}
     all: {actions_per_minute: -1, bytes_per_minute: -1}
-`, f.url) + settings
+`, url) + settings
+	}, prepare)
+}
+
+// startFleetPolicy is startFleet with the policy policy(url) returns for
+// the database at url.
+func startFleetPolicy(t *testing.T, n int, policy func(url string) string, prepare func(home string)) *fleet {
+	t.Helper()
+	f := &fleet{url: pgtest.Database(t), dir: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(f.dir, "README.md"), []byte("# a file to read\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pol := policy(f.url)
 	for i := range n {
 		home := t.TempDir()
 		if err := os.WriteFile(filepath.Join(home, "policy.yaml"), []byte(pol), 0o600); err != nil {
@@ -160,6 +169,32 @@ func (f *fleet) checkRecorded(t *testing.T, acked []string) {
 	r := overseertest.Run(t, f.homes[len(f.homes)-1], "", "audit", "verify", "--key", key.String())
 	if r.Code != 0 {
 		t.Fatalf("overseer audit verify on the shared database: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// A fleet with the policy docs/deploy.md shows (the built-in one and the
+// store, the quotas as they come): each instance serves an agent's calls,
+// and one session's calls count against its one quota on every instance.
+func TestFleetDefaultQuotas(t *testing.T) {
+	f := startFleetPolicy(t, 2, func(url string) string {
+		return "version: 1\nextends: builtin\nsettings:\n  store: '" + url + "'\n  limits:\n    session: {actions_per_minute: 1, burst: 2}\n"
+	}, nil)
+	// (Two calls: a third of the same call would be asked about as a
+	// repeat.)
+	for i := range 2 {
+		code, body := f.daemons[i%2].Do(t, "POST", "/api/v1/actions", f.autoAction("one"), true)
+		if o := decode[outcome](t, body); code != 200 || o.Decision != "allow" {
+			t.Fatalf("call %d of the session: %d %s", i, code, body)
+		}
+	}
+	// The session's third call, on either instance, is over its quota.
+	code, body := f.daemons[0].Do(t, "POST", "/api/v1/actions", f.autoAction("one"), true)
+	if code != http.StatusTooManyRequests || !bytes.Contains(body, []byte("session")) {
+		t.Fatalf("the session's third call: %d %s", code, body)
+	}
+	// Another session has its own.
+	if code, body := f.daemons[0].Do(t, "POST", "/api/v1/actions", f.autoAction("two"), true); code != 200 {
+		t.Fatalf("another session: %d %s", code, body)
 	}
 }
 

@@ -588,6 +588,21 @@ func TestSharedQuotas(t *testing.T) {
 	if d := qs[0].Take("codex", "after", 1); d == nil {
 		t.Fatal("the empty bucket was forgotten")
 	}
+	// A session's bucket (its key holds the agent's and the session's
+	// names, joined by NUL) is shared too.
+	sess := limits.Config{Session: limits.Scope{Requests: limits.Rate{PerMinute: 0.001, Burst: 2}}}
+	ss := []*limits.Quotas{limits.NewQuotas(sess, nil), limits.NewQuotas(sess, nil)}
+	for i, q := range ss {
+		q.SetPool(ks[i].QuotaPool)
+	}
+	for i := range 2 {
+		if d := ss[i].Take("codex", "one", 1); d != nil {
+			t.Fatalf("session quota, request %d: %+v", i, d)
+		}
+	}
+	if d := ss[0].Take("codex", "one", 1); d == nil || d.Scope != "session" {
+		t.Fatalf("session quota past its burst across instances: %+v", d)
+	}
 }
 
 // BenchmarkSharedSubmitLimited is a recorded submission on one of two

@@ -13,12 +13,13 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/frontend/mcpgw/mcpgwtest"
 	"github.com/overseer-dev/overseer/internal/overseertest"
+	"github.com/overseer-dev/overseer/internal/store/pgtest"
 )
 
 func TestMain(m *testing.M) {
 	// Re-executed as the upstream MCP server of the rug-pull test.
 	mcpgwtest.MaybeServe()
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }
 
 // listTools runs one `overseer mcp` session (the real binary over stdio)

@@ -14,8 +14,6 @@ import (
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
-func init() { migrations = append(migrations, migration2) }
-
 var migration2 = migration{2, "paused agents and hybrid controls", []string{
 	`CREATE TABLE agent_pauses (
 		agent  text PRIMARY KEY,
@@ -245,7 +243,7 @@ func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func
 	sort.Strings(sorted)
 	return d.write(ctx, "update states", func(tx *tx) error {
 		for _, key := range sorted {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, stateClass, ns, key); err != nil {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, stateClass, ns, storedKey(key)); err != nil {
 				return err
 			}
 		}
@@ -254,7 +252,8 @@ func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func
 				old []byte
 				v   string
 			)
-			err := tx.QueryRow(ctx, `SELECT value FROM state WHERE ns = $1 AND key = $2`, ns, key).Scan(&v)
+			sk := storedKey(key)
+			err := tx.QueryRow(ctx, `SELECT value FROM state WHERE ns = $1 AND key = $2`, ns, sk).Scan(&v)
 			switch {
 			case errors.Is(err, errNoRows):
 			case err != nil:
@@ -267,7 +266,7 @@ func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func
 				return fmt.Errorf("state %s/%s: %w", ns, key, err)
 			}
 			if nv == nil {
-				if _, err := tx.Exec(ctx, `DELETE FROM state WHERE ns = $1 AND key = $2`, ns, key); err != nil {
+				if _, err := tx.Exec(ctx, `DELETE FROM state WHERE ns = $1 AND key = $2`, ns, sk); err != nil {
 					return err
 				}
 				continue
@@ -276,7 +275,7 @@ func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func
 				return fmt.Errorf("state %s/%s: value is not valid JSON", ns, key)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO state (ns, key, value) VALUES ($1, $2, $3)
-				ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, ns, key, string(nv)); err != nil {
+				ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, ns, sk, string(nv)); err != nil {
 				return err
 			}
 		}

@@ -88,6 +88,8 @@ var migrations = []migration{
 			PRIMARY KEY (ns, key)
 		)`,
 	}},
+	migration2, // controls.go
+	migration3, // statekey.go
 }
 
 // SchemaVersion is the schema version this program writes.

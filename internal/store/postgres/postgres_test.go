@@ -318,3 +318,48 @@ func TestPublishAndOthersVersion(t *testing.T) {
 		t.Fatal("an oversized payload was published")
 	}
 }
+
+// A database written before state keys were escaped holds its keys as they
+// are: the schema's step 3 escapes their '%', after which each key reads
+// as itself, beside keys written since.
+func TestMigrationEscapesOldStateKeys(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.Database(t)
+	db := open(t, url)
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	// Back to version 2, with the keys as version 2 stored them.
+	for _, q := range []string{
+		`DELETE FROM schema_migrations WHERE version >= 3`,
+		`INSERT INTO state (ns, key, value) VALUES ('old', '100%', '1'), ('old', 'a%41', '2'), ('old', 'plain', '3')`,
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	db = open(t, url)
+	if err := db.UpdateState(ctx, "old", "new\x00%", func([]byte) ([]byte, error) { return []byte(`4`), nil }); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"100%": "1", "a%41": "2", "plain": "3", "new\x00%": "4"}
+	all, err := db.ListState(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(want) {
+		t.Errorf("listed %q, want the keys of %q", all, want)
+	}
+	for k, v := range want {
+		if got, err := db.GetState(ctx, "old", k); err != nil || string(got) != v || string(all[k]) != v {
+			t.Errorf("state %q = %q (%v), listed %q, want %s", k, got, err, all[k], v)
+		}
+	}
+	var version int
+	if err := c.QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&version); err != nil || version != postgres.SchemaVersion() {
+		t.Errorf("schema version %d (%v), want %d", version, err, postgres.SchemaVersion())
+	}
+}

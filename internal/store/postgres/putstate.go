@@ -20,12 +20,13 @@ func putState(ctx context.Context, q querier, e *store.PutStateEffect) error {
 	if !json.Valid(e.Value) {
 		return fmt.Errorf("state %s/%s: value is not valid JSON", e.NS, e.Key)
 	}
-	if _, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, stateClass, e.NS, e.Key); err != nil {
+	key := storedKey(e.Key)
+	if _, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, stateClass, e.NS, key); err != nil {
 		return err
 	}
 	if e.IfAbsent {
 		tag, err := q.Exec(ctx, `INSERT INTO state (ns, key, value) VALUES ($1, $2, $3) ON CONFLICT (ns, key) DO NOTHING`,
-			e.NS, e.Key, string(e.Value))
+			e.NS, key, string(e.Value))
 		if err != nil {
 			return err
 		}
@@ -35,21 +36,21 @@ func putState(ctx context.Context, q querier, e *store.PutStateEffect) error {
 		return nil
 	}
 	_, err := q.Exec(ctx, `INSERT INTO state (ns, key, value) VALUES ($1, $2, $3)
-		ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, e.NS, e.Key, string(e.Value))
+		ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, e.NS, key, string(e.Value))
 	return err
 }
 
 // plainPut reports whether w's effect is a state put that putStates can
 // apply: not IfAbsent, and with a value and strings PostgreSQL's text
-// takes (valid JSON, valid UTF-8, no NUL), so that its statement cannot
-// fail on its own. Any other effect runs under a savepoint of its own
+// takes (valid JSON, valid UTF-8, no NUL; any key is stored escaped,
+// storedKey), so that its statement cannot fail on its own. Any other effect runs under a savepoint of its own
 // (applyEffect), which takes back only itself when it fails.
 func plainPut(w *store.AuditWrite) (*store.PutStateEffect, bool) {
 	e, ok := w.Effect.(*store.PutStateEffect)
 	if !ok || e.IfAbsent || !json.Valid(e.Value) {
 		return nil, false
 	}
-	for _, s := range []string{e.NS, e.Key, string(e.Value)} {
+	for _, s := range []string{e.NS, string(e.Value)} {
 		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
 			return nil, false
 		}
@@ -109,7 +110,7 @@ func (r *putRun) queue(b *batch) {
 	keys = slices.CompactFunc(keys, func(a, b *store.PutStateEffect) bool { return a.NS == b.NS && a.Key == b.Key })
 	ns, key, val := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	for i, e := range keys {
-		ns[i], key[i], val[i] = e.NS, e.Key, string(e.Value)
+		ns[i], key[i], val[i] = e.NS, storedKey(e.Key), string(e.Value)
 	}
 	b.Queue(lockStatesSQL, stateClass, ns, key)
 	b.Queue(putStatesSQL, ns, key, val)

@@ -1,0 +1,91 @@
+package postgres
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// State keys are the callers' strings, any bytes: the MCP gateway's pins
+// and the shared quotas' buckets join their parts with NUL, and a key may
+// hold a name an agent made up. PostgreSQL's text takes neither NUL nor
+// bytes that are not UTF-8, so keys are stored escaped: '%', NUL and each
+// byte of an invalid UTF-8 sequence as '%' and two hex digits. Any other
+// key is stored as it is (the schema's step 3 escaped the '%' of keys
+// stored before).
+
+// migration3 escapes the '%' of the keys stored before keys were escaped
+// (they could hold neither NUL nor invalid UTF-8, so that is all they
+// need; replace cannot make two keys one).
+var migration3 = migration{3, "state keys escaped", []string{
+	`UPDATE state SET key = replace(key, '%', '%25') WHERE strpos(key, '%') > 0`,
+}}
+
+// storedKey is key as the state table holds it.
+func storedKey(key string) string {
+	if !needsEscape(key) {
+		return key
+	}
+	var b strings.Builder
+	b.Grow(len(key) + 8)
+	for i := 0; i < len(key); {
+		c := key[i]
+		if c == '%' || c == 0 {
+			escapeByte(&b, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(key[i:])
+		if r == utf8.RuneError && n == 1 {
+			escapeByte(&b, c)
+			i++
+			continue
+		}
+		b.WriteString(key[i : i+n])
+		i += n
+	}
+	return b.String()
+}
+
+func needsEscape(key string) bool {
+	return strings.IndexByte(key, '%') >= 0 || strings.IndexByte(key, 0) >= 0 || !utf8.ValidString(key)
+}
+
+const hexDigits = "0123456789ABCDEF"
+
+func escapeByte(b *strings.Builder, c byte) {
+	b.WriteByte('%')
+	b.WriteByte(hexDigits[c>>4])
+	b.WriteByte(hexDigits[c&15])
+}
+
+// keyOf is the caller's key of a key the state table holds (storedKey's
+// inverse). A '%' not followed by two hex digits, which storedKey never
+// writes, is kept as it is.
+func keyOf(stored string) string {
+	if strings.IndexByte(stored, '%') < 0 {
+		return stored
+	}
+	var b strings.Builder
+	b.Grow(len(stored))
+	for i := 0; i < len(stored); i++ {
+		if c := stored[i]; c == '%' && i+2 < len(stored) && isHex(stored[i+1]) && isHex(stored[i+2]) {
+			b.WriteByte(unhex(stored[i+1])<<4 | unhex(stored[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(stored[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'A' <= c && c <= 'F' || 'a' <= c && c <= 'f' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
