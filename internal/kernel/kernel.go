@@ -221,6 +221,9 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	k.reloadPauses(ctx)
 	k.openUsage(ctx)
 	k.Pins = mcppin.New(st, cfg.Clock.Now)
+	if k.shared {
+		k.Pins.RequireSigned(pinSigner{k})
+	}
 	protected := []string{cfg.Home}
 	if polFile != "" {
 		protected = append(protected, polFile)

@@ -223,3 +223,18 @@ func (k *Kernel) signedBy(typ string, data []byte) bool {
 	want, err := k.recordMAC(typ, body)
 	return err == nil && hmac.Equal(got, []byte(want))
 }
+
+// pinSigner signs the MCP gateway's accepted definitions (mcppin.Signer)
+// on a shared store, as records that let an agent do more are signed: a
+// pin is what lets a tool's definition reach the agent.
+type pinSigner struct{ k *Kernel }
+
+// pinMACType keeps a pin's MAC from being taken for a record's.
+const pinMACType = "mcp_pin"
+
+func (s pinSigner) Sign(body []byte) (string, error) { return s.k.recordMAC(pinMACType, body) }
+
+func (s pinSigner) Valid(body, mac []byte) bool {
+	want, err := s.k.recordMAC(pinMACType, body)
+	return err == nil && hmac.Equal(mac, []byte(want))
+}

@@ -194,7 +194,7 @@ func (d Definition) Text() string {
 type Pending struct {
 	Hash       string          `json:"hash"`
 	Definition json.RawMessage `json:"definition"`
-	Reason     string          `json:"reason"` // "changed", "poisoned"
+	Reason     string          `json:"reason"` // "changed", "poisoned", "unsigned"
 	Findings   *inject.Report  `json:"findings,omitempty"`
 	Diff       string          `json:"diff,omitempty"` // against the accepted definition
 	SeenAt     time.Time       `json:"seen_at"`
@@ -219,6 +219,32 @@ type Pin struct {
 	AcceptedBy string         `json:"accepted_by,omitempty"` // "first sight" or a person
 	AcceptedAt time.Time      `json:"accepted_at,omitempty"`
 	Pending    *Pending       `json:"pending,omitempty"`
+	// MAC is the accepted definition's signature (Signer), on a store
+	// several instances share.
+	MAC string `json:"mac,omitempty"`
+}
+
+// Signer signs accepted definitions. On a store that several instances
+// share (a PostgreSQL database), whoever can write the database could
+// otherwise put a changed definition's hash in a pin and have the gateway
+// offer it; with a Signer, a pin is in force only with a MAC made with a
+// key the database does not hold, and one without is withheld until a
+// person accepts its definition again.
+type Signer interface {
+	Sign(body []byte) (string, error)
+	Valid(body, mac []byte) bool
+}
+
+// signedBody is what a pin's MAC covers: which definition it is, the
+// accepted definition's hash and the alert it was accepted with.
+func (p *Pin) signedBody() ([]byte, error) {
+	return json.Marshal(struct {
+		Server  string         `json:"server"`
+		Kind    Kind           `json:"kind"`
+		Tool    string         `json:"tool"`
+		Hash    string         `json:"hash"`
+		Flagged *inject.Report `json:"flagged"`
+	}{p.Server, p.Kind, p.Tool, p.Hash, p.Flagged})
 }
 
 // Status is the outcome of Check.
@@ -249,6 +275,43 @@ type Registry struct {
 	st  store.StateStore
 	det func() *inject.Detector // compiled on first use
 	now func() time.Time
+	// signer, when set, signs accepted definitions and holds unsigned
+	// ones to be accepted again (RequireSigned).
+	signer Signer
+}
+
+// RequireSigned makes r sign every definition it accepts and offer only
+// those whose pin carries a valid signature. Call it before r is used.
+func (r *Registry) RequireSigned(s Signer) { r.signer = s }
+
+// proved reports whether p's accepted definition is in force: always
+// without a Signer, else only with a valid MAC.
+func (r *Registry) proved(p *Pin) bool {
+	if r.signer == nil {
+		return true
+	}
+	if p.Hash == "" || p.MAC == "" {
+		return false
+	}
+	body, err := p.signedBody()
+	return err == nil && r.signer.Valid(body, []byte(p.MAC))
+}
+
+// sign sets p's MAC for its accepted definition (none without a Signer).
+func (r *Registry) sign(p *Pin) error {
+	p.MAC = ""
+	if r.signer == nil || p.Hash == "" {
+		return nil
+	}
+	body, err := p.signedBody()
+	if err != nil {
+		return err
+	}
+	p.MAC, err = r.signer.Sign(body)
+	if err != nil {
+		return fmt.Errorf("signing the pin: %w", err)
+	}
+	return nil
 }
 
 // New returns a registry on st.
@@ -289,7 +352,7 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 	// and resource of every upstream whenever it publishes).
 	if cur, err := r.st.GetState(ctx, Namespace, key(server, def.Kind, name)); err == nil {
 		var p Pin
-		if json.Unmarshal(cur, &p) == nil && p.Hash == h {
+		if json.Unmarshal(cur, &p) == nil && p.Hash == h && r.proved(&p) {
 			if p.Flagged != nil {
 				return Outcome{Status: OfferedFlagged, Why: p.Flagged.Summary(), Pin: &p}
 			}
@@ -308,7 +371,11 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 		} else {
 			p = Pin{Server: server, Kind: def.Kind, Tool: name, FirstSeen: now}
 		}
-		if p.Hash == h {
+		// An accepted definition no instance signed was written into the
+		// shared database by something else: whatever it is, a person
+		// accepts it before it is offered again.
+		unproved := p.Hash != "" && !r.proved(&p)
+		if p.Hash == h && !unproved {
 			// The accepted definition. A pending one stays until a person
 			// looks at it: another session's upstream may still serve it,
 			// and a server that changed a definition and went back is
@@ -341,7 +408,12 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 		if rep.Flagged {
 			findings = &rep
 		}
+		accepted := true
 		switch {
+		case unproved:
+			accepted = false
+			p.Pending = &Pending{Hash: h, Definition: canon, Reason: ReasonUnsigned, Findings: findings, SeenAt: now}
+			out.Why, out.New = whyWithheld(p.Pending), true
 		case p.Hash == "" && old == nil && (findings == nil || cfg.Poisoned == Off):
 			// First sight of a clean tool: pinned as it is.
 			p.Hash, p.Definition, p.AcceptedBy, p.AcceptedAt = h, canon, "first sight", now
@@ -356,6 +428,7 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 			out.Status, out.New = OfferedFlagged, true
 			out.Why = "its definition changed since it was accepted (offered: changed_definitions is flag)\n" + diff
 		default:
+			accepted = false
 			reason := "changed"
 			if p.Hash == "" {
 				reason = "poisoned"
@@ -367,6 +440,13 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 			p.Pending = pend
 			out.Why, out.New = whyWithheld(pend), true
 		}
+		if accepted {
+			// Only a definition accepted here is signed: a pin that
+			// was not proved keeps what it had, and stays unproved.
+			if err := r.sign(&p); err != nil {
+				return nil, err
+			}
+		}
 		out.Pin = &p
 		return json.Marshal(p)
 	})
@@ -376,8 +456,14 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 	return out
 }
 
+// ReasonUnsigned is a pending definition's reason when its pin's accepted
+// definition carries no valid signature (Signer).
+const ReasonUnsigned = "unsigned"
+
 func whyWithheld(p *Pending) string {
 	switch {
+	case p.Reason == ReasonUnsigned:
+		return "its pin in the shared database is not signed by an Overseer instance; a person must accept its definition again"
 	case p.Reason == "poisoned" && p.Findings != nil:
 		return "its definition has " + p.Findings.Summary() + "; a person must accept it first"
 	case p.Findings != nil:
@@ -459,6 +545,9 @@ func (r *Registry) AcceptKind(ctx context.Context, server string, kind Kind, too
 		}
 		p.Hash, p.Definition, p.Flagged = p.Pending.Hash, p.Pending.Definition, p.Pending.Findings
 		p.AcceptedBy, p.AcceptedAt, p.Pending = who, r.now().UTC(), nil
+		if err := r.sign(&p); err != nil {
+			return nil, err
+		}
 		got = &p
 		return json.Marshal(p)
 	})

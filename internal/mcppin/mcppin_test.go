@@ -2,12 +2,17 @@ package mcppin_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/overseer-dev/overseer/internal/mcppin"
+	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/internal/store/sqlite"
 )
 
@@ -207,3 +212,128 @@ func FuzzDiff(f *testing.F) {
 		}
 	})
 }
+
+// hmacSigner signs with a key of its own, as the kernel's signer does
+// with the console's key.
+type hmacSigner []byte
+
+func (s hmacSigner) Sign(body []byte) (string, error) {
+	m := hmac.New(sha256.New, s)
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil)), nil
+}
+
+func (s hmacSigner) Valid(body, mac []byte) bool {
+	want, _ := s.Sign(body)
+	return hmac.Equal(mac, []byte(want))
+}
+
+// rewritePin changes the stored pin of server/tool as a writer of the
+// database could, without the signer's key.
+func rewritePin(t *testing.T, st store.StateStore, server, tool string, edit func(p map[string]any)) {
+	t.Helper()
+	err := st.UpdateState(context.Background(), mcppin.Namespace, server+"\x00"+tool, func(old []byte) ([]byte, error) {
+		var p map[string]any
+		if err := json.Unmarshal(old, &p); err != nil {
+			return nil, err
+		}
+		edit(p)
+		return json.Marshal(p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// On a shared store, a pin is in force only with the signer's MAC: a
+// changed definition's hash written into the pin, a pin copied from
+// another tool, an alert taken off or a pin with no MAC (written before
+// signing, or by hand) is withheld until a person accepts it again.
+func TestSignedPins(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "o.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	key := hmacSigner("a key the database does not hold")
+	signed := func() *mcppin.Registry {
+		r := mcppin.New(st, nil)
+		r.RequireSigned(key)
+		return r
+	}
+	r := signed()
+	cfg := mcppin.Config{}
+	o := r.Check(ctx, "s", v1, cfg)
+	if o.Status != mcppin.Offered || o.Pin.MAC == "" {
+		t.Fatalf("first sight: %+v %+v", o, o.Pin)
+	}
+	if o := r.Check(ctx, "s", v1, cfg); o.Status != mcppin.Offered {
+		t.Fatalf("signed pin seen again: %+v", o)
+	}
+	// The rug pull written into the database: v2's hash in v1's pin.
+	h2 := r.Check(ctx, "other", v2, cfg).Pin.Hash // v2 pinned elsewhere, for its hash
+	rewritePin(t, st, "s", "fact", func(p map[string]any) { p["hash"] = h2 })
+	o = r.Check(ctx, "s", v2, cfg)
+	if o.Status != mcppin.Withheld || !o.New || o.Pin.Pending == nil || o.Pin.Pending.Reason != mcppin.ReasonUnsigned ||
+		!strings.Contains(o.Why, "not signed") {
+		t.Fatalf("forged hash: %+v %+v", o, o.Pin)
+	}
+	if o := r.Check(ctx, "s", v2, cfg); o.Status != mcppin.Withheld || o.New {
+		t.Fatalf("forged hash, seen again: %+v", o)
+	}
+	// A person accepts it: signed again, and offered.
+	p, err := r.Accept(ctx, "s", "fact", o.Pin.Pending.Hash, "alice")
+	if err != nil || p.MAC == "" {
+		t.Fatalf("accept: %v %+v", err, p)
+	}
+	if o := r.Check(ctx, "s", v2, cfg); o.Status != mcppin.Offered {
+		t.Fatalf("accepted again: %+v", o)
+	}
+
+	// Another tool's signed pin copied under this tool's name: the MAC
+	// covers the server, the kind and the name.
+	r.Check(ctx, "s", mcppin.Definition{Name: "fact2", Description: "Returns a fact."}, cfg)
+	other, err := st.GetState(ctx, mcppin.Namespace, "other\x00fact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.UpdateState(ctx, mcppin.Namespace, "s\x00fact2", func([]byte) ([]byte, error) { return other, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if o := r.Check(ctx, "s", mcppin.Definition{Name: "fact2", Description: v2.Description, InputSchema: v2.InputSchema}, cfg); o.Status != mcppin.Withheld {
+		t.Fatalf("pin copied from another tool: %+v", o)
+	}
+
+	// A flagged definition's alert taken off.
+	flagged := mcppin.Config{Poisoned: mcppin.Flag}
+	if o := r.Check(ctx, "s", poisoned, flagged); o.Status != mcppin.OfferedFlagged {
+		t.Fatalf("poisoned, flag mode: %+v", o)
+	}
+	rewritePin(t, st, "s", "add", func(p map[string]any) { delete(p, "flagged") })
+	if o := r.Check(ctx, "s", poisoned, flagged); o.Status != mcppin.Withheld {
+		t.Fatalf("alert taken off: %+v", o)
+	}
+
+	// Pins written without signing (a single instance's, or an older
+	// version's) are in force without a signer, and not with one.
+	plain := mcppin.New(st, nil)
+	def := mcppin.Definition{Name: "plain", Description: "Plain."}
+	if o := plain.Check(ctx, "s", def, cfg); o.Status != mcppin.Offered || o.Pin.MAC != "" {
+		t.Fatalf("unsigned registry: %+v", o)
+	}
+	if o := signed().Check(ctx, "s", def, cfg); o.Status != mcppin.Withheld || o.Pin.Pending.Reason != mcppin.ReasonUnsigned {
+		t.Fatalf("unsigned pin under a signer: %+v", o)
+	}
+	// A signer that cannot sign withholds the definition it would pin.
+	broken := mcppin.New(st, nil)
+	broken.RequireSigned(failingSigner{})
+	if o := broken.Check(ctx, "s", mcppin.Definition{Name: "new", Description: "New."}, cfg); o.Status != mcppin.Withheld {
+		t.Fatalf("signing failed: %+v", o)
+	}
+}
+
+type failingSigner struct{}
+
+func (failingSigner) Sign([]byte) (string, error) { return "", errors.New("no key") }
+func (failingSigner) Valid([]byte, []byte) bool   { return false }
