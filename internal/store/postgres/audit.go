@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -366,6 +367,16 @@ func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
 	for _, w := range b.Writes {
 		w.Err = nil
 	}
+	// A record PostgreSQL's text cannot hold (a NUL in a session name an
+	// agent sent) fails alone, before anything is sent: in the batch's
+	// one INSERT it would take every other caller's records with it.
+	if all, keep := b.Writes, storableWrites(b.Writes); len(keep) < len(all) {
+		if len(keep) == 0 {
+			return nil
+		}
+		b.Writes = keep
+		defer func() { b.Writes = all }()
+	}
 	if guessable(b) {
 		if err := d.check(ctx); err != nil {
 			return d.wrap(ctx, "append audit", err)
@@ -422,6 +433,40 @@ func (d *DB) AppendAuditBatch(ctx context.Context, b *store.AuditBatch) error {
 		return err
 	}
 	b.Extra = extra
+	return nil
+}
+
+// storableWrites returns the writes whose records' text PostgreSQL can
+// hold (valid UTF-8, no NUL), setting the others' Err. It returns ws itself
+// when all are.
+func storableWrites(ws []*store.AuditWrite) []*store.AuditWrite {
+	bad := 0
+	for _, w := range ws {
+		if err := storableRecord(&w.Rec); err != nil {
+			w.Err = err
+			bad++
+		}
+	}
+	if bad == 0 {
+		return ws
+	}
+	keep := make([]*store.AuditWrite, 0, len(ws)-bad)
+	for _, w := range ws {
+		if w.Err == nil {
+			keep = append(keep, w)
+		}
+	}
+	return keep
+}
+
+// storableRecord reports why r's text cannot be stored, or nil.
+func storableRecord(r *store.AuditRecord) error {
+	for _, f := range [...]struct{ name, v string }{{"type", r.Type}, {"action id", r.ActionID}, {"agent", r.Agent},
+		{"session", r.Session}, {"tool", r.Tool}, {"data", string(r.Data)}} {
+		if strings.IndexByte(f.v, 0) >= 0 || !utf8.ValidString(f.v) {
+			return fmt.Errorf("postgres: append audit: the record's %s holds a NUL or bytes that are not UTF-8, which the database cannot store", f.name)
+		}
+	}
 	return nil
 }
 

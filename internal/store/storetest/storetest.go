@@ -892,6 +892,49 @@ func testState(t *testing.T, open Opener) {
 	t.Run("PutStateEffect", func(t *testing.T) { testPutStateEffect(t, open(t)) })
 	t.Run("PutStateEffectsInOneBatch", func(t *testing.T) { testPutStateBatch(t, open(t)) })
 	t.Run("StateKeysOfAnyBytes", func(t *testing.T) { testStateKeys(t, open(t)) })
+	t.Run("OddRecordFailsAlone", func(t *testing.T) { testOddRecord(t, open(t)) })
+}
+
+// testOddRecord: a record with text a store may refuse (a NUL or bytes
+// that are not UTF-8 in names an agent sent) fails alone, if at all: the
+// other callers' records of its batch are written, in one chain.
+func testOddRecord(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	rec := func(agent, session string) *store.AuditWrite {
+		return &store.AuditWrite{Rec: store.AuditRecord{Type: "action", Agent: agent, Session: session, Tool: "Read",
+			Data: json.RawMessage(`{"session":` + strconv.Quote(session) + `}`)}}
+	}
+	ws := []*store.AuditWrite{rec("a", "one"), rec("b", "bad\x00session"), rec("c\xff", "two"), rec("d", "three"),
+		{Rec: store.AuditRecord{Type: "state"}, Effect: &store.PutStateEffect{NS: "odd", Key: "k", Value: json.RawMessage(`1`)}}}
+	if err := st.AppendAuditBatch(ctx, &store.AuditBatch{Writes: ws, Seal: batchSeal}); err != nil {
+		t.Fatalf("the batch failed: %v", err)
+	}
+	for _, i := range []int{0, 3, 4} {
+		if ws[i].Err != nil {
+			t.Errorf("write %d failed with the odd ones: %v", i, ws[i].Err)
+		}
+	}
+	recs, err := st.QueryAudit(ctx, store.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, w := range ws {
+		if w.Err == nil {
+			want++
+		}
+	}
+	if len(recs) != want {
+		t.Fatalf("%d records, want %d (one per write that succeeded)", len(recs), want)
+	}
+	if got, err := st.GetState(ctx, "odd", "k"); err != nil || string(got) != "1" {
+		t.Errorf("the batch's state put: %q %v", got, err)
+	}
+	for i, r := range recs {
+		if r.Seq != int64(i+1) || i > 0 && r.PrevHash != recs[i-1].Hash {
+			t.Fatalf("record %d (seq %d) does not follow record %d: not one chain", i+1, r.Seq, i)
+		}
+	}
 }
 
 // testStateKeys: a state key is any string, as its callers make them (the
