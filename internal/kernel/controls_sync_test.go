@@ -63,8 +63,12 @@ func TestControlsSyncShared(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	if n := sq.n.Load(); n != 2 {
-		t.Fatalf("%d reads of the trail for 33 concurrent syncs, want 2", n)
+	// Two: the held read, and one for all the calls that queued behind
+	// it. On a loaded machine a call may first run after that second
+	// read started, and wait for a third; without the sharing there
+	// would be 33.
+	if n := sq.n.Load(); n < 2 || n > 3 {
+		t.Fatalf("%d reads of the trail for 33 concurrent syncs, want 2 (3 at most on a loaded machine)", n)
 	}
 }
 

@@ -338,6 +338,7 @@ func TestSharedRateLimitNoOvershoot(t *testing.T) {
 		allowed, denied int
 	)
 	const perWorker = 15
+	start := time.Now()
 	for w := range 9 { // 135 calls, 3 workers per instance
 		k := ks[w%3]
 		wg.Add(1)
@@ -366,8 +367,15 @@ func TestSharedRateLimitNoOvershoot(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if allowed != limitN || denied != 9*perWorker-limitN {
-		t.Fatalf("the fleet admitted %d calls and refused %d; the limit is %d", allowed, denied, limitN)
+	took := time.Since(start)
+	// Never more than the limit. Fewer only when a lease outlived its
+	// second with calls unused (a loaded machine): they count until the
+	// write-behind gives them back, which is stricter, not looser.
+	if allowed > limitN || allowed+denied != 9*perWorker || allowed < limitN && took < 900*time.Millisecond {
+		t.Fatalf("the fleet admitted %d calls and refused %d in %v; the limit is %d", allowed, denied, took, limitN)
+	}
+	if allowed < limitN {
+		t.Logf("the fleet admitted %d calls of %d in %v: leases outlived their second", allowed, limitN, took)
 	}
 	for i, k := range ks {
 		if sub, _ := k.Submit(ctx, read("codex")); sub.Verdict.Level != action.Block {
