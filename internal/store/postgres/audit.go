@@ -138,7 +138,7 @@ func (d *DB) appendAuditRun(ctx context.Context, last *putRun, fn func(q querier
 	if err := d.check(ctx); err != nil {
 		return d.wrap(ctx, "append audit", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	t, tail, err := d.beginAppend(ctx)
 	if err != nil {
@@ -146,7 +146,7 @@ func (d *DB) appendAuditRun(ctx context.Context, last *putRun, fn func(q querier
 	}
 	defer t.end()
 	d.setGuess(nil)
-	recs, err := fn(t.conn, tail)
+	recs, err := fn(bound{t.conn, ctx}, tail)
 	if err == nil {
 		err = t.commit(ctx, tail.Seq, recs, last)
 	}
@@ -250,7 +250,7 @@ func guessable(b *store.AuditBatch) bool {
 // written nothing, when the batch is left to the plain path: the tries
 // ran out, or Seal refused a tail it was not sure of.
 func (d *DB) appendGuessed(ctx context.Context, b *store.AuditBatch, guess store.AuditTail) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {

@@ -77,6 +77,19 @@ const ConnectTimeout = 5 * time.Second
 // timeout.
 const WriteTimeout = 30 * time.Second
 
+// writeTimeout is WriteTimeout; tests shorten it.
+var writeTimeout = WriteTimeout
+
+// ReadTimeout bounds one read, as WriteTimeout bounds a write: a server
+// that stops answering, or a table another client holds locked, fails the
+// read (and what depended on it fails closed: the call goes to a person or
+// is refused) instead of holding the request, or a background loop of the
+// daemon, until the system's TCP timeout.
+const ReadTimeout = 30 * time.Second
+
+// readTimeout is ReadTimeout; tests shorten it.
+var readTimeout = ReadTimeout
+
 // CloseTimeout bounds how long Close waits for the calls under way.
 const CloseTimeout = 10 * time.Second
 
@@ -259,7 +272,7 @@ func (d *DB) write(ctx context.Context, op string, fn func(*tx) error) error {
 	if err := d.check(ctx); err != nil {
 		return d.wrap(ctx, op, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	tx, err := d.pool.Begin(ctx, `BEGIN`)
 	if err != nil {
@@ -280,6 +293,8 @@ func (d *DB) read(ctx context.Context, op string, fn func(*tx) error) error {
 	if err := d.check(ctx); err != nil {
 		return d.wrap(ctx, op, err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	tx, err := d.pool.Begin(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
 	if err != nil {
 		return d.wrap(ctx, op, err)
@@ -294,7 +309,12 @@ func (d *DB) readOne(ctx context.Context, op string, fn func(q querier) error) e
 	if err := d.check(ctx); err != nil {
 		return d.wrap(ctx, op, err)
 	}
-	return d.wrap(ctx, op, fn(d.pool))
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > readTimeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, readTimeout)
+		defer cancel()
+	}
+	return d.wrap(ctx, op, fn(bound{d.pool, ctx}))
 }
 
 // notify announces a change on Channel when tx commits.

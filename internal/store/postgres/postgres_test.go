@@ -363,3 +363,54 @@ func TestMigrationEscapesOldStateKeys(t *testing.T) {
 		t.Errorf("schema version %d (%v), want %d", version, err, postgres.SchemaVersion())
 	}
 }
+
+// A read or a write the server does not answer (here: a table another
+// client holds locked) fails within its bound instead of waiting for the
+// lock or the system's TCP timeout; the statements a read's or a write's
+// closure runs are bound too, not only its BEGIN.
+func TestReadAndWriteBounded(t *testing.T) {
+	defer postgres.SetReadTimeout(300 * time.Millisecond)()
+	defer postgres.SetWriteTimeout(300 * time.Millisecond)()
+	ctx := t.Context()
+	url := pgtest.Database(t)
+	db := open(t, url)
+	if err := db.UpdateState(ctx, "ns", "k", func([]byte) ([]byte, error) { return []byte(`1`), nil }); err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `LOCK TABLE state, approvals IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]func() error{
+		"get state (one statement)": func() error { _, err := db.GetState(ctx, "ns", "k"); return err },
+		"list approvals (a read transaction)": func() error {
+			_, err := db.ListApprovals(ctx, store.ApprovalFilter{})
+			return err
+		},
+		"update states (a write transaction)": func() error {
+			return db.UpdateStates(ctx, "ns", []string{"k"}, func(string, []byte) ([]byte, error) { return []byte(`2`), nil })
+		},
+	} {
+		start := time.Now()
+		err := op()
+		if took := time.Since(start); err == nil || took > 5*time.Second {
+			t.Errorf("%s of a locked table: %v after %v, want an error within the bound", name, err, took)
+		}
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The pool is usable afterwards.
+	if v, err := db.GetState(ctx, "ns", "k"); err != nil || string(v) != "1" {
+		t.Fatalf("after the lock: %q %v", v, err)
+	}
+}

@@ -41,7 +41,7 @@ func (d *DB) UpdateState(ctx context.Context, ns, key string, fn func(old []byte
 	if err := d.check(ctx); err != nil {
 		return d.wrap(ctx, "update state", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {

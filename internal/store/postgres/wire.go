@@ -1011,12 +1011,59 @@ func (p *pool) Begin(ctx context.Context, begin string) (*tx, error) {
 		c.Release()
 		return nil, err
 	}
-	return &tx{poolConn: c}, nil
+	return &tx{poolConn: c, ctx: ctx}, nil
 }
 
 // tx is a transaction on a connection lent by the pool.
 type tx struct {
 	*poolConn
+	// ctx bounds every statement of the transaction (see bound).
+	ctx context.Context
+}
+
+func (t *tx) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return t.poolConn.Exec(t.ctx, sql, args...)
+}
+
+func (t *tx) Query(_ context.Context, sql string, args ...any) (*rows, error) {
+	return t.poolConn.Query(t.ctx, sql, args...)
+}
+
+func (t *tx) QueryRow(_ context.Context, sql string, args ...any) *row {
+	return t.poolConn.QueryRow(t.ctx, sql, args...)
+}
+
+// bound is a querier whose statements run under ctx, whatever context
+// they are given. The store's reads and writes hand their closures a
+// querier (or a tx) bound to the read's or the write's own time limit
+// (ReadTimeout, WriteTimeout): a closure passes on the context it was
+// given, of which the bound one is a child, so the limit is at least as
+// strict, and a closure cannot leave it out.
+type bound struct {
+	q   querier
+	ctx context.Context
+}
+
+func (b bound) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return b.q.Exec(b.ctx, sql, args...)
+}
+
+func (b bound) Query(_ context.Context, sql string, args ...any) (*rows, error) {
+	return b.q.Query(b.ctx, sql, args...)
+}
+
+func (b bound) QueryRow(_ context.Context, sql string, args ...any) *row {
+	return b.q.QueryRow(b.ctx, sql, args...)
+}
+
+// SendBatch sends the batch on a connection (a batcher); any other querier
+// refuses it.
+func (b bound) SendBatch(_ context.Context, bt *batch) error {
+	bq, ok := b.q.(batcher)
+	if !ok {
+		return fmt.Errorf("postgres: a batch on %T", b.q)
+	}
+	return bq.SendBatch(b.ctx, bt)
 }
 
 // Commit commits the transaction and gives the connection back.
