@@ -359,6 +359,9 @@ func (a *analyzer) effects(s *segCtx) {
 				if _, env := a.vars["GIT_TEMPLATE_DIR"]; s.name == "git" && v == "init" && (gitTemplate || env) {
 					a.gitHooksWrite(args[j+1:])
 				}
+				if s.name == "git" && (v == "stash" || v == "clean") {
+					a.gitUntrackedEffects(v, args[j+1:])
+				}
 				if s.name == "git" && v == "clean" && a.cwdKnown && (a.cwd == "/" || a.cwd == a.env.Home) && len(operandsOf(args[j+1:])) == 0 {
 					// git -C ~ clean: what it removes is the home's.
 					a.effectFact(a.cwd, action.PathDelete)
