@@ -124,7 +124,7 @@ type effectSpec struct {
 	modes                 bool              // "-x", "+x" … are a mode operand (chmod)
 	extract               []string          // flags that make it unpack an archive into a directory
 	patch                 bool              // its operands (or standard input) are patches whose targets it writes
-	prints                []string          // credential files whose secrets it prints (gh auth token): read
+	prints                []string          // credential files whose secrets it prints (gh auth token): read; a relative one if it exists
 	printsWhen            []string          // flags without which it prints none (kubectl config view --raw)
 }
 
@@ -237,8 +237,8 @@ func compileEffect(y *effectSpecYAML) (*effectSpec, error) {
 		s.lastWhen[f] = i
 	}
 	for _, f := range y.Prints {
-		if !strings.HasPrefix(f, "~/") && !strings.HasPrefix(f, "/") {
-			return nil, fmt.Errorf("prints %q is not a path starting with ~/ or /", f)
+		if f == "" || strings.HasPrefix(f, "-") || strings.Contains(f, "..") {
+			return nil, fmt.Errorf("prints %q is not a path", f)
 		}
 	}
 	if len(y.PrintsWhen) > 0 && len(y.Prints) == 0 {
@@ -570,6 +570,13 @@ func (a *analyzer) effects(s *segCtx) {
 		// with them): a read of them, which reaches a person and which
 		// the egress guard remembers as the session's secret read.
 		for _, f := range spec.prints {
+			if !strings.HasPrefix(f, "/") && !strings.HasPrefix(f, "~/") {
+				// The project's own file (docker compose config prints
+				// what .env sets): read only when it is there.
+				if p, ok := a.abs(f); !ok || !a.exists(a.expandHome(p)) {
+					continue
+				}
+			}
 			a.candidate(arg{val: f}, inRead, false)
 		}
 	}
