@@ -87,6 +87,8 @@ func effectWorld(t *testing.T) (home, ovh, proj string) {
 		"proj/.env":                         "API_KEY=x\n",
 		"proj/.env.example":                 "API_KEY=\n",
 		"proj/Makefile":                     "test:\n\tgo test ./...\n",
+		"proj/package.json":                 "{\n  \"name\": \"app\",\n  \"scripts\": {\n    \"test\": \"jest\",\n    \"prepare\": \"husky\"\n  },\n  \"dependencies\": {\n    \"express\": \"^4.19.0\"\n  }\n}\n",
+		"proj/.vscode/settings.json":        "{\n  \"editor.fontSize\": 13\n}\n",
 		"proj/src/main.go":                  "package main\n",
 		"proj/data.csv":                     "a,b\n",
 		"proj/README.md":                    "# readme\n",

@@ -208,6 +208,9 @@ func (a *analyzer) unpackers(s *segCtx) {
 			}
 		}
 		if sub != "clone" {
+			if sub != "" && gitChangesTree(sub, s.args[j+1:]) {
+				a.gitTreeUnseen(s, base)
+			}
 			return
 		}
 		into := func(d arg) {
@@ -241,6 +244,16 @@ func (a *analyzer) unpackers(s *segCtx) {
 			}
 			into(arg{val: u})
 		}
+	case "patch":
+		// patch changes the files its diff names, below -d DIR.
+		if anyFlag(s.args, "--dry-run") {
+			return
+		}
+		dir, ok := optValue(s.args, "-d", "--directory")
+		if !ok {
+			dir = arg{val: "."}
+		}
+		a.unpacksInto(s, dir)
 	case "curl", "wget":
 		// A file named by the server (curl -J, wget --content-disposition,
 		// --trust-server-names) or many (wget -r, -i LIST): not known.
@@ -422,4 +435,88 @@ func (a *analyzer) copiesUnseen(s *segCtx, srcs []arg, dest arg, recursive bool)
 			return
 		}
 	}
+}
+
+// gitChangesTree reports whether git's subcommand sub with its arguments
+// may change the work tree's files to content the guard has not read:
+// another commit checked out (checkout, switch, reset --hard, restore,
+// bisect, worktree add), commits or patches brought in (pull, merge,
+// rebase, cherry-pick, revert, am, apply), a stash applied or the tree put
+// back to HEAD (stash). A branch made at HEAD (checkout -b NAME, switch -c
+// NAME) and the read-only forms (stash list, apply --check) leave it.
+func gitChangesTree(sub string, args []arg) bool {
+	var ops []arg
+	for k := 0; k < len(args); k++ {
+		x := args[k]
+		if x.dyn {
+			return true
+		}
+		switch v := x.val; {
+		case v == "--":
+			ops = append(ops, args[k+1:]...)
+			k = len(args)
+		case (sub == "checkout" && (v == "-b" || v == "-B" || v == "--orphan")) ||
+			(sub == "switch" && (v == "-c" || v == "-C" || v == "--create" || v == "--force-create" || v == "--orphan")):
+			k++ // the new branch's name: not a commit to check out
+		case strings.HasPrefix(v, "-"):
+		default:
+			ops = append(ops, x)
+		}
+	}
+	switch sub {
+	case "checkout", "switch":
+		// Any operand is a commit or paths: the tree changes to it.
+		return len(ops) > 0 || anyFlag(args, "--detach", "-")
+	case "stash":
+		if len(ops) == 0 {
+			return true // git stash: push, the tree put back to HEAD
+		}
+		switch ops[0].val {
+		case "list", "show", "create", "store", "drop", "clear":
+			return false
+		}
+		return true
+	case "apply":
+		return !anyFlag(args, "--check", "--stat", "--numstat", "--summary", "--cached")
+	case "reset":
+		return anyFlag(args, "--hard", "--merge", "--keep")
+	case "restore":
+		return !anyFlag(args, "--staged", "-S") || anyFlag(args, "--worktree", "-W")
+	case "worktree":
+		return len(ops) > 0 && ops[0].val == "add"
+	case "submodule":
+		return len(ops) > 0 && ops[0].val == "update"
+	case "pull", "merge", "rebase", "cherry-pick", "revert", "am", "bisect", "read-tree", "checkout-index":
+		return true
+	}
+	return false
+}
+
+// gitTreeUnseen records that git, run in base (its -C directory, "" for
+// the working directory, "\x00" for one computed at run time), changes
+// its repository's work tree: the files of the whole repository (the
+// directory up from base that holds .git) are not known when judged.
+func (a *analyzer) gitTreeUnseen(s *segCtx, base string) {
+	switch {
+	case base == "\x00":
+		a.unpacksInto(s, arg{dyn: true})
+		return
+	case base == "":
+		base = "."
+	}
+	p, ok := a.fileAbs(base)
+	if !ok {
+		a.unpacksInto(s, arg{dyn: true})
+		return
+	}
+	for d := p; ; d = path.Dir(d) {
+		if _, err := fs.Stat(a.fileSystem(), fsName(path.Join(d, ".git"))); err == nil {
+			p = d
+			break
+		}
+		if d == "/" || d == "." {
+			break // not in a repository found here: the directory itself
+		}
+	}
+	a.unpacksInto(s, arg{val: p})
 }
