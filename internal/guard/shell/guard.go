@@ -85,6 +85,10 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 			}
 		case "tasks":
 			skill = g.editorTaskFindings(a, p)
+		default:
+			if _, later := laterKinds[kind]; later {
+				skill = g.laterWrite(a, p, kind)
+			}
 		}
 	}
 	if a.Kind != action.KindShell {
