@@ -27,6 +27,8 @@ import (
 //     once pre-commit is installed; lefthook.yml: each run;
 //   - Gemini CLI's custom commands (.gemini/commands/NAME.toml): each
 //     !{command} of the prompt runs when the command is used;
+//   - Claude Code's subagents (.claude/agents/NAME.md): hooks their front
+//     matter registers run while the subagent works, as a skill's do;
 //   - VS Code's settings (.vscode/settings.json, a workspace file's
 //     settings, the user's): settings that name a program the editor or an
 //     extension runs when the folder opens (python.defaultInterpreterPath,
@@ -49,6 +51,7 @@ var laterKinds = map[string]string{
 	"lefthook":  "lefthook's configuration, whose commands run at the next commit",
 	"gemini":    "a Gemini CLI custom command, whose !{command} lines run when it is used",
 	"settings":  "VS Code's settings, which may name programs the editor runs when the folder opens",
+	"agent":     "a Claude Code subagent, whose front matter may register hooks that run while it works",
 }
 
 // laterKind returns the kind of later-run configuration file p is, or "".
@@ -69,6 +72,8 @@ func laterKind(p string) string {
 		return "gemini"
 	case base == "settings.json" && (path.Base(path.Dir(lp)) == ".vscode" || path.Base(path.Dir(lp)) == "user"):
 		return "settings"
+	case path.Ext(lp) == ".md" && (strings.Contains(lp, "/.claude/agents/") || strings.HasPrefix(lp, ".claude/agents/")):
+		return "agent"
 	}
 	return ""
 }
@@ -102,6 +107,12 @@ func laterText(r *rules, env Env, kind, p, abs, text string, depth int) []guard.
 	case "gemini":
 		cmds = geminiCommands(text)
 		when = "when the command is used"
+	case "agent":
+		if front, ok := frontMatter(text); ok && frontHooks.MatchString(front) {
+			return []guard.Finding{{Check: "shell.skill-hooks", Level: action.Confirm, Hard: true,
+				Message: fmt.Sprintf("%s would register hooks, which run commands outside Overseer's view while the subagent works", p)}}
+		}
+		return nil
 	case "settings", "workspace":
 		cmds, out = settingsFindings(r, env, kind, p, abs, text)
 		when = "when the folder opens in the editor"
@@ -728,4 +739,69 @@ func jsonPass(b []byte, comments bool) []byte {
 		}
 	}
 	return out
+}
+
+// pkgSetLater judges npm pkg set KEY=VALUE … and npm set-script NAME
+// COMMAND by the package.json keys they set (the file at p): an install
+// script or a hook command is judged as laterText judges it written by
+// hand; a key or value computed at run time reaches a person.
+func (a *analyzer) pkgSetLater(s *segCtx, sub string, ops []arg, p string) {
+	doc := map[string]any{}
+	set := func(key string, v any) {
+		parts := strings.Split(key, ".")
+		m := doc
+		for _, k := range parts[:len(parts)-1] {
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[k] = next
+			}
+			m = next
+		}
+		m[parts[len(parts)-1]] = v
+	}
+	asJSON := anyFlag(s.args, "--json")
+	var kv []arg
+	if sub == "set-script" {
+		if len(ops) < 3 {
+			return
+		}
+		if ops[1].dyn || ops[2].dyn {
+			a.add(guard.Finding{Check: "shell.planted-command", Level: action.Confirm, Hard: true,
+				Message: "npm set-script sets a script computed at run time, which may run at the next install"})
+			return
+		}
+		set("scripts."+ops[1].val, ops[2].val)
+	} else if len(ops) > 2 {
+		kv = ops[2:]
+	}
+	for _, x := range kv {
+		k, v, eq := strings.Cut(x.val, "=")
+		if x.dyn {
+			a.add(guard.Finding{Check: "shell.planted-command", Level: action.Confirm, Hard: true,
+				Message: "npm pkg set sets a key or value computed at run time: " + clip(x.val, 80) + ", which may be a script run at the next install"})
+			continue
+		}
+		if !eq {
+			continue
+		}
+		var val any = v
+		if asJSON {
+			var j any
+			if json.Unmarshal([]byte(v), &j) == nil {
+				val = j
+			}
+		}
+		set(k, val)
+	}
+	if len(doc) == 0 {
+		return
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return
+	}
+	for _, f := range laterText(a.r, a.env, "npm", a.display(p), p, string(b), a.plantDepth) {
+		a.add(f)
+	}
 }
