@@ -29,6 +29,10 @@ import (
 //     !{command} of the prompt runs when the command is used;
 //   - Claude Code's subagents (.claude/agents/NAME.md): hooks their front
 //     matter registers run while the subagent works, as a skill's do;
+//   - Cargo's configuration (.cargo/config.toml: build.rustc-wrapper,
+//     target.*.runner and linker …, [env]) and Yarn's (.yarnrc.yml's
+//     yarnPath and plugins, .yarnrc's yarn-path): programs every cargo or
+//     yarn command runs, the agent's own too, judged as VS Code's are;
 //   - VS Code's settings (.vscode/settings.json, a workspace file's
 //     settings, the user's): settings that name a program the editor or an
 //     extension runs when the folder opens (python.defaultInterpreterPath,
@@ -51,6 +55,8 @@ var laterKinds = map[string]string{
 	"lefthook":  "lefthook's configuration, whose commands run at the next commit",
 	"gemini":    "a Gemini CLI custom command, whose !{command} lines run when it is used",
 	"settings":  "VS Code's settings, which may name programs the editor runs when the folder opens",
+	"cargo":     "Cargo's configuration, which may name programs every cargo build runs",
+	"yarn":      "Yarn's configuration, which may name the program every yarn command runs",
 	"agent":     "a Claude Code subagent, whose front matter may register hooks that run while it works",
 }
 
@@ -72,6 +78,10 @@ func laterKind(p string) string {
 		return "gemini"
 	case base == "settings.json" && (path.Base(path.Dir(lp)) == ".vscode" || path.Base(path.Dir(lp)) == "user"):
 		return "settings"
+	case (base == "config.toml" || base == "config") && path.Base(path.Dir(lp)) == ".cargo":
+		return "cargo"
+	case base == ".yarnrc.yml" || base == ".yarnrc.yaml" || base == ".yarnrc":
+		return "yarn"
 	case path.Ext(lp) == ".md" && (strings.Contains(lp, "/.claude/agents/") || strings.HasPrefix(lp, ".claude/agents/")):
 		return "agent"
 	}
@@ -113,6 +123,9 @@ func laterText(r *rules, env Env, kind, p, abs, text string, depth int) []guard.
 				Message: fmt.Sprintf("%s would register hooks, which run commands outside Overseer's view while the subagent works", p)}}
 		}
 		return nil
+	case "cargo", "yarn":
+		cmds, out = toolConfigFindings(r, env, kind, p, abs, text)
+		when = "at the next build"
 	case "settings", "workspace":
 		cmds, out = settingsFindings(r, env, kind, p, abs, text)
 		when = "when the folder opens in the editor"
@@ -804,4 +817,108 @@ func (a *analyzer) pkgSetLater(s *segCtx, sub string, ops []arg, p string) {
 	for _, f := range laterText(a.r, a.env, "npm", a.display(p), p, string(b), a.plantDepth) {
 		a.add(f)
 	}
+}
+
+// cargoPrograms are the keys of Cargo's configuration that name programs
+// (a * stands for any one table name: a target triple or cfg, a registry).
+var cargoPrograms = []string{"build.rustc", "build.rustc-wrapper", "build.rustc-workspace-wrapper", "build.rustdoc",
+	"target.*.runner", "target.*.linker", "target.*.ar", "host.linker", "host.*.linker", "doc.browser",
+	"registry.credential-provider", "registry.global-credential-providers", "registries.*.credential-provider",
+	"credential-alias.*"}
+
+// yarnV1Path matches .yarnrc's yarn-path line.
+var yarnV1Path = regexp.MustCompile(`(?m)^\s*yarn-path\s+(.+)$`)
+
+// toolConfigFindings judges Cargo's and Yarn's configuration text as
+// VS Code settings are judged: programs of the tree, a temporary
+// directory or a computed place reach a person; relative paths are the
+// project's (the directory that holds .cargo, or the .yarnrc's).
+func toolConfigFindings(r *rules, env Env, kind, p, abs, text string) ([]string, []guard.Finding) {
+	folder := path.Dir(abs)
+	if kind == "cargo" {
+		folder = path.Dir(folder)
+	}
+	if !path.IsAbs(folder) {
+		folder = ""
+	}
+	s := &settingsJudge{r: r, env: env, p: p, folder: folder}
+	unread := func(err error) []guard.Finding {
+		return []guard.Finding{{Check: "shell.planted-setting", Level: action.Confirm, Hard: true,
+			Message: fmt.Sprintf("%s would be %s in text that cannot be read whole (%v)", p, laterKinds[kind], err)}}
+	}
+	switch {
+	case kind == "cargo":
+		var doc map[string]any
+		if err := toml.Unmarshal([]byte(text), &doc); err != nil {
+			return nil, unread(err)
+		}
+		for _, pat := range cargoPrograms {
+			for _, v := range tomlLookup(doc, strings.Split(pat, ".")) {
+				s.programs(pat, v, 0)
+			}
+		}
+		if e, ok := doc["env"].(map[string]any); ok {
+			vals := map[string]any{}
+			for k, v := range e {
+				if m, ok := v.(map[string]any); ok {
+					v = m["value"]
+				}
+				vals[k] = v
+			}
+			s.setting("cargo.env", vals)
+		}
+	case path.Base(strings.ToLower(abs)) == ".yarnrc":
+		for _, v := range regexValues(yarnV1Path, text) {
+			s.program("yarn-path", v)
+		}
+	default:
+		var doc struct {
+			YarnPath string `yaml:"yarnPath"`
+			Plugins  []any  `yaml:"plugins"`
+		}
+		if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+			return nil, unread(err)
+		}
+		s.program("yarnPath", doc.YarnPath)
+		for _, pl := range doc.Plugins {
+			switch x := pl.(type) {
+			case string:
+				s.program("plugins", x)
+			case map[string]any:
+				if v, ok := x["path"].(string); ok {
+					s.program("plugins", v)
+				}
+			}
+		}
+	}
+	return s.cmds, s.out
+}
+
+// tomlLookup returns the values at the dotted key parts in doc, a "*"
+// part matching every key of its table.
+func tomlLookup(doc map[string]any, parts []string) []any {
+	if len(parts) == 0 {
+		return nil
+	}
+	var keys []string
+	if parts[0] == "*" {
+		keys = sortedKeys(doc)
+	} else {
+		keys = []string{parts[0]}
+	}
+	var out []any
+	for _, k := range keys {
+		v, ok := doc[k]
+		if !ok {
+			continue
+		}
+		if len(parts) == 1 {
+			out = append(out, v)
+			continue
+		}
+		if m, ok := v.(map[string]any); ok {
+			out = append(out, tomlLookup(m, parts[1:])...)
+		}
+	}
+	return out
 }

@@ -111,6 +111,8 @@ func FuzzLaterText(f *testing.F) {
 		"prompt = \"!{ls {{args}}}\"",
 		"{\"git.path\": \"./g\", // c\n}",
 		"{\"[python]\": {\"python.defaultInterpreterPath\": \"./x\"},}",
+		"[build]\nrustc-wrapper = \"./w\"\n[target.'cfg(unix)']\nrunner = [\"a\", \"b\"]\n[env]\nX = { value = \"y\" }\n",
+		"yarnPath: ./y.cjs\nplugins:\n  - path: ./p.cjs\n",
 	} {
 		f.Add(s)
 	}
@@ -126,6 +128,9 @@ func FuzzLaterText(f *testing.F) {
 		_ = bangBraces(text)
 		_ = geminiCommands(text)
 		_ = jsoncToJSON([]byte(text))
+		_, _ = toolConfigFindings(r, env, "cargo", ".cargo/config.toml", "/p/.cargo/config.toml", text)
+		_, _ = toolConfigFindings(r, env, "yarn", ".yarnrc.yml", "/p/.yarnrc.yml", text)
+		_, _ = toolConfigFindings(r, env, "yarn", ".yarnrc", "/p/.yarnrc", text)
 		cmds, _ := settingsFindings(r, env, "settings", ".vscode/settings.json", "/p/.vscode/settings.json", text)
 		_ = cmds
 		// The same text with a planted interpreter added at the top level
