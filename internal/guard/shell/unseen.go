@@ -182,6 +182,7 @@ func (a *analyzer) unpackers(s *segCtx) {
 	case "git":
 		// git [-C DIR] [-c k=v] … clone [options] URL [DIR]
 		sub, j, base := "", -1, ""
+		elsewhere := false // --git-dir or --work-tree: a tree not the one -C names
 		for k := 0; k < len(s.args); k++ {
 			x := s.args[k]
 			if x.dyn {
@@ -198,7 +199,12 @@ func (a *analyzer) unpackers(s *segCtx) {
 					base = path.Join(base, s.args[k].val)
 				}
 			case (v == "-c" || v == "--git-dir" || v == "--work-tree" || v == "--namespace") && k+1 < len(s.args):
+				if v != "-c" {
+					elsewhere = true
+				}
 				k++
+			case strings.HasPrefix(v, "--git-dir=") || strings.HasPrefix(v, "--work-tree="):
+				elsewhere = true
 			case strings.HasPrefix(v, "-"):
 			default:
 				sub, j = v, k
@@ -209,6 +215,9 @@ func (a *analyzer) unpackers(s *segCtx) {
 		}
 		if sub != "clone" {
 			if sub != "" && gitChangesTree(sub, s.args[j+1:]) {
+				if elsewhere {
+					base = "\x00" // another work tree: not placed here
+				}
 				a.gitTreeUnseen(s, base)
 			}
 			return
@@ -486,11 +495,34 @@ func gitChangesTree(sub string, args []arg) bool {
 		return len(ops) > 0 && ops[0].val == "add"
 	case "submodule":
 		return len(ops) > 0 && ops[0].val == "update"
-	case "pull", "merge", "rebase", "cherry-pick", "revert", "am", "bisect", "read-tree", "checkout-index":
+	case "pull", "merge", "rebase", "cherry-pick", "revert", "am", "bisect", "read-tree", "checkout-index",
+		"sparse-checkout", "lfs":
 		return true
 	}
-	return false
+	// Not one of git's own commands that leave the tree: an alias (git co
+	// other, [alias] co = checkout) or an external git-NAME program, which
+	// may do anything.
+	return !gitKeepsTree[sub]
 }
+
+// gitKeepsTree are git's commands that do not change the files of the work
+// tree to content the guard has not read (add, mv and rm name the files
+// they touch; clean only deletes).
+var gitKeepsTree = map[string]bool{"add": true, "status": true, "log": true, "diff": true, "show": true,
+	"branch": true, "fetch": true, "commit": true, "push": true, "tag": true, "remote": true, "config": true,
+	"rev-parse": true, "rev-list": true, "ls-files": true, "ls-tree": true, "ls-remote": true, "blame": true,
+	"grep": true, "describe": true, "shortlog": true, "reflog": true, "init": true, "cat-file": true,
+	"whatchanged": true, "notes": true, "mv": true, "rm": true, "clean": true, "gc": true, "fsck": true,
+	"count-objects": true, "help": true, "version": true, "var": true, "archive": true, "bundle": true,
+	"format-patch": true, "diff-tree": true, "diff-files": true, "diff-index": true, "for-each-ref": true,
+	"show-ref": true, "symbolic-ref": true, "update-ref": true, "name-rev": true, "merge-base": true,
+	"check-ignore": true, "check-attr": true, "hash-object": true, "write-tree": true, "commit-tree": true,
+	"mktree": true, "verify-commit": true, "verify-tag": true, "range-diff": true, "annotate": true,
+	"cherry": true, "stage": true, "stripspace": true, "prune": true, "repack": true, "maintenance": true,
+	"update-index": true, "show-branch": true, "difftool": true, "request-pull": true, "shortstat": true,
+	"check-ref-format": true, "column": true, "credential": true, "mergetool": true, "citool": true,
+	"gui": true, "gitk": true, "send-email": true, "count": true, "pack-refs": true, "replace": true,
+	"-h": true, "--help": true, "--version": true, "clone": true}
 
 // gitTreeUnseen records that git, run in base (its -C directory, "" for
 // the working directory, "\x00" for one computed at run time), changes
