@@ -149,6 +149,7 @@ func laterCommands(r *rules, env Env, p string, cmds []string, when string, dept
 	}
 	var out []guard.Finding
 	an := analyzeBins(r, strings.Join(cmds, "\n"), env, depth+1, bins)
+	env.collectLater(an.Paths)
 	for _, f := range an.Findings {
 		if f.Level < action.Confirm {
 			continue
@@ -921,4 +922,17 @@ func tomlLookup(doc map[string]any, parts []string) []any {
 		}
 	}
 	return out
+}
+
+// collectLater records the paths of planted commands (Facts.Later) for
+// the paths guard.
+func (e Env) collectLater(ps []action.PathFact) {
+	if e.later == nil {
+		return
+	}
+	for _, p := range ps {
+		if !containsPath(*e.later, p) {
+			*e.later = append(*e.later, p)
+		}
+	}
 }

@@ -99,6 +99,7 @@ func plantedText(r *rules, env Env, kind, p, abs, text string, depth int) []guar
 				Message: fmt.Sprintf("%s would run commands when it loads that are written by other planted commands, too deep to judge", p)})
 		}
 		an := analyzeDepth(r, strings.Join(cmds, "\n"), env, depth+1)
+		env.collectLater(an.Paths)
 		for _, f := range an.Findings {
 			if f.Level < action.Confirm {
 				continue // what a quiet command would do is the load's to judge
@@ -261,7 +262,7 @@ func jsoncPlain(text string) string {
 // A patch that cannot be read whole puts such a target to a person.
 func (g *Guard) patchPlanted(a *action.Action) []guard.Finding {
 	var out []guard.Finding
-	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars}
+	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars, later: &a.Facts.Later}
 	for _, k := range sortedArgKeys(a.Args) {
 		v, ok := a.Args[k].(string)
 		if !ok || !strings.Contains(v, "*** Begin Patch") {

@@ -209,7 +209,7 @@ func (g *Guard) checkSkillWrite(ctx context.Context, a *action.Action, p string)
 		return nil, err
 	}
 	text := g.writtenText(a, p)
-	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars}
+	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars, later: &a.Facts.Later}
 	return plantedText(g.r, env, "skill", p, g.abs(p, a.Cwd), text, 0), nil
 }
 
@@ -281,7 +281,7 @@ var folderOpen = regexp.MustCompile(`(?i)"runOn"\s*:\s*"folderOpen"`)
 // editor, outside Overseer's view (block); other tasks run when a person
 // starts them and stay quiet. An edit is judged by the file as it would be.
 func (g *Guard) editorTaskFindings(a *action.Action, p string) []guard.Finding {
-	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars}
+	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars, later: &a.Facts.Later}
 	out := plantedText(g.r, Env{}, "tasks", p, "", g.writtenText(a, p), 0)
 	if strings.HasSuffix(strings.ToLower(p), ".code-workspace") {
 		out = append(out, laterText(g.r, env, "workspace", p, g.abs(p, a.Cwd), g.fileAfter(a, p), 0)...)
@@ -293,7 +293,7 @@ func (g *Guard) editorTaskFindings(a *action.Action, p string) []guard.Finding {
 // whose commands a later program runs (laterrun.go), by the file as the
 // write leaves it.
 func (g *Guard) laterWrite(a *action.Action, p, kind string) []guard.Finding {
-	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars}
+	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars, later: &a.Facts.Later}
 	return plantedText(g.r, env, kind, p, g.abs(p, a.Cwd), g.fileAfter(a, p), 0)
 }
 
