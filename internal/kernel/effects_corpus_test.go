@@ -99,6 +99,7 @@ func effectWorld(t *testing.T) (home, ovh, proj string) {
 		"proj/web/.git/config":            "[core]\n\trepositoryformatversion = 0\n\thooksPath = tools/hooks\n",
 		"proj/web/tools/hooks/pre-commit": "npx lint-staged\n",
 		"proj/web/src/app.js":             "export {}\n",
+		"proj/web/package.json":           "{\n  \"scripts\": {\n    \"postinstall\": \"prisma generate\"\n  },\n  \"dependencies\": {\n    \"react\": \"^18.3.0\"\n  }\n}\n",
 		// Claude Code's skills and slash commands: what they run as they
 		// load is judged when one is loaded (hook-config.tsv).
 		"proj/.claude/commands/ctx.md":       "Status: !`git status --short`\n",

@@ -3,8 +3,10 @@ package shell
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -113,9 +115,39 @@ func plantedText(r *rules, env Env, kind, p, abs, text string, depth int) []guar
 		return out
 	}
 	if _, ok := laterKinds[kind]; ok {
-		return laterText(r, env, kind, p, abs, text, depth)
+		return laterNew(r, env, kind, p, abs, text, depth)
 	}
 	return nil
+}
+
+// laterNew judges the text a later-run configuration file (laterrun.go)
+// will hold by what it adds to the file as it is: findings and planted
+// paths the file's present text has too (a postinstall the person wrote,
+// judged when it was written) are not raised again by every edit of the
+// file, such as one that adds a dependency.
+func laterNew(r *rules, env Env, kind, p, abs, text string, depth int) []guard.Finding {
+	var got []action.PathFact
+	cur := env
+	cur.later = &got
+	out := laterText(r, cur, kind, p, abs, text, depth)
+	if (len(out) > 0 || len(got) > 0) && path.IsAbs(abs) {
+		fsys := env.FS
+		if fsys == nil {
+			fsys = os.DirFS("/")
+		}
+		if b, err := readRegularIn(fsys, fsName(abs), maxSkillFile); err == nil {
+			var had []action.PathFact
+			old := env
+			old.later = &had
+			prev := laterText(r, old, kind, p, abs, string(b), depth)
+			out = slices.DeleteFunc(out, func(f guard.Finding) bool {
+				return slices.ContainsFunc(prev, func(g guard.Finding) bool { return g.Check == f.Check && g.Message == f.Message })
+			})
+			got = slices.DeleteFunc(got, func(f action.PathFact) bool { return containsPath(had, f) })
+		}
+	}
+	env.collectLater(got)
+	return out
 }
 
 // plantedWrites judges the files of the command's writes that run code
