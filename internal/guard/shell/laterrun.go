@@ -27,6 +27,8 @@ import (
 //     once pre-commit is installed; lefthook.yml: each run;
 //   - Gemini CLI's custom commands (.gemini/commands/NAME.toml): each
 //     !{command} of the prompt runs when the command is used;
+//   - a dev container's initializeCommand (.devcontainer/devcontainer.json),
+//     run on this machine when the person reopens the folder in a container;
 //   - Claude Code's subagents (.claude/agents/NAME.md): hooks their front
 //     matter registers run while the subagent works, as a skill's do;
 //   - Cargo's configuration (.cargo/config.toml: build.rustc-wrapper,
@@ -50,14 +52,15 @@ import (
 
 // laterKinds are the plantedKind values of this file.
 var laterKinds = map[string]string{
-	"npm":       "package.json, whose install scripts run at the next npm install and whose hook commands run at the next commit",
-	"precommit": "pre-commit's configuration, whose local hooks run at the next commit",
-	"lefthook":  "lefthook's configuration, whose commands run at the next commit",
-	"gemini":    "a Gemini CLI custom command, whose !{command} lines run when it is used",
-	"settings":  "VS Code's settings, which may name programs the editor runs when the folder opens",
-	"cargo":     "Cargo's configuration, which may name programs every cargo build runs",
-	"yarn":      "Yarn's configuration, which may name the program every yarn command runs",
-	"agent":     "a Claude Code subagent, whose front matter may register hooks that run while it works",
+	"npm":          "package.json, whose install scripts run at the next npm install and whose hook commands run at the next commit",
+	"precommit":    "pre-commit's configuration, whose local hooks run at the next commit",
+	"lefthook":     "lefthook's configuration, whose commands run at the next commit",
+	"gemini":       "a Gemini CLI custom command, whose !{command} lines run when it is used",
+	"settings":     "VS Code's settings, which may name programs the editor runs when the folder opens",
+	"cargo":        "Cargo's configuration, which may name programs every cargo build runs",
+	"yarn":         "Yarn's configuration, which may name the program every yarn command runs",
+	"devcontainer": "a dev container's configuration, whose initializeCommand runs on this machine when the folder is opened in a container",
+	"agent":        "a Claude Code subagent, whose front matter may register hooks that run while it works",
 }
 
 // laterKind returns the kind of later-run configuration file p is, or "".
@@ -82,6 +85,8 @@ func laterKind(p string) string {
 		return "cargo"
 	case base == ".yarnrc.yml" || base == ".yarnrc.yaml" || base == ".yarnrc":
 		return "yarn"
+	case base == "devcontainer.json" || base == ".devcontainer.json":
+		return "devcontainer"
 	case path.Ext(lp) == ".md" && (strings.Contains(lp, "/.claude/agents/") || strings.HasPrefix(lp, ".claude/agents/")):
 		return "agent"
 	}
@@ -123,6 +128,26 @@ func laterText(r *rules, env Env, kind, p, abs, text string, depth int) []guard.
 				Message: fmt.Sprintf("%s would register hooks, which run commands outside Overseer's view while the subagent works", p)}}
 		}
 		return nil
+	case "devcontainer":
+		// initializeCommand runs on this machine before the container is
+		// built; the other commands run inside the container.
+		var doc map[string]any
+		if err := json.Unmarshal(jsoncToJSON([]byte(text)), &doc); err != nil {
+			if strings.Contains(text, "initializeCommand") {
+				out = append(out, guard.Finding{Check: "shell.planted-command", Level: action.Confirm, Hard: true,
+					Message: fmt.Sprintf("%s would hold an initializeCommand, run on this machine when the folder opens in a container, in text that cannot be read whole (%v)", p, err)})
+			}
+			break
+		}
+		switch x := doc["initializeCommand"].(type) {
+		case map[string]any: // parallel commands
+			for _, k := range sortedKeys(x) {
+				cmds = append(cmds, commandLines(x[k])...)
+			}
+		default:
+			cmds = commandLines(x)
+		}
+		when = "when the folder is opened in a container"
 	case "cargo", "yarn":
 		cmds, out = toolConfigFindings(r, env, kind, p, abs, text)
 		when = "at the next build"

@@ -113,6 +113,7 @@ func FuzzLaterText(f *testing.F) {
 		"{\"[python]\": {\"python.defaultInterpreterPath\": \"./x\"},}",
 		"[build]\nrustc-wrapper = \"./w\"\n[target.'cfg(unix)']\nrunner = [\"a\", \"b\"]\n[env]\nX = { value = \"y\" }\n",
 		"yarnPath: ./y.cjs\nplugins:\n  - path: ./p.cjs\n",
+		"{\"initializeCommand\": {\"a\": [\"sh\", \"-c\", \"x\"], \"b\": \"y\"}}",
 	} {
 		f.Add(s)
 	}
@@ -131,6 +132,7 @@ func FuzzLaterText(f *testing.F) {
 		_, _ = toolConfigFindings(r, env, "cargo", ".cargo/config.toml", "/p/.cargo/config.toml", text)
 		_, _ = toolConfigFindings(r, env, "yarn", ".yarnrc.yml", "/p/.yarnrc.yml", text)
 		_, _ = toolConfigFindings(r, env, "yarn", ".yarnrc", "/p/.yarnrc", text)
+		_ = laterText(r, env, "devcontainer", "devcontainer.json", "/p/.devcontainer/devcontainer.json", text, 0)
 		cmds, _ := settingsFindings(r, env, "settings", ".vscode/settings.json", "/p/.vscode/settings.json", text)
 		_ = cmds
 		// The same text with a planted interpreter added at the top level
