@@ -152,3 +152,38 @@ func FuzzLaterText(f *testing.F) {
 		}
 	})
 }
+
+func TestJustfile(t *testing.T) {
+	j := parseJustfile("set shell := [\"bash\", \"-uc\"]\nalias b := build\nv := \"x\"\n\n[private]\n@build: gen (lint \"a\") && post\n    go build {{v}}\n    -rm -f x\n\ngen:\n    go generate\nlint arg:\n    golint\npost:\n    echo done\nother:\n    rm -rf ~\n")
+	text, why := j.commands("b")
+	if why != "" || text != "go generate\ngolint\ngo build \"$JUST_VALUE\"\nrm -f x\necho done\n" {
+		t.Errorf("b: %q %q", text, why)
+	}
+	if j.first != "build" {
+		t.Errorf("first recipe %q", j.first)
+	}
+	if _, why := parseJustfile("import 'x.just'\na:\n    b\n").commands("a"); why == "" {
+		t.Error("an import was judged as read")
+	}
+	if _, why := parseJustfile("set shell := [\"python3\", \"-c\"]\na:\n    b\n").commands("a"); why == "" {
+		t.Error("a python shell was judged as read")
+	}
+}
+
+// FuzzJustfile reads any text as a justfile: no panic, and every recipe's
+// commands are lines of the text (or its interpolations replaced).
+func FuzzJustfile(f *testing.F) {
+	f.Add("a: b\n    echo {{x}}\nb:\n    @ls\n")
+	f.Add("alias x := y\ny: (z \"1\") && w\n    #!/bin/bash\n    -rm q\n")
+	f.Add("set shell := ['zsh']\nimport? 'f'\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		if len(text) > 4096 {
+			return
+		}
+		j := parseJustfile(text)
+		for n := range j.recipes {
+			_, _ = j.commands(n)
+		}
+		_, _ = j.commands(j.first)
+	})
+}

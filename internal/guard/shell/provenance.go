@@ -348,6 +348,8 @@ func (a *analyzer) provenance(s *segCtx) bool {
 	switch s.name {
 	case "make", "gmake":
 		a.makeCmd(s)
+	case "just":
+		a.justCmd(s) // justfile.go
 	case "npm", "yarn", "pnpm", "bun":
 		a.packageCmd(s)
 	case "npx", "bunx", "pnpx":
