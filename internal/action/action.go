@@ -176,6 +176,12 @@ type Facts struct {
 	Commands []Command `json:"commands,omitempty"`
 	// Paths are the file system paths the action touches, resolved.
 	Paths []PathFact `json:"paths,omitempty"`
+	// Later are the paths that commands the action plants for a later
+	// program to run would touch (a skill's !`command`, an install script,
+	// a hook command written into a file): nothing touches them now, and
+	// they are judged only for what must never happen outside Overseer's
+	// view (its own state, control files, secrets, catastrophic deletes).
+	Later []PathFact `json:"later_paths,omitempty"`
 	// URLs the action fetches or sends to.
 	URLs []string `json:"urls,omitempty"`
 	// SQLClass is the statement class of an SQL action ("read", "write", "ddl", ...).

@@ -87,6 +87,8 @@ func effectWorld(t *testing.T) (home, ovh, proj string) {
 		"proj/.env":                         "API_KEY=x\n",
 		"proj/.env.example":                 "API_KEY=\n",
 		"proj/Makefile":                     "test:\n\tgo test ./...\n",
+		"proj/package.json":                 "{\n  \"name\": \"app\",\n  \"scripts\": {\n    \"test\": \"jest\",\n    \"prepare\": \"husky\"\n  },\n  \"dependencies\": {\n    \"express\": \"^4.19.0\"\n  }\n}\n",
+		"proj/.vscode/settings.json":        "{\n  \"editor.fontSize\": 13\n}\n",
 		"proj/src/main.go":                  "package main\n",
 		"proj/data.csv":                     "a,b\n",
 		"proj/README.md":                    "# readme\n",
@@ -97,6 +99,7 @@ func effectWorld(t *testing.T) (home, ovh, proj string) {
 		"proj/web/.git/config":            "[core]\n\trepositoryformatversion = 0\n\thooksPath = tools/hooks\n",
 		"proj/web/tools/hooks/pre-commit": "npx lint-staged\n",
 		"proj/web/src/app.js":             "export {}\n",
+		"proj/web/package.json":           "{\n  \"scripts\": {\n    \"postinstall\": \"prisma generate\"\n  },\n  \"dependencies\": {\n    \"react\": \"^18.3.0\"\n  }\n}\n",
 		// Claude Code's skills and slash commands: what they run as they
 		// load is judged when one is loaded (hook-config.tsv).
 		"proj/.claude/commands/ctx.md":       "Status: !`git status --short`\n",

@@ -263,6 +263,56 @@ type resolvedPath struct {
 // Check implements guard.Guard. It replaces a.Facts.Paths with the
 // resolved paths.
 func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, error) {
+	fs, err := g.checkNow(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	return append(fs, g.laterFindings(a)...), nil
+}
+
+// laterFindings judges the paths of commands the action plants for a later
+// program to run (Facts.Later: a skill's !`command`, an install script):
+// they run outside Overseer's view, so what must never happen there —
+// Overseer's own state, a control file, a catastrophic deletion — is
+// blocked now, and a secret they would read reaches a person now.
+func (g *Guard) laterFindings(a *action.Action) []guard.Finding {
+	if len(a.Facts.Later) == 0 || g.err != nil {
+		return nil
+	}
+	b := *a
+	b.Facts.Paths = a.Facts.Later
+	var fs []guard.Finding
+	for _, rp := range g.resolveAll(&b, resolveDir(a.Cwd)) {
+		p := rp.fact
+		if rp.err != nil {
+			continue // judged where it runs; a path that cannot be placed now says nothing more
+		}
+		what := fmt.Sprintf("a command this action plants for a later program would %s %s, outside Overseer's view", verb(p.Intent), p.Path)
+		switch {
+		case within(g.protected, p.Path) || rp.literal != "" && within(g.protected, rp.literal):
+			fs = append(fs, guard.Finding{Check: "paths.self-protection", Level: action.Block, Hard: true,
+				Message: what + ": it is part of Overseer's own state"})
+			continue
+		case p.Intent == action.PathDelete && g.catastrophic(p.Path):
+			fs = append(fs, guard.Finding{Check: "paths.catastrophic-delete", Level: action.Block, Hard: true,
+				Message: what + ": that would destroy the system or the home directory"})
+			continue
+		}
+		if msg, ok := g.controlFinding(p, rp.literal); ok {
+			fs = append(fs, guard.Finding{Check: "paths.control-file", Level: action.Block, Hard: true,
+				Message: "a command this action plants for a later program: " + msg})
+			continue
+		}
+		if by, ok := g.secret(p.Path, rp.literal); ok {
+			fs = append(fs, guard.Finding{Check: "paths.secret", Level: action.Approve, Hard: true,
+				Message: fmt.Sprintf("%s: it is a secret (matches %q), and a person must see that now", what, by)})
+		}
+	}
+	return fs
+}
+
+// checkNow judges the paths the action touches now.
+func (g *Guard) checkNow(ctx context.Context, a *action.Action) ([]guard.Finding, error) {
 	if g.err != nil {
 		return nil, fmt.Errorf("paths guard misconfigured: %w", g.err)
 	}

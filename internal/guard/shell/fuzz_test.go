@@ -37,6 +37,9 @@ func FuzzAnalyze(f *testing.F) {
 		"git -C a -C b clone u && a/b/u/x", "git clone", "git -C", "7z x -o && ./x", "gunzip -S .z a.z && ./a", "gzip -d .gz",
 		"rsync -a h: . && ./x", "scp :x y", "docker cp c: d", "curl -J -O", "wget -r -P", "cp -t", "mv a",
 		"python3 -m zipfile -e", "python3 -m tarfile -e a b && b/x", "unzip -l a && ./a", "cpio -i -D && ./x",
+		// Later-run configuration and trees changed by git (laterrun.go, unseen.go).
+		"echo '{\"scripts\":{\"prepare\":\"rm -rf ~\"}}' > package.json", "echo '{\"git.path\":\"./g\"}' > .vscode/settings.json",
+		"printf 'prompt=\"!{x}\"' > .gemini/commands/a.toml", "git checkout -- && make", "git -C && make", "git stash && ./x", "patch -d && make",
 	} {
 		f.Add(s)
 	}

@@ -67,6 +67,7 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	if a == nil {
 		return nil, ErrNilAction
 	}
+	a.Facts.Later = nil // the shell guard's to say, never a caller's
 	if isSkillCall(a) {
 		return g.checkSkill(ctx, a)
 	}
@@ -85,6 +86,10 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 			}
 		case "tasks":
 			skill = g.editorTaskFindings(a, p)
+		default:
+			if _, later := laterKinds[kind]; later {
+				skill = g.laterWrite(a, p, kind)
+			}
 		}
 	}
 	if a.Kind != action.KindShell {
@@ -106,7 +111,7 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		return []guard.Finding{{Check: "shell.no-command", Level: action.Approve, Hard: true,
 			Message: "the shell action has no command that can be judged: " + why}}, nil
 	}
-	an := analyze(g.r, cmd, Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars})
+	an := analyze(g.r, cmd, Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars, later: &a.Facts.Later})
 	// The shell guard owns Facts.Commands: a second check replaces them.
 	a.Facts.Commands = make([]action.Command, 0, len(an.Segments))
 	for _, s := range an.Segments {

@@ -331,6 +331,10 @@ func (a *analyzer) filterReads(lang, code string) bool {
 		}
 		fh.Close()
 		a.pathFact(p, true, action.PathRead)
+		if a.filtered == nil {
+			a.filtered = map[string]bool{}
+		}
+		a.filtered[p] = true
 	}
 	return true
 }

@@ -3,8 +3,10 @@ package shell
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,14 +43,19 @@ func plantedKind(p string) (kind string, dir bool) {
 	case isEditorTasks(p):
 		return "tasks", false
 	}
+	if k := laterKind(p); k != "" {
+		return k, false // laterrun.go
+	}
 	p = strings.ToLower(path.Clean(p)) // case is ignored, as in isSkillFile
 	base := path.Base(p)
 	switch {
-	case base == ".claude", base == ".vscode":
+	case base == ".claude", base == ".vscode", base == ".gemini":
 		return "dir", true
-	case (base == "commands" || base == "skills") && path.Base(path.Dir(p)) == ".claude":
+	case (base == "commands" || base == "skills") && path.Base(path.Dir(p)) == ".claude",
+		base == "commands" && path.Base(path.Dir(p)) == ".gemini":
 		return "dir", true
-	case strings.Contains(p+"/", "/.claude/skills/") || strings.Contains(p+"/", "/.claude/commands/"):
+	case strings.Contains(p+"/", "/.claude/skills/") || strings.Contains(p+"/", "/.claude/commands/") ||
+		strings.Contains(p+"/", "/.gemini/commands/"):
 		// A skill's directory (.claude/skills/NAME) or a folder of
 		// commands: whatever lands in it may be a skill.
 		if path.Ext(p) == "" {
@@ -62,12 +69,16 @@ func plantedKind(p string) (kind string, dir bool) {
 // in the person's tools: a folder-open task blocks; a skill's inline
 // commands are judged as commands (those that would reach a person at
 // least, raised to a floor) and hooks it registers reach a person.
-func plantedText(r *rules, env Env, kind, p, text string, depth int) []guard.Finding {
+func plantedText(r *rules, env Env, kind, p, abs, text string, depth int) []guard.Finding {
 	switch kind {
 	case "tasks":
 		if folderOpen.MatchString(text) || folderOpen.MatchString(jsoncPlain(text)) {
 			return []guard.Finding{{Check: "shell.folder-open-task", Level: action.Block, Hard: true,
 				Message: fmt.Sprintf("%s would hold a task that runs when the folder is opened (runOn: folderOpen), in the person's editor outside Overseer's view; agents may not add one", p)}}
+		}
+		if strings.HasSuffix(strings.ToLower(abs), ".code-workspace") {
+			// A workspace file's settings, as a folder's (laterrun.go).
+			return laterText(r, env, "workspace", p, abs, text, depth)
 		}
 		return nil
 	case "skill":
@@ -90,6 +101,7 @@ func plantedText(r *rules, env Env, kind, p, text string, depth int) []guard.Fin
 				Message: fmt.Sprintf("%s would run commands when it loads that are written by other planted commands, too deep to judge", p)})
 		}
 		an := analyzeDepth(r, strings.Join(cmds, "\n"), env, depth+1)
+		env.collectLater(an.Paths)
 		for _, f := range an.Findings {
 			if f.Level < action.Confirm {
 				continue // what a quiet command would do is the load's to judge
@@ -102,7 +114,40 @@ func plantedText(r *rules, env Env, kind, p, text string, depth int) []guard.Fin
 		}
 		return out
 	}
+	if _, ok := laterKinds[kind]; ok {
+		return laterNew(r, env, kind, p, abs, text, depth)
+	}
 	return nil
+}
+
+// laterNew judges the text a later-run configuration file (laterrun.go)
+// will hold by what it adds to the file as it is: findings and planted
+// paths the file's present text has too (a postinstall the person wrote,
+// judged when it was written) are not raised again by every edit of the
+// file, such as one that adds a dependency.
+func laterNew(r *rules, env Env, kind, p, abs, text string, depth int) []guard.Finding {
+	var got []action.PathFact
+	cur := env
+	cur.later = &got
+	out := laterText(r, cur, kind, p, abs, text, depth)
+	if (len(out) > 0 || len(got) > 0) && path.IsAbs(abs) {
+		fsys := env.FS
+		if fsys == nil {
+			fsys = os.DirFS("/")
+		}
+		if b, err := readRegularIn(fsys, fsName(abs), maxSkillFile); err == nil {
+			var had []action.PathFact
+			old := env
+			old.later = &had
+			prev := laterText(r, old, kind, p, abs, string(b), depth)
+			out = slices.DeleteFunc(out, func(f guard.Finding) bool {
+				return slices.ContainsFunc(prev, func(g guard.Finding) bool { return g.Check == f.Check && g.Message == f.Message })
+			})
+			got = slices.DeleteFunc(got, func(f action.PathFact) bool { return containsPath(had, f) })
+		}
+	}
+	env.collectLater(got)
+	return out
 }
 
 // plantedWrites judges the files of the command's writes that run code
@@ -123,8 +168,11 @@ func (a *analyzer) plantedWrites() {
 		if f.Intent != action.PathWrite && f.Intent != action.PathUnknown || seen[f.Path] {
 			continue
 		}
+		if f.Intent == action.PathUnknown && a.filtered[f.Path] {
+			continue // a JSON filter's read (python3 -c "…json.load(open('package.json'))…")
+		}
 		kind, dir := plantedKind(f.Path)
-		shown := a.display(f.Path)
+		shown, abs := a.display(f.Path), f.Path
 		if kind == "" {
 			// Written through a symbolic link (one on the file system, or
 			// one the command makes) to such a file or directory. Only a
@@ -139,7 +187,7 @@ func (a *analyzer) plantedWrites() {
 			if kind, dir = plantedKind(q); kind == "" {
 				continue
 			}
-			shown = a.display(f.Path) + " (" + a.display(q) + ")"
+			shown, abs = a.display(f.Path)+" ("+a.display(q)+")", q
 		}
 		seen[f.Path] = true
 		if dir {
@@ -147,7 +195,7 @@ func (a *analyzer) plantedWrites() {
 				continue // mkdir -p .vscode: made empty
 			}
 			a.add(guard.Finding{Check: "shell.planted-unknown", Level: action.Confirm, Hard: true,
-				Message: fmt.Sprintf("writes into %s, where files run commands later in the person's tools (skills, slash commands, editor tasks), with content not known when judged", shown)})
+				Message: fmt.Sprintf("writes into %s, where files run commands later in the person's tools (skills, slash commands, custom commands, editor tasks and settings), with content not known when judged", shown)})
 			continue
 		}
 		text, known := "", false
@@ -158,12 +206,14 @@ func (a *analyzer) plantedWrites() {
 			what := "a skill or slash command, whose !`command` lines run when it loads"
 			if kind == "tasks" {
 				what = "VS Code's task file, whose folder-open tasks run when the folder is opened"
+			} else if w, ok := laterKinds[kind]; ok {
+				what = w
 			}
 			a.add(guard.Finding{Check: "shell.planted-unknown", Level: action.Confirm, Hard: true,
 				Message: fmt.Sprintf("writes %s, %s, with content not known when judged", shown, what)})
 			continue
 		}
-		for _, g := range plantedText(a.r, a.env, kind, shown, text, a.plantDepth) {
+		for _, g := range plantedText(a.r, a.env, kind, shown, abs, text, a.plantDepth) {
 			a.add(g)
 		}
 	}
@@ -244,7 +294,7 @@ func jsoncPlain(text string) string {
 // A patch that cannot be read whole puts such a target to a person.
 func (g *Guard) patchPlanted(a *action.Action) []guard.Finding {
 	var out []guard.Finding
-	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars}
+	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars, later: &a.Facts.Later}
 	for _, k := range sortedArgKeys(a.Args) {
 		v, ok := a.Args[k].(string)
 		if !ok || !strings.Contains(v, "*** Begin Patch") {
@@ -287,7 +337,7 @@ func (g *Guard) patchPlanted(a *action.Action) []guard.Finding {
 				// Not applied as it stands: judge the lines it adds.
 				text = addedLines(f.Body)
 			}
-			out = append(out, plantedText(g.r, env, kind, target, text, 0)...)
+			out = append(out, plantedText(g.r, env, kind, target, g.abs(target, a.Cwd), text, 0)...)
 		}
 	}
 	return out
@@ -341,7 +391,7 @@ func sortedArgKeys(args map[string]any) []string {
 // judged one by one.)
 func mayBePlanted(p string) bool {
 	switch strings.ToLower(path.Ext(p)) {
-	case ".md", ".json", ".code-workspace":
+	case ".md", ".json", ".code-workspace", ".toml", ".yaml", ".yml":
 		return true
 	}
 	return false

@@ -94,7 +94,7 @@ func TestJSONCPlain(t *testing.T) {
 		{`{"runOn": "default"} // "runOn": "folderOpen"`, true}, // as written, in a comment: stricter
 		{`{"runOn": "folderOpen`, false},                        // cut short: not a task the editor reads
 	} {
-		got := len(plantedText(nil, Env{}, "tasks", "t.json", c.in, 0)) > 0
+		got := len(plantedText(nil, Env{}, "tasks", "t.json", "", c.in, 0)) > 0
 		if got != c.open {
 			t.Errorf("%s: folder-open %v, want %v (plain %q)", c.in, got, c.open, jsoncPlain(c.in))
 		}

@@ -348,6 +348,8 @@ func (a *analyzer) provenance(s *segCtx) bool {
 	switch s.name {
 	case "make", "gmake":
 		a.makeCmd(s)
+	case "just":
+		a.justCmd(s) // justfile.go
 	case "npm", "yarn", "pnpm", "bun":
 		a.packageCmd(s)
 	case "npx", "bunx", "pnpx":
@@ -1145,6 +1147,9 @@ func (a *analyzer) pkgConfig(s *segCtx, runner, sub string, ops []arg, dir strin
 			p = path.Join(pdir, "package.json")
 		}
 		a.markWritten(p, "", false)
+		if runner == "npm" && (sub == "set-script" || verb == "set") {
+			a.pkgSetLater(s, sub, ops, p) // laterrun.go: the scripts it sets run at the next install
+		}
 		return true
 	case sub == "config" && (verb == "set" || verb == "delete" || verb == "rm" || verb == "edit"),
 		sub == "set" && runner == "npm":

@@ -62,6 +62,9 @@ type Env struct {
 	// Overseer's home, so `cd "$OVERSEER_HOME" && cat token` reads the
 	// token. ($HOME and $PWD come from Home and Cwd.)
 	Vars map[string]string
+	// later collects the paths of commands planted for a later program
+	// (Facts.Later); nil collects nothing.
+	later *[]action.PathFact
 }
 
 // Origin says how a segment was reached inside the command.

@@ -209,8 +209,8 @@ func (g *Guard) checkSkillWrite(ctx context.Context, a *action.Action, p string)
 		return nil, err
 	}
 	text := g.writtenText(a, p)
-	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars}
-	return plantedText(g.r, env, "skill", p, text, 0), nil
+	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars, later: &a.Facts.Later}
+	return plantedText(g.r, env, "skill", p, g.abs(p, a.Cwd), text, 0), nil
 }
 
 // writtenText returns the text a file tool's write or edit of p puts
@@ -281,7 +281,32 @@ var folderOpen = regexp.MustCompile(`(?i)"runOn"\s*:\s*"folderOpen"`)
 // editor, outside Overseer's view (block); other tasks run when a person
 // starts them and stay quiet. An edit is judged by the file as it would be.
 func (g *Guard) editorTaskFindings(a *action.Action, p string) []guard.Finding {
-	return plantedText(g.r, Env{}, "tasks", p, g.writtenText(a, p), 0)
+	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars, later: &a.Facts.Later}
+	out := plantedText(g.r, Env{}, "tasks", p, "", g.writtenText(a, p), 0)
+	if strings.HasSuffix(strings.ToLower(p), ".code-workspace") {
+		out = append(out, laterText(g.r, env, "workspace", p, g.abs(p, a.Cwd), g.fileAfter(a, p), 0)...)
+	}
+	return out
+}
+
+// laterWrite judges a file tool's write or edit of a configuration file
+// whose commands a later program runs (laterrun.go), by the file as the
+// write leaves it.
+func (g *Guard) laterWrite(a *action.Action, p, kind string) []guard.Finding {
+	env := Env{Cwd: a.Cwd, Home: g.home, FS: g.fsys, SelfAPI: g.self, Vars: g.vars, later: &a.Facts.Later}
+	return plantedText(g.r, env, kind, p, g.abs(p, a.Cwd), g.fileAfter(a, p), 0)
+}
+
+// fileAfter returns the text of p after a file tool's write or edit: a
+// write's content, the file with an edit's replacements made, or an edit's
+// new text alone when the file cannot be read.
+func (g *Guard) fileAfter(a *action.Action, p string) string {
+	if a.Kind == action.KindFileEdit {
+		if b, err := g.readSkill(g.abs(p, a.Cwd)); err == nil {
+			return editedText(string(b), a)
+		}
+	}
+	return action.WrittenText(a.Args)
 }
 
 // readSkill reads a skill or command file, regular and at most

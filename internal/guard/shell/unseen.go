@@ -182,6 +182,7 @@ func (a *analyzer) unpackers(s *segCtx) {
 	case "git":
 		// git [-C DIR] [-c k=v] … clone [options] URL [DIR]
 		sub, j, base := "", -1, ""
+		elsewhere := false // --git-dir or --work-tree: a tree not the one -C names
 		for k := 0; k < len(s.args); k++ {
 			x := s.args[k]
 			if x.dyn {
@@ -198,7 +199,12 @@ func (a *analyzer) unpackers(s *segCtx) {
 					base = path.Join(base, s.args[k].val)
 				}
 			case (v == "-c" || v == "--git-dir" || v == "--work-tree" || v == "--namespace") && k+1 < len(s.args):
+				if v != "-c" {
+					elsewhere = true
+				}
 				k++
+			case strings.HasPrefix(v, "--git-dir=") || strings.HasPrefix(v, "--work-tree="):
+				elsewhere = true
 			case strings.HasPrefix(v, "-"):
 			default:
 				sub, j = v, k
@@ -208,6 +214,12 @@ func (a *analyzer) unpackers(s *segCtx) {
 			}
 		}
 		if sub != "clone" {
+			if sub != "" && gitChangesTree(sub, s.args[j+1:]) {
+				if elsewhere {
+					base = "\x00" // another work tree: not placed here
+				}
+				a.gitTreeUnseen(s, base)
+			}
 			return
 		}
 		into := func(d arg) {
@@ -241,6 +253,16 @@ func (a *analyzer) unpackers(s *segCtx) {
 			}
 			into(arg{val: u})
 		}
+	case "patch":
+		// patch changes the files its diff names, below -d DIR.
+		if anyFlag(s.args, "--dry-run") {
+			return
+		}
+		dir, ok := optValue(s.args, "-d", "--directory")
+		if !ok {
+			dir = arg{val: "."}
+		}
+		a.unpacksInto(s, dir)
 	case "curl", "wget":
 		// A file named by the server (curl -J, wget --content-disposition,
 		// --trust-server-names) or many (wget -r, -i LIST): not known.
@@ -422,4 +444,111 @@ func (a *analyzer) copiesUnseen(s *segCtx, srcs []arg, dest arg, recursive bool)
 			return
 		}
 	}
+}
+
+// gitChangesTree reports whether git's subcommand sub with its arguments
+// may change the work tree's files to content the guard has not read:
+// another commit checked out (checkout, switch, reset --hard, restore,
+// bisect, worktree add), commits or patches brought in (pull, merge,
+// rebase, cherry-pick, revert, am, apply), a stash applied or the tree put
+// back to HEAD (stash). A branch made at HEAD (checkout -b NAME, switch -c
+// NAME) and the read-only forms (stash list, apply --check) leave it.
+func gitChangesTree(sub string, args []arg) bool {
+	var ops []arg
+	for k := 0; k < len(args); k++ {
+		x := args[k]
+		if x.dyn {
+			return true
+		}
+		switch v := x.val; {
+		case v == "--":
+			ops = append(ops, args[k+1:]...)
+			k = len(args)
+		case (sub == "checkout" && (v == "-b" || v == "-B" || v == "--orphan")) ||
+			(sub == "switch" && (v == "-c" || v == "-C" || v == "--create" || v == "--force-create" || v == "--orphan")):
+			k++ // the new branch's name: not a commit to check out
+		case strings.HasPrefix(v, "-"):
+		default:
+			ops = append(ops, x)
+		}
+	}
+	switch sub {
+	case "checkout", "switch":
+		// Any operand is a commit or paths: the tree changes to it.
+		return len(ops) > 0 || anyFlag(args, "--detach", "-")
+	case "stash":
+		if len(ops) == 0 {
+			return true // git stash: push, the tree put back to HEAD
+		}
+		switch ops[0].val {
+		case "list", "show", "create", "store", "drop", "clear":
+			return false
+		}
+		return true
+	case "apply":
+		return !anyFlag(args, "--check", "--stat", "--numstat", "--summary", "--cached")
+	case "reset":
+		return anyFlag(args, "--hard", "--merge", "--keep")
+	case "restore":
+		return !anyFlag(args, "--staged", "-S") || anyFlag(args, "--worktree", "-W")
+	case "worktree":
+		return len(ops) > 0 && ops[0].val == "add"
+	case "submodule":
+		return len(ops) > 0 && ops[0].val == "update"
+	case "pull", "merge", "rebase", "cherry-pick", "revert", "am", "bisect", "read-tree", "checkout-index",
+		"sparse-checkout", "lfs":
+		return true
+	}
+	// Not one of git's own commands that leave the tree: an alias (git co
+	// other, [alias] co = checkout) or an external git-NAME program, which
+	// may do anything.
+	return !gitKeepsTree[sub]
+}
+
+// gitKeepsTree are git's commands that do not change the files of the work
+// tree to content the guard has not read (add, mv and rm name the files
+// they touch; clean only deletes).
+var gitKeepsTree = map[string]bool{"add": true, "status": true, "log": true, "diff": true, "show": true,
+	"branch": true, "fetch": true, "commit": true, "push": true, "tag": true, "remote": true, "config": true,
+	"rev-parse": true, "rev-list": true, "ls-files": true, "ls-tree": true, "ls-remote": true, "blame": true,
+	"grep": true, "describe": true, "shortlog": true, "reflog": true, "init": true, "cat-file": true,
+	"whatchanged": true, "notes": true, "mv": true, "rm": true, "clean": true, "gc": true, "fsck": true,
+	"count-objects": true, "help": true, "version": true, "var": true, "archive": true, "bundle": true,
+	"format-patch": true, "diff-tree": true, "diff-files": true, "diff-index": true, "for-each-ref": true,
+	"show-ref": true, "symbolic-ref": true, "update-ref": true, "name-rev": true, "merge-base": true,
+	"check-ignore": true, "check-attr": true, "hash-object": true, "write-tree": true, "commit-tree": true,
+	"mktree": true, "verify-commit": true, "verify-tag": true, "range-diff": true, "annotate": true,
+	"cherry": true, "stage": true, "stripspace": true, "prune": true, "repack": true, "maintenance": true,
+	"update-index": true, "show-branch": true, "difftool": true, "request-pull": true, "shortstat": true,
+	"check-ref-format": true, "column": true, "credential": true, "mergetool": true, "citool": true,
+	"gui": true, "gitk": true, "send-email": true, "count": true, "pack-refs": true, "replace": true,
+	"-h": true, "--help": true, "--version": true, "clone": true}
+
+// gitTreeUnseen records that git, run in base (its -C directory, "" for
+// the working directory, "\x00" for one computed at run time), changes
+// its repository's work tree: the files of the whole repository (the
+// directory up from base that holds .git) are not known when judged.
+func (a *analyzer) gitTreeUnseen(s *segCtx, base string) {
+	switch {
+	case base == "\x00":
+		a.unpacksInto(s, arg{dyn: true})
+		return
+	case base == "":
+		base = "."
+	}
+	p, ok := a.fileAbs(base)
+	if !ok {
+		a.unpacksInto(s, arg{dyn: true})
+		return
+	}
+	for d := p; ; d = path.Dir(d) {
+		if _, err := fs.Stat(a.fileSystem(), fsName(path.Join(d, ".git"))); err == nil {
+			p = d
+			break
+		}
+		if d == "/" || d == "." {
+			break // not in a repository found here: the directory itself
+		}
+	}
+	a.unpacksInto(s, arg{val: p})
 }

@@ -78,6 +78,13 @@ type analyzer struct {
 	envState              // environment variables the command sets (envvars.go)
 	effectFacts int       // path facts added by the effect scan
 	plantDepth  int       // analyses of planted text this one is inside (planted.go)
+	// bins are the programs of a package's own (node_modules/.bin, its
+	// dependencies) when the command is one of its scripts (laterrun.go):
+	// not unknown programs, as for npm run.
+	bins func(string) bool
+	// filtered are the files JSON filters of the command read (and only
+	// read: jsonfilter.go).
+	filtered map[string]bool
 }
 
 // redirSub remembers the segments that came from substitutions inside a
@@ -93,7 +100,13 @@ func analyze(r *rules, command string, env Env) (out Analysis) {
 
 // analyzeDepth is analyze inside depth analyses of planted text.
 func analyzeDepth(r *rules, command string, env Env, depth int) (out Analysis) {
-	a := &analyzer{r: r, env: env, out: &out, cur: -1, budget: previewBudget, plantDepth: depth}
+	return analyzeBins(r, command, env, depth, nil)
+}
+
+// analyzeBins is analyzeDepth for a package's script, whose own programs
+// bins reports (nil for none).
+func analyzeBins(r *rules, command string, env Env, depth int, bins func(string) bool) (out Analysis) {
+	a := &analyzer{r: r, env: env, out: &out, cur: -1, budget: previewBudget, plantDepth: depth, bins: bins}
 	if env.Home != "" {
 		a.env.Home = path.Clean(env.Home)
 	}
@@ -124,6 +137,9 @@ func analyzeDepth(r *rules, command string, env Env, depth int) (out Analysis) {
 
 // finish emits the accumulated classes and computes the level.
 func (a *analyzer) finish() {
+	if a.bins != nil {
+		a.packageBins()
+	}
 	for _, c := range a.classes {
 		a.out.Findings = append(a.out.Findings, guard.Finding{
 			Check: "shell." + c.check, Level: c.level, Message: classMessage(c),
@@ -139,6 +155,31 @@ func (a *analyzer) finish() {
 		l = max(l, f.Level)
 	}
 	a.out.Level = l
+}
+
+// packageBins moves the unknown programs that are the package's own
+// (bins) to the programs of the working tree, as npm run judges them.
+func (a *analyzer) packageBins() {
+	var own []string
+	for i := range a.classes {
+		c := &a.classes[i]
+		if c.check != "unknown-command" {
+			continue
+		}
+		kept := c.names[:0]
+		for _, n := range c.names {
+			if a.bins(n) {
+				own = append(own, n)
+			} else {
+				kept = append(kept, n)
+			}
+		}
+		c.names = kept
+	}
+	a.classes = slices.DeleteFunc(a.classes, func(c classAcc) bool { return len(c.names) == 0 })
+	for _, n := range own {
+		a.class("project-program", action.Notify, n)
+	}
 }
 
 func classMessage(c classAcc) string {
