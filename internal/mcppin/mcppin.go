@@ -290,8 +290,8 @@ func (r *Registry) proved(p *Pin) bool {
 	if r.signer == nil {
 		return true
 	}
-	if p.Hash == "" || p.MAC == "" {
-		return false
+	if p.Hash == "" || p.MAC == "" || !definitionOf(p.Definition, p.Hash) {
+		return false // the definition shown for it is not the one signed
 	}
 	body, err := p.signedBody()
 	return err == nil && r.signer.Valid(body, []byte(p.MAC))
@@ -543,6 +543,11 @@ func (r *Registry) AcceptKind(ctx context.Context, server string, kind Kind, too
 		if hash != "" && hash != p.Pending.Hash {
 			return nil, ErrStale
 		}
+		if !definitionOf(p.Pending.Definition, p.Pending.Hash) {
+			// Not what a check wrote: a person shown this definition
+			// would accept another one, the hash's.
+			return nil, fmt.Errorf("%w: %s/%s's pending definition does not match its hash", ErrNothingToAccept, server, tool)
+		}
 		p.Hash, p.Definition, p.Flagged = p.Pending.Hash, p.Pending.Definition, p.Pending.Findings
 		p.AcceptedBy, p.AcceptedAt, p.Pending = who, r.now().UTC(), nil
 		if err := r.sign(&p); err != nil {
@@ -555,6 +560,12 @@ func (r *Registry) AcceptKind(ctx context.Context, server string, kind Kind, too
 		return nil, err
 	}
 	return got, nil
+}
+
+// definitionOf reports whether def, a definition as stored (compact), is
+// the canonical definition whose hash is hash.
+func definitionOf(def json.RawMessage, hash string) bool {
+	return Hash([]byte(Pretty(def))) == hash
 }
 
 // Pretty is a stored definition in its canonical, indented form (the
