@@ -484,6 +484,12 @@ func (r *Registry) List(ctx context.Context) ([]Pin, error) {
 		if err := json.Unmarshal(v, &p); err != nil {
 			return nil, fmt.Errorf("pin %q: %w", strings.ReplaceAll(k, "\x00", "/"), err)
 		}
+		if p.Pending != nil && p.Pending.Diff != "" {
+			// Made again from the two definitions, not taken as stored:
+			// what a person reads before accepting is the change itself,
+			// whoever wrote the database.
+			p.Pending.Diff = Diff(Pretty(p.Definition), Pretty(p.Pending.Definition))
+		}
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -363,3 +363,31 @@ type failingSigner struct{}
 
 func (failingSigner) Sign([]byte) (string, error) { return "", errors.New("no key") }
 func (failingSigner) Valid([]byte, []byte) bool   { return false }
+
+// The diff a person reads before accepting a change is made from the two
+// definitions, not taken from the database.
+func TestListedDiffIsMadeAgain(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "o.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := mcppin.New(st, nil)
+	r.Check(ctx, "s", v1, mcppin.Config{})
+	o := r.Check(ctx, "s", v2, mcppin.Config{})
+	want := o.Pin.Pending.Diff
+	if want == "" {
+		t.Fatal("no diff")
+	}
+	rewritePin(t, st, "s", "fact", func(p map[string]any) {
+		p["pending"].(map[string]any)["diff"] = "  (only whitespace changed)"
+	})
+	pins, err := r.List(ctx)
+	if err != nil || len(pins) != 1 || pins[0].Pending == nil {
+		t.Fatalf("list: %v %+v", err, pins)
+	}
+	if pins[0].Pending.Diff != want {
+		t.Fatalf("listed diff %q, want %q", pins[0].Pending.Diff, want)
+	}
+}
