@@ -207,6 +207,41 @@ type Command struct {
 	PipedFiles []string `json:"piped_files,omitempty"`
 }
 
+// valueOptions are, by program, the options before a subcommand that take
+// the next argument as their value (git -C DIR push).
+var valueOptions = map[string][]string{
+	"git": {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"},
+}
+
+// Sub returns c's subcommand: its first argument that is not an option,
+// after the program's own options and their values (git -C ../lib push →
+// "push", git stash push → "stash"), as written (a variable's text when
+// it is one); "" when there is none. Only a program listed in
+// valueOptions has options with separate values skipped; for any other, a
+// value given apart from its option is taken for the subcommand.
+func (c Command) Sub() string {
+	skip := valueOptions[c.Name]
+	for i := 0; i < len(c.Args); i++ {
+		a := c.Args[i]
+		if a == "--" {
+			if i+1 < len(c.Args) {
+				return c.Args[i+1]
+			}
+			return ""
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return a
+		}
+		for _, o := range skip {
+			if a == o {
+				i++ // its value
+				break
+			}
+		}
+	}
+	return ""
+}
+
 // PathIntent says what an action does to a path.
 type PathIntent string
 

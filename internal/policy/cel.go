@@ -292,6 +292,7 @@ func factsValue(f *action.Facts) ref.Val {
 	for i, c := range f.Commands {
 		cmds[i] = types.NewRefValMap(reg, map[ref.Val]ref.Val{
 			keyName:    types.String(c.Name),
+			keySub:     types.String(c.Sub()),
 			keyArgs:    types.NewStringList(reg, c.Args),
 			keyDynamic: types.Bool(c.Dynamic),
 		})
@@ -318,6 +319,7 @@ func factsValue(f *action.Facts) ref.Val {
 var (
 	keyName     = types.String("name")
 	keyArgs     = types.String("args")
+	keySub      = types.String("sub")
 	keyDynamic  = types.String("dynamic")
 	keyPath     = types.String("path")
 	keyIntent   = types.String("intent")
