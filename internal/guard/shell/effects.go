@@ -265,6 +265,26 @@ func compileEffect(y *effectSpecYAML) (*effectSpec, error) {
 	return s, nil
 }
 
+// printingSub is the subcommand of spec that prints a credential named by
+// another spelling of w: another case, a resource and its name
+// (secret/db), a list of kinds (configmaps,secrets), a kind with its
+// group or version (secrets.v1). Only such a subcommand is taken for
+// another spelling: it makes the command stricter, never looser.
+func printingSub(spec *effectSpec, w string) *effectSpec {
+	if len(w) > 256 {
+		return nil
+	}
+	for _, part := range strings.Split(strings.ToLower(w), ",") {
+		part, _, _ = strings.Cut(part, "/")
+		for _, c := range []string{part, strings.SplitN(part, ".", 2)[0]} {
+			if sub := spec.subs[c]; sub != nil && len(sub.prints) > 0 {
+				return sub
+			}
+		}
+	}
+	return nil
+}
+
 // deeperSub follows a subcommand's own subcommands (kubectl config view,
 // aws sts get-session-token): the first operand that names one, past
 // options and the values they may take, a few levels at most. Where none
@@ -280,7 +300,11 @@ func deeperSub(spec *effectSpec, args []arg) (*effectSpec, []arg) {
 			if strings.HasPrefix(x.val, "-") {
 				continue
 			}
-			if sub := spec.subs[x.val]; sub != nil {
+			sub := spec.subs[x.val]
+			if sub == nil {
+				sub = printingSub(spec, x.val)
+			}
+			if sub != nil {
 				spec, args, found = sub, args[j+1:], true
 				break
 			}
@@ -443,7 +467,7 @@ func (a *analyzer) effects(s *segCtx) {
 			if spec.copy && hasAny([]string{"-T", "--no-target-directory"}, v) {
 				noTarget = true
 			}
-			if hasAny(spec.printsWhen, v) {
+			if hasAny(spec.printsWhen, v) || joinedShort(spec.printsWhen, v) {
 				prints = true
 			}
 		}
@@ -727,6 +751,17 @@ func specOption(spec *effectSpec, name string) (intent, bool) {
 func hasAny(flags []string, v string) bool {
 	for _, f := range flags {
 		if hasFlag([]arg{{val: v}}, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// joinedShort reports whether v is one of the one-letter flags with its
+// value joined to it (kubectl get secret db -oyaml).
+func joinedShort(flags []string, v string) bool {
+	for _, f := range flags {
+		if len(f) == 2 && f[0] == '-' && f[1] != '-' && len(v) > 2 && strings.HasPrefix(v, f) {
 			return true
 		}
 	}
