@@ -188,6 +188,12 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Clock: cfg.Clock, raw: st, pauses: &pauses{}}
 	_, k.shared = st.(store.Watcher)
 	k.Store = audited{Store: st, k: k}
+	if k.shared {
+		if err := k.checkEgressKey(ctx); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
 	if sealer != nil {
 		if k.Sealing, err = sealer.SetUp(ctx, st, cfg.Home, cfg.Clock.Now); err != nil {
 			st.Close()

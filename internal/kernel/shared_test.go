@@ -46,7 +46,7 @@ func openShared(t testing.TB, n int, poll time.Duration) ([]*kernel.Kernel, audi
 			if _, err := kernel.LoadConsoleKey(filepath.Join(ks[0].Home, kernel.ConsoleKeyName)); err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range []string{audit.SealFile, kernel.ConsoleKeyName} {
+			for _, name := range []string{audit.SealFile, kernel.ConsoleKeyName, kernel.EgressKeyFile} {
 				key, err := os.ReadFile(filepath.Join(ks[0].Home, name))
 				if err != nil {
 					t.Fatal(err)
