@@ -13,7 +13,6 @@ import (
 	"github.com/overseer-dev/overseer/internal/kernel"
 )
 
-
 // A secret a session read through one instance is known to the others:
 // its value, sent through a second instance to a known destination (where
 // the flow rule does not apply), is found as it is on the first. The
