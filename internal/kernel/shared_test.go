@@ -480,13 +480,26 @@ func TestSharedSpendAtTheEdge(t *testing.T) {
 // them: the same call made once on each of two instances and a third time
 // on the first is a loop (settings.loop: the third identical call within
 // five minutes), as it is on one instance. A person's approval of the call
-// the loop limit put to them starts the count again on both.
+// the loop limit put to them starts the count again on both. A session
+// (or tool name) longer than a published batch holds is counted too: its
+// samples were left out of the batches, so an agent that named its
+// session so looped unseen across the instances.
 func TestSharedRepeatDetection(t *testing.T) {
+	for _, tc := range []struct{ name, session, tool string }{
+		{"short", "loop", "Read"},
+		{"long session", strings.Repeat("loop-", 2000), "Read"},
+		{"long tool", "loop", "Read" + strings.Repeat("_", 8000)},
+	} {
+		t.Run(tc.name, func(t *testing.T) { sharedRepeatDetection(t, tc.session, tc.tool) })
+	}
+}
+
+func sharedRepeatDetection(t *testing.T, session, tool string) {
 	ctx := context.Background()
 	ks, _, _ := openShared(t, 2, 20*time.Millisecond)
 	a, b := ks[0], ks[1]
 	same := func() *action.Action {
-		return &action.Action{Tool: "Read", Agent: "codex", Session: "loop", Cwd: "/proj",
+		return &action.Action{Tool: tool, Kind: action.KindFileRead, Agent: "codex", Session: session, Cwd: "/proj",
 			Args: map[string]any{"file_path": "/proj/same.go"}}
 	}
 	looped := func(v action.Verdict) bool {
