@@ -750,3 +750,48 @@ func TestSharedAutoRuleAnnounced(t *testing.T) {
 		t.Errorf("the other instance applied the rule after %v: not on the announcement", d)
 	}
 }
+
+// An agent paused on one instance is refused on the others as soon as
+// they hear the change announced, not at their next periodic read of the
+// pauses (a second later): the paused agent's calls through another
+// instance ran meanwhile. Resuming is heard alike.
+func TestSharedPauseAnnounced(t *testing.T) {
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 2, time.Minute)
+	n := 0
+	call := func() action.Level {
+		t.Helper()
+		n++ // a file of its own each time: no repeat
+		sub, err := ks[1].Submit(ctx, &action.Action{Tool: "Read", Agent: "codex", Session: "p", Cwd: "/proj",
+			Args: map[string]any{"file_path": fmt.Sprintf("/proj/p%d.go", n)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sub.Verdict.Level
+	}
+	for _, step := range []struct {
+		name string
+		do   func() error
+		want action.Level
+	}{
+		{"pause", func() error { return ks[0].PauseAgent(ctx, "codex", "stop it", "ann") }, action.Block},
+		{"resume", func() error { return ks[0].ResumeAgent(ctx, "codex", "ann") }, action.Auto},
+	} {
+		if l := call(); l == step.want { // the second instance has just read the pauses
+			t.Fatalf("before the %s: %s", step.name, l)
+		}
+		start := time.Now()
+		if err := step.do(); err != nil {
+			t.Fatal(err)
+		}
+		for call() != step.want {
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("the other instance never saw the %s", step.name)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if d := time.Since(start); d > 700*time.Millisecond {
+			t.Errorf("the other instance saw the %s after %v: not on the announcement", step.name, d)
+		}
+	}
+}

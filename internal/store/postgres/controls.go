@@ -34,7 +34,8 @@ var migration2 = migration{2, "paused agents and hybrid controls", []string{
 }}
 
 // bump bumps a version counter (its row lock serialises the changes it
-// counts) and announces the change.
+// counts) and announces the change: pauses_version as store.ChangePauses,
+// controls_version as store.ChangeControls.
 func bump(ctx context.Context, q querier, name string) error {
 	if _, err := q.Exec(ctx, `UPDATE counters SET value = value + 1 WHERE name = $1`, name); err != nil {
 		return err
