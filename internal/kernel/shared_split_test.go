@@ -11,6 +11,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/kernel"
+	"github.com/overseer-dev/overseer/internal/undo"
 )
 
 // A secret a session read through one instance is known to the others:
@@ -96,5 +97,50 @@ func TestSharedEgressReadAcrossInstances(t *testing.T) {
 	defer k.Close()
 	if v := send(k, "eg"); v.Allowed() {
 		t.Fatalf("the third instance let the session send the secret: %s %+v", v.Level, v.Reasons)
+	}
+}
+
+// Undo restores what its own instance kept. The index of kept content is
+// the fleet's, the content and the files are the instance's: an undo
+// through another instance removed, there, the file the action had
+// created (another machine's file of that name), and marked the action
+// undone, so that the instance that kept it could no longer undo it. It is
+// refused now, with nothing changed, and the keeping instance undoes it.
+func TestSharedUndoOnTheKeepingInstance(t *testing.T) {
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 2, time.Minute)
+	dir := t.TempDir()
+	old, made := filepath.Join(dir, "old.txt"), filepath.Join(dir, "made.txt")
+	if err := os.WriteFile(old, []byte("before\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := &action.Action{ID: "act_undo_fleet", Tool: "Bash", Agent: "claude-code", Session: "u", Cwd: dir,
+		Facts: action.Facts{Paths: []action.PathFact{{Path: old, Intent: action.PathWrite}, {Path: made, Intent: action.PathWrite}}}}
+	if err := ks[0].Snapshot(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	// The action runs: it changes one file and creates the other.
+	if err := os.WriteFile(old, []byte("after\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(made, []byte("new\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks[1].UndoAction(ctx, a.ID, "ann"); !errors.Is(err, undo.ErrElsewhere) {
+		t.Fatalf("undo through the other instance: %v", err)
+	}
+	for p, want := range map[string]string{old: "after\n", made: "new\n"} {
+		if b, err := os.ReadFile(p); err != nil || string(b) != want {
+			t.Fatalf("the other instance's undo changed %s: %q %v", p, b, err)
+		}
+	}
+	if _, err := ks[0].UndoAction(ctx, a.ID, "ann"); err != nil {
+		t.Fatalf("undo through the instance that kept it: %v", err)
+	}
+	if b, err := os.ReadFile(old); err != nil || string(b) != "before\n" {
+		t.Fatalf("after the undo: %q %v", b, err)
+	}
+	if _, err := os.Stat(made); !os.IsNotExist(err) {
+		t.Fatalf("the file the action made is still there: %v", err)
 	}
 }
