@@ -2,9 +2,12 @@ package kernel_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/undo"
+	"github.com/overseer-dev/overseer/internal/usage"
 )
 
 // A secret a session read through one instance is known to the others:
@@ -142,5 +146,44 @@ func TestSharedUndoOnTheKeepingInstance(t *testing.T) {
 	}
 	if _, err := os.Stat(made); !os.IsNotExist(err) {
 		t.Fatalf("the file the action made is still there: %v", err)
+	}
+}
+
+// A session with a very long name (an agent names its own) has its spend
+// counted on every instance, and does not stop the others' from being
+// written: the spend of all sessions is written behind in one transaction,
+// and PostgreSQL refused the long name's key (an index entry holds at most
+// 2704 bytes), so no spend of that instance was written at all — the
+// other instances' budget caps never saw it.
+func TestSharedSpendLongSession(t *testing.T) {
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 2, time.Second)
+	a, b := ks[0], ks[1]
+	if _, err := a.PutBudgetCap(ctx, usage.BudgetCap{ID: "day", Scope: usage.ScopeGlobal, MaxCostUSD: 10, Period: usage.Daily,
+		Action: usage.Stop, Enabled: true}, "ann"); err != nil {
+		t.Fatal(err)
+	}
+	var long strings.Builder
+	h := sha256.Sum256([]byte("session"))
+	for long.Len() < 6000 {
+		long.WriteString(hex.EncodeToString(h[:]))
+		h = sha256.Sum256(h[:])
+	}
+	a.RecordUse(ctx, kernel.Use{Agent: "codex", Session: long.String(), Model: "m", CostUSD: 0.25})
+	a.RecordUse(ctx, kernel.Use{Agent: "claude", Session: "s2", Model: "m", CostUSD: 0.5})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.Evaluate(ctx, read("nobody")) // reads the caps and the spend
+		var spent float64
+		for _, st := range b.Budgets() {
+			spent = st.Spent
+		}
+		if spent > 0.749 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the other instance sees $%.2f of a's $0.75", spent)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

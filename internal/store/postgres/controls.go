@@ -275,8 +275,8 @@ func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func
 			if !json.Valid(nv) {
 				return fmt.Errorf("state %s/%s: value is not valid JSON", ns, key)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO state (ns, key, value) VALUES ($1, $2, $3)
-				ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, ns, sk, string(nv)); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO state (ns, key, value, full_key) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, ns, sk, string(nv), fullKey(key)); err != nil {
 				return err
 			}
 		}
