@@ -36,7 +36,8 @@ var migration3 = migration{3, "state keys escaped", []string{
 // maxStoredKey is the longest escaped key stored as it is.
 const maxStoredKey = 1024
 
-// migration4 adds the column of long keys' full form (” for the others).
+// migration4 adds the column of long keys' full form (empty for the
+// others).
 var migration4 = migration{4, "long state keys", []string{
 	`ALTER TABLE state ADD COLUMN full_key text NOT NULL DEFAULT ''`,
 }}
