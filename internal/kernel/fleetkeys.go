@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/overseer-dev/overseer/internal/guard/egress"
+	"github.com/overseer-dev/overseer/internal/store"
 )
 
 // FleetNS is the state namespace of what the instances sharing a database
@@ -39,7 +40,7 @@ func (k *Kernel) checkEgressKey(ctx context.Context) error {
 		return fmt.Errorf("the egress guard's key: %w", err)
 	}
 	want, _ := json.Marshal(id)
-	return k.raw.UpdateState(ctx, FleetNS, EgressKeyID, func(old []byte) ([]byte, error) {
+	check := func(old []byte) ([]byte, error) {
 		if old == nil {
 			return want, nil
 		}
@@ -48,5 +49,13 @@ func (k *Kernel) checkEgressKey(ctx context.Context) error {
 			return nil, fmt.Errorf("%w: copy %s from an instance's home to this one's (docs/deploy.md)", ErrEgressKey, egress.KeyFile)
 		}
 		return old, nil
-	})
+	}
+	// Recorded already (every start but the fleet's first): a read.
+	if old, err := k.raw.GetState(ctx, FleetNS, EgressKeyID); err == nil {
+		_, err = check(old)
+		return err
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("reading the fleet's egress key: %w", err)
+	}
+	return k.raw.UpdateState(ctx, FleetNS, EgressKeyID, check)
 }
