@@ -747,7 +747,8 @@ type PruneStats struct {
 
 // Prune drops the undo data of actions kept longer ago than maxAge, then of
 // the oldest actions until the content still referenced is at most
-// maxBytes, and removes blobs no action refers to. A zero maxAge or
+// maxBytes, and removes blobs no action refers to. With a shared index it
+// prunes what this instance kept (Options.Instance). A zero maxAge or
 // maxBytes does not limit by that measure.
 func (s *Store) Prune(ctx context.Context, maxAge time.Duration, maxBytes int64) (PruneStats, error) {
 	s.mu.Lock()
@@ -756,6 +757,13 @@ func (s *Store) Prune(ctx context.Context, maxAge time.Duration, maxBytes int64)
 	all, err := s.all(ctx)
 	if err != nil {
 		return st, err
+	}
+	// Only this instance's: another's entries refer to its own blobs, and
+	// it prunes them by its own measure.
+	for id, es := range all {
+		if len(es) > 0 && es[0].Instance != s.opts.Instance {
+			delete(all, id)
+		}
 	}
 	ids := actionOrder(all)
 	now := s.opts.Clock.Now()
