@@ -754,7 +754,7 @@ func TestSharedAutoRuleAnnounced(t *testing.T) {
 // An agent paused on one instance is refused on the others as soon as
 // they hear the change announced, not at their next periodic read of the
 // pauses (a second later): the paused agent's calls through another
-// instance ran meanwhile. Resuming is heard alike.
+// instance ran meanwhile. Resuming, and a new rate limit, are heard alike.
 func TestSharedPauseAnnounced(t *testing.T) {
 	ctx := context.Background()
 	ks, _, _ := openShared(t, 2, time.Minute)
@@ -776,6 +776,11 @@ func TestSharedPauseAnnounced(t *testing.T) {
 	}{
 		{"pause", func() error { return ks[0].PauseAgent(ctx, "codex", "stop it", "ann") }, action.Block},
 		{"resume", func() error { return ks[0].ResumeAgent(ctx, "codex", "ann") }, action.Auto},
+		{"rate limit", func() error {
+			_, err := ks[0].PutRateLimit(ctx, usage.RateLimit{ID: "one", Agent: "codex", MaxCalls: 1, WindowSeconds: 3600,
+				Action: usage.Block, Enabled: true}, "ann")
+			return err
+		}, action.Block},
 	} {
 		if l := call(); l == step.want { // the second instance has just read the pauses
 			t.Fatalf("before the %s: %s", step.name, l)
