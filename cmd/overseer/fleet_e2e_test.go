@@ -17,6 +17,7 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/audit"
 	"github.com/overseer-dev/overseer/internal/frontend/web"
+	"github.com/overseer-dev/overseer/internal/kernel"
 	"github.com/overseer-dev/overseer/internal/overseertest"
 	"github.com/overseer-dev/overseer/internal/store"
 	"github.com/overseer-dev/overseer/internal/store/pgtest"
@@ -78,7 +79,7 @@ func startFleetPolicy(t *testing.T, n int, policy func(url string) string, prepa
 			prepare(home)
 		}
 		if i > 0 {
-			for _, name := range []string{"token", audit.SealFile, web.KeyName} {
+			for _, name := range []string{"token", audit.SealFile, web.KeyName, kernel.EgressKeyFile} {
 				b, err := os.ReadFile(filepath.Join(f.homes[0], name))
 				if err != nil {
 					t.Fatal(err)

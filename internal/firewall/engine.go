@@ -333,7 +333,7 @@ func (ev *evaluation) behaviour() {
 		// A person who let a run of a tool's calls go on has said the
 		// session's pace with it is theirs: the limit doubles with each
 		// such approval (the count started again at it), up to 8 times.
-		sameTool <<= min(ls.LoopApprovals(sessionKey(a), a.Tool), maxLoopDoublings)
+		sameTool <<= min(ls.LoopApprovals(sessionKey(a), sampleTool(a)), maxLoopDoublings)
 	}
 	if a.Confidence != nil && *a.Confidence < set.LowConfidence {
 		// A decider that is unsure of itself gets less rope.
@@ -346,13 +346,14 @@ func (ev *evaluation) behaviour() {
 	if effect {
 		nTool = 1
 	}
+	tool := sampleTool(a)
 	for _, s := range ev.e.signals.Recent(sessionKey(a), window) {
 		if s.ArgsHash != hash && s.Writes {
 			// Something changed since: a repeat after it is a retry, not
 			// a loop.
 			nArgs = 1
 		}
-		if s.Tool != a.Tool {
+		if s.Tool != tool {
 			continue
 		}
 		if s.ArgsHash == hash {
@@ -434,8 +435,15 @@ func effects(a *action.Action, reasons []action.Reason, m action.ToolMapping, kn
 
 // sessionKey groups an action's behaviour signals.
 func sessionKey(a *action.Action) string {
-	return a.Agent + "/" + a.Session
+	return perception.BoundName(a.Agent + "/" + a.Session)
 }
+
+// sampleTool is the tool name under which the signals count a's calls
+// (perception.BoundName).
+func sampleTool(a *action.Action) string { return perception.BoundName(a.Tool) }
+
+// SampleTool is the tool name under which the kernel records a's samples.
+func SampleTool(a *action.Action) string { return sampleTool(a) }
 
 // SessionKey is the key under which the kernel records an action's signals.
 func SessionKey(a *action.Action) string { return sessionKey(a) }

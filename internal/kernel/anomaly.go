@@ -228,6 +228,13 @@ func (k *Kernel) rollbackAgent(ctx context.Context, ev *AnomalyEvent, depth int,
 			continue
 		}
 		restored, rerr := u.Restore(ctx, r.ActionID)
+		if errors.Is(rerr, undo.ErrElsewhere) {
+			// Another instance of the fleet kept it: its machine's files,
+			// which only it restores. Nothing was done here.
+			item.Reason = rerr.Error()
+			rb.Skipped = append(rb.Skipped, item)
+			continue
+		}
 		for _, e := range restored {
 			item.Files += len(e.Files)
 		}

@@ -473,7 +473,7 @@ func TestSharedForgedAutoApproveNotUsed(t *testing.T) {
 	if _, err := kernel.LoadConsoleKey(filepath.Join(ks[0].Home, kernel.ConsoleKeyName)); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{kernel.PolicyName, audit.SealFile, kernel.ConsoleKeyName} {
+	for _, name := range []string{kernel.PolicyName, audit.SealFile, kernel.ConsoleKeyName, kernel.EgressKeyFile} {
 		b, err := os.ReadFile(filepath.Join(ks[0].Home, name))
 		if err != nil {
 			t.Fatal(err)

@@ -188,6 +188,12 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	k := &Kernel{Home: cfg.Home, PolicyFile: polFile, Clock: cfg.Clock, raw: st, pauses: &pauses{}}
 	_, k.shared = st.(store.Watcher)
 	k.Store = audited{Store: st, k: k}
+	if k.shared {
+		if err := k.checkEgressKey(ctx); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
 	if sealer != nil {
 		if k.Sealing, err = sealer.SetUp(ctx, st, cfg.Home, cfg.Clock.Now); err != nil {
 			st.Close()
@@ -424,8 +430,9 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 	}
 	key := firewall.SessionKey(a)
 	effect, writes := k.Engine.Effects(a, &v)
-	k.Bus.RecordSample(key, perception.ActionSample{Tool: a.Tool, ArgsHash: v.ArgsHash, Effect: effect, Writes: writes})
-	k.shareSample(sharedSample{Session: key, ActionSample: perception.ActionSample{Tool: a.Tool, ArgsHash: v.ArgsHash,
+	tool := firewall.SampleTool(a)
+	k.Bus.RecordSample(key, perception.ActionSample{Tool: tool, ArgsHash: v.ArgsHash, Effect: effect, Writes: writes})
+	k.shareSample(sharedSample{Session: key, ActionSample: perception.ActionSample{Tool: tool, ArgsHash: v.ArgsHash,
 		Time: k.Clock.Now(), Effect: effect, Writes: writes}})
 	if refusedAgain(&v) {
 		// A person refused this call before; counting the repeat is what
@@ -546,8 +553,9 @@ func (k *Kernel) onAnswer(ctx context.Context, apr *store.Approval, ans store.An
 		if loopLimited(&apr.Verdict) {
 			// The person looked at a call a loop limit put to them:
 			// counting starts again.
-			k.Bus.ForgetTool(key, apr.Tool)
-			k.shareSample(sharedSample{Session: key, ActionSample: perception.ActionSample{Tool: apr.Tool}, Forget: true})
+			tool := firewall.SampleTool(a)
+			k.Bus.ForgetTool(key, tool)
+			k.shareSample(sharedSample{Session: key, ActionSample: perception.ActionSample{Tool: tool}, Forget: true})
 		}
 		if err := k.observe(ctx, a, apr.Level, true); err != nil {
 			return err

@@ -46,7 +46,7 @@ func openShared(t testing.TB, n int, poll time.Duration) ([]*kernel.Kernel, audi
 			if _, err := kernel.LoadConsoleKey(filepath.Join(ks[0].Home, kernel.ConsoleKeyName)); err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range []string{audit.SealFile, kernel.ConsoleKeyName} {
+			for _, name := range []string{audit.SealFile, kernel.ConsoleKeyName, kernel.EgressKeyFile} {
 				key, err := os.ReadFile(filepath.Join(ks[0].Home, name))
 				if err != nil {
 					t.Fatal(err)
@@ -480,13 +480,26 @@ func TestSharedSpendAtTheEdge(t *testing.T) {
 // them: the same call made once on each of two instances and a third time
 // on the first is a loop (settings.loop: the third identical call within
 // five minutes), as it is on one instance. A person's approval of the call
-// the loop limit put to them starts the count again on both.
+// the loop limit put to them starts the count again on both. A session
+// (or tool name) longer than a published batch holds is counted too: its
+// samples were left out of the batches, so an agent that named its
+// session so looped unseen across the instances.
 func TestSharedRepeatDetection(t *testing.T) {
+	for _, tc := range []struct{ name, session, tool string }{
+		{"short", "loop", "Read"},
+		{"long session", strings.Repeat("loop-", 2000), "Read"},
+		{"long tool", "loop", "Read" + strings.Repeat("_", 8000)},
+	} {
+		t.Run(tc.name, func(t *testing.T) { sharedRepeatDetection(t, tc.session, tc.tool) })
+	}
+}
+
+func sharedRepeatDetection(t *testing.T, session, tool string) {
 	ctx := context.Background()
 	ks, _, _ := openShared(t, 2, 20*time.Millisecond)
 	a, b := ks[0], ks[1]
 	same := func() *action.Action {
-		return &action.Action{Tool: "Read", Agent: "codex", Session: "loop", Cwd: "/proj",
+		return &action.Action{Tool: tool, Kind: action.KindFileRead, Agent: "codex", Session: session, Cwd: "/proj",
 			Args: map[string]any{"file_path": "/proj/same.go"}}
 	}
 	looped := func(v action.Verdict) bool {
@@ -735,5 +748,55 @@ func TestSharedAutoRuleAnnounced(t *testing.T) {
 	}
 	if d := time.Since(start); d > 800*time.Millisecond {
 		t.Errorf("the other instance applied the rule after %v: not on the announcement", d)
+	}
+}
+
+// An agent paused on one instance is refused on the others as soon as
+// they hear the change announced, not at their next periodic read of the
+// pauses (a second later): the paused agent's calls through another
+// instance ran meanwhile. Resuming, and a new rate limit, are heard alike.
+func TestSharedPauseAnnounced(t *testing.T) {
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 2, time.Minute)
+	n := 0
+	call := func() action.Level {
+		t.Helper()
+		n++ // a file of its own each time: no repeat
+		sub, err := ks[1].Submit(ctx, &action.Action{Tool: "Read", Agent: "codex", Session: "p", Cwd: "/proj",
+			Args: map[string]any{"file_path": fmt.Sprintf("/proj/p%d.go", n)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sub.Verdict.Level
+	}
+	for _, step := range []struct {
+		name string
+		do   func() error
+		want action.Level
+	}{
+		{"pause", func() error { return ks[0].PauseAgent(ctx, "codex", "stop it", "ann") }, action.Block},
+		{"resume", func() error { return ks[0].ResumeAgent(ctx, "codex", "ann") }, action.Auto},
+		{"rate limit", func() error {
+			_, err := ks[0].PutRateLimit(ctx, usage.RateLimit{ID: "one", Agent: "codex", MaxCalls: 1, WindowSeconds: 3600,
+				Action: usage.Block, Enabled: true}, "ann")
+			return err
+		}, action.Block},
+	} {
+		if l := call(); l == step.want { // the second instance has just read the pauses
+			t.Fatalf("before the %s: %s", step.name, l)
+		}
+		start := time.Now()
+		if err := step.do(); err != nil {
+			t.Fatal(err)
+		}
+		for call() != step.want {
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("the other instance never saw the %s", step.name)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if d := time.Since(start); d > 700*time.Millisecond {
+			t.Errorf("the other instance saw the %s after %v: not on the announcement", step.name, d)
+		}
 	}
 }

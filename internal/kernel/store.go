@@ -171,6 +171,12 @@ func (k *Kernel) watch(ctx context.Context, w store.Watcher, listening chan<- st
 			_ = k.Engine.Reload(ctx) // a failure is kept by the engine: actions go to a person
 		case changeSamples:
 			k.takeSamples(c.ID)
+		case store.ChangePauses, store.ChangeControls:
+			// Another instance paused or resumed an agent, or changed a
+			// rate limit or budget cap: the next call reads them again
+			// before it is judged (not at the periodic read, a second
+			// later, while the paused agent's calls ran here).
+			k.pauses.checked.Store(0)
 		case store.ChangeState:
 			if c.ID == nsBudgetUsage {
 				k.kickSpend()

@@ -115,8 +115,24 @@ func (k *Kernel) Reads() *paths.StoreTracker {
 }
 
 // Undo opens the store of previous file contents ($OVERSEER_HOME/undo).
+// With a shared database its index is the fleet's, its content this
+// instance's: entries are marked with the instance (its host name and
+// undo directory), and only the instance that kept one restores it.
 func (k *Kernel) Undo() (*undo.Store, error) {
-	return undo.New(filepath.Join(k.Home, UndoDir), k.Store, undo.Options{Clock: k.Clock})
+	dir := filepath.Join(k.Home, UndoDir)
+	opts := undo.Options{Clock: k.Clock}
+	if k.shared {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "this host"
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("undo: %w", err)
+		}
+		opts.Instance = host + ":" + abs
+	}
+	return undo.New(dir, k.Store, opts)
 }
 
 // Snapshot keeps the previous content of every path an allowed action is
@@ -393,8 +409,8 @@ func (k *Kernel) UndoAction(ctx context.Context, actionID, who string) ([]undo.E
 		return nil, err
 	}
 	entries, rerr := u.Restore(ctx, actionID)
-	if errors.Is(rerr, undo.ErrNotFound) || errors.Is(rerr, undo.ErrAlreadyRestored) {
-		return entries, rerr
+	if errors.Is(rerr, undo.ErrNotFound) || errors.Is(rerr, undo.ErrAlreadyRestored) || errors.Is(rerr, undo.ErrElsewhere) {
+		return entries, rerr // nothing was done
 	}
 	rec := UndoRecord{Who: who}
 	for _, e := range entries {

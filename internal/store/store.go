@@ -424,7 +424,8 @@ type ControlStore interface {
 // policy layer changed). Kind "resync" means changes may have been missed
 // (the watch starts, or starts again after an interruption): re-read
 // everything waited on. Kind "state" is a change of a namespace of the
-// state (UpdateStates; ID is the namespace).
+// state (UpdateStates; ID is the namespace). Kinds "pauses" and
+// "controls" are changes of the paused agents and of the controls.
 type Change struct {
 	Kind string
 	ID   string
@@ -436,6 +437,8 @@ const (
 	ChangeRules    = "rules"
 	ChangeResync   = "resync"
 	ChangeState    = "state"
+	ChangePauses   = "pauses"
+	ChangeControls = "controls"
 )
 
 // Locker is an optional ability of a Store shared by several processes:

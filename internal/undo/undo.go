@@ -56,6 +56,11 @@ var (
 	// ErrMoved means a path's parent directory now leads somewhere else (it
 	// was replaced by a symbolic link), so restoring there is refused.
 	ErrMoved = errors.New("undo: the file's directory has moved")
+	// ErrElsewhere means the action's previous content was kept by another
+	// instance sharing the index (Options.Instance): its paths are that
+	// instance's machine's and its content is in that instance's
+	// directory, so only that instance restores it.
+	ErrElsewhere = errors.New("undo: kept by another instance")
 )
 
 // Options bound what is kept. Zero values take the defaults.
@@ -68,6 +73,11 @@ type Options struct {
 	// Prune, so a Keep running in another process is not robbed of the blob
 	// it has just written.
 	GCGrace time.Duration
+	// Instance names this store among the stores sharing one index (the
+	// instances of a fleet, on one database; "" when the index is this
+	// store's alone). Entries record it, and Restore refuses the entries
+	// another instance kept (ErrElsewhere).
+	Instance string
 }
 
 func (o Options) withDefaults() Options {
@@ -116,6 +126,9 @@ type Entry struct {
 	More           int       `json:"more,omitempty"`
 	MoreNotCounted bool      `json:"more_not_counted,omitempty"`
 	RestoredAt     time.Time `json:"restored_at,omitzero"`
+	// Instance is the store that kept it (Options.Instance), when the
+	// index is shared.
+	Instance string `json:"instance,omitempty"`
 }
 
 // Store keeps and restores previous content. It is safe for concurrent use.
@@ -174,7 +187,7 @@ func (s *Store) Keep(ctx context.Context, actionID, session, path string) (Entry
 	} else if !errors.Is(err, ErrNotFound) {
 		return Entry{}, err
 	}
-	e := Entry{ActionID: actionID, Session: session, Path: path, At: s.opts.Clock.Now()}
+	e := Entry{ActionID: actionID, Session: session, Path: path, At: s.opts.Clock.Now(), Instance: s.opts.Instance}
 	if err := s.capture(ctx, &e); err != nil {
 		return Entry{}, err
 	}
@@ -406,6 +419,19 @@ func (s *Store) Restore(ctx context.Context, actionID string) ([]Entry, error) {
 	for _, e := range entries {
 		if !e.RestoredAt.IsZero() {
 			return entries, fmt.Errorf("%s was undone at %s: %w", actionID, e.RestoredAt.Format(time.RFC3339), ErrAlreadyRestored)
+		}
+	}
+	for _, e := range entries {
+		// An entry of another instance names files of its machine, whose
+		// content is in its directory: restoring it here would remove or
+		// write this machine's files of the same names, and mark the
+		// action undone where it was not.
+		if e.Instance != s.opts.Instance {
+			where := e.Instance
+			if where == "" {
+				where = "an instance of its own"
+			}
+			return entries, fmt.Errorf("%s was kept by %s: undo it there: %w", actionID, where, ErrElsewhere)
 		}
 	}
 	var errs []error
@@ -721,7 +747,8 @@ type PruneStats struct {
 
 // Prune drops the undo data of actions kept longer ago than maxAge, then of
 // the oldest actions until the content still referenced is at most
-// maxBytes, and removes blobs no action refers to. A zero maxAge or
+// maxBytes, and removes blobs no action refers to. With a shared index it
+// prunes what this instance kept (Options.Instance). A zero maxAge or
 // maxBytes does not limit by that measure.
 func (s *Store) Prune(ctx context.Context, maxAge time.Duration, maxBytes int64) (PruneStats, error) {
 	s.mu.Lock()
@@ -730,6 +757,13 @@ func (s *Store) Prune(ctx context.Context, maxAge time.Duration, maxBytes int64)
 	all, err := s.all(ctx)
 	if err != nil {
 		return st, err
+	}
+	// Only this instance's: another's entries refer to its own blobs, and
+	// it prunes them by its own measure.
+	for id, es := range all {
+		if len(es) > 0 && es[0].Instance != s.opts.Instance {
+			delete(all, id)
+		}
 	}
 	ids := actionOrder(all)
 	now := s.opts.Clock.Now()

@@ -531,3 +531,37 @@ func TestBlobPermissions(t *testing.T) {
 		t.Errorf("blob = %q", b)
 	}
 }
+
+// Two stores sharing one index (a fleet's instances on one database), each
+// with its own directory: each restores and prunes only what it kept.
+func TestSharedIndexInstances(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Options{Instance: "a"})
+	b, err := New(filepath.Join(t.TempDir(), "undo"), e.db, Options{Instance: "b", Clock: e.clk, GCGrace: -time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.write(t, "f.txt", "before", 0o644)
+	if _, err := e.s.Keep(ctx, "act_a", "s", p); err != nil {
+		t.Fatal(err)
+	}
+	q := e.write(t, "g.txt", "other", 0o644)
+	if _, err := b.Keep(ctx, "act_b", "s", q); err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, "f.txt", "after", 0o644)
+	if _, err := b.Restore(ctx, "act_a"); !errors.Is(err, ErrElsewhere) {
+		t.Fatalf("restore through the other instance: %v", err)
+	}
+	if readFile(t, p) != "after" {
+		t.Fatal("the other instance changed the file")
+	}
+	// b prunes everything it may: its own action only.
+	e.clk.Advance(time.Hour)
+	if st, err := b.Prune(ctx, time.Minute, 0); err != nil || st.Actions != 1 {
+		t.Fatalf("b's prune: %+v %v", st, err)
+	}
+	if _, err := e.s.Restore(ctx, "act_a"); err != nil || readFile(t, p) != "before" {
+		t.Fatalf("restore through the instance that kept it: %v", err)
+	}
+}

@@ -34,7 +34,7 @@ func TestGatewayOnSharedDatabase(t *testing.T) {
 		t.Fatalf("first instance, first sight: %v", names)
 	}
 	// The second instance gets the fleet's keys (docs/deploy.md).
-	for _, name := range []string{audit.SealFile, kernel.ConsoleKeyName} {
+	for _, name := range []string{audit.SealFile, kernel.ConsoleKeyName, kernel.EgressKeyFile} {
 		b, err := os.ReadFile(filepath.Join(homes[0], name))
 		if err != nil {
 			t.Fatal(err)

@@ -555,6 +555,10 @@ func (c *Console) apiUndo(w http.ResponseWriter, r *http.Request, sess *session)
 	case errors.Is(err, undo.ErrAlreadyRestored):
 		writeErr(w, http.StatusConflict, "already_undone", "action "+id+" was undone already")
 		return
+	case errors.Is(err, undo.ErrElsewhere):
+		// Another instance of the fleet kept it (its machine's files).
+		writeErr(w, http.StatusConflict, "kept_elsewhere", err.Error())
+		return
 	}
 	resp := map[string]any{"action_id": id, "entries": entries, "ok": err == nil}
 	if err != nil {

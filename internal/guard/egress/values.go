@@ -2,6 +2,9 @@ package egress
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +59,23 @@ func loadKey(home string) ([]byte, error) {
 		return nil, err
 	}
 	return k, f.Close()
+}
+
+// KeyID returns a name of the fingerprint key in home (creating the key
+// if there is none): the instances of a fleet compare it, since a
+// fingerprint one of them stored finds its secret only under the same key
+// (see kernel: egress key check). It tells nothing of the key.
+func KeyID(home string) (string, error) {
+	if home == "" {
+		return "", errors.New("egress: no home for the fingerprint key")
+	}
+	k, err := loadKey(home)
+	if err != nil {
+		return "", err
+	}
+	m := hmac.New(sha256.New, k)
+	m.Write([]byte("overseer egress key id v1"))
+	return hex.EncodeToString(m.Sum(nil)[:16]), nil
 }
 
 // secretEnvName matches the names of environment variables that hold

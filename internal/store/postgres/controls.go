@@ -34,7 +34,8 @@ var migration2 = migration{2, "paused agents and hybrid controls", []string{
 }}
 
 // bump bumps a version counter (its row lock serialises the changes it
-// counts) and announces the change.
+// counts) and announces the change: pauses_version as store.ChangePauses,
+// controls_version as store.ChangeControls.
 func bump(ctx context.Context, q querier, name string) error {
 	if _, err := q.Exec(ctx, `UPDATE counters SET value = value + 1 WHERE name = $1`, name); err != nil {
 		return err
@@ -274,8 +275,8 @@ func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func
 			if !json.Valid(nv) {
 				return fmt.Errorf("state %s/%s: value is not valid JSON", ns, key)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO state (ns, key, value) VALUES ($1, $2, $3)
-				ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, ns, sk, string(nv)); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO state (ns, key, value, full_key) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, ns, sk, string(nv), fullKey(key)); err != nil {
 				return err
 			}
 		}

@@ -90,6 +90,7 @@ var migrations = []migration{
 	}},
 	migration2, // controls.go
 	migration3, // statekey.go
+	migration4, // statekey.go
 }
 
 // SchemaVersion is the schema version this program writes.

@@ -334,6 +334,7 @@ func TestMigrationEscapesOldStateKeys(t *testing.T) {
 	// Back to version 2, with the keys as version 2 stored them.
 	for _, q := range []string{
 		`DELETE FROM schema_migrations WHERE version >= 3`,
+		`ALTER TABLE state DROP COLUMN full_key`,
 		`INSERT INTO state (ns, key, value) VALUES ('old', '100%', '1'), ('old', 'a%41', '2'), ('old', 'plain', '3')`,
 	} {
 		if _, err := c.Exec(ctx, q); err != nil {

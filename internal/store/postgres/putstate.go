@@ -25,8 +25,8 @@ func putState(ctx context.Context, q querier, e *store.PutStateEffect) error {
 		return err
 	}
 	if e.IfAbsent {
-		tag, err := q.Exec(ctx, `INSERT INTO state (ns, key, value) VALUES ($1, $2, $3) ON CONFLICT (ns, key) DO NOTHING`,
-			e.NS, key, string(e.Value))
+		tag, err := q.Exec(ctx, `INSERT INTO state (ns, key, value, full_key) VALUES ($1, $2, $3, $4) ON CONFLICT (ns, key) DO NOTHING`,
+			e.NS, key, string(e.Value), fullKey(e.Key))
 		if err != nil {
 			return err
 		}
@@ -35,8 +35,8 @@ func putState(ctx context.Context, q querier, e *store.PutStateEffect) error {
 		}
 		return nil
 	}
-	_, err := q.Exec(ctx, `INSERT INTO state (ns, key, value) VALUES ($1, $2, $3)
-		ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, e.NS, key, string(e.Value))
+	_, err := q.Exec(ctx, `INSERT INTO state (ns, key, value, full_key) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, e.NS, key, string(e.Value), fullKey(e.Key))
 	return err
 }
 
@@ -87,8 +87,8 @@ func (r *putRun) flush(ctx context.Context, q batcher) error {
 // $3 (one array each, in the order to lock them).
 const lockStatesSQL = `SELECT pg_advisory_xact_lock($1, hashtext(ns || '/' || key)) FROM unnest($2::text[], $3::text[]) AS k(ns, key)`
 
-// putStatesSQL writes the rows $1, $2, $3 (no key twice).
-const putStatesSQL = `INSERT INTO state (ns, key, value) SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+// putStatesSQL writes the rows $1, $2, $3, $4 (no key twice).
+const putStatesSQL = `INSERT INTO state (ns, key, value, full_key) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
 	ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`
 
 // queue adds the run's statements to b and empties the run.
@@ -108,10 +108,10 @@ func (r *putRun) queue(b *batch) {
 		return cmp.Or(cmp.Compare(a.NS, b.NS), cmp.Compare(a.Key, b.Key))
 	})
 	keys = slices.CompactFunc(keys, func(a, b *store.PutStateEffect) bool { return a.NS == b.NS && a.Key == b.Key })
-	ns, key, val := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	ns, key, val, full := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	for i, e := range keys {
-		ns[i], key[i], val[i] = e.NS, storedKey(e.Key), string(e.Value)
+		ns[i], key[i], val[i], full[i] = e.NS, storedKey(e.Key), string(e.Value), fullKey(e.Key)
 	}
 	b.Queue(lockStatesSQL, stateClass, ns, key)
-	b.Queue(putStatesSQL, ns, key, val)
+	b.Queue(putStatesSQL, ns, key, val, full)
 }

@@ -82,8 +82,8 @@ func (d *DB) UpdateState(ctx context.Context, ns, key string, fn func(old []byte
 		if !json.Valid(nv) {
 			return d.wrap(ctx, "update state", fmt.Errorf("state %s/%s: value is not valid JSON", ns, key))
 		}
-		b.Queue(`INSERT INTO state (ns, key, value) VALUES ($1, $2, $3)
-			ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, ns, sk, string(nv))
+		b.Queue(`INSERT INTO state (ns, key, value, full_key) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, ns, sk, string(nv), fullKey(key))
 	}
 	b.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, b); err != nil {
@@ -98,17 +98,17 @@ func (d *DB) UpdateState(ctx context.Context, ns, key string, fn func(old []byte
 func (d *DB) ListState(ctx context.Context, ns string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	err := d.readOne(ctx, "list state", func(q querier) error {
-		rows, err := q.Query(ctx, `SELECT key, value FROM state WHERE ns = $1`, ns)
+		rows, err := q.Query(ctx, `SELECT key, value, full_key FROM state WHERE ns = $1`, ns)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var k, v string
-			if err := rows.Scan(&k, &v); err != nil {
+			var k, v, full string
+			if err := rows.Scan(&k, &v, &full); err != nil {
 				return err
 			}
-			out[keyOf(k)] = []byte(v)
+			out[listedKey(k, full)] = []byte(v)
 		}
 		return rows.Err()
 	})

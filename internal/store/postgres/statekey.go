@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"unicode/utf8"
 )
@@ -20,8 +22,59 @@ var migration3 = migration{3, "state keys escaped", []string{
 	`UPDATE state SET key = replace(key, '%', '%25') WHERE strpos(key, '%') > 0`,
 }}
 
-// storedKey is key as the state table holds it.
+// Long keys. PostgreSQL refuses an index entry over 2704 bytes, and the
+// state table's key is its primary key's: a key longer than that (a
+// session name an agent made up, in a quota bucket's or a spend counter's
+// key) failed its write — and with it every other key written in the same
+// transaction (the spend of every session, flushed together), where the
+// SQLite store takes any key. A key whose escaped form is longer than
+// maxStoredKey is stored as its first bytes, "%~" (which no escaped key
+// holds: a '%' there is followed by two hex digits) and the SHA-256 of the
+// key, and its row keeps the escaped key whole in full_key (not indexed),
+// from which ListState gives it back.
+
+// maxStoredKey is the longest escaped key stored as it is.
+const maxStoredKey = 1024
+
+// migration4 adds the column of long keys' full form (empty for the
+// others).
+var migration4 = migration{4, "long state keys", []string{
+	`ALTER TABLE state ADD COLUMN full_key text NOT NULL DEFAULT ''`,
+}}
+
+// storedKey is key as the state table's key column holds it.
 func storedKey(key string) string {
+	s := escapedKey(key)
+	if len(s) <= maxStoredKey {
+		return s
+	}
+	h := sha256.Sum256([]byte(key))
+	cut := 256
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "%~" + hex.EncodeToString(h[:])
+}
+
+// fullKey is what the full_key column of key's row holds: its escaped form
+// when it is too long to be stored as it is, else "".
+func fullKey(key string) string {
+	if s := escapedKey(key); len(s) > maxStoredKey {
+		return s
+	}
+	return ""
+}
+
+// listedKey is the caller's key of a row: from full_key when it is set.
+func listedKey(stored, full string) string {
+	if full != "" {
+		return keyOf(full)
+	}
+	return keyOf(stored)
+}
+
+// escapedKey is key with '%', NUL and invalid UTF-8 escaped.
+func escapedKey(key string) string {
 	if !needsEscape(key) {
 		return key
 	}

@@ -937,6 +937,18 @@ func testOddRecord(t *testing.T, st store.Store) {
 	}
 }
 
+// longKey is a key of about n bytes that does not compress: hex of a
+// SHA-256 chain from seed.
+func longKey(seed string, n int) string {
+	var b strings.Builder
+	h := sha256.Sum256([]byte(seed))
+	for b.Len() < n {
+		b.WriteString(hex.EncodeToString(h[:]))
+		h = sha256.Sum256(h[:])
+	}
+	return b.String()
+}
+
 // testStateKeys: a state key is any string, as its callers make them (the
 // MCP gateway's pins and the shared quotas join their parts with NUL; a
 // key may hold a name an agent made up): each is written, read, listed
@@ -945,6 +957,10 @@ func testOddRecord(t *testing.T, st store.Store) {
 func testStateKeys(t *testing.T, st store.Store) {
 	ctx := t.Context()
 	keys := []string{"srv\x00fact", "srv\x00prompt\x00p", "odd\x00\xff", "\xe2\x82", "100%", "%00", "%25", "%2", "a%41", "aA", "é/ü", ""}
+	// Long keys that do not compress (an index entry holds at most 2704
+	// bytes in PostgreSQL), two that differ only at their end, one with
+	// bytes to escape: first, so that the batch below writes them.
+	keys = append([]string{longKey("a", 6000), longKey("a", 6000) + "!", "\x00%" + longKey("b", 3000) + "\xff"}, keys...)
 	for i, k := range keys {
 		v := strconv.Itoa(i)
 		if err := st.UpdateState(ctx, "keys", k, func(old []byte) ([]byte, error) {
@@ -999,14 +1015,16 @@ func testStateKeys(t *testing.T, st store.Store) {
 		{Rec: store.AuditRecord{Type: "ingested"}, Effect: &store.PutStateEffect{NS: "keys", Key: "put\x00plain", Value: json.RawMessage(`1`)}},
 		{Rec: store.AuditRecord{Type: "ingested"}, Effect: &store.PutStateEffect{NS: "keys", Key: "put\x00once\xff", Value: json.RawMessage(`2`), IfAbsent: true}},
 		{Rec: store.AuditRecord{Type: "ingested"}, Effect: &store.PutStateEffect{NS: "keys", Key: "put\x00once\xff", Value: json.RawMessage(`3`), IfAbsent: true}},
+		{Rec: store.AuditRecord{Type: "ingested"}, Effect: &store.PutStateEffect{NS: "keys", Key: longKey("put", 4000), Value: json.RawMessage(`4`)}},
+		{Rec: store.AuditRecord{Type: "ingested"}, Effect: &store.PutStateEffect{NS: "keys", Key: longKey("once", 4000), Value: json.RawMessage(`5`), IfAbsent: true}},
 	}
 	if err := st.AppendAuditBatch(ctx, &store.AuditBatch{Writes: ws, Seal: batchSeal}); err != nil {
 		t.Fatal(err)
 	}
-	if ws[0].Err != nil || ws[1].Err != nil || !errors.Is(ws[2].Err, store.ErrExists) {
-		t.Errorf("state puts: %v, %v, %v (want nil, nil, ErrExists)", ws[0].Err, ws[1].Err, ws[2].Err)
+	if ws[0].Err != nil || ws[1].Err != nil || !errors.Is(ws[2].Err, store.ErrExists) || ws[3].Err != nil || ws[4].Err != nil {
+		t.Errorf("state puts: %v, %v, %v, %v, %v (want nil, nil, ErrExists, nil, nil)", ws[0].Err, ws[1].Err, ws[2].Err, ws[3].Err, ws[4].Err)
 	}
-	for k, want := range map[string]string{"put\x00plain": "1", "put\x00once\xff": "2"} {
+	for k, want := range map[string]string{"put\x00plain": "1", "put\x00once\xff": "2", longKey("put", 4000): "4", longKey("once", 4000): "5"} {
 		if got, err := st.GetState(ctx, "keys", k); err != nil || string(got) != want {
 			t.Errorf("put %q = %q (%v), want %s", k, got, err, want)
 		}
