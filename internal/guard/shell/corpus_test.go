@@ -115,9 +115,18 @@ func corpusEnvAt(tb testing.TB, root string) Env {
 			"- {name: tunnel, cluster: {server: \"https://127.0.0.1:6443\", proxy-url: \"socks5://bastion.example.com:1080\"}}\n" +
 			"contexts:\n- {name: kind-platform, context: {cluster: kind-platform}}\n- {name: prod-eu, context: {cluster: prod-eu}}\n" +
 			"- {name: via-bastion, context: {cluster: tunnel}}\n",
-		"home/u/proj/data/orders.csv":    "order_id,status,amount_cents\n1,paid,4200\n",
-		"home/u/proj/data/customers.csv": "customer_id,country\n10,GB\n",
-		"home/u/proj/infra-file/main.tf": "output \"k\" {\n  value = file(\"/home/u/.aws/credentials\")\n}\n",
+		"home/u/proj/charts/api/Chart.yaml":                "apiVersion: v2\nname: api\nversion: 0.1.0\n",
+		"home/u/proj/charts/api/values.yaml":               "resources:\n  limits:\n    memory: 256Mi\n",
+		"home/u/proj/charts/api/values-dev.yaml":           "resources:\n  limits:\n    memory: 512Mi\n",
+		"home/u/proj/charts/api/templates/deployment.yaml": "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - name: api\n          resources: {{- toYaml .Values.resources | nindent 12 }}\n",
+		"home/u/proj/charts/priv/Chart.yaml":               "apiVersion: v2\nname: priv\nversion: 0.1.0\n",
+		"home/u/proj/charts/priv/templates/ds.yaml":        "kind: DaemonSet\nspec:\n  template:\n    spec:\n      containers:\n        - name: x\n          securityContext: {privileged: true}\n",
+		"home/u/proj/charts/packed/Chart.yaml":             "apiVersion: v2\nname: packed\nversion: 0.1.0\n",
+		"home/u/proj/charts/packed/charts/sub-0.1.0.tgz":   "\x1f\x8b",
+		"home/u/proj/values-priv.yaml":                     "securityContext:\n  privileged: true\n",
+		"home/u/proj/data/orders.csv":                      "order_id,status,amount_cents\n1,paid,4200\n",
+		"home/u/proj/data/customers.csv":                   "customer_id,country\n10,GB\n",
+		"home/u/proj/infra-file/main.tf":                   "output \"k\" {\n  value = file(\"/home/u/.aws/credentials\")\n}\n",
 	} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755); err != nil {
 			tb.Fatal(err)

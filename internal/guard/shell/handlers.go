@@ -1026,7 +1026,7 @@ func (a *analyzer) sqlCmd(s *segCtx) bool {
 			script = true
 			// A script of the project's own, read whole, is judged by its
 			// text when the database is the project's local one.
-			if _, local := a.localPostgres(s); local && !f.dyn && !f.glob && f.val != "-" {
+			if _, local := a.localPostgres(s); local && !f.dyn && !f.glob && f.val != "-" && !a.writtenHere(f.val) {
 				if text, ok := a.projectFileText(f.val, 256<<10); ok {
 					sql, script = append(sql, arg{val: text}), false
 				}

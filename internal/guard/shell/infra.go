@@ -46,6 +46,10 @@ const psqlFlagLetters = "AtxXqHaeEbS1wWnz0"
 var psqlPset = setOf("format", "border", "null", "footer", "tuples_only", "expanded", "fieldsep", "recordsep",
 	"title", "columns", "linestyle", "unicode_border_linestyle", "numericlocale", "csv_fieldsep")
 
+// psqlVars are the variables -v may set for a read of the project's local
+// database.
+var psqlVars = setOf("ON_ERROR_STOP", "ECHO", "ECHO_HIDDEN", "QUIET", "VERBOSITY", "SHOW_CONTEXT", "FETCH_COUNT")
+
 // pgEnvAllowed are the libpq variables that may be set for a psql that
 // reads the project's local database: none of them chooses another
 // server, a service file or a command.
@@ -147,10 +151,10 @@ func (a *analyzer) localPostgres(s *segCtx) (port int, ok bool) {
 					return 0, false
 				}
 			case "-v", "--set", "--variable":
-				// psql's own variables: ECHO_HIDDEN, ON_ERROR_STOP …; the
-				// ones that name a file or a program are refused.
+				// psql's variables that change how it reports, no more: a
+				// variable may be interpolated into the SQL (:name).
 				k, _, _ := strings.Cut(strings.ToUpper(val), "=")
-				if k == "HISTFILE" || k == "PROMPT1" || k == "PROMPT2" || k == "PROMPT3" {
+				if !psqlVars[k] {
 					return 0, false
 				}
 			}
@@ -453,6 +457,9 @@ func (a *analyzer) migrationsPlain(dir string) string {
 	if !ok {
 		return "are in a directory the guard cannot place"
 	}
+	if a.writtenHere(dir) {
+		return "the command writes before it runs them"
+	}
 	real, _, ok := a.realInProject(abs)
 	if !ok {
 		return "are outside the project"
@@ -609,35 +616,54 @@ func (a *analyzer) terraformConfig(dir string) string {
 
 // kubeLocalSubs are the kubectl subcommands that change a cluster's
 // workloads or reach into them, and are notify on a cluster that runs on
-// this machine (kind, k3d): its state is the developer's own and is made
-// again from the project's manifests. delete, drain, cordon and edit (an
-// editor) stay with the rules.
-var kubeLocalSubs = setOf("apply", "create", "patch", "scale", "set", "label", "annotate", "rollout", "exec",
-	"port-forward", "wait")
+// this machine (kind, k3d) in a namespace of the project's: its state is
+// the developer's own and is made again from the project's manifests.
+// apply, create, patch and run, which may make a privileged pod (a kind
+// node is a privileged container: such a pod reaches the host), delete,
+// drain, cordon, debug and edit (an editor) stay with the rules.
+var kubeLocalSubs = setOf("scale", "set", "label", "annotate", "rollout", "exec", "port-forward", "wait")
 
 // helmLocalSubs are helm's subcommands that install or upgrade a release,
-// notify on a cluster on this machine.
+// notify on a cluster on this machine with a chart of the project's whose
+// templates and values make no privileged or host-sharing pod.
 var helmLocalSubs = setOf("install", "upgrade")
+
+// kubeSystemNamespace reports whether ns holds the cluster's own
+// workloads (kube-proxy and the CNI run privileged there).
+func kubeSystemNamespace(ns string) bool {
+	return strings.HasPrefix(ns, "kube-") || ns == "local-path-storage"
+}
+
+// helmFlags are helm install/upgrade flags without a value that take
+// nothing from elsewhere; helmValueOpts take a value.
+var helmFlags = setOf("--wait", "--wait-for-jobs", "--atomic", "-i", "--install", "--create-namespace", "--debug",
+	"--reuse-values", "--reset-values", "--reset-then-reuse-values", "--cleanup-on-fail", "--force", "--skip-crds",
+	"--render-subchart-notes", "--no-hooks", "--take-ownership")
+
+var helmValueOpts = setOf("-f", "--values", "--set", "--set-string", "--set-json", "--version", "--timeout",
+	"--description", "-n", "--namespace", "--kube-context")
 
 // kubeLocalCmd judges kubectl and helm commands that act on a cluster on
 // this machine: the context is named on the command (--context,
 // --kube-context) and ~/.kube/config gives it a cluster whose API server
-// is on the loopback interface; no option names another kubeconfig,
-// server, user or token, and KUBECONFIG is not set by the command. It
-// reports whether it judged the segment; the rules judge the rest.
+// is on the loopback interface; the namespace is named and is not one of
+// the cluster's own; no option names another kubeconfig, server, user or
+// token, and KUBECONFIG is not set by the command. It reports whether it
+// judged the segment; the rules judge the rest.
 func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 	ctxOpt, subs := "--context", kubeLocalSubs
 	if s.name == "helm" {
 		ctxOpt, subs = "--kube-context", helmLocalSubs
 	}
-	var ctx, sub string
+	var ctx, sub, ns string
+	var ops, values, sets []string
 	for j := 0; j < len(s.args); j++ {
 		x := s.args[j]
 		if x.dyn || x.glob {
 			return false
 		}
 		v := x.val
-		if sub != "" {
+		if sub != "" && s.name == "kubectl" {
 			if v == "--" {
 				break // kubectl exec POD -- CMD: the command runs in the pod
 			}
@@ -648,32 +674,54 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 			} else if v == "--address" && (j+1 >= len(s.args) || !loopbackList(s.args[j+1].val)) {
 				return false
 			}
-			if s.name == "helm" && (v == "--post-renderer" || strings.HasPrefix(v, "--post-renderer=")) {
-				return false // runs a program of the agent's choosing
-			}
 		}
 		name, val, hasVal := strings.Cut(v, "=")
+		if len(v) > 2 && strings.HasPrefix(v, "-n") && v[2] != '-' {
+			name, val, hasVal = "-n", v[2:], true
+		}
 		switch name {
 		case "--kubeconfig", "-s", "--server", "--cluster", "--user", "--token", "--as", "--as-group",
 			"--certificate-authority", "--client-certificate", "--client-key", "--kube-apiserver", "--kube-token",
-			"--kube-as-user", "--kube-as-group", "--kube-ca-file", "--kube-insecure-skip-tls-verify", "--insecure-skip-tls-verify":
+			"--kube-as-user", "--kube-as-group", "--kube-ca-file", "--kube-insecure-skip-tls-verify", "--insecure-skip-tls-verify",
+			"-A", "--all-namespaces":
 			return false
-		case ctxOpt:
+		case ctxOpt, "-n", "--namespace", "-l", "--selector", "-f", "--values", "--set", "--set-string", "--set-json":
 			if !hasVal {
-				if j+1 >= len(s.args) || s.args[j+1].dyn {
+				if j+1 >= len(s.args) || s.args[j+1].dyn || s.args[j+1].glob {
 					return false
 				}
 				j++
 				val = s.args[j].val
 			}
-			if ctx != "" && ctx != val {
-				return false
+			switch {
+			case name == ctxOpt:
+				if ctx != "" && ctx != val {
+					return false
+				}
+				ctx = val
+			case name == "-n" || name == "--namespace":
+				if ns != "" && ns != val {
+					return false
+				}
+				ns = val
+			case s.name == "helm" && (name == "-f" || name == "--values"):
+				values = append(values, val)
+			case s.name == "helm" && strings.HasPrefix(name, "--set"):
+				sets = append(sets, val)
 			}
-			ctx = val
 			continue
-		case "-n", "--namespace", "-l", "--selector":
-			if !hasVal {
-				j++
+		}
+		if s.name == "helm" && sub != "" {
+			switch {
+			case helmFlags[v]:
+			case helmValueOpts[name]:
+				if !hasVal {
+					j++
+				}
+			case strings.HasPrefix(v, "-"):
+				return false // --post-renderer, --repo, --set-file, --dependency-update …
+			default:
+				ops = append(ops, v)
 			}
 			continue
 		}
@@ -681,7 +729,7 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 			sub = v
 		}
 	}
-	if !subs[sub] || ctx == "" || a.env.Home == "" {
+	if !subs[sub] || ctx == "" || ns == "" || kubeSystemNamespace(ns) || a.env.Home == "" {
 		return false
 	}
 	for _, m := range []map[string]envVal{a.envSet, a.cmdEnv} {
@@ -692,12 +740,84 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 	if _, set := a.vars["KUBECONFIG"]; set {
 		return false
 	}
+	if s.name == "helm" && (len(ops) != 2 || !a.helmChartPlain(ops[1], values, sets)) {
+		return false
+	}
 	server, ok := a.kubeServer(ctx)
 	if !ok {
 		return false
 	}
-	a.class("dev-cluster", action.Notify, s.name+" "+sub+" ("+ctx+" at "+server+")")
+	a.class("dev-cluster", action.Notify, s.name+" "+sub+" ("+ctx+" at "+server+", namespace "+ns+")")
 	return true
+}
+
+// kubeHostAccess finds what makes a pod share the host or its devices.
+var kubeHostAccess = lazyre.New(`(?i)\b(privileged|hostPath|hostPID|hostIPC|hostNetwork|hostUsers|procMount|SYS_ADMIN|SYS_MODULE|SYS_PTRACE|SYS_RAWIO|DAC_READ_SEARCH)\b`)
+
+// maxChartFiles bounds the files of a chart the guard reads.
+const maxChartFiles = 512
+
+// helmChartPlain reports whether chart is a directory of the project whose
+// files (templates, values, its own subcharts unpacked) and the values
+// files and --set values given make no privileged or host-sharing pod; a
+// packaged subchart cannot be read.
+func (a *analyzer) helmChartPlain(chart string, values, sets []string) bool {
+	for _, v := range sets {
+		if kubeHostAccess.MatchString(v) {
+			return false
+		}
+	}
+	for _, f := range values {
+		text, ok := a.projectFileText(f, 1<<20)
+		if !ok || a.writtenHere(f) || kubeHostAccess.MatchString(text) {
+			return false
+		}
+	}
+	abs, ok := a.abs(chart)
+	if !ok || a.writtenHere(chart) {
+		return false
+	}
+	real, root, ok := a.realInProject(abs)
+	if !ok || real == root {
+		return false
+	}
+	files, plain := 0, true
+	err := fs.WalkDir(a.fileSystem(), fsName(real), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		files++
+		if files > maxChartFiles || strings.HasSuffix(p, ".tgz") || strings.HasSuffix(p, ".tar.gz") || !d.Type().IsRegular() {
+			plain = false
+			return fs.SkipAll
+		}
+		b, ok := a.readRegular(p, 1<<20)
+		if !ok || kubeHostAccess.Match(b) {
+			plain = false
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return err == nil && plain && files > 0
+}
+
+// writtenHere reports whether the command writes p, or something inside
+// it, before the segment being judged: the file on disk is not yet what
+// the segment reads.
+func (a *analyzer) writtenHere(p string) bool {
+	abs, ok := a.abs(p)
+	if !ok {
+		return true
+	}
+	for _, f := range a.out.Paths {
+		if f.Intent != action.PathRead && (action.Within(abs, f.Path) || f.Path == abs) {
+			return true
+		}
+	}
+	return false
 }
 
 // loopbackList reports whether a port-forward's --address list names only
