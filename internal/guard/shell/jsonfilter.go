@@ -65,7 +65,7 @@ var pandasReaders = setOf("read_csv", "read_json", "read_table")
 // evaluators of expressions given as text, and a figure's save.
 var pyDataAttrDenied = setOf("eval", "query", "savefig", "to_csv", "to_json", "to_excel", "to_pickle", "to_parquet",
 	"to_sql", "to_hdf", "to_feather", "to_stata", "to_html", "to_latex", "to_markdown", "to_clipboard", "to_xml",
-	"to_orc", "to_gbq", "write", "writelines", "style", "plot")
+	"to_orc", "to_gbq", "style", "plot")
 
 // jsNames are the names a Node JSON filter may use, and what may follow
 // them ("" any property of data).
