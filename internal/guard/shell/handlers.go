@@ -689,7 +689,11 @@ func (a *analyzer) xargsCmd(s *segCtx) bool {
 		}
 		inner = cp
 	}
-	a.nestedCommand(inner, cmdCtx{origin: OriginXargs, extraDyn: replace == ""}, s.idx)
+	ctx := cmdCtx{origin: OriginXargs, extraDyn: replace == ""}
+	if replace == "" {
+		ctx.listed = a.listedRoots(s) // refactor.go
+	}
+	a.nestedCommand(inner, ctx, s.idx)
 	return true
 }
 
@@ -1364,8 +1368,12 @@ func (a *analyzer) sedCmd(s *segCtx) bool {
 	}
 	if inPlace {
 		if len(files) == 0 && s.c.extraDyn {
-			a.add(guard.Finding{Check: "shell.write-dynamic", Level: action.Confirm,
-				Message: "sed -i edits files that arrive on its input (" + string(s.c.origin) + ")"})
+			if s.c.listed != nil {
+				a.findWrites(s.c.listed, "sed -i edits files the search lists under")
+			} else {
+				a.add(guard.Finding{Check: "shell.write-dynamic", Level: action.Confirm,
+					Message: "sed -i edits files that arrive on its input (" + string(s.c.origin) + ")"})
+			}
 		}
 		for _, f := range files {
 			if f.find && s.c.find != nil {
