@@ -92,6 +92,17 @@ func TestOpsSession(t *testing.T) {
 	replay(t, hooks.Gemini, filepath.Join("testdata", "ops-session.jsonl"), 120, opsProject)
 }
 
+// TestDocsSession replays a Claude Code documentation and refactoring
+// session: a product renamed with rg and sed -i (through xargs and find
+// -exec), perl -pi over the code, pages split, renamed and removed with git
+// mv and git rm, images moved, prettier and markdownlint with their fixes,
+// a link checker and an MkDocs build and server; and the risky twins (sed
+// -i outside the project, git rm of the docs, git clean -fdx, a move out of
+// the project, an installer piped to sh).
+func TestDocsSession(t *testing.T) {
+	replay(t, hooks.ClaudeCode, filepath.Join("testdata", "docs-session.jsonl"), 120, docsProject)
+}
+
 func TestGeminiSession(t *testing.T) {
 	replay(t, hooks.Gemini, filepath.Join("testdata", "gemini-session.jsonl"), 70, goProject)
 }
@@ -400,6 +411,42 @@ var opsProject = map[string]string{
 	"analysis/.venv/bin/pip":                      "#!/usr/bin/env python3\nimport sys\nfrom pip._internal.cli.main import main\nsys.exit(main())\n",
 	"analysis/.venv/bin/pytest":                   "#!/usr/bin/env python3\nimport sys\nfrom pytest import console_main\nsys.exit(console_main())\n",
 	"analysis/.venv/pyvenv.cfg":                   "home = /usr/bin\ninclude-system-site-packages = false\n",
+}
+
+// docsProject is the documentation site and CLI of the documentation
+// session: MkDocs pages with images, prettier and markdownlint installed
+// in node_modules, MkDocs in a virtualenv, a TypeScript CLI.
+var docsProject = map[string]string{
+	"README.md":                           "# Tally\n\nTally keeps accounts. See the [docs](docs/index.md) and [setup](docs/setup.md).\n",
+	"CONTRIBUTING.md":                     "# Contributing to Tally\n\nBuild the docs with npm run docs.\n",
+	"CHANGELOG.md":                        "# Changelog\n\n## Unreleased\n",
+	".gitignore":                          "node_modules/\nsite/\n.venv/\n.env\n",
+	".env":                                "TALLY_API_KEY=tk_live_51d0c9e7a3\n",
+	".prettierrc":                         "{\"proseWrap\": \"always\", \"printWidth\": 100}\n",
+	".markdownlint.jsonc":                 "{\"MD013\": false}\n",
+	"package.json":                        "{\n  \"name\": \"tally-cli\",\n  \"private\": true,\n  \"scripts\": {\n    \"test\": \"node --test\",\n    \"lint\": \"markdownlint-cli2 'docs/**/*.md' '#node_modules'\",\n    \"docs\": \"mkdocs serve -a 127.0.0.1:8000\"\n  },\n  \"devDependencies\": {\"prettier\": \"^3.4.0\", \"markdownlint-cli2\": \"^0.17.0\", \"typescript\": \"^5.7.0\"}\n}\n",
+	"tsconfig.json":                       "{\"compilerOptions\": {\"strict\": true, \"noEmit\": true}}\n",
+	"mkdocs.yml":                          "site_name: Tally\ndev_addr: 127.0.0.1:8000\nstrict: true\nnav:\n  - Home: index.md\n  - Setup: setup.md\n  - Building: building.md\n  - FAQ: faq.md\n  - Legacy API: legacy-api.md\n",
+	"docs/index.md":                       "# Tally\n\nWelcome to Tally.\n\n![Overview](img/overview.png)\n",
+	"docs/setup.md":                       "# Setup\n\n## Install\n\n    npm install -g tally-cli\n\n## Configure\n\nSet TALLY_HOME.\n\nRun it:\n```\ntally init\n```\n",
+	"docs/building.md":                    "# Building Tally\n\n![Flow](img/flow.png)\n",
+	"docs/faq.md":                         "# FAQ\n\n## Where is the configuration?\n\nTODO: answer\n",
+	"docs/legacy-api.md":                  "# The v1 API\n",
+	"docs/notes.md":                       "notes\n",
+	"docs/glossary.txt":                   "ledger\naccount\n",
+	"docs/drafts/ideas.md":                "# Ideas\n",
+	"docs/img/overview.png":               "\x89PNG\r\n",
+	"docs/img/flow.png":                   "\x89PNG\r\n",
+	"src/cli.ts":                          "export const name = 'tally';\n",
+	"src/config.ts":                       "export const home = process.env.TALLY_HOME ?? '~/.tally';\n",
+	"scripts/check_links.py":              "import pathlib\nimport re\nimport sys\n\nbad = 0\nfor p in pathlib.Path(sys.argv[1]).rglob('*.md'):\n    for link in re.findall(r'\\]\\(([^)#]+)', p.read_text()):\n        if '://' not in link and not (p.parent / link).exists():\n            print(p, link)\n            bad += 1\nsys.exit(1 if bad else 0)\n",
+	"node_modules/.bin/prettier":          "#!/bin/sh\nexec node \"$(dirname \"$0\")/../prettier/bin/prettier.cjs\" \"$@\"\n",
+	"node_modules/.bin/markdownlint-cli2": "#!/bin/sh\nexec node \"$(dirname \"$0\")/../markdownlint-cli2/markdownlint-cli2-bin.mjs\" \"$@\"\n",
+	"node_modules/.bin/tsc":               "#!/bin/sh\nexec node \"$(dirname \"$0\")/../typescript/bin/tsc\" \"$@\"\n",
+	".venv/bin/python":                    "-> /usr/bin/python3",
+	".venv/bin/mkdocs":                    "#!/usr/bin/env python3\nimport sys\nfrom mkdocs.__main__ import cli\nsys.exit(cli())\n",
+	".venv/bin/activate":                  "VIRTUAL_ENV=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")/..\" && pwd)\"\nexport VIRTUAL_ENV\nPATH=\"$VIRTUAL_ENV/bin:$PATH\"\nexport PATH\n",
+	".venv/pyvenv.cfg":                    "home = /usr/bin\ninclude-system-site-packages = false\n",
 }
 
 // world is the machine a session runs on: Overseer's home, the project (a
