@@ -523,6 +523,18 @@ func (a *analyzer) terraformCmd(s *segCtx) bool {
 	if !terraformRuns[sub] {
 		return false
 	}
+	// TF_CLI_ARGS* add arguments (another -chdir), TF_CLI_CONFIG_FILE may
+	// override providers with local programs, TF_DATA_DIR moves the
+	// installed modules.
+	for _, m := range []map[string]bool{keysOf(a.vars), keysOf(a.envSet), keysOf(a.cmdEnv)} {
+		for k := range m {
+			if strings.HasPrefix(k, "TF_CLI_") || k == "TF_DATA_DIR" {
+				a.add(guard.Finding{Check: "shell.terraform", Level: action.Confirm,
+					Message: "terraform " + sub + " takes arguments or configuration from " + k})
+				return false
+			}
+		}
+	}
 	if why := a.terraformConfig(dir); why != "" {
 		a.add(guard.Finding{Check: "shell.terraform", Level: action.Confirm,
 			Message: "terraform " + sub + " evaluates a configuration that " + why})
@@ -882,4 +894,13 @@ func (a *analyzer) kubeServer(ctx string) (string, bool) {
 		return u.Host, true
 	}
 	return "", false
+}
+
+// keysOf returns the names of a map of variables.
+func keysOf[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
