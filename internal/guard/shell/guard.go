@@ -86,6 +86,9 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 		case "tasks":
 			skill = g.editorTaskFindings(a, p)
 		}
+		if ok && isTerraformFile(p) {
+			skill = append(skill, terraformWriteFindings(p, g.writtenText(a, p))...) // infra.go
+		}
 	}
 	if a.Kind != action.KindShell {
 		// A patch (Codex's apply_patch) is judged by what it leaves in

@@ -904,3 +904,21 @@ func keysOf[V any](m map[string]V) map[string]bool {
 	}
 	return out
 }
+
+// isTerraformFile reports whether p is a Terraform configuration file.
+func isTerraformFile(p string) bool {
+	l := strings.ToLower(p)
+	return strings.HasSuffix(l, ".tf") || strings.HasSuffix(l, ".tf.json")
+}
+
+// terraformWriteFindings judges a file tool's write or edit of a Terraform
+// file by the text it leaves: a data source that runs a program, fetches a
+// URL or reads a file outside the project runs at the next plan, the
+// person's own in their terminal among them, outside Overseer's view.
+func terraformWriteFindings(p, text string) []guard.Finding {
+	if m := tfRunsOrReads.FindString(text); m != "" {
+		return []guard.Finding{{Check: "shell.terraform", Level: action.Confirm, Hard: true,
+			Message: p + " would name " + m + ", which runs a program, fetches a URL or reads a file at the next terraform plan"}}
+	}
+	return nil
+}
