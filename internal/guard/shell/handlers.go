@@ -1915,6 +1915,9 @@ func (a *analyzer) shellCmd(s *segCtx) bool {
 // guard does not parse other languages), scripts and modules run as
 // development commands.
 func (a *analyzer) interpCmd(s *segCtx, inline []string) bool {
+	if s.name == "perl" && a.perlSubstitute(s) { // refactor.go
+		return true
+	}
 	args := s.args
 	ps := s.name == "pwsh" || s.name == "powershell"
 	ranSub := false

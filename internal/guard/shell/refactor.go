@@ -9,6 +9,9 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+
+	"github.com/overseer-dev/overseer/internal/action"
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // listerValueOpts are the options of rg, grep and git grep that take a
@@ -142,4 +145,117 @@ func (a *analyzer) namesPlain(root string) bool {
 		return nil
 	})
 	return err == nil && plain
+}
+
+// perlSuffix is the backup suffix of perl -i.SUFFIX.
+var perlSuffix = lazyre.New(`^\.[A-Za-z0-9_~-]{1,16}$`)
+
+// perlSubst splits one substitution s/PATTERN/REPLACEMENT/FLAGS (a
+// delimiter that is not a bracket, a quote or a word character; flags that
+// do not evaluate the replacement, e and ee; a trailing ";") into its
+// pattern and replacement.
+func perlSubst(code string) (pat, repl string, ok bool) {
+	c := strings.TrimSpace(code)
+	c = strings.TrimSpace(strings.TrimSuffix(c, ";"))
+	if len(c) < 4 || c[0] != 's' || !strings.ContainsRune("/#|!,:%", rune(c[1])) {
+		return "", "", false
+	}
+	d := c[1]
+	var parts []string
+	start := 2
+	for k := 2; k < len(c) && len(parts) < 2; k++ {
+		switch c[k] {
+		case '\\':
+			k++
+		case d:
+			parts = append(parts, c[start:k])
+			start = k + 1
+		}
+	}
+	if len(parts) != 2 || strings.Trim(c[start:], "gimsxnr") != "" {
+		return "", "", false
+	}
+	return parts[0], parts[1], true
+}
+
+// perlSubstitute judges perl -pi -e 's/A/B/g' FILES, perl's sed -i: only
+// -p, -i (with a plain backup suffix) and one -e whose code is one
+// substitution that interpolates nothing but capture groups, on literal
+// files whose names perl's <> cannot read as a command. It is then a write
+// of each file (sed -i's class); anything else is inline code. It reports
+// whether it judged the segment.
+func (a *analyzer) perlSubstitute(s *segCtx) bool {
+	var code string
+	var files []arg
+	p, i, e := false, false, false
+	for j := 0; j < len(s.args); j++ {
+		x := s.args[j]
+		if x.dyn || x.glob {
+			return false
+		}
+		v := x.val
+		switch {
+		case e && code == "" && j > 0 && (s.args[j-1].val == "-e" || s.args[j-1].val == "-pe"):
+			code = v
+		case (v == "-e" || v == "-pe") && !e:
+			e, p = true, p || v == "-pe"
+		case v == "-p" || v == "-pi" || v == "-ip" || v == "-i" || strings.HasPrefix(v, "-i.") || strings.HasPrefix(v, "-pi."):
+			suffix := strings.TrimPrefix(strings.TrimPrefix(v, "-p"), "-")
+			suffix = strings.TrimPrefix(strings.TrimPrefix(suffix, "i"), "p")
+			if suffix != "" && !perlSuffix.MatchString(suffix) {
+				return false
+			}
+			p = p || strings.Contains(v, "p")
+			i = i || strings.Contains(v, "i")
+		case strings.HasPrefix(v, "-"):
+			return false
+		default:
+			if strings.ContainsAny(v, "|<>&;\x00") || strings.TrimSpace(v) != v || v == "" {
+				return false // perl's <> opens "cmd |" as a command
+			}
+			files = append(files, x)
+		}
+	}
+	if !p || !i || code == "" || len(files) == 0 {
+		return false
+	}
+	pat, repl, ok := perlSubst(code)
+	if !ok {
+		return false
+	}
+	// Code in a pattern ((?{ }), (??{ }), (*{ })) and interpolation of
+	// variables or arrays (${\ system …}, @{[ … ]}) run Perl.
+	if strings.Contains(pat, "(?{") || strings.Contains(pat, "(??{") || strings.Contains(pat, "(*{") ||
+		strings.Contains(pat, "@") || strings.Contains(repl, "@") {
+		return false
+	}
+	for _, part := range []string{pat, repl} {
+		for k := 0; k < len(part); k++ {
+			if part[k] == '\\' {
+				k++
+				continue
+			}
+			if part[k] != '$' {
+				continue
+			}
+			// $1 … $9 in the replacement; $ at the end of the pattern or
+			// before ) or | is an anchor.
+			next := byte(0)
+			if k+1 < len(part) {
+				next = part[k+1]
+			}
+			if part == repl && next >= '1' && next <= '9' {
+				continue
+			}
+			if part == pat && (next == 0 || next == ')' || next == '|') {
+				continue
+			}
+			return false
+		}
+	}
+	for _, f := range files {
+		a.writeTarget(f, "perl -pi edits")
+	}
+	a.class("dev", action.Notify, "perl -pi s///")
+	return true
 }
