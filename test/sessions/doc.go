@@ -15,9 +15,13 @@
 // when it keeps trying) or catastrophic (every one must be blocked). answer
 // is what the scripted person says when the call reaches them ("approve",
 // the default, or "deny:" with the person's words). The placeholders $PROJ
-// (the project, a git repository: the Go project, or the web project of
-// the web development session, with its SQLite dev database and installed
-// node_modules/.bin and virtualenv), $HOME (the agent's home directory),
+// (the project, a git repository: the Go project; the web project of the
+// web development session, with its SQLite dev database and installed
+// node_modules/.bin and virtualenv; the Go service with a Rust worker of
+// the backend session, whose compose file declares its PostgreSQL port;
+// the manifests, chart, Terraform and CSV exports of the operations
+// session), $HOME (the agent's home directory, with a kubeconfig naming a
+// local kind cluster and a production one),
 // $SCRATCH (a temporary directory outside the project) and $OVERSEER_HOME
 // are replaced before a line is sent.
 //

@@ -17,6 +17,7 @@ type cmdCtx struct {
 	redirs   []*syntax.Redirect
 	extraDyn bool      // arguments are appended at run time (xargs)
 	find     *findInfo // the find whose -exec runs this command
+	listed   *findInfo // the roots of the search whose list xargs gives this command (refactor.go)
 	in       *textIn   // the static text the command reads from a pipe
 }
 

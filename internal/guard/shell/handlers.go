@@ -689,7 +689,11 @@ func (a *analyzer) xargsCmd(s *segCtx) bool {
 		}
 		inner = cp
 	}
-	a.nestedCommand(inner, cmdCtx{origin: OriginXargs, extraDyn: replace == ""}, s.idx)
+	ctx := cmdCtx{origin: OriginXargs, extraDyn: replace == ""}
+	if replace == "" {
+		ctx.listed = a.listedRoots(s) // refactor.go
+	}
+	a.nestedCommand(inner, ctx, s.idx)
 	return true
 }
 
@@ -1022,7 +1026,16 @@ func (a *analyzer) sqlCmd(s *segCtx) bool {
 				sql = append(sql, arg{val: v, dyn: x.dyn})
 			}
 		}
-		_, script = optValue(s.args, "-f", "--file")
+		if f, ok := optValue(s.args, "-f", "--file"); ok {
+			script = true
+			// A script of the project's own, read whole, is judged by its
+			// text when the database is the project's local one.
+			if _, local := a.localPostgres(s); local && !f.dyn && !f.glob && f.val != "-" && !a.writtenHere(f.val) {
+				if text, ok := a.projectFileText(f.val, 256<<10); ok {
+					sql, script = append(sql, arg{val: text}), false
+				}
+			}
+		}
 	case "mysql", "mariadb":
 		if x, ok := optValue(s.args, "-e", "--execute"); ok {
 			sql = append(sql, x)
@@ -1068,6 +1081,14 @@ func (a *analyzer) sqlCmd(s *segCtx) bool {
 	if write {
 		a.add(guard.Finding{Check: "shell.sql-write", Level: action.Approve,
 			Message: s.name + " runs SQL that changes the database: " + clip(joinVals(sql), 200)})
+	} else if s.name == "psql" && !script && pgLocalReads(joinVals(sql)) {
+		if port, ok := a.localPostgres(s); ok { // infra.go
+			a.add(guard.Finding{Check: "shell.sql-read", Level: action.Notify,
+				Message: "psql reads the project's local database (port " + strconv.Itoa(port) + "): " + clip(joinVals(sql), 200)})
+			return true
+		}
+		a.add(guard.Finding{Check: "shell.sql-read", Level: action.Confirm,
+			Message: s.name + " reads from a database: " + clip(joinVals(sql), 200)})
 	} else if s.name != "psql" && s.name != "mysql" && s.name != "mariadb" && !script && sqliteStaysInside(joinVals(sql)) {
 		if db := a.projectSQLite(s); db != "" { // devloop.go
 			a.add(guard.Finding{Check: "shell.sql-read", Level: action.Notify,
@@ -1096,7 +1117,7 @@ var sqlWriteWord = lazyre.New(`(?i)\b(insert|update|delete|drop|alter|create|tru
 // sqlite dot-commands) may change anything. Unknown statements count as
 // writes.
 func sqlWrites(sql string) bool {
-	for _, st := range strings.FieldsFunc(stripSQLComments(sql), func(r rune) bool { return r == ';' || r == '\n' }) {
+	for _, st := range sqlStatements(stripSQLComments(sql)) {
 		st = strings.TrimSpace(st)
 		if st == "" {
 			continue
@@ -1137,6 +1158,30 @@ func sqlWrites(sql string) bool {
 		}
 	}
 	return false
+}
+
+// sqlStatements splits SQL text into its statements (ended by ';', and
+// spanning lines) and its meta-commands (a line that starts with a
+// backslash or, for sqlite, a dot: each is one).
+func sqlStatements(sql string) []string {
+	var out []string
+	for _, chunk := range strings.Split(sql, ";") {
+		var st []string
+		for _, line := range strings.Split(chunk, "\n") {
+			l := strings.TrimSpace(line)
+			switch {
+			case l == "":
+			case strings.HasPrefix(l, `\`) || strings.HasPrefix(l, "."):
+				out = append(out, l)
+			default:
+				st = append(st, l)
+			}
+		}
+		if len(st) > 0 {
+			out = append(out, strings.Join(st, " "))
+		}
+	}
+	return out
 }
 
 func stripSQLComments(s string) string {
@@ -1323,8 +1368,12 @@ func (a *analyzer) sedCmd(s *segCtx) bool {
 	}
 	if inPlace {
 		if len(files) == 0 && s.c.extraDyn {
-			a.add(guard.Finding{Check: "shell.write-dynamic", Level: action.Confirm,
-				Message: "sed -i edits files that arrive on its input (" + string(s.c.origin) + ")"})
+			if s.c.listed != nil {
+				a.findWrites(s.c.listed, "sed -i edits files the search lists under")
+			} else {
+				a.add(guard.Finding{Check: "shell.write-dynamic", Level: action.Confirm,
+					Message: "sed -i edits files that arrive on its input (" + string(s.c.origin) + ")"})
+			}
 		}
 		for _, f := range files {
 			if f.find && s.c.find != nil {
@@ -1866,6 +1915,9 @@ func (a *analyzer) shellCmd(s *segCtx) bool {
 // guard does not parse other languages), scripts and modules run as
 // development commands.
 func (a *analyzer) interpCmd(s *segCtx, inline []string) bool {
+	if s.name == "perl" && a.perlSubstitute(s) { // refactor.go
+		return true
+	}
 	args := s.args
 	ps := s.name == "pwsh" || s.name == "powershell"
 	ranSub := false

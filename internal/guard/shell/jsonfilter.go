@@ -39,11 +39,33 @@ var pyReserved = setOf("False", "None", "True", "and", "as", "assert", "async", 
 	"print", "property", "quit", "range", "repr", "reversed", "round", "set", "setattr", "slice", "sorted",
 	"staticmethod", "str", "sum", "super", "tuple", "vars", "zip", "json", "sys", "os", "subprocess", "builtins")
 
-// pyModuleAttrs are the attributes a filter may take of json and sys.
+// pyModuleAttrs are the attributes a filter may take of json, sys and
+// pandas (imported as pandas or as pd): pandas' functions that build,
+// combine and convert data in memory, and its readers of CSV and JSON
+// text, whose file the filter names as a literal (pandasReaders). Parquet
+// and pickles are not read: their readers have run code a file held.
 var pyModuleAttrs = map[string]map[string]bool{
-	"json": setOf("load", "loads", "dumps"),
-	"sys":  setOf("stdin", "stdout", "stderr", "argv"),
+	"json":   setOf("load", "loads", "dumps"),
+	"sys":    setOf("stdin", "stdout", "stderr", "argv"),
+	"pandas": pandasAttrs,
+	"pd":     pandasAttrs,
 }
+
+var pandasAttrs = setOf("read_csv", "read_json", "read_table", "DataFrame", "Series", "concat",
+	"merge", "to_datetime", "to_numeric", "to_timedelta", "json_normalize", "isna", "notna", "isnull", "notnull",
+	"cut", "qcut", "pivot_table", "crosstab", "date_range", "Timestamp", "Timedelta", "NA", "NaT", "unique",
+	"value_counts", "get_dummies", "melt", "wide_to_long", "Categorical", "Index", "Grouper", "NamedAgg")
+
+// pandasReaders are pandas' readers: their first argument is a literal
+// file of the project.
+var pandasReaders = setOf("read_csv", "read_json", "read_table")
+
+// pyDataAttrDenied are attributes of data a filter may not use: pandas'
+// writers (to_csv, to_pickle, to_sql … take a path or a URL), its
+// evaluators of expressions given as text, and a figure's save.
+var pyDataAttrDenied = setOf("eval", "query", "savefig", "to_csv", "to_json", "to_excel", "to_pickle", "to_parquet",
+	"to_sql", "to_hdf", "to_feather", "to_stata", "to_html", "to_latex", "to_markdown", "to_clipboard", "to_xml",
+	"to_orc", "to_gbq", "style", "plot")
 
 // jsNames are the names a Node JSON filter may use, and what may follow
 // them ("" any property of data).
@@ -180,7 +202,8 @@ func jsonFilter(lang, code string, cwdFile func(string) bool) (bool, []string) {
 	}
 	if lang == "python" {
 		// Python -c imports from the working directory first.
-		if cwdFile == nil || cwdFile("json.py") || cwdFile("json") {
+		if cwdFile == nil || cwdFile("json.py") || cwdFile("json") || cwdFile("sys.py") ||
+			strings.Contains(code, "pandas") && (cwdFile("pandas.py") || cwdFile("pandas")) {
 			return false, nil
 		}
 		return pyFilter(toks)
@@ -220,17 +243,43 @@ func pyFilter(toks []filterToken) (bool, []string) {
 		attr := i > 0 && toks[i-1].kind == 'p' && toks[i-1].val == "."
 		if attr {
 			// A property of a module is from its short list; of data,
-			// anything but a dunder (excluded above).
-			if i >= 2 && toks[i-2].kind == 'n' && pyModuleAttrs[toks[i-2].val] != nil && !pyModuleAttrs[toks[i-2].val][t.val] {
+			// anything but a dunder (excluded above) or a writer.
+			if i >= 2 && toks[i-2].kind == 'n' && pyModuleAttrs[toks[i-2].val] != nil && (i < 3 || toks[i-3].val != ".") {
+				if !pyModuleAttrs[toks[i-2].val][t.val] {
+					return false, nil
+				}
+				if pandasReaders[t.val] {
+					// pd.read_csv('FILE', …): a literal file, then the
+					// options.
+					if i+3 >= len(toks) || toks[i+1].val != "(" || toks[i+2].kind != 's' || toks[i+2].val == "" ||
+						toks[i+3].val != "," && toks[i+3].val != ")" {
+						return false, nil
+					}
+					files = append(files, toks[i+2].val)
+					i += 2
+				}
+				continue
+			}
+			if pyDataAttrDenied[t.val] {
 				return false, nil
+			}
+			if t.val == "to_string" && (i+2 >= len(toks) || toks[i+1].val != "(" || toks[i+2].val != ")") {
+				return false, nil // to_string(buf) writes a file
 			}
 			continue
 		}
 		if t.val == "import" {
-			// import json[, sys]: nothing else, no "as", no "from".
+			// import json[, sys], import pandas [as pd]: nothing else, no
+			// other "as", no "from".
 			for j := i + 1; ; j += 2 {
-				if j >= len(toks) || toks[j].kind != 'n' || pyModuleAttrs[toks[j].val] == nil {
+				if j >= len(toks) || toks[j].kind != 'n' || pyModuleAttrs[toks[j].val] == nil || toks[j].val == "pd" {
 					return false, nil
+				}
+				if toks[j].val == "pandas" && j+2 < len(toks) && toks[j+1].val == "as" {
+					if toks[j+2].val != "pd" {
+						return false, nil
+					}
+					j += 2
 				}
 				if j+1 >= len(toks) || toks[j+1].kind != 'p' || toks[j+1].val != "," {
 					i = j

@@ -268,6 +268,11 @@ func (a *analyzer) where(p string, known bool) where {
 	if a.cwdKnown && action.Within(a.cwd, p) {
 		return whereTree
 	}
+	// A home inside a scratch directory (HOME=/tmp/u) is still the home:
+	// its start-up files and credentials are not scratch.
+	if a.env.Home != "" && action.Within(a.env.Home, p) && a.scratch(a.env.Home) {
+		return whereHome
+	}
 	if a.scratch(p) {
 		return whereScratch
 	}

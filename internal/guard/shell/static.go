@@ -540,6 +540,7 @@ func registerStatic() {
 	handlers["shift"] = (*analyzer).shiftCmd
 	registerForeign()
 	registerDevLoop()
+	registerInfra()
 }
 
 // setCmd follows "set -- args" and "set args", which set the positional

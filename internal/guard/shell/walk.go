@@ -197,6 +197,10 @@ func classMessage(c classAcc) string {
 		what = "functions defined in the command"
 	case "write":
 		what = "writes files"
+	case "dev-db":
+		what = "the project's local database"
+	case "dev-cluster":
+		what = "a cluster on this machine"
 	default:
 		what = c.check
 	}
