@@ -91,11 +91,16 @@ func Start(o Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	sweep(os.TempDir())
 	dir, err := os.MkdirTemp("", "pgtest-")
 	if err != nil {
 		return nil, err
 	}
 	c = &Cluster{Dir: dir, Socket: filepath.Join(dir, "sock"), bin: bin}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(processID(os.Getpid())+"\n"), 0o644); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			c.Stop()

@@ -1,7 +1,13 @@
 package pgtest_test
 
 import (
+	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -9,7 +15,65 @@ import (
 	"github.com/overseer-dev/overseer/internal/store/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	if out := os.Getenv("PGTEST_LEAVE"); out != "" {
+		// Re-executed by TestOrphanSwept: start a cluster and end as a
+		// test binary killed at its time limit does, without stopping it.
+		c, err := pgtest.Start(pgtest.Options{})
+		if err != nil {
+			os.Exit(3)
+		}
+		if err := os.WriteFile(out, []byte(c.Dir), 0o600); err != nil {
+			os.Exit(4)
+		}
+		os.Exit(2)
+	}
+	os.Exit(pgtest.Main(m))
+}
+
+// A cluster whose test process ended without stopping it (killed at its
+// time limit) is stopped and removed by the next start; the cluster of a
+// process that still runs is left alone.
+func TestOrphanSwept(t *testing.T) {
+	live := pgtest.Shared(t)
+	out := filepath.Join(t.TempDir(), "dir")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PGTEST_LEAVE="+out)
+	if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 2 {
+		t.Fatalf("the process that leaves a cluster: %v", err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := string(b)
+	pidFile := filepath.Join(dir, "data", "postmaster.pid")
+	pb, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the orphan's server is not running: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(pb), "\n", 2)[0]))
+	if pid <= 1 || syscall.Kill(pid, 0) != nil {
+		t.Fatalf("the orphan's server (pid %d) is not running", pid)
+	}
+	if n := pgtest.Sweep(filepath.Dir(dir)); n < 1 {
+		t.Fatalf("swept %d clusters, want the orphan", n)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the orphan's directory is still there: %v", err)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the orphan's server (pid %d) still runs: %v", pid, err)
+	}
+	if _, err := os.Stat(live.Dir); err != nil {
+		t.Fatalf("the running process's cluster was swept: %v", err)
+	}
+	conn, err := pgx.Connect(t.Context(), pgtest.Database(t))
+	if err != nil {
+		t.Fatalf("the running process's cluster: %v", err)
+	}
+	conn.Close(t.Context())
+}
 
 // Two test databases are apart: a table made in one is not in the other.
 func TestFreshDatabases(t *testing.T) {

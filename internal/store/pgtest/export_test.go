@@ -1,0 +1,4 @@
+package pgtest
+
+// Sweep is sweep, for the tests.
+var Sweep = sweep
