@@ -481,14 +481,16 @@ func TestSharedSpendAtTheEdge(t *testing.T) {
 // on the first is a loop (settings.loop: the third identical call within
 // five minutes), as it is on one instance. A person's approval of the call
 // the loop limit put to them starts the count again on both. A session
-// (or tool name) longer than a published batch holds is counted too: its
-// samples were left out of the batches, so an agent that named its
-// session so looped unseen across the instances.
+// longer than a published batch holds is counted too: its samples were
+// left out of the batches, so an agent that named its session so looped
+// unseen across the instances. So is a long tool name (one longer than an
+// indexed column stores is not recorded on PostgreSQL at all: its call
+// fails closed, TestSharedNULNames).
 func TestSharedRepeatDetection(t *testing.T) {
 	for _, tc := range []struct{ name, session, tool string }{
 		{"short", "loop", "Read"},
 		{"long session", strings.Repeat("loop-", 2000), "Read"},
-		{"long tool", "loop", "Read" + strings.Repeat("_", 8000)},
+		{"long tool", "loop", "Read" + strings.Repeat("_", 2000)},
 	} {
 		t.Run(tc.name, func(t *testing.T) { sharedRepeatDetection(t, tc.session, tc.tool) })
 	}

@@ -459,12 +459,23 @@ func storableWrites(ws []*store.AuditWrite) []*store.AuditWrite {
 	return keep
 }
 
+// maxIndexedText is the longest value stored in an indexed column of the
+// audit table (type, action id, agent, tool): PostgreSQL refuses an index
+// entry over 2704 bytes.
+const maxIndexedText = 2048
+
 // storableRecord reports why r's text cannot be stored, or nil.
 func storableRecord(r *store.AuditRecord) error {
-	for _, f := range [...]struct{ name, v string }{{"type", r.Type}, {"action id", r.ActionID}, {"agent", r.Agent},
-		{"session", r.Session}, {"tool", r.Tool}, {"data", string(r.Data)}} {
+	for _, f := range [...]struct {
+		name, v string
+		indexed bool
+	}{{"type", r.Type, true}, {"action id", r.ActionID, true}, {"agent", r.Agent, true},
+		{"session", r.Session, false}, {"tool", r.Tool, true}, {"data", string(r.Data), false}} {
 		if strings.IndexByte(f.v, 0) >= 0 || !utf8.ValidString(f.v) {
 			return fmt.Errorf("postgres: append audit: the record's %s holds a NUL or bytes that are not UTF-8, which the database cannot store", f.name)
+		}
+		if f.indexed && len(f.v) > maxIndexedText {
+			return fmt.Errorf("postgres: append audit: the record's %s is %d bytes, over the %d an indexed column stores", f.name, len(f.v), maxIndexedText)
 		}
 	}
 	return nil

@@ -895,8 +895,9 @@ func testState(t *testing.T, open Opener) {
 	t.Run("OddRecordFailsAlone", func(t *testing.T) { testOddRecord(t, open(t)) })
 }
 
-// testOddRecord: a record with text a store may refuse (a NUL or bytes
-// that are not UTF-8 in names an agent sent) fails alone, if at all: the
+// testOddRecord: a record with text a store may refuse (a NUL, bytes that
+// are not UTF-8 or a name too long to index, in names an agent sent) fails
+// alone, if at all: the
 // other callers' records of its batch are written, in one chain.
 func testOddRecord(t *testing.T, st store.Store) {
 	ctx := t.Context()
@@ -904,12 +905,16 @@ func testOddRecord(t *testing.T, st store.Store) {
 		return &store.AuditWrite{Rec: store.AuditRecord{Type: "action", Agent: agent, Session: session, Tool: "Read",
 			Data: json.RawMessage(`{"session":` + strconv.Quote(session) + `}`)}}
 	}
-	ws := []*store.AuditWrite{rec("a", "one"), rec("b", "bad\x00session"), rec("c\xff", "two"), rec("d", "three"),
+	var long strings.Builder // 6,400 bytes that do not compress: over an index entry's bound
+	for h := sha256.Sum256([]byte("long")); long.Len() < 6400; h = sha256.Sum256(h[:]) {
+		long.WriteString(hex.EncodeToString(h[:]))
+	}
+	ws := []*store.AuditWrite{rec("a", "one"), rec("b", "bad\x00session"), rec("c\xff", "two"), rec("d", "three"), rec(long.String(), "four"),
 		{Rec: store.AuditRecord{Type: "state"}, Effect: &store.PutStateEffect{NS: "odd", Key: "k", Value: json.RawMessage(`1`)}}}
 	if err := st.AppendAuditBatch(ctx, &store.AuditBatch{Writes: ws, Seal: batchSeal}); err != nil {
 		t.Fatalf("the batch failed: %v", err)
 	}
-	for _, i := range []int{0, 3, 4} {
+	for _, i := range []int{0, 3, 5} {
 		if ws[i].Err != nil {
 			t.Errorf("write %d failed with the odd ones: %v", i, ws[i].Err)
 		}
