@@ -244,7 +244,7 @@ func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func
 	sort.Strings(sorted)
 	return d.write(ctx, "update states", func(tx *tx) error {
 		for _, key := range sorted {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, stateClass, ns, storedKey(key)); err != nil {
+			if _, err := tx.Exec(ctx, lockStateSQL, stateClass, ns, storedKey(key)); err != nil {
 				return err
 			}
 		}
@@ -253,8 +253,8 @@ func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func
 				old []byte
 				v   string
 			)
-			sk := storedKey(key)
-			err := tx.QueryRow(ctx, `SELECT value FROM state WHERE ns = $1 AND key = $2`, ns, sk).Scan(&v)
+			sk, full := stateKey(key)
+			err := tx.QueryRow(ctx, getStateSQL, ns, sk).Scan(&v)
 			switch {
 			case errors.Is(err, errNoRows):
 			case err != nil:
@@ -267,7 +267,7 @@ func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func
 				return fmt.Errorf("state %s/%s: %w", ns, key, err)
 			}
 			if nv == nil {
-				if _, err := tx.Exec(ctx, `DELETE FROM state WHERE ns = $1 AND key = $2`, ns, sk); err != nil {
+				if _, err := tx.Exec(ctx, deleteStateSQL, ns, sk); err != nil {
 					return err
 				}
 				continue
@@ -275,8 +275,7 @@ func (d *DB) UpdateStates(ctx context.Context, ns string, keys []string, fn func
 			if !json.Valid(nv) {
 				return fmt.Errorf("state %s/%s: value is not valid JSON", ns, key)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO state (ns, key, value, full_key) VALUES ($1, $2, $3, $4)
-				ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, ns, sk, string(nv), fullKey(key)); err != nil {
+			if _, err := tx.Exec(ctx, setStateSQL, ns, sk, string(nv), full); err != nil {
 				return err
 			}
 		}

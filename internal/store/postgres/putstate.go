@@ -20,13 +20,12 @@ func putState(ctx context.Context, q querier, e *store.PutStateEffect) error {
 	if !json.Valid(e.Value) {
 		return fmt.Errorf("state %s/%s: value is not valid JSON", e.NS, e.Key)
 	}
-	key := storedKey(e.Key)
-	if _, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, stateClass, e.NS, key); err != nil {
+	key, full := stateKey(e.Key)
+	if _, err := q.Exec(ctx, lockStateSQL, stateClass, e.NS, key); err != nil {
 		return err
 	}
 	if e.IfAbsent {
-		tag, err := q.Exec(ctx, `INSERT INTO state (ns, key, value, full_key) VALUES ($1, $2, $3, $4) ON CONFLICT (ns, key) DO NOTHING`,
-			e.NS, key, string(e.Value), fullKey(e.Key))
+		tag, err := q.Exec(ctx, addStateSQL, e.NS, key, string(e.Value), full)
 		if err != nil {
 			return err
 		}
@@ -35,8 +34,7 @@ func putState(ctx context.Context, q querier, e *store.PutStateEffect) error {
 		}
 		return nil
 	}
-	_, err := q.Exec(ctx, `INSERT INTO state (ns, key, value, full_key) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, e.NS, key, string(e.Value), fullKey(e.Key))
+	_, err := q.Exec(ctx, setStateSQL, e.NS, key, string(e.Value), full)
 	return err
 }
 
@@ -110,7 +108,8 @@ func (r *putRun) queue(b *batch) {
 	keys = slices.CompactFunc(keys, func(a, b *store.PutStateEffect) bool { return a.NS == b.NS && a.Key == b.Key })
 	ns, key, val, full := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	for i, e := range keys {
-		ns[i], key[i], val[i], full[i] = e.NS, storedKey(e.Key), string(e.Value), fullKey(e.Key)
+		key[i], full[i] = stateKey(e.Key)
+		ns[i], val[i] = e.NS, string(e.Value)
 	}
 	b.Queue(lockStatesSQL, stateClass, ns, key)
 	b.Queue(putStatesSQL, ns, key, val, full)

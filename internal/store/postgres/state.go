@@ -13,7 +13,7 @@ import (
 func (d *DB) GetState(ctx context.Context, ns, key string) ([]byte, error) {
 	var v string
 	err := d.readOne(ctx, "get state", func(q querier) error {
-		err := q.QueryRow(ctx, `SELECT value FROM state WHERE ns = $1 AND key = $2`, ns, storedKey(key)).Scan(&v)
+		err := q.QueryRow(ctx, getStateSQL, ns, storedKey(key)).Scan(&v)
 		if errors.Is(err, errNoRows) {
 			return fmt.Errorf("state %s/%s: %w", ns, key, store.ErrNotFound)
 		}
@@ -53,11 +53,11 @@ func (d *DB) UpdateState(ctx context.Context, ns, key string, fn func(old []byte
 		old []byte
 		v   string
 	)
-	sk := storedKey(key)
+	sk, full := stateKey(key)
 	b := &batch{}
 	b.Queue(`BEGIN`)
-	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, stateClass, ns, sk)
-	b.Queue(`SELECT value FROM state WHERE ns = $1 AND key = $2`, ns, sk).QueryRow(func(row *row) error {
+	b.Queue(lockStateSQL, stateClass, ns, sk)
+	b.Queue(getStateSQL, ns, sk).QueryRow(func(row *row) error {
 		err := row.Scan(&v)
 		switch {
 		case errors.Is(err, errNoRows):
@@ -77,13 +77,12 @@ func (d *DB) UpdateState(ctx context.Context, ns, key string, fn func(old []byte
 	}
 	b = &batch{}
 	if nv == nil {
-		b.Queue(`DELETE FROM state WHERE ns = $1 AND key = $2`, ns, sk)
+		b.Queue(deleteStateSQL, ns, sk)
 	} else {
 		if !json.Valid(nv) {
 			return d.wrap(ctx, "update state", fmt.Errorf("state %s/%s: value is not valid JSON", ns, key))
 		}
-		b.Queue(`INSERT INTO state (ns, key, value, full_key) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`, ns, sk, string(nv), fullKey(key))
+		b.Queue(setStateSQL, ns, sk, string(nv), full)
 	}
 	b.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, b); err != nil {

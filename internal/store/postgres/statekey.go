@@ -42,28 +42,39 @@ var migration4 = migration{4, "long state keys", []string{
 	`ALTER TABLE state ADD COLUMN full_key text NOT NULL DEFAULT ''`,
 }}
 
-// storedKey is key as the state table's key column holds it.
-func storedKey(key string) string {
+// stateKey returns the two columns a key's row has: stored, the key
+// column (the escaped key, or for a long one its first bytes, "%~" and its
+// SHA-256), and full, the full_key column (the escaped key when it is too
+// long to be stored as it is, else "").
+func stateKey(key string) (stored, full string) {
 	s := escapedKey(key)
 	if len(s) <= maxStoredKey {
-		return s
+		return s, ""
 	}
 	h := sha256.Sum256([]byte(key))
 	cut := 256
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + "%~" + hex.EncodeToString(h[:])
+	return s[:cut] + "%~" + hex.EncodeToString(h[:]), s
 }
 
-// fullKey is what the full_key column of key's row holds: its escaped form
-// when it is too long to be stored as it is, else "".
-func fullKey(key string) string {
-	if s := escapedKey(key); len(s) > maxStoredKey {
-		return s
-	}
-	return ""
+// storedKey is key as the state table's key column holds it (stateKey).
+func storedKey(key string) string {
+	s, _ := stateKey(key)
+	return s
 }
+
+// The state table's statements. Every key and full_key in them is as
+// stateKey makes them: the statements take keys in no other form.
+const (
+	lockStateSQL   = `SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))` // $1 stateClass, $2 ns, $3 key
+	getStateSQL    = `SELECT value FROM state WHERE ns = $1 AND key = $2`
+	deleteStateSQL = `DELETE FROM state WHERE ns = $1 AND key = $2`
+	setStateSQL    = `INSERT INTO state (ns, key, value, full_key) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value`
+	addStateSQL = `INSERT INTO state (ns, key, value, full_key) VALUES ($1, $2, $3, $4) ON CONFLICT (ns, key) DO NOTHING`
+)
 
 // listedKey is the caller's key of a row: from full_key when it is set.
 func listedKey(stored, full string) string {

@@ -14,13 +14,12 @@ func FuzzStoredKey(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
-		s := storedKey(key)
+		s, full := stateKey(key)
 		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
 			t.Fatalf("storedKey(%q) = %q: not text PostgreSQL takes", key, s)
 		}
-		full := fullKey(key)
 		if !utf8.ValidString(full) || strings.IndexByte(full, 0) >= 0 {
-			t.Fatalf("fullKey(%q) = %q: not text PostgreSQL takes", key, full)
+			t.Fatalf("the full_key of %q is %q: not text PostgreSQL takes", key, full)
 		}
 		if got := listedKey(s, full); got != key {
 			t.Fatalf("the key listed for %q is %q", key, got)
