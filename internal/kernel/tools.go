@@ -409,8 +409,8 @@ func (k *Kernel) UndoAction(ctx context.Context, actionID, who string) ([]undo.E
 		return nil, err
 	}
 	entries, rerr := u.Restore(ctx, actionID)
-	if errors.Is(rerr, undo.ErrNotFound) || errors.Is(rerr, undo.ErrAlreadyRestored) || errors.Is(rerr, undo.ErrElsewhere) {
-		return entries, rerr // nothing was done
+	if undo.NothingDone(rerr) {
+		return entries, rerr
 	}
 	rec := UndoRecord{Who: who}
 	for _, e := range entries {

@@ -63,6 +63,13 @@ var (
 	ErrElsewhere = errors.New("undo: kept by another instance")
 )
 
+// NothingDone reports whether err, from Restore, means that nothing was
+// restored: the action is unknown, undone already, or kept by another
+// instance.
+func NothingDone(err error) bool {
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrAlreadyRestored) || errors.Is(err, ErrElsewhere)
+}
+
 // Options bound what is kept. Zero values take the defaults.
 type Options struct {
 	MaxFileBytes int64 // content of larger files is not kept

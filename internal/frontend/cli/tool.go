@@ -309,7 +309,7 @@ recorded in the audit log.
 				return nil
 			case len(args) == 1:
 				entries, err := k.UndoAction(ctx, args[0], who)
-				if !errors.Is(err, undo.ErrNotFound) && !errors.Is(err, undo.ErrAlreadyRestored) && !errors.Is(err, undo.ErrElsewhere) {
+				if !undo.NothingDone(err) {
 					a.printUndone(args[0], entries)
 				}
 				if err != nil {
