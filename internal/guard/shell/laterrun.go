@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -141,7 +142,7 @@ func laterText(r *rules, env Env, kind, p, abs, text string, depth int) []guard.
 		}
 		switch x := doc["initializeCommand"].(type) {
 		case map[string]any: // parallel commands
-			for _, k := range sortedKeys(x) {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				cmds = append(cmds, commandLines(x[k])...)
 			}
 		default:
@@ -234,7 +235,7 @@ func npmCommands(text string) []string {
 	}
 	var out []string
 	if scripts, ok := pkg["scripts"].(map[string]any); ok {
-		for _, k := range sortedKeys(scripts) {
+		for _, k := range slices.Sorted(maps.Keys(scripts)) {
 			if s, ok := scripts[k].(string); ok && npmLifecycle[k] {
 				out = append(out, s)
 			}
@@ -270,21 +271,12 @@ func stringLeaves(v any) []string {
 		return out
 	case map[string]any:
 		var out []string
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			out = append(out, stringLeaves(x[k])...)
 		}
 		return out
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // yamlEntry and yamlRun match a pre-commit hook's entry and a lefthook
@@ -346,7 +338,7 @@ func lefthookCommands(text string) []string {
 		budget--
 		switch x := v.(type) {
 		case map[string]any:
-			for _, k := range sortedKeys(x) {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				if s, ok := x[k].(string); ok && k == "run" {
 					out = append(out, lefthookTemplates.ReplaceAllString(s, "$$F"))
 					continue
@@ -452,11 +444,11 @@ func settingsFindings(r *rules, env Env, kind, p, abs, text string) ([]string, [
 		folder = "" // the user's settings: relative paths are the opened folder's, not known
 	}
 	s := &settingsJudge{r: r, env: env, p: p, folder: folder}
-	for _, k := range sortedKeys(doc) {
+	for _, k := range slices.Sorted(maps.Keys(doc)) {
 		if strings.HasPrefix(k, "[") {
 			// A language's settings ("[python]": {…}).
 			if m, ok := doc[k].(map[string]any); ok {
-				for _, k2 := range sortedKeys(m) {
+				for _, k2 := range slices.Sorted(maps.Keys(m)) {
 					s.setting(k2, m[k2])
 				}
 			}
@@ -538,7 +530,7 @@ func (s *settingsJudge) setting(key string, v any) {
 		if !ok {
 			return
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			val, ok := m[k].(string)
 			if !ok || !envName.MatchString(k) {
 				continue
@@ -588,7 +580,7 @@ func (s *settingsJudge) programs(key string, v any, depth int) {
 			}
 			return
 		}
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			s.programs(key, x[k], depth+1)
 		}
 	}
@@ -928,7 +920,7 @@ func tomlLookup(doc map[string]any, parts []string) []any {
 	}
 	var keys []string
 	if parts[0] == "*" {
-		keys = sortedKeys(doc)
+		keys = slices.Sorted(maps.Keys(doc))
 	} else {
 		keys = []string{parts[0]}
 	}
