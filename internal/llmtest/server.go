@@ -103,6 +103,14 @@ func (s *Server) Requests() []Request {
 
 // serve answers one request.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-s.done:
+		// Closing: a request that arrives before the listener is shut (a
+		// client retrying a dropped one) is dropped too, not answered
+		// from the script.
+		panic(http.ErrAbortHandler)
+	default:
+	}
 	s.mu.Lock()
 	s.seq++
 	n := s.seq
@@ -145,7 +153,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-s.done:
-			return
+			// A server going away drops the connection: returning
+			// would answer 200 with an empty body, which a client may
+			// take for an empty reply.
+			panic(http.ErrAbortHandler)
 		}
 	}
 	switch {
