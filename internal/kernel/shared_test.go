@@ -517,7 +517,7 @@ func sharedRepeatDetection(t *testing.T, session, tool string) {
 			t.Fatalf("call %d: %v %s", i+1, err, sub.Verdict.Summary())
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for !looped(a.Evaluate(ctx, same())) {
 		if time.Now().After(deadline) {
 			v := a.Evaluate(ctx, same())
@@ -533,6 +533,9 @@ func sharedRepeatDetection(t *testing.T, session, tool string) {
 	if _, ok, err := b.Answer(ctx, sub.Approval.ID, store.Answer{Decision: "approve", Who: "ann", Channel: "test"}); err != nil || !ok {
 		t.Fatalf("answer: %v %v", ok, err)
 	}
+	// A wait of its own: under load the first one may have used most of
+	// its deadline.
+	deadline = time.Now().Add(20 * time.Second)
 	for _, k := range ks {
 		for looped(k.Evaluate(ctx, same())) {
 			if time.Now().After(deadline) {
