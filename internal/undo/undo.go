@@ -755,7 +755,8 @@ type PruneStats struct {
 // Prune drops the undo data of actions kept longer ago than maxAge, then of
 // the oldest actions until the content still referenced is at most
 // maxBytes, and removes blobs no action refers to. With a shared index it
-// prunes what this instance kept (Options.Instance). A zero maxAge or
+// prunes what this instance kept (Options.Instance), and the records of what
+// other instances kept more than twice maxAge ago (not their blobs). A zero maxAge or
 // maxBytes does not limit by that measure.
 func (s *Store) Prune(ctx context.Context, maxAge time.Duration, maxBytes int64) (PruneStats, error) {
 	s.mu.Lock()
@@ -766,15 +767,20 @@ func (s *Store) Prune(ctx context.Context, maxAge time.Duration, maxBytes int64)
 		return st, err
 	}
 	// Only this instance's: another's entries refer to its own blobs, and
-	// it prunes them by its own measure.
+	// it prunes them by its own measure. Their index records are dropped
+	// here by age alone, at twice maxAge: an instance that no longer runs
+	// (or one that kept them before instances had names) never will.
+	now := s.opts.Clock.Now()
+	drop := map[string]bool{}
 	for id, es := range all {
 		if len(es) > 0 && es[0].Instance != s.opts.Instance {
+			if maxAge > 0 && now.Sub(es[0].At) > 2*maxAge {
+				drop[id] = true
+			}
 			delete(all, id)
 		}
 	}
 	ids := actionOrder(all)
-	now := s.opts.Clock.Now()
-	drop := map[string]bool{}
 	if maxAge > 0 {
 		for _, id := range ids {
 			if now.Sub(all[id][0].At) > maxAge {

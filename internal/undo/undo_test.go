@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -556,12 +557,69 @@ func TestSharedIndexInstances(t *testing.T) {
 	if readFile(t, p) != "after" {
 		t.Fatal("the other instance changed the file")
 	}
-	// b prunes everything it may: its own action only.
+	// b prunes everything it may: its own action only (a's is not twice
+	// the age yet).
 	e.clk.Advance(time.Hour)
-	if st, err := b.Prune(ctx, time.Minute, 0); err != nil || st.Actions != 1 {
+	if st, err := b.Prune(ctx, 40*time.Minute, 0); err != nil || st.Actions != 1 {
 		t.Fatalf("b's prune: %+v %v", st, err)
 	}
 	if _, err := e.s.Restore(ctx, "act_a"); err != nil || readFile(t, p) != "before" {
 		t.Fatalf("restore through the instance that kept it: %v", err)
 	}
+}
+
+// What an instance that no longer runs kept, or what was kept before the
+// instances had names, is pruned from the shared index by the others once
+// it is twice the age limit, and its blobs (another machine's) are left.
+func TestSharedIndexForgottenInstance(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Options{Instance: "a"})
+	for _, name := range []string{"gone", ""} {
+		dir := filepath.Join(t.TempDir(), "undo")
+		o, err := New(dir, e.db, Options{Instance: name, Clock: e.clk, GCGrace: -time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := e.write(t, "g.txt", "kept by "+name, 0o644)
+		if _, err := o.Keep(ctx, "act_"+name, "s", q); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if n := countFiles(t, filepath.Join(dir, "blobs")); n != 1 {
+				t.Errorf("the blobs of instance %q: %d files, want its one left alone", name, n)
+			}
+		})
+	}
+	e.clk.Advance(90 * time.Minute)
+	if st, err := e.s.Prune(ctx, time.Hour, 0); err != nil || st.Actions != 0 {
+		t.Fatalf("prune before twice the age: %+v %v", st, err)
+	}
+	e.clk.Advance(31 * time.Minute)
+	if st, err := e.s.Prune(ctx, time.Hour, 0); err != nil || st.Actions != 2 {
+		t.Fatalf("prune after twice the age: %+v %v", st, err)
+	}
+	for _, id := range []string{"act_gone", "act_"} {
+		if _, err := e.s.Entries(ctx, id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s still in the index: %v", id, err)
+		}
+	}
+}
+
+// countFiles counts the regular files below dir.
+func countFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
