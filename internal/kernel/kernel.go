@@ -229,6 +229,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	k.Pins = mcppin.New(st, cfg.Clock.Now)
 	if k.shared {
 		k.Pins.RequireSigned(pinSigner{k})
+		k.Pins.KeepLedger(&pinLedger{k: k})
 	}
 	protected := []string{cfg.Home}
 	if polFile != "" {
