@@ -699,3 +699,19 @@ func TestSharedDeletedPinWithheld(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSharedPinCheck is the check of a tool whose accepted
+// definition is seen again (each tool, each time a gateway publishes).
+func BenchmarkSharedPinCheck(b *testing.B) {
+	ks, _, _ := openShared(b, 1, time.Minute)
+	ctx := context.Background()
+	def := mcppin.Definition{Name: "fact", Description: "Returns a fact.", InputSchema: map[string]any{"type": "object"}}
+	if o := ks[0].Pins.Check(ctx, "srv", def, mcppin.Config{}); o.Status != mcppin.Offered {
+		b.Fatalf("first sight: %+v", o)
+	}
+	for b.Loop() {
+		if o := ks[0].Pins.Check(ctx, "srv", def, mcppin.Config{}); o.Status != mcppin.Offered {
+			b.Fatalf("%+v", o)
+		}
+	}
+}
