@@ -48,6 +48,9 @@ func (g *Gate) consume(ctx context.Context, ap *store.Approval) error {
 	if err != nil {
 		return fmt.Errorf("gate: consume %s: %w", ap.ID, err)
 	}
+	if g.usedHereRecently(ap.ID) {
+		return fmt.Errorf("gate: consume %s: %w (here, and its mark is gone)", ap.ID, ErrConsumed)
+	}
 	if used, err := g.journal().UsedApproval(ctx, ap); err != nil {
 		return fmt.Errorf("gate: consume %s: %w", ap.ID, err)
 	} else if used {
@@ -60,7 +63,25 @@ func (g *Gate) consume(ctx context.Context, ap *store.Approval) error {
 	if err != nil {
 		return fmt.Errorf("gate: consume %s: %w", ap.ID, err)
 	}
+	g.mu.Lock()
+	now := g.clk.Now()
+	for id, at := range g.usedHere {
+		if now.Sub(at) > g.cfg.RetryWindow {
+			delete(g.usedHere, id)
+		}
+	}
+	g.usedHere[ap.ID] = now
+	g.mu.Unlock()
 	return nil
+}
+
+// usedHereRecently reports whether this gate consumed approval id within
+// the retry window.
+func (g *Gate) usedHereRecently(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	at, ok := g.usedHere[id]
+	return ok && g.clk.Now().Sub(at) <= g.cfg.RetryWindow
 }
 
 // consumed reports whether approval ap has been used: it has a mark, or
@@ -74,6 +95,8 @@ func (g *Gate) consumed(ctx context.Context, ap *store.Approval) (bool, error) {
 		return true, nil
 	case !errors.Is(err, store.ErrNotFound):
 		return true, fmt.Errorf("gate: consumed %s: %w", ap.ID, err)
+	case g.usedHereRecently(ap.ID):
+		return true, nil
 	}
 	used, err := g.journal().UsedApproval(ctx, ap)
 	if err != nil {

@@ -237,6 +237,10 @@ type Gate struct {
 	subs    map[*subscriber]struct{}
 	dropped atomic.Uint64
 	started time.Time
+	// usedHere holds the approvals this gate consumed within the retry
+	// window (ID → when): one whose mark and record of use were both
+	// deleted from a shared database is still used here.
+	usedHere map[string]time.Time
 }
 
 // New returns a gate over st. cfg is filled with defaults; call
@@ -251,6 +255,8 @@ func New(st Store, clk clock.Clock, cfg Config) *Gate {
 		left:    map[string]time.Time{},
 		subs:    map[*subscriber]struct{}{},
 		started: clk.Now(),
+
+		usedHere: map[string]time.Time{},
 	}
 }
 

@@ -83,7 +83,10 @@ func (l *pinLedger) read(ctx context.Context) error {
 			continue
 		}
 		k := ledgerKey(a.Server, a.Kind, a.Tool)
-		if cur, ok := l.latest[k]; ok && cur.Seq > a.Seq {
+		if cur, ok := l.latest[k]; ok && cur.Seq >= a.Seq {
+			// The first of a number stands: a copy of a signed record
+			// appended later (or a concurrent acceptance that lost the
+			// race) does not take its place.
 			continue
 		}
 		l.latest[k] = a

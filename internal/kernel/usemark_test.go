@@ -23,7 +23,14 @@ func TestDeletedUseMarkDoesNotReopenApproval(t *testing.T) {
 	ctx := context.Background()
 	t.Run("sqlite", func(t *testing.T) {
 		k := open(t, nil, "")
-		useMarkDeleted(t, []*kernel.Kernel{k}, func(id string) {
+		// A second kernel on the same home (a hook, the CLI): it did not
+		// use the approval itself.
+		k2, err := kernel.Open(ctx, kernel.Config{Home: k.Home})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { k2.Close() })
+		useMarkDeleted(t, []*kernel.Kernel{k, k2}, func(id string) {
 			if err := k.Raw().UpdateState(ctx, gate.ConsumedNS, id, func([]byte) ([]byte, error) { return nil, nil }); err != nil {
 				t.Fatal(err)
 			}
@@ -42,6 +49,34 @@ func TestDeletedUseMarkDoesNotReopenApproval(t *testing.T) {
 				t.Fatalf("deleting the mark: %v %v", err, tag)
 			}
 		})
+		// The mark and its record deleted together (a gap in the log that
+		// audit verify names): the instance that used the approval still
+		// knows it did.
+		sub, err := ks[0].Submit(ctx, write("/etc/hosts"))
+		if err != nil || sub.Approval == nil {
+			t.Fatalf("submit: %v %+v", err, sub)
+		}
+		ap := sub.Approval
+		if _, _, err := ks[1].Answer(ctx, ap.ID, store.Answer{Decision: "approve", Who: "ann", Channel: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ks[0].Wait(ctx, ap.ID); err != nil || !gate.Allowed(got) {
+			t.Fatalf("wait: %+v %v", got, err)
+		}
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, `DELETE FROM state WHERE ns = $1 AND key = $2`, gate.ConsumedNS, ap.ID); err != nil {
+			t.Fatal(err)
+		}
+		if tag, err := c.Exec(ctx, `DELETE FROM audit WHERE type = 'approval_used' AND action_id = $1`, ap.ActionID); err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("deleting the record: %v %v", err, tag)
+		}
+		if _, err := ks[0].Gate.TakeApproved(ctx, ap.ArgsHash, gate.CallerOf(&ap.Action)); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the instance that used the approval lets it through again: %v", err)
+		}
 	})
 }
 

@@ -313,6 +313,16 @@ func sameReport(a, b *inject.Report) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
+// next is the number of the acceptance after a (nil: none yet). It is
+// taken from the ledger alone: a pin's own number is whatever the
+// database holds.
+func (a *Acceptance) next() int64 {
+	if a == nil {
+		return 1
+	}
+	return a.Seq + 1
+}
+
 // holds reports whether p holds acceptance a as its accepted definition
 // (its Seq aside).
 func (p *Pin) holds(a Acceptance) bool {
@@ -522,12 +532,8 @@ type check struct {
 func (c *check) accept(p *Pin, by string, at time.Time) error {
 	p.AcceptedBy, p.AcceptedAt = by, at
 	if c.r.ledger != nil {
-		seq := p.Seq
-		if c.latest != nil {
-			seq = max(seq, c.latest.Seq)
-		}
 		c.record = &Acceptance{Server: p.Server, Kind: p.Kind, Tool: p.Tool, Hash: p.Hash, Flagged: p.Flagged,
-			Seq: seq + 1, By: by, At: at}
+			Seq: c.latest.next(), By: by, At: at}
 		return errRecordFirst
 	}
 	return c.r.sign(p)
@@ -832,12 +838,8 @@ func (r *Registry) AcceptKind(ctx context.Context, server string, kind Kind, too
 			p.AcceptedBy, p.AcceptedAt, p.Pending = who, r.now().UTC(), nil
 			if r.ledger != nil {
 				if record == nil || !sameReport(record.Flagged, p.Flagged) {
-					seq := p.Seq
-					if latest != nil {
-						seq = max(seq, latest.Seq)
-					}
 					record = &Acceptance{Server: server, Kind: kind, Tool: tool, Hash: p.Hash, Flagged: p.Flagged,
-						Seq: seq + 1, By: who, At: p.AcceptedAt}
+						Seq: latest.next(), By: who, At: p.AcceptedAt}
 					return nil, errRecordFirst
 				}
 				p.Seq, p.AcceptedAt = record.Seq, record.At

@@ -406,7 +406,7 @@ func (l *memLedger) Latest(_ context.Context, server string, kind mcppin.Kind, n
 		found bool
 	)
 	for _, a := range l.recs {
-		if a.Server == server && a.Kind == kind && a.Tool == name && (!found || a.Seq >= got.Seq) {
+		if a.Server == server && a.Kind == kind && a.Tool == name && (!found || a.Seq > got.Seq) {
 			got, found = a, true
 		}
 	}
