@@ -823,6 +823,12 @@ func (r *Registry) AcceptKind(ctx context.Context, server string, kind Kind, too
 			if err := json.Unmarshal(old, &p); err != nil {
 				return nil, fmt.Errorf("reading the pin: %w", err)
 			}
+			if p.Pending == nil && record != nil && p.Seq == record.Seq && p.holds(*record) && r.proved(&p) {
+				// A gateway that saw the definition just recorded wrote
+				// the pin first.
+				got = &p
+				return old, nil
+			}
 			if p.Pending == nil {
 				return nil, fmt.Errorf("%w: %s/%s has no pending definition", ErrNothingToAccept, server, tool)
 			}

@@ -393,10 +393,19 @@ func TestListedDiffIsMadeAgain(t *testing.T) {
 }
 
 // memLedger is a Ledger in memory, as the kernel's audit log keeps one.
-type memLedger struct{ recs []mcppin.Acceptance }
+type memLedger struct {
+	recs []mcppin.Acceptance
+	// recorded, when set, runs after a record is kept (another gateway
+	// that acts in between).
+	recorded func()
+}
 
 func (l *memLedger) Record(_ context.Context, a mcppin.Acceptance) error {
 	l.recs = append(l.recs, a)
+	if f := l.recorded; f != nil {
+		l.recorded = nil
+		f()
+	}
 	return nil
 }
 
@@ -487,6 +496,25 @@ func TestLedgerPins(t *testing.T) {
 	}
 	if o := r.Check(ctx, "s", v3, flag); o.Status != mcppin.Offered || o.New {
 		t.Fatalf("flag mode, seen again: %+v", o)
+	}
+	// A person accepts a change while another gateway, seeing the
+	// definition just recorded, writes the pin first: the acceptance
+	// stands.
+	v4 := mcppin.Definition{Name: "fact", Description: "Returns a fact of the month."}
+	o = r.Check(ctx, "s", v4, cfg)
+	if o.Status != mcppin.Withheld || o.Pin.Pending == nil {
+		t.Fatalf("changed again: %+v", o)
+	}
+	other := mcppin.New(st, nil)
+	other.RequireSigned(key)
+	other.KeepLedger(l)
+	l.recorded = func() {
+		if o := other.Check(ctx, "s", v4, cfg); o.Status != mcppin.Offered {
+			t.Errorf("the other gateway, after the record: %+v", o)
+		}
+	}
+	if p, err := r.Accept(ctx, "s", "fact", o.Pin.Pending.Hash, "bob"); err != nil || p.Seq != 4 {
+		t.Fatalf("accepted while another gateway wrote the pin: %v %+v", err, p)
 	}
 	// A new tool without findings: pinned quietly, and recorded.
 	if o := r.Check(ctx, "s", mcppin.Definition{Name: "time", Description: "Returns the time."}, cfg); o.Status != mcppin.Offered || o.New || o.Pin.Seq != 1 {
