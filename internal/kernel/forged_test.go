@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -713,5 +714,31 @@ func BenchmarkSharedPinCheck(b *testing.B) {
 		if o := ks[0].Pins.Check(ctx, "srv", def, mcppin.Config{}); o.Status != mcppin.Offered {
 			b.Fatalf("%+v", o)
 		}
+	}
+}
+
+// A resource whose URI is too long for the log's indexed tool column is
+// pinned, and its acceptance recorded, all the same.
+func TestSharedLongResourcePinned(t *testing.T) {
+	ctx := context.Background()
+	ks, _, _ := openShared(t, 1, time.Minute)
+	uri := "note://" + strings.Repeat("a-long-path-segment/", 300)
+	def := mcppin.Definition{Kind: mcppin.KindResource, Name: "note", URI: uri}
+	for i := range 2 {
+		if o := ks[0].Pins.Check(ctx, "srv", def, mcppin.Config{}); o.Status != mcppin.Offered || o.New {
+			t.Fatalf("check %d: %+v", i, o)
+		}
+	}
+	// Changed, and accepted by a person: recorded too.
+	def.Description = "Notes."
+	o := ks[0].Pins.Check(ctx, "srv", def, mcppin.Config{})
+	if o.Status != mcppin.Withheld || o.Pin.Pending == nil {
+		t.Fatalf("changed: %+v", o)
+	}
+	if _, err := ks[0].AcceptMCP(ctx, "srv", mcppin.KindResource, uri, o.Pin.Pending.Hash, "alice", "console"); err != nil {
+		t.Fatal(err)
+	}
+	if o := ks[0].Pins.Check(ctx, "srv", def, mcppin.Config{}); o.Status != mcppin.Offered {
+		t.Fatalf("accepted: %+v", o)
 	}
 }

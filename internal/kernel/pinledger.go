@@ -29,6 +29,9 @@ type pinLedger struct {
 
 var _ mcppin.Ledger = (*pinLedger)(nil)
 
+// maxPinnedTool is the longest tool column an mcp_pinned record is given.
+const maxPinnedTool = 512
+
 func ledgerKey(server string, kind mcppin.Kind, name string) string {
 	return server + "\x00" + string(kind) + "\x00" + name
 }
@@ -39,7 +42,11 @@ func (l *pinLedger) Record(ctx context.Context, a mcppin.Acceptance) error {
 	if err != nil {
 		return err
 	}
-	if _, err := l.k.Audit.Append(ctx, audit.Entry{Type: mcppin.TypePinned, Tool: a.Server + "__" + a.Tool, Data: data}); err != nil {
+	tool := a.Server + "__" + a.Tool
+	if len(tool) > maxPinnedTool {
+		tool = "" // a resource's long URI: in the data only (the tool column is indexed)
+	}
+	if _, err := l.k.Audit.Append(ctx, audit.Entry{Type: mcppin.TypePinned, Tool: tool, Data: data}); err != nil {
 		return err
 	}
 	l.mu.Lock()
