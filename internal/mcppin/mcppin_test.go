@@ -484,6 +484,10 @@ func TestLedgerPins(t *testing.T) {
 		t.Fatalf("deleted pin, another definition: %+v", o)
 	}
 	put(nil)
+	if o := r.Check(ctx, "s", v1, mcppin.Config{Changed: mcppin.Flag}); o.Status != mcppin.Withheld {
+		t.Fatalf("deleted pin, another definition, flag mode: %+v", o)
+	}
+	put(nil)
 	if o := r.Check(ctx, "s", v2, cfg); o.Status != mcppin.Offered || o.New || o.Pin.Seq != 2 {
 		t.Fatalf("deleted pin, the accepted definition: %+v", o)
 	}
