@@ -64,6 +64,10 @@ const (
 	TypeRollback = "rollback"
 	// TypeTrust is a change of an agent's trust mode (promotion, demotion).
 	TypeTrust = "trust"
+	// TypeApprovalUsed is the use of a person's approval: the one call it
+	// let through. It is committed with the approval's mark of use, and an
+	// approval it names is used whether or not the mark is still there.
+	TypeApprovalUsed = "approval_used"
 )
 
 // Genesis is the prev_hash of the first record of a chain.

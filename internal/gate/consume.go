@@ -12,11 +12,11 @@ import (
 	"github.com/overseer-dev/overseer/internal/store"
 )
 
-// consumedNS is the state namespace where the gate marks approvals that have
+// ConsumedNS is the state namespace where the gate marks approvals that have
 // let their one call through. Keys are approval IDs.
-const consumedNS = "gate_consumed"
+const ConsumedNS = "gate_consumed"
 
-// consumedMark is the value stored under consumedNS.
+// consumedMark is the value stored under ConsumedNS.
 type consumedMark struct {
 	At         time.Time `json:"at"`
 	AnsweredAt time.Time `json:"answered_at"`
@@ -36,7 +36,10 @@ func (g *Gate) Consume(ctx context.Context, id string) error {
 	return g.consume(ctx, ap)
 }
 
-// consume atomically marks ap consumed; the first caller wins.
+// consume atomically marks ap consumed; the first caller wins. An approval
+// whose use is recorded apart from its mark (Journal.UsedApproval) is
+// consumed though its mark is gone: a writer of a shared database that
+// deletes the mark does not get the approval's call through again.
 func (g *Gate) consume(ctx context.Context, ap *store.Approval) error {
 	if !Allowed(ap) {
 		return fmt.Errorf("gate: consume %s (%s): %w", ap.ID, ap.Status, ErrNotApproved)
@@ -45,30 +48,61 @@ func (g *Gate) consume(ctx context.Context, ap *store.Approval) error {
 	if err != nil {
 		return fmt.Errorf("gate: consume %s: %w", ap.ID, err)
 	}
-	err = g.st.UpdateState(ctx, consumedNS, ap.ID, func(old []byte) ([]byte, error) {
-		if old != nil {
-			return nil, ErrConsumed
-		}
-		return mark, nil
-	})
+	if g.usedHereRecently(ap.ID) {
+		return fmt.Errorf("gate: consume %s: %w (here, and its mark is gone)", ap.ID, ErrConsumed)
+	}
+	if used, err := g.journal().UsedApproval(ctx, ap); err != nil {
+		return fmt.Errorf("gate: consume %s: %w", ap.ID, err)
+	} else if used {
+		return fmt.Errorf("gate: consume %s: %w (its use is recorded, its mark is gone)", ap.ID, ErrConsumed)
+	}
+	err = g.journal().ConsumeApproval(ctx, ap, mark)
+	if errors.Is(err, store.ErrExists) {
+		return fmt.Errorf("gate: consume %s: %w", ap.ID, ErrConsumed)
+	}
 	if err != nil {
 		return fmt.Errorf("gate: consume %s: %w", ap.ID, err)
 	}
+	g.mu.Lock()
+	now := g.clk.Now()
+	for id, at := range g.usedHere {
+		if now.Sub(at) > g.cfg.RetryWindow {
+			delete(g.usedHere, id)
+		}
+	}
+	g.usedHere[ap.ID] = now
+	g.mu.Unlock()
 	return nil
 }
 
-// consumed reports whether approval id has been used. A read error counts
-// as used: an approval whose state is unknown lets nothing through.
-func (g *Gate) consumed(ctx context.Context, id string) (bool, error) {
-	_, err := g.st.GetState(ctx, consumedNS, id)
+// usedHereRecently reports whether this gate consumed approval id within
+// the retry window.
+func (g *Gate) usedHereRecently(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	at, ok := g.usedHere[id]
+	return ok && g.clk.Now().Sub(at) <= g.cfg.RetryWindow
+}
+
+// consumed reports whether approval ap has been used: it has a mark, or
+// its use is recorded apart from the mark. A read error counts as used:
+// an approval whose state is unknown lets nothing through. Any mark counts,
+// whoever wrote it: a mark can only keep an approval from being used.
+func (g *Gate) consumed(ctx context.Context, ap *store.Approval) (bool, error) {
+	_, err := g.st.GetState(ctx, ConsumedNS, ap.ID)
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, store.ErrNotFound):
-		return false, nil
-	default:
-		return true, fmt.Errorf("gate: consumed %s: %w", id, err)
+	case !errors.Is(err, store.ErrNotFound):
+		return true, fmt.Errorf("gate: consumed %s: %w", ap.ID, err)
+	case g.usedHereRecently(ap.ID):
+		return true, nil
 	}
+	used, err := g.journal().UsedApproval(ctx, ap)
+	if err != nil {
+		return true, fmt.Errorf("gate: consumed %s: %w", ap.ID, err)
+	}
+	return used, nil
 }
 
 // Caller is who retries a call: the agent and session an approval was
@@ -102,7 +136,7 @@ func (g *Gate) candidates(ctx context.Context, argsHash string, by Caller) ([]*s
 			ap.Action.Agent != by.Agent || ap.Action.Session != by.Session {
 			continue
 		}
-		used, err := g.consumed(ctx, ap.ID)
+		used, err := g.consumed(ctx, ap)
 		if err != nil {
 			return nil, err
 		}

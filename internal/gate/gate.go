@@ -134,6 +134,16 @@ type Config struct {
 type Journal interface {
 	CreateApproval(ctx context.Context, ap *store.Approval) error
 	AnswerApproval(ctx context.Context, id string, status store.ApprovalStatus, ans store.Answer, person bool) (*store.Approval, bool, error)
+	// ConsumeApproval sets ap's mark of use (state namespace ConsumedNS,
+	// key ap.ID) to mark, failing with an error that wraps store.ErrExists
+	// when the mark is already there. The kernel's journal commits it with
+	// an audit record of the use, so that the use is known from the audit
+	// log too (UsedApproval).
+	ConsumeApproval(ctx context.Context, ap *store.Approval, mark json.RawMessage) error
+	// UsedApproval reports whether a record apart from the mark says that
+	// ap was used: the gate asks it when it finds no mark (a mark deleted
+	// from a shared database), and an error counts as used.
+	UsedApproval(ctx context.Context, ap *store.Approval) (bool, error)
 }
 
 // storeJournal is the Journal of a gate with none configured: the store.
@@ -146,6 +156,18 @@ func (j storeJournal) CreateApproval(ctx context.Context, ap *store.Approval) er
 func (j storeJournal) AnswerApproval(ctx context.Context, id string, status store.ApprovalStatus, ans store.Answer, _ bool) (*store.Approval, bool, error) {
 	return j.st.AnswerApproval(ctx, id, status, ans)
 }
+
+func (j storeJournal) ConsumeApproval(ctx context.Context, ap *store.Approval, mark json.RawMessage) error {
+	return j.st.UpdateState(ctx, ConsumedNS, ap.ID, func(old []byte) ([]byte, error) {
+		if old != nil {
+			return nil, store.ErrExists
+		}
+		return mark, nil
+	})
+}
+
+// UsedApproval: a gate on the store alone has only the marks.
+func (storeJournal) UsedApproval(context.Context, *store.Approval) (bool, error) { return false, nil }
 
 // Validate reports whether c is a valid configuration.
 func (c Config) Validate() error {
@@ -215,6 +237,10 @@ type Gate struct {
 	subs    map[*subscriber]struct{}
 	dropped atomic.Uint64
 	started time.Time
+	// usedHere holds the approvals this gate consumed within the retry
+	// window (ID → when): one whose mark and record of use were both
+	// deleted from a shared database is still used here.
+	usedHere map[string]time.Time
 }
 
 // New returns a gate over st. cfg is filled with defaults; call
@@ -229,6 +255,8 @@ func New(st Store, clk clock.Clock, cfg Config) *Gate {
 		left:    map[string]time.Time{},
 		subs:    map[*subscriber]struct{}{},
 		started: clk.Now(),
+
+		usedHere: map[string]time.Time{},
 	}
 }
 

@@ -36,6 +36,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/autorule"
 	"github.com/overseer-dev/overseer/internal/clock"
 	"github.com/overseer-dev/overseer/internal/firewall"
+	"github.com/overseer-dev/overseer/internal/gate"
 	"github.com/overseer-dev/overseer/internal/policy"
 	"github.com/overseer-dev/overseer/internal/store"
 )
@@ -220,6 +221,44 @@ func (j journal) AnswerApproval(ctx context.Context, id string, status store.App
 		return nil, false, err
 	}
 	return ap, eff.Applied, nil
+}
+
+// usedRecord is the data of an approval_used record.
+type usedRecord struct {
+	ApprovalID string    `json:"approval_id"`
+	ArgsHash   string    `json:"args_hash"`
+	AnsweredAt time.Time `json:"answered_at"`
+}
+
+// ConsumeApproval marks ap used with its approval_used record, in one
+// transaction: the record stays in the log, sealed and chained, when the
+// mark is deleted from the database (UsedApproval).
+func (j journal) ConsumeApproval(ctx context.Context, ap *store.Approval, mark json.RawMessage) error {
+	rec := usedRecord{ApprovalID: ap.ID, ArgsHash: ap.ArgsHash}
+	if ap.Answer != nil {
+		rec.AnsweredAt = ap.Answer.At
+	}
+	e := audit.Entry{Type: audit.TypeApprovalUsed, ActionID: ap.ActionID, Agent: ap.Agent, Session: ap.Session, Tool: ap.Tool,
+		Data: rec, Effect: &store.PutStateEffect{NS: gate.ConsumedNS, Key: ap.ID, Value: mark, IfAbsent: true}}
+	_, err := j.k.Audit.Append(ctx, e)
+	return err
+}
+
+// UsedApproval reports whether the audit log records a use of ap. Any
+// record counts, signed or not: it can only keep an approval from being
+// used again.
+func (j journal) UsedApproval(ctx context.Context, ap *store.Approval) (bool, error) {
+	recs, err := j.k.raw.QueryAudit(ctx, store.AuditQuery{ActionID: ap.ActionID, Types: []string{audit.TypeApprovalUsed}})
+	if err != nil {
+		return true, fmt.Errorf("reading the uses of approval %s: %w", ap.ID, err)
+	}
+	for _, r := range recs {
+		var u usedRecord
+		if json.Unmarshal(r.Data, &u) != nil || u.ApprovalID == ap.ID {
+			return true, nil // one that cannot be read may be its own
+		}
+	}
+	return false, nil
 }
 
 // ---- checks

@@ -229,6 +229,7 @@ func Open(ctx context.Context, cfg Config) (*Kernel, error) {
 	k.Pins = mcppin.New(st, cfg.Clock.Now)
 	if k.shared {
 		k.Pins.RequireSigned(pinSigner{k})
+		k.Pins.KeepLedger(&pinLedger{k: k})
 	}
 	protected := []string{cfg.Home}
 	if polFile != "" {
@@ -699,7 +700,11 @@ func (k *Kernel) AcceptMCP(ctx context.Context, server string, kind mcppin.Kind,
 	if pending != nil && pending.Hash == pin.Hash {
 		rec["reason"], rec["diff"], rec["findings"] = pending.Reason, pending.Diff, pending.Findings
 	}
-	if _, err := k.Audit.Append(ctx, audit.Entry{Type: mcppin.TypeAccept, Tool: server + "__" + name, Data: rec}); err != nil {
+	tool := server + "__" + name
+	if len(tool) > maxPinnedTool {
+		tool = "" // a resource's long URI: in the data only (the tool column is indexed)
+	}
+	if _, err := k.Audit.Append(ctx, audit.Entry{Type: mcppin.TypeAccept, Tool: tool, Data: rec}); err != nil {
 		return pin, fmt.Errorf("the change was accepted but recording it failed: %w", err)
 	}
 	return pin, nil

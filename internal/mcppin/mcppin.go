@@ -219,6 +219,10 @@ type Pin struct {
 	AcceptedBy string         `json:"accepted_by,omitempty"` // "first sight" or a person
 	AcceptedAt time.Time      `json:"accepted_at,omitempty"`
 	Pending    *Pending       `json:"pending,omitempty"`
+	// Seq numbers the acceptances of the pin (Ledger): the accepted
+	// definition is the Seq-th. 0 in a pin written before acceptances were
+	// recorded, or without a Ledger.
+	Seq int64 `json:"seq,omitempty"`
 	// MAC is the accepted definition's signature (Signer), on a store
 	// several instances share.
 	MAC string `json:"mac,omitempty"`
@@ -236,7 +240,9 @@ type Signer interface {
 }
 
 // signedBody is what a pin's MAC covers: which definition it is, the
-// accepted definition's hash and the alert it was accepted with.
+// accepted definition's hash, the alert it was accepted with and which
+// acceptance it is (left out when 0, so that the MAC of a pin signed
+// before acceptances were numbered still checks).
 func (p *Pin) signedBody() ([]byte, error) {
 	return json.Marshal(struct {
 		Server  string         `json:"server"`
@@ -244,7 +250,109 @@ func (p *Pin) signedBody() ([]byte, error) {
 		Tool    string         `json:"tool"`
 		Hash    string         `json:"hash"`
 		Flagged *inject.Report `json:"flagged"`
-	}{p.Server, p.Kind, p.Tool, p.Hash, p.Flagged})
+		Seq     int64          `json:"seq,omitempty"`
+	}{p.Server, p.Kind, p.Tool, p.Hash, p.Flagged, p.Seq})
+}
+
+// TypePinned is the audit record type of an Acceptance (Ledger).
+const TypePinned = "mcp_pinned"
+
+// Acceptance is a definition accepted for a pin — at first sight, in flag
+// mode, or by a person — as a Ledger keeps it: the Seq-th of the pin.
+type Acceptance struct {
+	Server  string         `json:"server"`
+	Kind    Kind           `json:"kind,omitempty"`
+	Tool    string         `json:"tool"`
+	Hash    string         `json:"hash"`
+	Flagged *inject.Report `json:"flagged,omitempty"`
+	Seq     int64          `json:"seq"`
+	By      string         `json:"by"`
+	At      time.Time      `json:"at"`
+}
+
+// Ledger keeps the acceptances of definitions where a writer of the pins'
+// store cannot take one back (the audit log, signed, on a shared
+// database): a pin is in force only as the latest acceptance of its tool.
+// Without it, such a writer could delete a pin (the gateway would pin a
+// clean definition it had never accepted as a new tool's), or put back an
+// older signed pin of the tool (a definition since changed and
+// re-reviewed).
+type Ledger interface {
+	// Record records a durably. The registry records an acceptance
+	// before it writes the pin that holds it.
+	Record(ctx context.Context, a Acceptance) error
+	// Latest returns the latest acceptance recorded for a pin (found
+	// false when there is none), reading the records written since the
+	// ledger last read them first.
+	Latest(ctx context.Context, server string, kind Kind, name string) (a Acceptance, found bool, err error)
+}
+
+// KeepLedger makes r record every acceptance in l and offer a definition
+// only as the latest acceptance of its pin. Call it before r is used.
+func (r *Registry) KeepLedger(l Ledger) { r.ledger = l }
+
+// ReasonNotLatest is a pending definition's reason when its pin does not
+// hold the latest acceptance its Ledger records (the pin was deleted, or
+// an older one put back) and the definition seen is not that one either.
+const ReasonNotLatest = "not_latest"
+
+// errRecordFirst stops a pin's update that accepts a definition: the
+// acceptance is recorded (Ledger) before the pin is written again.
+var errRecordFirst = errors.New("mcppin: record the acceptance first")
+
+// moved is againstLedger's mark of a pin it changed.
+var moved = []byte("moved")
+
+// errLedgerBehind stops a pin's update that met a pin newer than the
+// ledger as read: it is read again.
+var errLedgerBehind = errors.New("mcppin: the ledger as read is behind the pin")
+
+func sameReport(a, b *inject.Report) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
+// next is the number of the acceptance after a (nil: none yet). It is
+// taken from the ledger alone: a pin's own number is whatever the
+// database holds.
+func (a *Acceptance) next() int64 {
+	if a == nil {
+		return 1
+	}
+	return a.Seq + 1
+}
+
+// holds reports whether p holds acceptance a as its accepted definition
+// (its Seq aside).
+func (p *Pin) holds(a Acceptance) bool {
+	return p.Hash != "" && p.Hash == a.Hash && sameReport(p.Flagged, a.Flagged)
+}
+
+// latest is the pin's latest acceptance as the ledger has it (nil: none,
+// or no ledger).
+func (r *Registry) latest(ctx context.Context, server string, kind Kind, name string) (*Acceptance, error) {
+	if r.ledger == nil {
+		return nil, nil
+	}
+	a, found, err := r.ledger.Latest(ctx, server, kind, name)
+	if err != nil {
+		return nil, fmt.Errorf("reading the record of its acceptance: %w", err)
+	}
+	if !found {
+		return nil, nil
+	}
+	return &a, nil
+}
+
+// current reports whether p, proved, is its tool's latest acceptance
+// (always without a Ledger).
+func (r *Registry) current(ctx context.Context, p *Pin) bool {
+	if r.ledger == nil {
+		return true
+	}
+	a, err := r.latest(ctx, p.Server, p.Kind, p.Tool)
+	return err == nil && a != nil && a.Seq == p.Seq && p.holds(*a)
 }
 
 // Status is the outcome of Check.
@@ -278,6 +386,9 @@ type Registry struct {
 	// signer, when set, signs accepted definitions and holds unsigned
 	// ones to be accepted again (RequireSigned).
 	signer Signer
+	// ledger, when set, records acceptances, and a pin is in force only
+	// as the latest one (KeepLedger).
+	ledger Ledger
 }
 
 // RequireSigned makes r sign every definition it accepts and offer only
@@ -347,113 +458,270 @@ func (r *Registry) Check(ctx context.Context, server string, def Definition, cfg
 	if name == "" {
 		return Outcome{Why: "its definition has no name"}
 	}
+	k := key(server, def.Kind, name)
 	// The common case, an accepted definition seen again, is read without
 	// taking the store's write lock (a gateway checks every tool, prompt
 	// and resource of every upstream whenever it publishes).
-	if cur, err := r.st.GetState(ctx, Namespace, key(server, def.Kind, name)); err == nil {
+	if cur, err := r.st.GetState(ctx, Namespace, k); err == nil {
 		var p Pin
-		if json.Unmarshal(cur, &p) == nil && p.Hash == h && r.proved(&p) {
+		if json.Unmarshal(cur, &p) == nil && p.Hash == h && r.proved(&p) && r.current(ctx, &p) {
 			if p.Flagged != nil {
 				return Outcome{Status: OfferedFlagged, Why: p.Flagged.Summary(), Pin: &p}
 			}
 			return Outcome{Status: Offered, Pin: &p}
 		}
 	}
-	var out Outcome
-	err = r.st.UpdateState(ctx, Namespace, key(server, def.Kind, name), func(old []byte) ([]byte, error) {
-		out = Outcome{}
-		now := r.now().UTC()
-		var p Pin
-		if old != nil {
-			if err := json.Unmarshal(old, &p); err != nil {
-				return nil, fmt.Errorf("reading the pin: %w", err)
-			}
-		} else {
-			p = Pin{Server: server, Kind: def.Kind, Tool: name, FirstSeen: now}
+	c := check{r: r, server: server, def: def, cfg: cfg, canon: canon, h: h, name: name}
+	var first *Outcome // what the update that recorded an acceptance decided
+	for try := 0; try < 4; try++ {
+		c.latest, err = r.latest(ctx, server, def.Kind, name)
+		if err != nil {
+			return Outcome{Why: "its pin could not be checked: " + err.Error()}
 		}
-		// An accepted definition no instance signed was written into the
-		// shared database by something else: whatever it is, a person
-		// accepts it before it is offered again.
-		unproved := p.Hash != "" && !r.proved(&p)
-		if p.Hash == h && !unproved {
-			// The accepted definition. A pending one stays until a person
-			// looks at it: another session's upstream may still serve it,
-			// and a server that changed a definition and went back is
-			// something the person should see.
-			out.Status = Offered
-			if p.Flagged != nil {
-				out.Status, out.Why = OfferedFlagged, p.Flagged.Summary()
-			}
-			out.Pin = &p
-			return old, nil
-		}
-		if p.Pending != nil && p.Pending.Hash == h {
-			out.Why = whyWithheld(p.Pending)
-			out.Pin = &p
-			return old, nil
-		}
-		// Whole: an instruction in the middle of a long description
-		// reaches the model as surely as one at its ends. Past
-		// maxDefinitionScan, a definition is not read: it is suspect.
-		text := def.Text()
-		var rep inject.Report
-		if len(text) > maxDefinitionScan {
-			rep = inject.Report{Target: "definition", Flagged: true, Score: 1, Threshold: 1, Findings: []inject.Finding{{
-				Rule: "definition-too-long", Class: "unscannable", Weight: 1,
-				Excerpt: fmt.Sprintf("a definition of %d bytes, over the %d scanned", len(text), maxDefinitionScan)}}}
-		} else {
-			rep = r.det().ScanWhole(text, inject.Definition)
-		}
-		var findings *inject.Report
-		if rep.Flagged {
-			findings = &rep
-		}
-		accepted := true
+		c.lastTry = try == 3
+		c.record = nil
+		err = r.st.UpdateState(ctx, Namespace, k, c.update)
 		switch {
-		case unproved:
-			accepted = false
-			p.Pending = &Pending{Hash: h, Definition: canon, Reason: ReasonUnsigned, Findings: findings, SeenAt: now}
-			out.Why, out.New = whyWithheld(p.Pending), true
-		case p.Hash == "" && old == nil && (findings == nil || cfg.Poisoned == Off):
-			// First sight of a clean tool: pinned as it is.
-			p.Hash, p.Definition, p.AcceptedBy, p.AcceptedAt = h, canon, "first sight", now
-			out.Status = Offered
-		case p.Hash == "" && old == nil && cfg.Poisoned == Flag:
-			p.Hash, p.Definition, p.AcceptedBy, p.AcceptedAt, p.Flagged = h, canon, "first sight", now, findings
-			out.Status, out.Why, out.New = OfferedFlagged, "its definition has "+rep.Summary(), true
-		case p.Hash != "" && cfg.Changed == Flag:
-			p.Pending = nil
-			diff := Diff(Pretty(p.Definition), string(canon))
-			p.Hash, p.Definition, p.AcceptedBy, p.AcceptedAt, p.Flagged = h, canon, "changed (flag mode)", now, findings
-			out.Status, out.New = OfferedFlagged, true
-			out.Why = "its definition changed since it was accepted (offered: changed_definitions is flag)\n" + diff
-		default:
-			accepted = false
-			reason := "changed"
-			if p.Hash == "" {
-				reason = "poisoned"
+		case errors.Is(err, errLedgerBehind):
+			continue
+		case errors.Is(err, errRecordFirst):
+			if err := r.ledger.Record(ctx, *c.record); err != nil {
+				return Outcome{Why: "its acceptance could not be recorded: " + err.Error()}
 			}
-			pend := &Pending{Hash: h, Definition: canon, Reason: reason, Findings: findings, SeenAt: now}
-			if p.Hash != "" {
-				pend.Diff = Diff(Pretty(p.Definition), string(canon))
+			if c.out.Status != Withheld {
+				o := c.out
+				first = &o
 			}
-			p.Pending = pend
-			out.Why, out.New = whyWithheld(pend), true
+			continue
+		case err != nil:
+			return Outcome{Why: "its pin could not be checked: " + err.Error()}
 		}
-		if accepted {
-			// Only a definition accepted here is signed: a pin that
-			// was not proved keeps what it had, and stays unproved.
-			if err := r.sign(&p); err != nil {
-				return nil, err
-			}
+		if first != nil && c.out.Status != Withheld {
+			// The pin now holds what was recorded: tell what was decided
+			// then (an alert of flag mode).
+			first.Pin = c.out.Pin
+			return *first
+		}
+		return c.out
+	}
+	return Outcome{Why: "its pin could not be checked: it kept changing"}
+}
+
+// check is one Check's update of a pin.
+type check struct {
+	r       *Registry
+	server  string
+	def     Definition
+	cfg     Config
+	canon   []byte
+	h, name string
+	// latest is the pin's latest acceptance as the ledger was read (nil:
+	// none, or no ledger); lastTry says that the ledger will not be read
+	// again.
+	latest  *Acceptance
+	lastTry bool
+	// out is what the update decided; record, the acceptance to record
+	// before the pin is written (errRecordFirst).
+	out    Outcome
+	record *Acceptance
+}
+
+// accept records, before the pin is written, that p's definition (set by
+// the caller) is accepted by who: the update stops with errRecordFirst
+// when there is a Ledger; else p is signed.
+func (c *check) accept(p *Pin, by string, at time.Time) error {
+	p.AcceptedBy, p.AcceptedAt = by, at
+	if c.r.ledger != nil {
+		c.record = &Acceptance{Server: p.Server, Kind: p.Kind, Tool: p.Tool, Hash: p.Hash, Flagged: p.Flagged,
+			Seq: c.latest.next(), By: by, At: at}
+		return errRecordFirst
+	}
+	return c.r.sign(p)
+}
+
+func (c *check) update(old []byte) ([]byte, error) {
+	r, h, canon := c.r, c.h, c.canon
+	c.out = Outcome{}
+	out := &c.out
+	now := r.now().UTC()
+	var p Pin
+	if old != nil {
+		if err := json.Unmarshal(old, &p); err != nil {
+			return nil, fmt.Errorf("reading the pin: %w", err)
+		}
+	} else {
+		p = Pin{Server: c.server, Kind: c.def.Kind, Tool: c.name, FirstSeen: now}
+	}
+	// An accepted definition no instance signed was written into the
+	// shared database by something else: whatever it is, a person
+	// accepts it before it is offered again.
+	unproved := p.Hash != "" && !r.proved(&p)
+	changed := old == nil // the pin differs from what is stored
+	if r.ledger != nil {
+		moved, done, err := c.againstLedger(&p, unproved, now)
+		switch {
+		case err != nil:
+			return nil, err
+		case done && moved == nil:
+			return old, nil
+		case done:
+			return moved, nil
+		}
+		changed = changed || moved != nil
+		unproved = p.Hash != "" && !r.proved(&p)
+	}
+	if p.Hash == h && !unproved {
+		// The accepted definition. A pending one stays until a person
+		// looks at it: another session's upstream may still serve it,
+		// and a server that changed a definition and went back is
+		// something the person should see.
+		out.Status = Offered
+		if p.Flagged != nil {
+			out.Status, out.Why = OfferedFlagged, p.Flagged.Summary()
 		}
 		out.Pin = &p
-		return json.Marshal(p)
-	})
-	if err != nil {
-		return Outcome{Why: "its pin could not be checked: " + err.Error()}
+		if changed {
+			return json.Marshal(p)
+		}
+		return old, nil
 	}
-	return out
+	if p.Pending != nil && p.Pending.Hash == h {
+		out.Why = whyWithheld(p.Pending)
+		out.Pin = &p
+		if changed {
+			return json.Marshal(p)
+		}
+		return old, nil
+	}
+	// Whole: an instruction in the middle of a long description
+	// reaches the model as surely as one at its ends. Past
+	// maxDefinitionScan, a definition is not read: it is suspect.
+	findings := scan(r, c.def)
+	cfg := c.cfg
+	var err error
+	switch {
+	case unproved:
+		p.Pending = &Pending{Hash: h, Definition: canon, Reason: ReasonUnsigned, Findings: findings, SeenAt: now}
+		out.Why, out.New = whyWithheld(p.Pending), true
+	case p.Hash == "" && old == nil && (findings == nil || cfg.Poisoned == Off):
+		// First sight of a clean tool: pinned as it is.
+		p.Hash, p.Definition = h, canon
+		out.Status = Offered
+		err = c.accept(&p, "first sight", now)
+	case p.Hash == "" && old == nil && cfg.Poisoned == Flag:
+		p.Hash, p.Definition, p.Flagged = h, canon, findings
+		out.Status, out.Why, out.New = OfferedFlagged, "its definition has "+findings.Summary(), true
+		err = c.accept(&p, "first sight", now)
+	case p.Hash != "" && cfg.Changed == Flag:
+		p.Pending = nil
+		diff := Diff(Pretty(p.Definition), string(canon))
+		p.Hash, p.Definition, p.Flagged = h, canon, findings
+		out.Status, out.New = OfferedFlagged, true
+		out.Why = "its definition changed since it was accepted (offered: changed_definitions is flag)\n" + diff
+		err = c.accept(&p, "changed (flag mode)", now)
+	default:
+		reason := "changed"
+		if p.Hash == "" {
+			reason = "poisoned"
+		}
+		pend := &Pending{Hash: h, Definition: canon, Reason: reason, Findings: findings, SeenAt: now}
+		if p.Hash != "" {
+			pend.Diff = Diff(Pretty(p.Definition), string(canon))
+		}
+		p.Pending = pend
+		out.Why, out.New = whyWithheld(pend), true
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.Pin = &p
+	return json.Marshal(p)
+}
+
+// againstLedger brings p in line with the latest acceptance its Ledger
+// records, before the definition seen is compared with it. A pin that
+// holds that acceptance under an older number (written before acceptances
+// were numbered, or put back from an older copy) takes its number; a pin
+// that holds another definition, or none (deleted), is set to the
+// acceptance when the definition seen is it, and otherwise withholds the
+// definition seen until a person accepts it (ReasonNotLatest). A pin
+// accepted before this version and not yet recorded is recorded first. done
+// reports that the update ends with the pin as returned; else out is
+// not nil when p was changed.
+func (c *check) againstLedger(p *Pin, unproved bool, now time.Time) (out []byte, done bool, err error) {
+	r, a := c.r, c.latest
+	switch {
+	case p.Hash != "" && !unproved && (a == nil && p.Seq > 0 || a != nil && p.Seq > a.Seq):
+		// Newer than the ledger as read: read it again. What no record
+		// backs was written without one (the record deleted): unproved.
+		if !c.lastTry {
+			return nil, false, errLedgerBehind
+		}
+		p.MAC = ""
+		return moved, false, nil
+	case a == nil && p.Hash != "" && !unproved:
+		// Accepted before acceptances were recorded: recorded now, as
+		// it was accepted.
+		c.record = &Acceptance{Server: p.Server, Kind: p.Kind, Tool: p.Tool, Hash: p.Hash, Flagged: p.Flagged,
+			Seq: 1, By: p.AcceptedBy, At: p.AcceptedAt}
+		return nil, false, errRecordFirst
+	case a == nil:
+		return nil, false, nil
+	case !unproved && p.holds(*a):
+		if p.Seq == a.Seq {
+			return nil, false, nil
+		}
+		p.Seq = a.Seq
+		if err := r.sign(p); err != nil {
+			return nil, false, err
+		}
+		return moved, false, nil
+	case c.h == a.Hash:
+		// The definition last accepted, seen again: the pin holds it
+		// again.
+		p.Hash, p.Definition, p.Flagged, p.Seq = a.Hash, c.canon, a.Flagged, a.Seq
+		p.AcceptedBy, p.AcceptedAt = a.By, a.At
+		if p.Pending != nil && p.Pending.Hash == c.h {
+			p.Pending = nil
+		}
+		if err := r.sign(p); err != nil {
+			return nil, false, err
+		}
+		return moved, false, nil
+	}
+	// The pin does not hold what was last accepted, and the definition
+	// seen is something else: nothing in the pin is taken.
+	if p.Hash == "" && p.Pending != nil && p.Pending.Hash == c.h {
+		c.out = Outcome{Why: whyWithheld(p.Pending), Pin: p}
+		return nil, true, nil // as stored
+	}
+	reason := ReasonNotLatest
+	if unproved {
+		reason = ReasonUnsigned
+	}
+	p.Hash, p.Definition, p.Flagged, p.MAC, p.Seq = "", nil, nil, "", a.Seq
+	p.AcceptedBy, p.AcceptedAt = "", time.Time{}
+	p.Pending = &Pending{Hash: c.h, Definition: c.canon, Reason: reason, Findings: scan(r, c.def), SeenAt: now}
+	c.out = Outcome{Why: whyWithheld(p.Pending), New: true, Pin: p}
+	b, err := json.Marshal(p)
+	return b, true, err
+}
+
+// scan returns the findings of def's text (nil: none).
+func scan(r *Registry, def Definition) *inject.Report {
+	text := def.Text()
+	var rep inject.Report
+	if len(text) > maxDefinitionScan {
+		rep = inject.Report{Target: "definition", Flagged: true, Score: 1, Threshold: 1, Findings: []inject.Finding{{
+			Rule: "definition-too-long", Class: "unscannable", Weight: 1,
+			Excerpt: fmt.Sprintf("a definition of %d bytes, over the %d scanned", len(text), maxDefinitionScan)}}}
+	} else {
+		rep = r.det().ScanWhole(text, inject.Definition)
+	}
+	if !rep.Flagged {
+		return nil
+	}
+	return &rep
 }
 
 // ReasonUnsigned is a pending definition's reason when its pin's accepted
@@ -464,6 +732,9 @@ func whyWithheld(p *Pending) string {
 	switch {
 	case p.Reason == ReasonUnsigned:
 		return "its pin in the shared database is not signed by an Overseer instance; a person must accept its definition again"
+	case p.Reason == ReasonNotLatest:
+		return "its pin in the shared database does not hold the definition last accepted (it was deleted, or an older one put back), " +
+			"and this one was not accepted; a person must accept it"
 	case p.Reason == "poisoned" && p.Findings != nil:
 		return "its definition has " + p.Findings.Summary() + "; a person must accept it first"
 	case p.Findings != nil:
@@ -533,39 +804,70 @@ func (r *Registry) Accept(ctx context.Context, server, tool, hash, who string) (
 }
 
 // AcceptKind is Accept for a pin of any kind (name as Definition.Key).
+// With a Ledger, the acceptance is recorded before the pin is written.
 func (r *Registry) AcceptKind(ctx context.Context, server string, kind Kind, tool, hash, who string) (*Pin, error) {
-	var got *Pin
-	err := r.st.UpdateState(ctx, Namespace, key(server, kind, tool), func(old []byte) ([]byte, error) {
-		if old == nil {
-			return nil, fmt.Errorf("%w: no %s %s of server %s has been seen", ErrNothingToAccept, kind, tool, server)
-		}
-		var p Pin
-		if err := json.Unmarshal(old, &p); err != nil {
-			return nil, fmt.Errorf("reading the pin: %w", err)
-		}
-		if p.Pending == nil {
-			return nil, fmt.Errorf("%w: %s/%s has no pending definition", ErrNothingToAccept, server, tool)
-		}
-		if hash != "" && hash != p.Pending.Hash {
-			return nil, ErrStale
-		}
-		if !definitionOf(p.Pending.Definition, p.Pending.Hash) {
-			// Not what a check wrote: a person shown this definition
-			// would accept another one, the hash's.
-			return nil, fmt.Errorf("%w: %s/%s's pending definition does not match its hash", ErrNothingToAccept, server, tool)
-		}
-		p.Hash, p.Definition, p.Flagged = p.Pending.Hash, p.Pending.Definition, p.Pending.Findings
-		p.AcceptedBy, p.AcceptedAt, p.Pending = who, r.now().UTC(), nil
-		if err := r.sign(&p); err != nil {
+	var (
+		got    *Pin
+		record *Acceptance // recorded: the pin is written as it says
+	)
+	for try := 0; try < 3; try++ {
+		latest, err := r.latest(ctx, server, kind, tool)
+		if err != nil {
 			return nil, err
 		}
-		got = &p
-		return json.Marshal(p)
-	})
-	if err != nil {
-		return nil, err
+		err = r.st.UpdateState(ctx, Namespace, key(server, kind, tool), func(old []byte) ([]byte, error) {
+			if old == nil {
+				return nil, fmt.Errorf("%w: no %s %s of server %s has been seen", ErrNothingToAccept, kind, tool, server)
+			}
+			var p Pin
+			if err := json.Unmarshal(old, &p); err != nil {
+				return nil, fmt.Errorf("reading the pin: %w", err)
+			}
+			if p.Pending == nil && record != nil && p.Seq == record.Seq && p.holds(*record) && r.proved(&p) {
+				// A gateway that saw the definition just recorded wrote
+				// the pin first.
+				got = &p
+				return old, nil
+			}
+			if p.Pending == nil {
+				return nil, fmt.Errorf("%w: %s/%s has no pending definition", ErrNothingToAccept, server, tool)
+			}
+			if hash != "" && hash != p.Pending.Hash || record != nil && record.Hash != p.Pending.Hash {
+				return nil, ErrStale
+			}
+			if !definitionOf(p.Pending.Definition, p.Pending.Hash) {
+				// Not what a check wrote: a person shown this definition
+				// would accept another one, the hash's.
+				return nil, fmt.Errorf("%w: %s/%s's pending definition does not match its hash", ErrNothingToAccept, server, tool)
+			}
+			p.Hash, p.Definition, p.Flagged = p.Pending.Hash, p.Pending.Definition, p.Pending.Findings
+			p.AcceptedBy, p.AcceptedAt, p.Pending = who, r.now().UTC(), nil
+			if r.ledger != nil {
+				if record == nil || !sameReport(record.Flagged, p.Flagged) {
+					record = &Acceptance{Server: server, Kind: kind, Tool: tool, Hash: p.Hash, Flagged: p.Flagged,
+						Seq: latest.next(), By: who, At: p.AcceptedAt}
+					return nil, errRecordFirst
+				}
+				p.Seq, p.AcceptedAt = record.Seq, record.At
+			}
+			if err := r.sign(&p); err != nil {
+				return nil, err
+			}
+			got = &p
+			return json.Marshal(p)
+		})
+		if errors.Is(err, errRecordFirst) {
+			if err := r.ledger.Record(ctx, *record); err != nil {
+				return nil, fmt.Errorf("recording the acceptance: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return got, nil
 	}
-	return got, nil
+	return nil, ErrStale
 }
 
 // definitionOf reports whether def, a definition as stored (compact), is

@@ -391,3 +391,144 @@ func TestListedDiffIsMadeAgain(t *testing.T) {
 		t.Fatalf("listed diff %q, want %q", pins[0].Pending.Diff, want)
 	}
 }
+
+// memLedger is a Ledger in memory, as the kernel's audit log keeps one.
+type memLedger struct {
+	recs []mcppin.Acceptance
+	// recorded, when set, runs after a record is kept (another gateway
+	// that acts in between).
+	recorded func()
+}
+
+func (l *memLedger) Record(_ context.Context, a mcppin.Acceptance) error {
+	l.recs = append(l.recs, a)
+	if f := l.recorded; f != nil {
+		l.recorded = nil
+		f()
+	}
+	return nil
+}
+
+func (l *memLedger) Latest(_ context.Context, server string, kind mcppin.Kind, name string) (mcppin.Acceptance, bool, error) {
+	var (
+		got   mcppin.Acceptance
+		found bool
+	)
+	for _, a := range l.recs {
+		if a.Server == server && a.Kind == kind && a.Tool == name && (!found || a.Seq > got.Seq) {
+			got, found = a, true
+		}
+	}
+	return got, found, nil
+}
+
+// With a Ledger, a pin is in force only as its tool's latest recorded
+// acceptance: a deleted pin does not make another definition a new tool's,
+// an older signed pin put back does not bring its definition back, and a
+// pin signed before acceptances were numbered is recorded the first time
+// it is seen, then kept as any other.
+func TestLedgerPins(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "o.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	key := hmacSigner("a key the database does not hold")
+	// A pin signed by an older version: no number, no record.
+	older := mcppin.New(st, nil)
+	older.RequireSigned(key)
+	cfg := mcppin.Config{}
+	if o := older.Check(ctx, "s", v1, cfg); o.Status != mcppin.Offered || o.Pin.Seq != 0 {
+		t.Fatalf("older version's pin: %+v", o)
+	}
+	l := &memLedger{}
+	r := mcppin.New(st, nil)
+	r.RequireSigned(key)
+	r.KeepLedger(l)
+	if o := r.Check(ctx, "s", v1, cfg); o.Status != mcppin.Offered || o.New || o.Pin.Seq != 1 || len(l.recs) != 1 {
+		t.Fatalf("older version's pin, seen after the upgrade: %+v %+v", o, l.recs)
+	}
+	old, err := st.GetState(ctx, mcppin.Namespace, "s\x00fact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(v []byte) {
+		if err := st.UpdateState(ctx, mcppin.Namespace, "s\x00fact", func([]byte) ([]byte, error) { return v, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Changed, accepted by a person: the second acceptance.
+	o := r.Check(ctx, "s", v2, cfg)
+	if o.Status != mcppin.Withheld || o.Pin.Pending == nil || o.Pin.Pending.Diff == "" {
+		t.Fatalf("changed: %+v", o)
+	}
+	if p, err := r.Accept(ctx, "s", "fact", o.Pin.Pending.Hash, "alice"); err != nil || p.Seq != 2 || len(l.recs) != 2 || l.recs[1].By != "alice" {
+		t.Fatalf("accept: %v %+v %+v", err, p, l.recs)
+	}
+	// The older pin put back.
+	put(old)
+	if o := r.Check(ctx, "s", v1, cfg); o.Status != mcppin.Withheld || !o.New || o.Pin.Pending.Reason != mcppin.ReasonNotLatest {
+		t.Fatalf("older pin put back: %+v", o)
+	}
+	if o := r.Check(ctx, "s", v1, cfg); o.Status != mcppin.Withheld || o.New {
+		t.Fatalf("older pin put back, seen again: %+v", o)
+	}
+	if o := r.Check(ctx, "s", v2, cfg); o.Status != mcppin.Offered || o.Pin.Seq != 2 {
+		t.Fatalf("the accepted definition: %+v", o)
+	}
+	// Deleted: another definition waits for a person, the accepted one
+	// does not.
+	put(nil)
+	if o := r.Check(ctx, "s", v1, cfg); o.Status != mcppin.Withheld || o.Pin.Pending.Reason != mcppin.ReasonNotLatest {
+		t.Fatalf("deleted pin, another definition: %+v", o)
+	}
+	put(nil)
+	if o := r.Check(ctx, "s", v1, mcppin.Config{Changed: mcppin.Flag}); o.Status != mcppin.Withheld {
+		t.Fatalf("deleted pin, another definition, flag mode: %+v", o)
+	}
+	put(nil)
+	if o := r.Check(ctx, "s", v2, cfg); o.Status != mcppin.Offered || o.New || o.Pin.Seq != 2 {
+		t.Fatalf("deleted pin, the accepted definition: %+v", o)
+	}
+	// Flag mode: the change is recorded as the third acceptance, with
+	// its alert.
+	flag := mcppin.Config{Changed: mcppin.Flag}
+	v3 := mcppin.Definition{Name: "fact", Description: "Returns a fact of the week."}
+	if o := r.Check(ctx, "s", v3, flag); o.Status != mcppin.OfferedFlagged || !o.New || o.Pin.Seq != 3 || !strings.Contains(o.Why, "changed") {
+		t.Fatalf("flag mode: %+v", o)
+	}
+	if o := r.Check(ctx, "s", v3, flag); o.Status != mcppin.Offered || o.New {
+		t.Fatalf("flag mode, seen again: %+v", o)
+	}
+	// A person accepts a change while another gateway, seeing the
+	// definition just recorded, writes the pin first: the acceptance
+	// stands.
+	v4 := mcppin.Definition{Name: "fact", Description: "Returns a fact of the month."}
+	o = r.Check(ctx, "s", v4, cfg)
+	if o.Status != mcppin.Withheld || o.Pin.Pending == nil {
+		t.Fatalf("changed again: %+v", o)
+	}
+	other := mcppin.New(st, nil)
+	other.RequireSigned(key)
+	other.KeepLedger(l)
+	l.recorded = func() {
+		if o := other.Check(ctx, "s", v4, cfg); o.Status != mcppin.Offered {
+			t.Errorf("the other gateway, after the record: %+v", o)
+		}
+	}
+	if p, err := r.Accept(ctx, "s", "fact", o.Pin.Pending.Hash, "bob"); err != nil || p.Seq != 4 {
+		t.Fatalf("accepted while another gateway wrote the pin: %v %+v", err, p)
+	}
+	// A new tool without findings: pinned quietly, and recorded.
+	if o := r.Check(ctx, "s", mcppin.Definition{Name: "time", Description: "Returns the time."}, cfg); o.Status != mcppin.Offered || o.New || o.Pin.Seq != 1 {
+		t.Fatalf("new tool: %+v", o)
+	}
+	// A pin's number raised by hand: its MAC no longer checks, and the
+	// pin is set back to the latest acceptance, which the definition seen
+	// is.
+	rewritePin(t, st, "s", "time", func(p map[string]any) { p["seq"] = 7 })
+	if o := r.Check(ctx, "s", mcppin.Definition{Name: "time", Description: "Returns the time."}, cfg); o.Status != mcppin.Offered || o.Pin.Seq != 1 {
+		t.Fatalf("pin numbered ahead of the ledger: %+v", o)
+	}
+}

@@ -195,7 +195,7 @@ func TestHeldCallApproved(t *testing.T) {
 	if m["approval_id"] != aps[0].ID {
 		t.Fatalf("meta %v", m)
 	}
-	e.wantAudit(aps[0].ActionID, "action,verdict,approval_request,answer,result")
+	e.wantAudit(aps[0].ActionID, "action,verdict,approval_request,answer,approval_used,result")
 }
 
 func TestHeldCallDeniedWithTheirWords(t *testing.T) {

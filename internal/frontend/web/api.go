@@ -332,6 +332,13 @@ func describe(rec store.AuditRecord) (summary, level, source string) {
 		if json.Unmarshal(rec.Data, &apr) == nil {
 			return fmt.Sprintf("asked a person (%s), approval %s", apr.Level, apr.ID), apr.Level.String(), ""
 		}
+	case audit.TypeApprovalUsed:
+		var u struct {
+			ApprovalID string `json:"approval_id"`
+		}
+		if json.Unmarshal(rec.Data, &u) == nil {
+			return "approval " + u.ApprovalID + " let its call through", "", ""
+		}
 	case audit.TypeAnswer:
 		// An answer shows the answer (answerOf), not the level of the
 		// request it answers.

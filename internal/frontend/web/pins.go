@@ -132,7 +132,15 @@ func (c *Console) apiPins(w http.ResponseWriter, r *http.Request, _ *session) {
 }
 
 func pendingWhy(p *mcppin.Pending) string {
+	found := "."
+	if p.Findings != nil {
+		found = ", and its definition has " + p.Findings.Summary() + "."
+	}
 	switch {
+	case p.Reason == mcppin.ReasonUnsigned:
+		return "Its pin in the shared database is not signed by an Overseer instance" + found
+	case p.Reason == mcppin.ReasonNotLatest:
+		return "Its pin in the shared database does not hold the definition last accepted (deleted, or an older one put back)" + found
 	case p.Reason == "poisoned" && p.Findings != nil:
 		return "New, and its definition has " + p.Findings.Summary() + "."
 	case p.Findings != nil:

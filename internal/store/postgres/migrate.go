@@ -91,6 +91,12 @@ var migrations = []migration{
 	migration2, // controls.go
 	migration3, // statekey.go
 	migration4, // statekey.go
+	// Changes no table: from it on, every instance records the uses of
+	// approvals and the acceptances of MCP definitions in the audit log, and
+	// reads them from there (an instance that does not would use an approval
+	// again once its mark is deleted, and write pins the others withhold),
+	// so an older instance must not start on the database.
+	{5, "uses and pin acceptances recorded in the audit log", nil},
 }
 
 // SchemaVersion is the schema version this program writes.
