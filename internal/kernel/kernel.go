@@ -431,9 +431,10 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 	key := firewall.SessionKey(a)
 	effect, writes := k.Engine.Effects(a, &v)
 	tool := firewall.SampleTool(a)
-	k.Bus.RecordSample(key, perception.ActionSample{Tool: tool, ArgsHash: v.ArgsHash, Effect: effect, Writes: writes})
+	shape := firewall.LoopShape(a)
+	k.Bus.RecordSample(key, perception.ActionSample{Tool: tool, ArgsHash: v.ArgsHash, Effect: effect, Writes: writes, Shape: shape})
 	k.shareSample(sharedSample{Session: key, ActionSample: perception.ActionSample{Tool: tool, ArgsHash: v.ArgsHash,
-		Time: k.Clock.Now(), Effect: effect, Writes: writes}})
+		Time: k.Clock.Now(), Effect: effect, Writes: writes, Shape: shape}})
 	if refusedAgain(&v) {
 		// A person refused this call before; counting the repeat is what
 		// stops a session that keeps trying. A failure to count is only

@@ -230,6 +230,74 @@ func TestLoopLimitsByEffect(t *testing.T) {
 	}
 }
 
+// same_tool judges by effects: a session's mix of ordinary commands and a
+// test run after each edit are progress however many there are, while a
+// run of one program's calls with nothing changed by other work in between
+// (a loop that varies only its arguments) still reaches a person.
+func TestLoopLimitsByShape(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	k := open(t, clk, "")
+	proj := project(t)
+	submit := func(session string, args map[string]any, tool string) *kernel.Submission {
+		t.Helper()
+		sub, err := k.Submit(ctx, call("claude-code", session, proj, tool, args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Second)
+		return sub
+	}
+	bash := func(session, cmd string) *kernel.Submission {
+		return submit(session, map[string]any{"command": cmd}, "Bash")
+	}
+	// Forty edit-and-test cycles within the window: each test run follows
+	// an edit, so none is a loop.
+	for i := 0; i < 40; i++ {
+		submit("tdd", map[string]any{"file_path": fmt.Sprintf("%s/f%02d.go", proj, i%30), "old_string": "p", "new_string": fmt.Sprint("p", i)}, "Edit")
+		if sub := bash("tdd", "go test ./..."); sub.Verdict.Level.NeedsPerson() {
+			t.Fatalf("test run %d after an edit: %s", i, sub.Verdict.Summary())
+		}
+	}
+	// A busy session's mix: builds, branches, installs, runs of the
+	// project's code; 45 effectful Bash calls, no two shapes alike more
+	// than 15 times, no file written between them.
+	mix := []string{"go build -tags t%d ./...", "git checkout -b feat/x%d", "go run ./cmd/app -n %d"}
+	for i := 0; i < 15; i++ {
+		for _, m := range mix {
+			cmd := m
+			if strings.Contains(m, "%d") {
+				cmd = fmt.Sprintf(m, i)
+			}
+			if sub := bash("mix", cmd); sub.Verdict.Level.NeedsPerson() && sub.Verdict.Decider != nil && sub.Verdict.Decider.Source == action.SourceLoop {
+				t.Fatalf("%q (%d): %s", cmd, i, sub.Verdict.Summary())
+			}
+		}
+	}
+	// The twin: one program run again and again with other arguments and
+	// nothing changed in between is asked about at the 20th call.
+	var asked int
+	for i := 1; i <= 20; i++ {
+		sub := bash("flood", fmt.Sprintf("go run ./cmd/app -n %d", i))
+		if sub.Verdict.Level.NeedsPerson() {
+			if sub.Verdict.Decider == nil || sub.Verdict.Decider.Name != "same-tool" {
+				t.Fatalf("run %d: %s", i, sub.Verdict.Summary())
+			}
+			asked = i
+		}
+	}
+	if asked != 20 {
+		t.Fatalf("a run of 20 calls of one program with nothing changed was asked about at call %d, want 20", asked)
+	}
+	// A true loop, the same call three times with nothing changed, is
+	// asked about.
+	bash("still", "go run ./cmd/app -n 1")
+	bash("still", "go run ./cmd/app -n 1")
+	if sub := bash("still", "go run ./cmd/app -n 1"); sub.Verdict.Decider == nil || sub.Verdict.Decider.Name != "same-args" {
+		t.Fatalf("third identical call: %s", sub.Verdict.Summary())
+	}
+}
+
 // A call a person refused is refused again at once, with their words, and
 // a session that keeps repeating it is stopped; other sessions are asked.
 func TestRefusalsAreRemembered(t *testing.T) {

@@ -6,7 +6,7 @@ package kernel
 // spreads one session over the instances would let a loop go unnoticed.
 // Each instance therefore publishes the samples it records (the tool, the
 // arguments' hash, the time, the effects; nothing of the arguments
-// themselves), in batches every sampleEvery, and records the others'
+// themselves; the call's shape as a hash), in batches every sampleEvery, and records the others'
 // (store.Publisher, PostgreSQL's NOTIFY): a repeat is counted by every
 // instance within about sampleEvery. A batch lost (an instance's listening
 // connection dropped) only makes a later stop.
