@@ -518,6 +518,9 @@ func SessionKey(a *action.Action) string { return sessionKey(a) }
 
 // L3: hard guards and the two policy layers.
 func (ev *evaluation) permission(ctx context.Context) {
+	for i := range ev.a.Facts.Commands {
+		ev.a.Facts.Commands[i].LocalCluster = false // the shell guard's to say, never a caller's
+	}
 	for _, g := range ev.e.guards {
 		findings, err := ev.runGuard(ctx, g)
 		if err != nil {
