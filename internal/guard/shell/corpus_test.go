@@ -121,7 +121,13 @@ func corpusEnvAt(tb testing.TB, root string) Env {
 			"- {name: via-bastion, context: {cluster: tunnel}}\n- {name: kind-staging, context: {cluster: kind-staging}}\n" +
 			"- {name: docker-desktop, context: {cluster: docker-desktop}}\n- {name: minikube, context: {cluster: minikube}}\n" +
 			"- {name: k3d-dev, context: {cluster: k3d-dev}}\n",
-		"etc/hosts": "127.0.0.1 localhost\n127.0.0.1 kubernetes.docker.internal # Added by Docker Desktop\n",
+		// Static file servers: serve installed in the project, a site with
+		// CGI scripts, one with a serve.json.
+		"home/u/proj/node_modules/.bin/serve": "#!/usr/bin/env node\n",
+		"home/u/proj/site-cgi/cgi-bin/x.sh":   "#!/bin/sh\nid\n",
+		"home/u/proj/site-cgi/index.html":     "<p>hi</p>\n",
+		"home/u/proj/site-json/serve.json":    "{\"symlinks\": true}\n",
+		"etc/hosts":                           "127.0.0.1 localhost\n127.0.0.1 kubernetes.docker.internal # Added by Docker Desktop\n",
 		// The project's manifests: a kustomize base and overlays, plain
 		// manifests, and their twins (a privileged pod, the cluster's own
 		// namespace, a remote base, a helm chart inflated, a cluster role
