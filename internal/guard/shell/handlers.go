@@ -1119,6 +1119,13 @@ func (a *analyzer) sqlCmd(s *segCtx) bool {
 		}
 		write = write || sqlWrites(x.val)
 	}
+	if write && s.name == "psql" && !script && pgLocalInserts(joinVals(sql)) {
+		if port, ok := a.localPostgres(s); ok { // infra.go
+			a.add(guard.Finding{Check: "shell.sql-insert", Level: action.Notify,
+				Message: "psql adds rows to the project's local database (port " + strconv.Itoa(port) + "): " + clip(joinVals(sql), 200)})
+			return true
+		}
+	}
 	if write {
 		a.add(guard.Finding{Check: "shell.sql-write", Level: action.Approve,
 			Message: s.name + " runs SQL that changes the database: " + clip(joinVals(sql), 200)})

@@ -101,6 +101,47 @@ func pgLocalReads(sql string) bool {
 	return true
 }
 
+// pgInsertOther finds, in SQL made only of INSERT statements, a word that
+// changes, removes or runs something besides adding rows: an upsert's DO
+// UPDATE, a data-modifying WITH, a statement hidden in a string.
+var pgInsertOther = lazyre.New(`(?i)\b(update|delete|drop|alter|create|truncate|merge|grant|revoke|copy|call|replace|execute|lock|rename|set|reset|load|vacuum|reindex|security|owner|returning)\b`)
+
+// pgLocalInserts reports whether an SQL text only adds rows: every
+// statement is an INSERT INTO (BEGIN and COMMIT around them), none of them
+// names a word of pgInsertOther or a function that reaches outside the
+// database, and the meta-commands are pgLocalMeta's. Seed data for the
+// project's local database is such a text; a delete, an update, a schema
+// change or a reset is not.
+func pgLocalInserts(sql string) bool {
+	text := stripSQLComments(sql)
+	if pgOutside.MatchString(text) || pgInsertOther.MatchString(text) || strings.Contains(text, "$$") {
+		return false
+	}
+	inserts := 0
+	for _, st := range sqlStatements(text) {
+		st = strings.TrimSpace(st)
+		if st == "" {
+			continue
+		}
+		f := strings.Fields(strings.ToLower(st))
+		switch {
+		case strings.HasPrefix(f[0], `\`):
+			if !pgLocalMeta(f[0]) {
+				return false
+			}
+		case f[0] == "begin" || f[0] == "commit" || f[0] == "end":
+			if len(f) > 2 {
+				return false
+			}
+		case f[0] == "insert" && len(f) > 1 && f[1] == "into":
+			inserts++
+		default:
+			return false
+		}
+	}
+	return inserts > 0
+}
+
 // localPostgres returns the port of the PostgreSQL server a psql command
 // connects to when it is one the project declares on this machine: every
 // host named (-h, a URI's or a connection string's host) is localhost,
