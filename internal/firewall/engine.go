@@ -319,7 +319,8 @@ func (ev *evaluation) params() {
 
 // L2: repeats and loops within a session, judged by effects. The same
 // call repeated same_args times with nothing changed in between (no file
-// written by another call), or same_tool calls of one tool with the same
+// written by another call, and its result the same each time it was
+// reported), or same_tool calls of one tool with the same
 // shape (the programs a command runs and the hosts it reaches) that write,
 // delete, execute or send, with no file written in between by other work,
 // raise the level. A call run again after the files changed is progress,
@@ -377,6 +378,14 @@ func (ev *evaluation) behaviour() {
 			nTool++
 		}
 	}
+	if rs, ok := ev.e.signals.(ResultSignals); ok && nArgs > 1 {
+		// A repeat whose last result differed from the one before made
+		// progress (a status polled until it changes): only the runs since
+		// its result last changed count, and this one.
+		if same, known := rs.SameResults(sessionKey(a), hash); known {
+			nArgs = min(nArgs, same+1)
+		}
+	}
 	level := set.Level
 	if !level.Valid() {
 		level = action.Confirm
@@ -384,11 +393,20 @@ func (ev *evaluation) behaviour() {
 	switch {
 	case sameArgs > 0 && nArgs >= sameArgs:
 		ev.add(action.Reason{Layer: "L2", Source: action.SourceLoop, Name: "same-args", Level: level,
-			Message: fmt.Sprintf("the same %s call with the same arguments is repeated %d times within %s, with no file changed in between", a.Tool, nArgs, window)})
+			Message: fmt.Sprintf("the same %s call with the same arguments is repeated %d times within %s, with no file changed and the same result each time", a.Tool, nArgs, window)})
 	case sameTool > 0 && nTool >= sameTool:
 		ev.add(action.Reason{Layer: "L2", Source: action.SourceLoop, Name: "same-tool", Level: level,
 			Message: fmt.Sprintf("%s is called %d times within %s, each running the same programs or the same kind of call and writing, deleting, running or sending something, with no file changed by other work in between", a.Tool, nTool, window)})
 	}
+}
+
+// ResultSignals is what Signals may also tell: how many of the latest
+// results of a call (by its arguments' hash) in a session were identical in
+// a row, and whether any was recorded. Where none was (a caller that
+// reports no results, another instance's calls), repeats are counted as
+// they come.
+type ResultSignals interface {
+	SameResults(session, argsHash string) (same int, known bool)
 }
 
 // loopShape names what kind of call a is, for same_tool's counting: for a

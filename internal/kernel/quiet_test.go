@@ -298,6 +298,53 @@ func TestLoopLimitsByShape(t *testing.T) {
 	}
 }
 
+// A status polled until it changes is progress: the same call repeated
+// with nothing written in between is a loop only when its result is the
+// same each time (when results are reported).
+func TestLoopLimitsByResult(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	k := open(t, clk, "")
+	proj := project(t)
+	poll := func(session, out string) *kernel.Submission {
+		t.Helper()
+		a := call("claude-code", session, proj, "Bash", map[string]any{"command": "git status --short"})
+		sub, err := k.Submit(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Second)
+		if out != "" && !sub.Verdict.Level.NeedsPerson() {
+			if _, err := k.RecordResult(ctx, kernel.Result{ActionID: sub.Action.ID, Agent: a.Agent, Session: a.Session,
+				Tool: a.Tool, Output: out}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return sub
+	}
+	// Ten polls whose result changes each time: none is a loop.
+	for i := 0; i < 10; i++ {
+		if sub := poll("progress", fmt.Sprintf(" M f%02d.go\n", i)); sub.Verdict.Level.NeedsPerson() {
+			t.Fatalf("poll %d with a new result: %s", i, sub.Verdict.Summary())
+		}
+	}
+	// The twin: the same result twice, then the third call, is a loop.
+	poll("stuck", " M f01.go\n")
+	poll("stuck", " M f01.go\n")
+	if sub := poll("stuck", ""); sub.Verdict.Decider == nil || sub.Verdict.Decider.Name != "same-args" {
+		t.Fatalf("a third poll after two identical results: %s", sub.Verdict.Summary())
+	}
+	// A result that changed, then stayed: counting starts at the change.
+	poll("settled", "a\n")
+	poll("settled", "b\n")
+	if sub := poll("settled", "b\n"); sub.Verdict.Level.NeedsPerson() {
+		t.Fatalf("the second run since the result changed: %s", sub.Verdict.Summary())
+	}
+	if sub := poll("settled", ""); sub.Verdict.Decider == nil || sub.Verdict.Decider.Name != "same-args" {
+		t.Fatalf("the third run with the same result: %s", sub.Verdict.Summary())
+	}
+}
+
 // A call a person refused is refused again at once, with their words, and
 // a session that keeps repeating it is stopped; other sessions are asked.
 func TestRefusalsAreRemembered(t *testing.T) {

@@ -375,6 +375,10 @@ type session struct {
 	// loopOK counts, by tool, the calls a loop limit put to a person that
 	// the person approved (see ForgetTool and LoopApprovals).
 	loopOK map[string]int
+	// calls are the last results of calls, by arguments' hash
+	// (RecordCallResult); callOrder their hashes in first-seen order.
+	calls     map[string]*lastResult
+	callOrder []string
 }
 
 // maxLoopTools bounds the tools a session's loop approvals are kept for.
