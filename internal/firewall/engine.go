@@ -320,10 +320,10 @@ func (ev *evaluation) params() {
 // L2: repeats and loops within a session, judged by effects. The same
 // call repeated same_args times with nothing changed in between (no file
 // written by another call, and its result the same each time it was
-// reported), or same_tool calls of one tool with the same
-// shape (the programs a command runs and the hosts it reaches) that write,
-// delete, execute or send, with no file written in between by other work,
-// raise the level. A call run again after the files changed is progress,
+// reported), or same_tool calls of one tool with the same shape (the
+// programs a command runs and the hosts it reaches) that write, delete,
+// execute or send, with no file written in between by other work, raise
+// the level. A call run again after the files changed is progress,
 // not a loop; reads of different files are never counted. same_tool
 // doubles for a tool with each call of it the limit put to a person that
 // they approved.
@@ -412,9 +412,10 @@ type ResultSignals interface {
 // loopShape names what kind of call a is, for same_tool's counting: for a
 // command, the programs it runs (with their subcommands: the first operand
 // when it is a plain lower-case word, go test, git checkout) and the hosts
-// of the URLs it reaches (sorted, each once), so that a flood of one program's calls is counted
-// whatever their arguments while a session's mix of ordinary commands is
-// not one run; for any other call, its kind (the tool is compared apart).
+// of the URLs it reaches (sorted, each once), so that a flood of one
+// program's calls is counted whatever their arguments while a session's
+// mix of ordinary commands is not one run; for any other call, its kind
+// (the tool is compared apart).
 // A command whose programs are not known has the shape of every other such
 // command. The shape is a hash: samples are published between instances
 // without their arguments.
