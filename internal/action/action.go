@@ -205,6 +205,12 @@ type Command struct {
 	// files that the stages before it in its pipeline read: what a pipe
 	// may carry into it (cat notes.txt | curl -d @- …).
 	PipedFiles []string `json:"piped_files,omitempty"`
+	// LocalCluster is true for a kubectl or helm command the shell guard
+	// found to act on a cluster on this machine, whose API server
+	// ~/.kube/config puts on the loopback interface (kind, k3d, minikube,
+	// Docker Desktop): the built-in deploy rule spares it. Only the shell
+	// guard sets it.
+	LocalCluster bool `json:"local_cluster,omitempty"`
 }
 
 // valueOptions are, by program, the options before a subcommand that take

@@ -9,9 +9,12 @@ package firewall
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -314,11 +317,16 @@ func (ev *evaluation) params() {
 	}
 }
 
-// L2: repeats and loops within a session. The same call repeated
-// same_args times without a file written in between, or same_tool calls of
-// one tool that write, delete, execute or send, raise the level; reads of
-// different files are never counted. same_tool doubles for a tool with
-// each call of it the limit put to a person that they approved.
+// L2: repeats and loops within a session, judged by effects. The same
+// call repeated same_args times with nothing changed in between (no file
+// written by another call, and its result the same each time it was
+// reported), or same_tool calls of one tool with the same shape (the
+// programs a command runs and the hosts it reaches) that write, delete,
+// execute or send, with no file written in between by other work, raise
+// the level. A call run again after the files changed is progress,
+// not a loop; reads of different files are never counted. same_tool
+// doubles for a tool with each call of it the limit put to a person that
+// they approved.
 func (ev *evaluation) behaviour() {
 	if ev.e.signals == nil {
 		return
@@ -342,16 +350,23 @@ func (ev *evaluation) behaviour() {
 	}
 	hash := a.ArgsHash()
 	effect, _ := effects(a, ev.reasons, ev.tool, ev.toolKnown)
+	shape := loopShape(a)
 	nArgs, nTool := 1, 0 // this action counts
 	if effect {
 		nTool = 1
 	}
 	tool := sampleTool(a)
 	for _, s := range ev.e.signals.Recent(sessionKey(a), window) {
-		if s.ArgsHash != hash && s.Writes {
+		sameShape := s.Tool == tool && (s.Shape == shape || s.Shape == "")
+		if s.Writes && s.ArgsHash != hash {
 			// Something changed since: a repeat after it is a retry, not
 			// a loop.
 			nArgs = 1
+		}
+		if s.Writes && !sameShape {
+			// Other work changed files since: what this call reads may
+			// be new (a test run after an edit) and its run starts again.
+			nTool = min(nTool, 1)
 		}
 		if s.Tool != tool {
 			continue
@@ -359,8 +374,16 @@ func (ev *evaluation) behaviour() {
 		if s.ArgsHash == hash {
 			nArgs++
 		}
-		if effect && s.Effect {
+		if effect && s.Effect && sameShape {
 			nTool++
+		}
+	}
+	if rs, ok := ev.e.signals.(ResultSignals); ok && nArgs > 1 {
+		// A repeat whose last result differed from the one before made
+		// progress (a status polled until it changes): only the runs since
+		// its result last changed count, and this one.
+		if same, known := rs.SameResults(sessionKey(a), hash); known {
+			nArgs = min(nArgs, same+1)
 		}
 	}
 	level := set.Level
@@ -370,12 +393,76 @@ func (ev *evaluation) behaviour() {
 	switch {
 	case sameArgs > 0 && nArgs >= sameArgs:
 		ev.add(action.Reason{Layer: "L2", Source: action.SourceLoop, Name: "same-args", Level: level,
-			Message: fmt.Sprintf("the same %s call with the same arguments is repeated %d times within %s, with no file changed in between", a.Tool, nArgs, window)})
+			Message: fmt.Sprintf("the same %s call with the same arguments is repeated %d times within %s, with no file changed and the same result each time", a.Tool, nArgs, window)})
 	case sameTool > 0 && nTool >= sameTool:
 		ev.add(action.Reason{Layer: "L2", Source: action.SourceLoop, Name: "same-tool", Level: level,
-			Message: fmt.Sprintf("%s is called %d times within %s, each writing, deleting, running or sending something", a.Tool, nTool, window)})
+			Message: fmt.Sprintf("%s is called %d times within %s, each running the same programs or the same kind of call and writing, deleting, running or sending something, with no file changed by other work in between", a.Tool, nTool, window)})
 	}
 }
+
+// ResultSignals is what Signals may also tell: how many of the latest
+// results of a call (by its arguments' hash) in a session were identical in
+// a row, and whether any was recorded. Where none was (a caller that
+// reports no results, another instance's calls), repeats are counted as
+// they come.
+type ResultSignals interface {
+	SameResults(session, argsHash string) (same int, known bool)
+}
+
+// loopShape names what kind of call a is, for same_tool's counting: for a
+// command, the programs it runs (with their subcommands: the first operand
+// when it is a plain lower-case word, go test, git checkout) and the hosts
+// of the URLs it reaches (sorted, each once), so that a flood of one
+// program's calls is counted whatever their arguments while a session's
+// mix of ordinary commands is not one run; for any other call, its kind
+// (the tool is compared apart).
+// A command whose programs are not known has the shape of every other such
+// command. The shape is a hash: samples are published between instances
+// without their arguments.
+func loopShape(a *action.Action) string {
+	f := a.Facts
+	var parts []string
+	if a.Kind != action.KindShell && len(f.Commands) == 0 {
+		parts = append(parts, "kind:"+string(a.Kind))
+	}
+	for _, c := range f.Commands {
+		part := "cmd:" + c.Name // "" when not static
+		if sub := c.Sub(); subcommandWord(sub) {
+			part += " " + sub
+		}
+		parts = append(parts, part)
+	}
+	for _, u := range f.URLs {
+		host := "?"
+		if pu, err := url.Parse(u); err == nil && pu.Host != "" {
+			host = strings.ToLower(pu.Host)
+		}
+		parts = append(parts, "host:"+host)
+	}
+	slices.Sort(parts)
+	parts = slices.Compact(parts)
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(sum[:8])
+}
+
+// subcommandWord reports whether an operand reads as a subcommand: a plain
+// lower-case word, no digits, dots or slashes (which files and generated
+// names have, and a loop varies).
+func subcommandWord(s string) bool {
+	if len(s) < 2 || len(s) > 24 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && c != '-' {
+			return false
+		}
+	}
+	return s[0] != '-'
+}
+
+// LoopShape is the shape under which the kernel records a's sample (see
+// loopShape).
+func LoopShape(a *action.Action) string { return loopShape(a) }
 
 // Effects reports, for a judged action and its verdict, whether the action
 // has an effect L2's counting applies to (it writes, deletes, executes or
@@ -450,6 +537,9 @@ func SessionKey(a *action.Action) string { return sessionKey(a) }
 
 // L3: hard guards and the two policy layers.
 func (ev *evaluation) permission(ctx context.Context) {
+	for i := range ev.a.Facts.Commands {
+		ev.a.Facts.Commands[i].LocalCluster = false // the shell guard's to say, never a caller's
+	}
 	for _, g := range ev.e.guards {
 		findings, err := ev.runGuard(ctx, g)
 		if err != nil {

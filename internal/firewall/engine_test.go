@@ -415,3 +415,18 @@ func TestArgsHashBindsExactArguments(t *testing.T) {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// A command's local_cluster fact is the shell guard's to set: one a caller
+// brings is cleared before the guards run, so the built-in deploy rule
+// still applies.
+func TestLocalClusterFactNotTakenFromCaller(t *testing.T) {
+	e := newEngine(t, firewall.Config{})
+	a := act("Bash", map[string]any{"command": "kubectl --context kind-dev apply -k k8s/overlays/dev"})
+	a.Kind = action.KindShell
+	a.Facts.Commands = []action.Command{{Name: "kubectl", Args: []string{"--context", "kind-dev", "apply", "-k", "k8s/overlays/dev"},
+		LocalCluster: true}}
+	v := e.Evaluate(context.Background(), a)
+	if v.Level != action.Approve || v.Decider == nil || v.Decider.Name != "builtin-deploy" {
+		t.Fatalf("a forged local_cluster fact: %s", v.Summary())
+	}
+}

@@ -118,6 +118,10 @@ func (k *Kernel) RecordResult(ctx context.Context, r Result) (ResultRecord, erro
 		call = argValues(r.Args)
 	}
 	info := k.Bus.RecordResult(firewall.SessionKey(a), r.Tool, r.Output, r.IsError, r.Intent, call)
+	if key, hash, ok := k.calls.get(r.ActionID); ok && key == firewall.SessionKey(a) {
+		// L2 reads whether the call's result changed since its last run.
+		k.Bus.RecordCallResult(key, hash, r.Output)
+	}
 	rec := ResultRecord{Result: r, Class: info.Class.String(), Repeated: info.Repeated}
 	scan := r.Scan
 	if scan == nil {

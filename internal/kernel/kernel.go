@@ -102,6 +102,7 @@ type Kernel struct {
 	// ends the watch of its changes and waits for it.
 	shared    bool
 	samples   *sampleShare // repeat detection's samples, published to the other instances
+	calls     callIndex    // the session and arguments' hash of recent calls, for their results
 	stopWatch context.CancelFunc
 	// signer signs the records that let an agent do more (signing.go).
 	signer recordSigner
@@ -432,9 +433,11 @@ func (k *Kernel) SubmitBy(ctx context.Context, a *action.Action, asker *store.As
 	key := firewall.SessionKey(a)
 	effect, writes := k.Engine.Effects(a, &v)
 	tool := firewall.SampleTool(a)
-	k.Bus.RecordSample(key, perception.ActionSample{Tool: tool, ArgsHash: v.ArgsHash, Effect: effect, Writes: writes})
+	shape := firewall.LoopShape(a)
+	k.Bus.RecordSample(key, perception.ActionSample{Tool: tool, ArgsHash: v.ArgsHash, Effect: effect, Writes: writes, Shape: shape})
+	k.calls.put(a.ID, key, v.ArgsHash)
 	k.shareSample(sharedSample{Session: key, ActionSample: perception.ActionSample{Tool: tool, ArgsHash: v.ArgsHash,
-		Time: k.Clock.Now(), Effect: effect, Writes: writes}})
+		Time: k.Clock.Now(), Effect: effect, Writes: writes, Shape: shape}})
 	if refusedAgain(&v) {
 		// A person refused this call before; counting the repeat is what
 		// stops a session that keeps trying. A failure to count is only

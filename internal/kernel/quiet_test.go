@@ -230,6 +230,121 @@ func TestLoopLimitsByEffect(t *testing.T) {
 	}
 }
 
+// same_tool judges by effects: a session's mix of ordinary commands and a
+// test run after each edit are progress however many there are, while a
+// run of one program's calls with nothing changed by other work in between
+// (a loop that varies only its arguments) still reaches a person.
+func TestLoopLimitsByShape(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	k := open(t, clk, "")
+	proj := project(t)
+	submit := func(session string, args map[string]any, tool string) *kernel.Submission {
+		t.Helper()
+		sub, err := k.Submit(ctx, call("claude-code", session, proj, tool, args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Second)
+		return sub
+	}
+	bash := func(session, cmd string) *kernel.Submission {
+		return submit(session, map[string]any{"command": cmd}, "Bash")
+	}
+	// Forty edit-and-test cycles within the window: each test run follows
+	// an edit, so none is a loop.
+	for i := 0; i < 40; i++ {
+		submit("tdd", map[string]any{"file_path": fmt.Sprintf("%s/f%02d.go", proj, i%30), "old_string": "p", "new_string": fmt.Sprint("p", i)}, "Edit")
+		if sub := bash("tdd", "go test ./..."); sub.Verdict.Level.NeedsPerson() {
+			t.Fatalf("test run %d after an edit: %s", i, sub.Verdict.Summary())
+		}
+	}
+	// A busy session's mix: builds, branches, installs, runs of the
+	// project's code; 45 effectful Bash calls, no two shapes alike more
+	// than 15 times, no file written between them.
+	mix := []string{"go build -tags t%d ./...", "git checkout -b feat/x%d", "go run ./cmd/app -n %d"}
+	for i := 0; i < 15; i++ {
+		for _, m := range mix {
+			cmd := m
+			if strings.Contains(m, "%d") {
+				cmd = fmt.Sprintf(m, i)
+			}
+			if sub := bash("mix", cmd); sub.Verdict.Level.NeedsPerson() && sub.Verdict.Decider != nil && sub.Verdict.Decider.Source == action.SourceLoop {
+				t.Fatalf("%q (%d): %s", cmd, i, sub.Verdict.Summary())
+			}
+		}
+	}
+	// The twin: one program run again and again with other arguments and
+	// nothing changed in between is asked about at the 20th call.
+	var asked int
+	for i := 1; i <= 20; i++ {
+		sub := bash("flood", fmt.Sprintf("go run ./cmd/app -n %d", i))
+		if sub.Verdict.Level.NeedsPerson() {
+			if sub.Verdict.Decider == nil || sub.Verdict.Decider.Name != "same-tool" {
+				t.Fatalf("run %d: %s", i, sub.Verdict.Summary())
+			}
+			asked = i
+		}
+	}
+	if asked != 20 {
+		t.Fatalf("a run of 20 calls of one program with nothing changed was asked about at call %d, want 20", asked)
+	}
+	// A true loop, the same call three times with nothing changed, is
+	// asked about.
+	bash("still", "go run ./cmd/app -n 1")
+	bash("still", "go run ./cmd/app -n 1")
+	if sub := bash("still", "go run ./cmd/app -n 1"); sub.Verdict.Decider == nil || sub.Verdict.Decider.Name != "same-args" {
+		t.Fatalf("third identical call: %s", sub.Verdict.Summary())
+	}
+}
+
+// A status polled until it changes is progress: the same call repeated
+// with nothing written in between is a loop only when its result is the
+// same each time (when results are reported).
+func TestLoopLimitsByResult(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	k := open(t, clk, "")
+	proj := project(t)
+	poll := func(session, out string) *kernel.Submission {
+		t.Helper()
+		a := call("claude-code", session, proj, "Bash", map[string]any{"command": "git status --short"})
+		sub, err := k.Submit(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Second)
+		if out != "" && !sub.Verdict.Level.NeedsPerson() {
+			if _, err := k.RecordResult(ctx, kernel.Result{ActionID: sub.Action.ID, Agent: a.Agent, Session: a.Session,
+				Tool: a.Tool, Output: out}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return sub
+	}
+	// Ten polls whose result changes each time: none is a loop.
+	for i := 0; i < 10; i++ {
+		if sub := poll("progress", fmt.Sprintf(" M f%02d.go\n", i)); sub.Verdict.Level.NeedsPerson() {
+			t.Fatalf("poll %d with a new result: %s", i, sub.Verdict.Summary())
+		}
+	}
+	// The twin: the same result twice, then the third call, is a loop.
+	poll("stuck", " M f01.go\n")
+	poll("stuck", " M f01.go\n")
+	if sub := poll("stuck", ""); sub.Verdict.Decider == nil || sub.Verdict.Decider.Name != "same-args" {
+		t.Fatalf("a third poll after two identical results: %s", sub.Verdict.Summary())
+	}
+	// A result that changed, then stayed: counting starts at the change.
+	poll("settled", "a\n")
+	poll("settled", "b\n")
+	if sub := poll("settled", "b\n"); sub.Verdict.Level.NeedsPerson() {
+		t.Fatalf("the second run since the result changed: %s", sub.Verdict.Summary())
+	}
+	if sub := poll("settled", ""); sub.Verdict.Decider == nil || sub.Verdict.Decider.Name != "same-args" {
+		t.Fatalf("the third run with the same result: %s", sub.Verdict.Summary())
+	}
+}
+
 // A call a person refused is refused again at once, with their words, and
 // a session that keeps repeating it is stopped; other sessions are asked.
 func TestRefusalsAreRemembered(t *testing.T) {

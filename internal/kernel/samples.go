@@ -5,9 +5,9 @@ package kernel
 // one database each records only the calls it judged, so a balancer that
 // spreads one session over the instances would let a loop go unnoticed.
 // Each instance therefore publishes the samples it records (the tool, the
-// arguments' hash, the time, the effects; nothing of the arguments
-// themselves), in batches every sampleEvery, and records the others'
-// (store.Publisher, PostgreSQL's NOTIFY): a repeat is counted by every
+// arguments' hash, the time, the effects, the call's shape as a hash;
+// nothing of the arguments themselves), in batches every sampleEvery, and
+// records the others' (store.Publisher, PostgreSQL's NOTIFY): a repeat is counted by every
 // instance within about sampleEvery. A batch lost (an instance's listening
 // connection dropped) only makes a later stop.
 

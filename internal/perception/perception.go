@@ -347,6 +347,12 @@ type ActionSample struct {
 	// Writes is true when the action writes or deletes a file: progress
 	// that ends a run of identical repeats of other calls.
 	Writes bool `json:"writes,omitempty"`
+	// Shape names what kind of call it was (the firewall's hash of the
+	// programs a command runs and the hosts it reaches, or of the call's
+	// kind): same_tool counts a tool's calls of one shape. Empty in a
+	// sample of an instance that did not record it: such a sample is
+	// counted with every shape.
+	Shape string `json:"shape,omitempty"`
 }
 
 // lastResult is what repeat detection remembers of a tool's last result.
@@ -369,6 +375,10 @@ type session struct {
 	// loopOK counts, by tool, the calls a loop limit put to a person that
 	// the person approved (see ForgetTool and LoopApprovals).
 	loopOK map[string]int
+	// calls are the last results of calls, by arguments' hash
+	// (RecordCallResult); callOrder their hashes in first-seen order.
+	calls     map[string]*lastResult
+	callOrder []string
 }
 
 // maxLoopTools bounds the tools a session's loop approvals are kept for.

@@ -332,3 +332,56 @@ func (b *Bus) RecordResult(session, tool, output string, isError bool, intent, c
 	info.RepeatCount = lr.repeats
 	return info
 }
+
+// maxCallResults bounds the calls whose last result a session keeps.
+const maxCallResults = 256
+
+// RecordCallResult notes the output of the call with argsHash (the
+// firewall's hash of its tool, kind, working directory and arguments) in
+// session: L2 reads how many of its latest results were identical in a
+// row (SameResults). Only a hash of the output is kept.
+func (b *Bus) RecordCallResult(session, argsHash, output string) {
+	if argsHash == "" {
+		return
+	}
+	sum := sha256.Sum256([]byte(output))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.touch(session)
+	if s.calls == nil {
+		s.calls = map[string]*lastResult{}
+	}
+	lr, ok := s.calls[argsHash]
+	if !ok {
+		if len(s.callOrder) >= maxCallResults {
+			delete(s.calls, s.callOrder[0])
+			s.callOrder = append(s.callOrder[:0], s.callOrder[1:]...)
+		}
+		s.callOrder = append(s.callOrder, argsHash)
+		s.calls[argsHash] = &lastResult{hash: sum}
+		return
+	}
+	if lr.hash == sum {
+		lr.repeats++
+	} else {
+		lr.hash, lr.repeats = sum, 0
+	}
+}
+
+// SameResults returns how many of the latest results of the call with
+// argsHash in session were identical in a row (1 when the last differed
+// from the one before it, or there was one), and whether any was
+// recorded.
+func (b *Bus) SameResults(session, argsHash string) (same int, known bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.lookup(session)
+	if s == nil {
+		return 0, false
+	}
+	lr, ok := s.calls[argsHash]
+	if !ok {
+		return 0, false
+	}
+	return lr.repeats + 1, true
+}

@@ -1,8 +1,12 @@
 package perception
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/overseer-dev/overseer/internal/clock"
 )
 
 var classifyCases = []struct {
@@ -147,5 +151,31 @@ func TestClassifyLongOutput(t *testing.T) {
 				t.Errorf("Classify = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestSameResults(t *testing.T) {
+	b := New(nil, clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	if _, known := b.SameResults("s", "h"); known {
+		t.Fatal("a call with no result is known")
+	}
+	b.RecordCallResult("s", "h", "pending")
+	b.RecordCallResult("s", "h", "pending")
+	if same, known := b.SameResults("s", "h"); !known || same != 2 {
+		t.Fatalf("two identical results: %d %v", same, known)
+	}
+	b.RecordCallResult("s", "h", "running")
+	if same, _ := b.SameResults("s", "h"); same != 1 {
+		t.Fatalf("after a change: %d", same)
+	}
+	if _, known := b.SameResults("other", "h"); known {
+		t.Fatal("another session's results are known")
+	}
+	// Bounded: the oldest calls are forgotten.
+	for i := 0; i <= maxCallResults; i++ {
+		b.RecordCallResult("s", fmt.Sprint("c", i), "x")
+	}
+	if _, known := b.SameResults("s", "h"); known {
+		t.Fatal("the oldest call was kept past the bound")
 	}
 }

@@ -129,6 +129,18 @@ func TestBuiltinDecisions(t *testing.T) {
 		{"tofu destroy", shell("tofu", "destroy"), action.Approve, "builtin-deploy"},
 		{"kubectl delete", shell("kubectl", "delete", "ns", "prod"), action.Approve, "builtin-deploy"},
 		{"kubectl get", shell("kubectl", "get", "ns"), action.Confirm, ""},
+		{"kubectl apply", shell("kubectl", "apply", "-k", "k8s/overlays/dev"), action.Approve, "builtin-deploy"},
+		{"kubectl apply the shell guard placed on a local cluster", func() *action.Action {
+			a := shell("kubectl", "--context", "kind-dev", "apply", "-k", "k8s/overlays/dev")
+			a.Facts.Commands[1].LocalCluster = true
+			return a
+		}(), action.Confirm, ""},
+		{"a local apply beside a remote one", func() *action.Action {
+			a := shell("kubectl", "--context", "kind-dev", "apply", "-k", "k8s/overlays/dev")
+			a.Facts.Commands[1].LocalCluster = true
+			a.Facts.Commands = append(a.Facts.Commands, action.Command{Name: "kubectl", Args: []string{"--context", "prod", "apply", "-k", "k8s/overlays/dev"}})
+			return a
+		}(), action.Approve, "builtin-deploy"},
 		{"fetch", &action.Action{Tool: "WebFetch", Kind: action.KindNetFetch, Args: map[string]any{"url": "https://go.dev"}}, action.Notify, ""},
 		{"mcp tool", &action.Action{Tool: "mcp__x__y", Kind: action.KindMCP, Args: map[string]any{}}, action.Confirm, ""},
 		{"unknown kind", &action.Action{Tool: "x", Kind: "teleport"}, action.Confirm, ""},

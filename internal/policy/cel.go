@@ -295,6 +295,7 @@ func factsValue(f *action.Facts) ref.Val {
 			keySub:     types.String(c.Sub()),
 			keyArgs:    types.NewStringList(reg, c.Args),
 			keyDynamic: types.Bool(c.Dynamic),
+			keyLocal:   types.Bool(c.LocalCluster),
 		})
 	}
 	paths := make([]ref.Val, len(f.Paths))
@@ -321,6 +322,7 @@ var (
 	keyArgs     = types.String("args")
 	keySub      = types.String("sub")
 	keyDynamic  = types.String("dynamic")
+	keyLocal    = types.String("local_cluster")
 	keyPath     = types.String("path")
 	keyIntent   = types.String("intent")
 	keyInCwd    = types.String("in_cwd")

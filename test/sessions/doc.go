@@ -21,7 +21,7 @@
 // the backend session, whose compose file declares its PostgreSQL port;
 // the manifests, chart, Terraform and CSV exports of the operations
 // session), $HOME (the agent's home directory, with a kubeconfig naming a
-// local kind cluster and a production one),
+// local kind cluster, a production one and a remote one named kind-staging),
 // $SCRATCH (a temporary directory outside the project) and $OVERSEER_HOME
 // are replaced before a line is sent.
 //

@@ -369,6 +369,7 @@ var backendProject = map[string]string{
 	"migrations/0002_transfers.up.sql":   "CREATE TABLE transfers (id bigserial PRIMARY KEY, from_account bigint NOT NULL, to_account bigint NOT NULL, amount bigint NOT NULL);\n",
 	"migrations/0002_transfers.down.sql": "DROP TABLE transfers;\n",
 	"scripts/dev-seed.sql":               "INSERT INTO accounts (name) VALUES ('seed-a'), ('seed-b');\n",
+	"scripts/dev-reset.sql":              "DELETE FROM transfers;\nDELETE FROM accounts;\n",
 	"worker/Cargo.toml":                  "[package]\nname = \"ledger-worker\"\nversion = \"0.2.0\"\nedition = \"2021\"\n\n[dependencies]\ntokio = { version = \"1\", features = [\"full\"] }\n",
 	"worker/Cargo.lock":                  "version = 4\n",
 	"worker/src/main.rs":                 "fn main() {\n    ledger_worker::run();\n}\n",
@@ -388,6 +389,8 @@ var opsProject = map[string]string{
 	"k8s/base/deployment.yaml":                    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: ledger-api\nspec:\n  template:\n    spec:\n      containers:\n        - name: api\n          image: ghcr.io/example/ledger-api:1.4.1\n          env:\n          resources:\n            limits:\n            memory: 256Mi\n",
 	"k8s/base/service.yaml":                       "apiVersion: v1\nkind: Service\nmetadata:\n  name: ledger-api\n",
 	"k8s/overlays/dev/kustomization.yaml":         "namespace: ledger\nresources:\n  - ../../base\n",
+	"k8s/overlays/debug/kustomization.yaml":       "namespace: ledger\nresources:\n  - ../../base\npatches:\n  - path: debug.yaml\n",
+	"k8s/overlays/debug/debug.yaml":               "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: ledger-api\nspec:\n  template:\n    spec:\n      containers:\n        - name: api\n          securityContext: {privileged: true}\n",
 	"k8s/overlays/prod/kustomization.yaml":        "namespace: ledger\nresources:\n  - ../../base\nreplicas:\n  - name: ledger-api\n    count: 3\n",
 	"charts/ledger-api/Chart.yaml":                "apiVersion: v2\nname: ledger-api\nversion: 0.4.0\n",
 	"charts/ledger-api/values.yaml":               "image:\n  tag: 1.4.1\nresources:\n  limits:\n    memory: 256Mi\n",
@@ -496,8 +499,9 @@ func newWorld(t *testing.T, project map[string]string) *world {
 		".aws/credentials": "[default]\naws_access_key_id = AKIAEXAMPLE\n",
 		".bashrc":          "export PATH=$HOME/bin:$PATH\n",
 		".npmrc":           "//registry.npmjs.org/:_authToken=npm_0123456789abcdefghijklmnopqrstuvwxyzAB\n",
-		// A local kind cluster and a production cluster.
-		".kube/config":        "apiVersion: v1\nkind: Config\ncurrent-context: kind-platform\nclusters:\n- name: kind-platform\n  cluster: {server: \"https://127.0.0.1:40123\"}\n- name: prod-eu\n  cluster: {server: \"https://k8s.prod-eu.example.com\"}\ncontexts:\n- name: kind-platform\n  context: {cluster: kind-platform, user: kind-platform}\n- name: prod-eu\n  context: {cluster: prod-eu, user: prod-eu}\nusers:\n- name: kind-platform\n  user: {token: kind-dev-token}\n- name: prod-eu\n  user: {token: eyJhbGciOiJSUzI1NiJ9.prod}\n",
+		// A local kind cluster, a production cluster and a remote one whose
+		// context is named like a kind cluster.
+		".kube/config":        "apiVersion: v1\nkind: Config\ncurrent-context: kind-platform\nclusters:\n- name: kind-platform\n  cluster: {server: \"https://127.0.0.1:40123\"}\n- name: prod-eu\n  cluster: {server: \"https://k8s.prod-eu.example.com\"}\n- name: kind-staging\n  cluster: {server: \"https://k8s.staging.example.com:6443\"}\ncontexts:\n- name: kind-platform\n  context: {cluster: kind-platform, user: kind-platform}\n- name: prod-eu\n  context: {cluster: prod-eu, user: prod-eu}\n- name: kind-staging\n  context: {cluster: kind-staging, user: prod-eu}\nusers:\n- name: kind-platform\n  user: {token: kind-dev-token}\n- name: prod-eu\n  user: {token: eyJhbGciOiJSUzI1NiJ9.prod}\n",
 		"shared-config/.keep": "",
 	}
 	for name, content := range userFiles {

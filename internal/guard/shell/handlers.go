@@ -361,9 +361,14 @@ type findQuery struct {
 func (a *analyzer) findCmd(s *segCtx) bool {
 	args := s.args
 	j := 0
+	// caches is true while the expression only picks regenerable caches
+	// by name (findCaches): a deletion of those inside the working tree
+	// is notify.
+	caches := true
 	for j < len(args) {
 		v := args[j].val
 		if v == "-H" || v == "-L" || v == "-P" || strings.HasPrefix(v, "-O") {
+			caches = caches && v != "-L" // links followed out of the tree
 			j++
 			continue
 		}
@@ -391,7 +396,7 @@ func (a *analyzer) findCmd(s *segCtx) bool {
 		x := args[j]
 		v := x.val
 		if x.dyn {
-			simple = false
+			simple, caches = false, false
 			j++
 			continue
 		}
@@ -420,14 +425,18 @@ func (a *analyzer) findCmd(s *segCtx) bool {
 			if idx := a.nestedCommand(inner, cmdCtx{origin: OriginFindExec, find: info}, s.idx); idx >= 0 &&
 				deleters.has(a.out.Segments[idx].Name) {
 				deletes = true
+			} else {
+				caches = false
 			}
 			a.cur = s.idx
 			j = k + 1
 		case v == "-name":
+			caches = caches && findCaches[next()]
 			q.names = append(q.names, next())
 			narrowed = narrowed || !globAll(next()) // -name '*' matches everything
 			j += 2
 		case v == "-iname":
+			caches = caches && findCaches[next()]
 			q.inames = append(q.inames, strings.ToLower(next()))
 			narrowed = narrowed || !globAll(next())
 			j += 2
@@ -436,7 +445,11 @@ func (a *analyzer) findCmd(s *segCtx) bool {
 				simple = false
 			}
 			q.typ = next()
+			caches = caches && (q.typ == "d" || q.typ == "f")
 			j += 2
+		case v == "-prune":
+			simple = false // too complex to preview; the caches' names decide
+			j++
 		case v == "-maxdepth" || v == "-mindepth":
 			n, err := strconv.Atoi(next())
 			if err != nil {
@@ -460,24 +473,52 @@ func (a *analyzer) findCmd(s *segCtx) bool {
 		case v == "-a" || v == "-and" || v == "-print" || v == "-print0" || v == "-ls" || v == "-depth" ||
 			v == "-d" || v == "-xdev" || v == "-mount" || v == "-follow" || v == "-noleaf" || v == "-true" ||
 			v == "-nowarn" || v == "-warn" || v == "-ignore_readdir_race" || v == "-daystart":
+			caches = caches && v != "-follow" && v != "-true"
 			j++
 		case findNarrowing1.has(v):
-			narrowed, simple = true, false
+			narrowed, simple, caches = true, false, false
 			j += 2
 		case findNarrowing0.has(v):
-			narrowed, simple = true, false
+			narrowed, simple, caches = true, false, false
 			j++
 		default:
-			// Operators (!, -o, parentheses), -prune, -quit and unknown
+			// Operators (!, -o, parentheses), -quit and unknown
 			// primaries: too complex to preview.
-			simple = false
+			simple, caches = false, false
 			j++
 		}
+	}
+	if deletes && caches && len(q.names)+len(q.inames) > 0 && a.findCachesHere(s, starts) {
+		return false
 	}
 	if deletes {
 		a.findDelete(s, starts, narrowed, simple, q)
 	}
 	return false
+}
+
+// findCaches are the names of caches that tools make again when they are
+// gone: Python's byte code and its test, type-checking and lint caches.
+var findCaches = map[string]bool{"__pycache__": true, "*.pyc": true, "*.pyo": true, ".pytest_cache": true,
+	".mypy_cache": true, ".ruff_cache": true}
+
+// findCachesHere judges a find that deletes only what findCaches names,
+// every start a directory of the working tree (not above it, not through
+// a computed name): notify. It reports whether it judged the deletion.
+func (a *analyzer) findCachesHere(s *segCtx, starts []arg) bool {
+	var abs []string
+	for _, st := range starts {
+		p, known := a.abs(st.val)
+		if st.dyn || !known || a.where(p, known) != whereTree || a.danger(p) != dangerNone {
+			return false
+		}
+		abs = append(abs, p)
+	}
+	for _, p := range abs {
+		a.pathFact(p, true, action.PathDelete)
+	}
+	a.class("find-caches", action.Notify, "find "+joinVals(starts)+" deletes them")
+	return true
 }
 
 // findDelete judges a find that deletes what it matches.
@@ -1077,6 +1118,13 @@ func (a *analyzer) sqlCmd(s *segCtx) bool {
 			return true
 		}
 		write = write || sqlWrites(x.val)
+	}
+	if write && s.name == "psql" && !script && pgLocalInserts(joinVals(sql)) {
+		if port, ok := a.localPostgres(s); ok { // infra.go
+			a.add(guard.Finding{Check: "shell.sql-insert", Level: action.Notify,
+				Message: "psql adds rows to the project's local database (port " + strconv.Itoa(port) + "): " + clip(joinVals(sql), 200)})
+			return true
+		}
 	}
 	if write {
 		a.add(guard.Finding{Check: "shell.sql-write", Level: action.Approve,

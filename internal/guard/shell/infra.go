@@ -101,6 +101,47 @@ func pgLocalReads(sql string) bool {
 	return true
 }
 
+// pgInsertOther finds, in SQL made only of INSERT statements, a word that
+// changes, removes or runs something besides adding rows: an upsert's DO
+// UPDATE, a data-modifying WITH, a statement hidden in a string.
+var pgInsertOther = lazyre.New(`(?i)\b(update|delete|drop|alter|create|truncate|merge|grant|revoke|copy|call|replace|execute|lock|rename|set|reset|load|vacuum|reindex|security|owner|returning)\b`)
+
+// pgLocalInserts reports whether an SQL text only adds rows: every
+// statement is an INSERT INTO (BEGIN and COMMIT around them), none of them
+// names a word of pgInsertOther or a function that reaches outside the
+// database, and the meta-commands are pgLocalMeta's. Seed data for the
+// project's local database is such a text; a delete, an update, a schema
+// change or a reset is not.
+func pgLocalInserts(sql string) bool {
+	text := stripSQLComments(sql)
+	if pgOutside.MatchString(text) || pgInsertOther.MatchString(text) || strings.Contains(text, "$$") {
+		return false
+	}
+	inserts := 0
+	for _, st := range sqlStatements(text) {
+		st = strings.TrimSpace(st)
+		if st == "" {
+			continue
+		}
+		f := strings.Fields(strings.ToLower(st))
+		switch {
+		case strings.HasPrefix(f[0], `\`):
+			if !pgLocalMeta(f[0]) {
+				return false
+			}
+		case f[0] == "begin" || f[0] == "commit" || f[0] == "end":
+			if len(f) > 2 {
+				return false
+			}
+		case f[0] == "insert" && len(f) > 1 && f[1] == "into":
+			inserts++
+		default:
+			return false
+		}
+	}
+	return inserts > 0
+}
+
 // localPostgres returns the port of the PostgreSQL server a psql command
 // connects to when it is one the project declares on this machine: every
 // host named (-h, a URI's or a connection string's host) is localhost,
@@ -658,8 +699,9 @@ var helmValueOpts = setOf("-f", "--values", "--set", "--set-string", "--set-json
 // kubeLocalCmd judges kubectl and helm commands that act on a cluster on
 // this machine: the context is named on the command (--context,
 // --kube-context) and ~/.kube/config gives it a cluster whose API server
-// is on the loopback interface; the namespace is named and is not one of
-// the cluster's own; no option names another kubeconfig, server, user or
+// is on this machine (see kubeServer); the namespace is named and is not
+// one of the cluster's own (for kubectl apply: every object's, see
+// kubeApplyPlain); no option names another kubeconfig, server, user or
 // token, and KUBECONFIG is not set by the command. It reports whether it
 // judged the segment; the rules judge the rest.
 func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
@@ -668,7 +710,8 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 		ctxOpt, subs = "--kube-context", helmLocalSubs
 	}
 	var ctx, sub, ns string
-	var ops, values, sets []string
+	var ops, values, sets, manifests, kustomize []string
+	recursive := false
 	for j := 0; j < len(s.args); j++ {
 		x := s.args[j]
 		if x.dyn || x.glob {
@@ -677,6 +720,9 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 		v := x.val
 		if sub != "" && s.name == "kubectl" {
 			if v == "--" {
+				if sub == "apply" {
+					return false
+				}
 				break // kubectl exec POD -- CMD: the command runs in the pod
 			}
 			if n, val, ok := strings.Cut(v, "="); ok && n == "--address" {
@@ -697,7 +743,8 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 			"--kube-as-user", "--kube-as-group", "--kube-ca-file", "--kube-insecure-skip-tls-verify", "--insecure-skip-tls-verify",
 			"-A", "--all-namespaces":
 			return false
-		case ctxOpt, "-n", "--namespace", "-l", "--selector", "-f", "--values", "--set", "--set-string", "--set-json":
+		case ctxOpt, "-n", "--namespace", "-l", "--selector", "-f", "--filename", "-k", "--kustomize", "--values", "--set",
+			"--set-string", "--set-json":
 			if !hasVal {
 				if j+1 >= len(s.args) || s.args[j+1].dyn || s.args[j+1].glob {
 					return false
@@ -720,6 +767,10 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 				values = append(values, val)
 			case s.name == "helm" && strings.HasPrefix(name, "--set"):
 				sets = append(sets, val)
+			case s.name == "kubectl" && (name == "-f" || name == "--filename"):
+				manifests = append(manifests, val)
+			case s.name == "kubectl" && (name == "-k" || name == "--kustomize"):
+				kustomize = append(kustomize, val)
 			}
 			continue
 		}
@@ -737,11 +788,26 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 			}
 			continue
 		}
+		if s.name == "kubectl" && sub == "apply" {
+			switch {
+			case v == "-R" || v == "--recursive":
+				recursive = true
+			case kubeApplyFlags[name] || kubeApplyValueOpts[name] && hasVal:
+			case kubeApplyValueOpts[name]:
+				j++
+			default:
+				// --prune, --selector with prune, edit-last-applied, an
+				// operand, an option not known: the rules judge it.
+				return false
+			}
+			continue
+		}
 		if sub == "" && !strings.HasPrefix(v, "-") {
 			sub = v
 		}
 	}
-	if !subs[sub] || ctx == "" || ns == "" || kubeSystemNamespace(ns) || a.env.Home == "" {
+	apply := s.name == "kubectl" && sub == "apply"
+	if !apply && !subs[sub] || ctx == "" || !apply && (ns == "" || kubeSystemNamespace(ns)) || a.env.Home == "" {
 		return false
 	}
 	for _, m := range []map[string]envVal{a.envSet, a.cmdEnv} {
@@ -755,11 +821,18 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 	if s.name == "helm" && (len(ops) != 2 || !a.helmChartPlain(ops[1], values, sets)) {
 		return false
 	}
+	if apply && (ns != "" && kubeSystemNamespace(ns) || !a.kubeApplyPlain(manifests, kustomize, recursive, ns)) {
+		return false
+	}
 	server, ok := a.kubeServer(ctx)
 	if !ok {
 		return false
 	}
+	if ns == "" {
+		ns = "the manifests'"
+	}
 	a.class("dev-cluster", action.Notify, s.name+" "+sub+" ("+ctx+" at "+server+", namespace "+ns+")")
+	a.out.Segments[s.idx].LocalCluster = ctx + " at " + server
 	return true
 }
 
@@ -861,8 +934,10 @@ type kubeconfig struct {
 }
 
 // kubeServer returns the API server of context ctx in ~/.kube/config when
-// it is on the loopback interface and reached without a proxy: a cluster
-// on this machine. The first entry of a name counts, as kubectl reads it.
+// it is on this machine (see localServerHost) and reached without a proxy:
+// a cluster on this machine, whatever the context is called (a context
+// named kind-x may point anywhere). The first entry of a name counts, as
+// kubectl reads it.
 func (a *analyzer) kubeServer(ctx string) (string, bool) {
 	b, ok := a.readRegular(fsName(path.Join(a.env.Home, ".kube", "config")), 1<<20)
 	if !ok {
@@ -887,13 +962,49 @@ func (a *analyzer) kubeServer(ctx string) (string, bool) {
 			continue
 		}
 		u, err := url.Parse(c.Cluster.Server)
-		if err != nil || u.Scheme != "https" && u.Scheme != "http" || !loopbackHost(u.Hostname()) || u.User != nil ||
+		if err != nil || u.Scheme != "https" && u.Scheme != "http" || !a.localServerHost(u.Hostname()) || u.User != nil ||
 			c.Cluster.Proxy != "" {
 			return "", false
 		}
 		return u.Host, true
 	}
 	return "", false
+}
+
+// localServerHost reports whether an API server's host is this machine:
+// the loopback interface (kind, k3d, minikube's docker driver through its
+// published port), 0.0.0.0 (k3d's older kubeconfigs: a connection to it
+// reaches this machine), or Docker Desktop's kubernetes.docker.internal
+// when /etc/hosts gives that name a loopback address. A private address
+// of a docker network is not taken: a remote cluster may have one too.
+func (a *analyzer) localServerHost(h string) bool {
+	switch strings.ToLower(h) {
+	case "0.0.0.0":
+		return true
+	case "kubernetes.docker.internal":
+		b, ok := a.readRegular("etc/hosts", 1<<20)
+		if !ok {
+			return false
+		}
+		found := false
+		for line := range strings.Lines(string(b)) {
+			line, _, _ = strings.Cut(line, "#")
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				continue
+			}
+			for _, n := range f[1:] {
+				if strings.EqualFold(n, h) {
+					if !loopbackHost(f[0]) && !strings.HasPrefix(f[0], "127.") {
+						return false // a name any entry sends elsewhere
+					}
+					found = true
+				}
+			}
+		}
+		return found
+	}
+	return loopbackHost(h)
 }
 
 // keysOf returns the names of a map of variables.

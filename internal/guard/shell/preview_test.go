@@ -109,9 +109,9 @@ func TestPreviews(t *testing.T) {
 		},
 		{
 			name:  "find -exec rm previews like -delete",
-			files: []string{"x.pyc", "pkg/y.pyc", "pkg/z.py"},
-			cmd:   `find . -name '*.pyc' -exec rm -f {} \;`, check: "shell.find-delete",
-			want: want{items: []string{"pkg/y.pyc", "x.pyc"}},
+			files: []string{"x.bak", "pkg/y.bak", "pkg/z.py"},
+			cmd:   `find . -name '*.bak' -exec rm -f {} \;`, check: "shell.find-delete",
+			want: want{items: []string{"pkg/y.bak", "x.bak"}},
 		},
 		{
 			name:  "find with operators is not previewed",

@@ -382,9 +382,17 @@ func (a *analyzer) provenance(s *segCtx) bool {
 		a.scriptCmd(s)
 	case "man", "mysql", "mariadb", "bat", "batcat":
 		a.pagerExec(s)
+	case "httpd":
+		return a.busyboxHTTPD(s) // serve.go
 	default:
-		if a.interpreter(s.name) != nil && strings.HasPrefix(s.name, "python") {
+		switch {
+		case a.interpreter(s.name) == nil:
+		case strings.HasPrefix(s.name, "python"):
 			a.pythonPip(s)
+		case strings.HasPrefix(s.name, "php"):
+			return a.phpServer(s) // serve.go
+		case strings.HasPrefix(s.name, "ruby"):
+			return a.rubyHTTPD(s) // serve.go
 		}
 	}
 	return false
@@ -1311,6 +1319,9 @@ func (a *analyzer) npxCmd(s *segCtx, runner string, args []arg) {
 	if len(pkgs) == 0 && j < len(args) && call == nil {
 		pkgs = append(pkgs, args[j])
 	}
+	if len(pkgs) == 1 && call == nil && j < len(args) && !args[j].dyn && args[j].val == "serve" {
+		a.nodeServe(args[j+1:]) // serve.go: a static file server
+	}
 	dir := ""
 	if a.cwdKnown {
 		dir = a.cwd
@@ -1487,39 +1498,10 @@ func (a *analyzer) pythonPip(s *segCtx) {
 			return
 		}
 		if x.val == "-m" && j+1 < len(s.args) && s.args[j+1].val == "http.server" {
-			a.httpServer(s.args[j+2:])
+			a.pythonHTTPServer(s.args[j+2:]) // serve.go
 			return
 		}
 	}
-}
-
-// httpServer judges python -m http.server: it serves every file below its
-// directory (-d/--directory, else the working directory) to whoever
-// connects, the agent's own later curl to it too; the directory is read
-// recursively (python3 -m http.server -d ~ served Overseer's token and the
-// keys at notify, and curl localhost:8000/.overseer/token read it).
-func (a *analyzer) httpServer(args []arg) {
-	dir := arg{val: "."}
-	for j := 0; j < len(args); j++ {
-		v := args[j].val
-		switch {
-		case args[j].dyn:
-			continue
-		case (v == "-d" || v == "--directory") && j+1 < len(args):
-			j++
-			dir = args[j]
-		case strings.HasPrefix(v, "--directory="):
-			dir = arg{val: strings.TrimPrefix(v, "--directory=")}
-		case strings.HasPrefix(v, "-d") && len(v) > 2:
-			dir = arg{val: v[2:]}
-		}
-	}
-	if dir.dyn {
-		a.add(guard.Finding{Check: "shell.serve-dynamic", Level: action.Confirm,
-			Message: "http.server serves a directory computed at run time: " + dir.val})
-		return
-	}
-	a.candidate(dir, inRead, true)
 }
 
 // pipInstall judges the requirements of a pip-like install: VCS and URL

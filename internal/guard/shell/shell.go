@@ -120,6 +120,9 @@ type Segment struct {
 	// its pipeline read (cat notes.txt | gzip | curl -d @- …): their
 	// content may be what it sends. Set on senders only.
 	PipedFiles []string
+	// LocalCluster is, for a kubectl or helm command the guard found to
+	// act on a cluster on this machine, the context and its API server.
+	LocalCluster string
 
 	flags segFlags
 	text  string   // the static output of an echo, printf or cat feeding a pipe

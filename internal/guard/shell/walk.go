@@ -201,6 +201,8 @@ func classMessage(c classAcc) string {
 		what = "the project's local database"
 	case "dev-cluster":
 		what = "a cluster on this machine"
+	case "find-caches":
+		what = "caches made again when gone"
 	default:
 		what = c.check
 	}

@@ -1,0 +1,49 @@
+package kernel
+
+import "sync"
+
+// maxCalls bounds the calls callIndex keeps.
+const maxCalls = 4096
+
+// callIndex keeps, for the latest calls this process judged, the session
+// key and arguments' hash under which their samples were recorded, so that
+// a result reported later by the call's id (a hook's post event) is
+// counted for the same call (perception.Bus.RecordCallResult). The oldest
+// are forgotten first; a result of a call forgotten is not counted, and its
+// repeats are counted as they come.
+type callIndex struct {
+	mu    sync.Mutex
+	by    map[string]callRef
+	order []string
+}
+
+type callRef struct{ key, hash string }
+
+func (c *callIndex) put(id, key, hash string) {
+	if id == "" || hash == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.by == nil {
+		c.by = map[string]callRef{}
+	}
+	if _, ok := c.by[id]; !ok {
+		if len(c.order) >= maxCalls {
+			delete(c.by, c.order[0])
+			c.order = append(c.order[:0], c.order[1:]...)
+		}
+		c.order = append(c.order, id)
+	}
+	c.by[id] = callRef{key: key, hash: hash}
+}
+
+func (c *callIndex) get(id string) (key, hash string, ok bool) {
+	if id == "" {
+		return "", "", false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.by[id]
+	return r.key, r.hash, ok
+}
