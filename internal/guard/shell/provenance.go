@@ -350,6 +350,12 @@ func (a *analyzer) provenance(s *segCtx) bool {
 		a.makeCmd(s)
 	case "just":
 		a.justCmd(s) // justfile.go
+	case "task", "go-task":
+		a.taskCmd(s) // taskfile.go
+	case "nox", "invoke", "inv", "fab":
+		a.pyRunner(s) // pyrunners.go
+	case "tox":
+		a.toxCmd(s) // pyrunners.go
 	case "npm", "yarn", "pnpm", "bun":
 		a.packageCmd(s)
 	case "npx", "bunx", "pnpx":
