@@ -1385,6 +1385,11 @@ func (a *analyzer) goCmd(s *segCtx) {
 		}
 	}
 	a.goOutputs(s, ops)
+	if len(ops) > 0 && !ops[0].dyn && ops[0].val == "generate" {
+		i := indexOf(s.args, ops[0])
+		a.goGenerate(s, append(slices.Clone(s.args[:i]), s.args[i+1:]...)) // gogenerate.go
+		return
+	}
 	if len(ops) < 2 || ops[0].dyn || ops[0].val != "run" {
 		return
 	}
