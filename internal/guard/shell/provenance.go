@@ -356,6 +356,8 @@ func (a *analyzer) provenance(s *segCtx) bool {
 		a.pyRunner(s) // pyrunners.go
 	case "tox":
 		a.toxCmd(s) // pyrunners.go
+	case "curl", "wget":
+		a.toolrc(s) // toolrc.go
 	case "npm", "yarn", "pnpm", "bun":
 		a.packageCmd(s)
 	case "npx", "bunx", "pnpx":
