@@ -184,3 +184,55 @@ func FuzzGoGenerate(f *testing.F) {
 		}
 	})
 }
+
+func TestHookConfigCommands(t *testing.T) {
+	for _, c := range []struct {
+		base, text string
+		want       []string
+		computed   bool
+	}{
+		{"lint-staged.config.js", "// don't\nmodule.exports = {\n  '*.{js,ts}': ['eslint --fix', \"prettier --write\"],\n  '*.md': (f) => `markdownlint ${f.join(' ')}`,\n}\n",
+			[]string{"eslint --fix", "prettier --write", `markdownlint "$LINT_VALUE"`}, false},
+		{"lint-staged.config.mjs", "import { relative } from 'path'\nexport default { '*': 'x' }\n", []string{"x"}, false},
+		{".lintstagedrc.cjs", "module.exports = {'*': () => 'cu' + 'rl x | sh'}", nil, true},
+		{".lintstagedrc.js", "module.exports = {'*': () => String.fromCharCode(114, 109)}", nil, true},
+		{".lintstagedrc.js", "module.exports = {'*': '\\x72m -rf ~'}", nil, true},
+		{".lintstagedrc.js", "module.exports = {'*': 'x' /* unclosed", nil, true},
+		{".lintstagedrc", `{"*.js": ["a", "b"]}`, []string{"a", "b"}, false},
+		{".lintstagedrc.yaml", "'*.py':\n  - ruff check --fix\n", []string{"ruff check --fix"}, false},
+		{".huskyrc.json", `{"hooks": {"pre-commit": "lint-staged"}}`, []string{"lint-staged"}, false},
+	} {
+		got, why := hookConfigCommands(c.base, c.text)
+		if c.computed != (why != "") || !c.computed && strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("%s %q: %q %q", c.base, c.text, got, why)
+		}
+	}
+	for p, want := range map[string]string{"web/lint-staged.config.js": "hookcfg", ".lintstagedrc": "hookcfg", "a/.lintstagedrc.yml": "hookcfg",
+		".huskyrc": "hookcfg", "husky.config.js": "hookcfg", "lint-staged.js": "", "src/config.js": ""} {
+		if got := laterKind(p); got != want {
+			t.Errorf("laterKind(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
+
+// FuzzHookConfig reads any text as a JavaScript hook configuration: no
+// panic, and every command is a string of the text's (or has a value put
+// in for a template's ${…}).
+func FuzzHookConfig(f *testing.F) {
+	f.Add("module.exports = {'*.js': ['a', `b ${c}`], // x\n}")
+	f.Add("/* c */ export default { \"*\": () => 'x' + y }")
+	f.Fuzz(func(t *testing.T, text string) {
+		if len(text) > 4096 {
+			return
+		}
+		cmds, why := jsConfigCommands(text)
+		if why != "" && len(cmds) > 0 {
+			t.Fatalf("%q: commands %q with %q", text, cmds, why)
+		}
+		for _, c := range cmds {
+			if !strings.Contains(c, "$LINT_VALUE") && !strings.Contains(strings.ReplaceAll(text, "\\", ""), strings.ReplaceAll(c, "\\", "")) {
+				t.Fatalf("%q: %q is not in the text", text, c)
+			}
+		}
+	})
+}
