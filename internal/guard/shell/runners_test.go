@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -235,4 +236,33 @@ func FuzzHookConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestComposeGivenFiles: docker compose gives its containers files whole:
+// secrets, configs and env_file outside the working tree are read; an
+// env_file of the tree is not judged as read (see the threat model).
+func TestComposeGivenFiles(t *testing.T) {
+	for _, c := range []struct {
+		compose string
+		want    string // a path that must be read, or "" for none of the home's
+	}{
+		{"services:\n  app:\n    image: alpine\n    env_file: ~/.aws/credentials\n", "/home/u/.aws/credentials"},
+		{"services:\n  app:\n    image: alpine\n    env_file:\n      - path: /home/u/.ssh/id_rsa\n        required: false\n", "/home/u/.ssh/id_rsa"},
+		{"services:\n  app:\n    image: alpine\nsecrets:\n  key:\n    file: ../.ssh/id_rsa\n", "/home/u/.ssh/id_rsa"},
+		{"services:\n  app:\n    image: alpine\n    env_file: [.env, .env.local]\n", ""},
+		{"services:\n  app:\n    image: alpine\n    env_file: ../.env\n", "/home/u/.env"},
+		{"services:\n  app:\n    image: alpine\n    env_file: ~/.config/app/.env\n", "/home/u/.config/app/.env"},
+	} {
+		env := provEnv(t, map[string]string{"compose.yaml": c.compose})
+		an := Analyze("docker compose up -d", env)
+		var home []string
+		for _, p := range an.Paths {
+			if strings.HasPrefix(p.Path, "/home/u/.") {
+				home = append(home, p.Path)
+			}
+		}
+		if c.want == "" && len(home) > 0 || c.want != "" && !slices.Contains(home, c.want) {
+			t.Errorf("%q: reads %v, want %q", c.compose, home, c.want)
+		}
+	}
 }
