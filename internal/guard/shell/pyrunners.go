@@ -90,6 +90,7 @@ func (a *analyzer) pyRunner(s *segCtx) {
 			return
 		}
 		a.interpScript(&py, a.absOf(file.val))
+		a.pyRunnerCalls(s, a.absOf(file.val))
 		return
 	}
 	// invoke and fab: a module (NAME.py) or a package (NAME/__init__.py)
@@ -120,6 +121,7 @@ func (a *analyzer) pyRunner(s *segCtx) {
 					}
 				}
 				a.interpScript(&py, c)
+				a.pyRunnerCalls(s, c)
 				return
 			}
 		}
@@ -128,6 +130,34 @@ func (a *analyzer) pyRunner(s *segCtx) {
 		}
 		d = path.Dir(d)
 	}
+}
+
+// pyRunnerCalls judges the commands the runner calls of the Python file
+// abs run (pyRunnerCommands) as a recipe's are: a session's or task's
+// session.run("sh", "-c", "curl … | sh") reaches a person whichever is
+// named. nox's programs are its sessions' virtual environments' (the
+// project's own); invoke's command lines run with a shell.
+func (a *analyzer) pyRunnerCalls(s *segCtx, abs string) {
+	if !path.IsAbs(abs) {
+		return
+	}
+	f := a.contentOf(abs, s.idx)
+	if f.state != fileOK {
+		return // judged above (missing, or reaching a person)
+	}
+	runner := s.name
+	if runner == "inv" || runner == "fab" {
+		runner = "invoke"
+	}
+	cmds := pyRunnerCommands(runner, f.text)
+	if len(cmds) == 0 {
+		return
+	}
+	o := contentOpts{origin: OriginScript, cwd: path.Dir(abs), where: s.name + " runs a command of " + a.display(abs)}
+	if runner == "nox" {
+		o.bins = func(string) bool { return true }
+	}
+	a.runContent(s.idx, strings.Join(cmds, "\n"), o)
 }
 
 // absOf is p made absolute against the working directory, or p.
@@ -425,4 +455,102 @@ func toxLine(l, dir string) string {
 		}
 		return `"$TOX_VALUE"`
 	})
+}
+
+// pyRunCall finds the calls through which nox sessions and invoke or
+// Fabric tasks run commands: session.run("pytest", "-x"),
+// c.run("make build"), c.sudo(…), ctx.local(…).
+var pyRunCall = regexp.MustCompile(`\.\s*(run|run_always|run_install|sudo|local)\s*\(`)
+
+// pyRunnerCommands returns the commands the runner calls of a nox or
+// invoke file's text run, as shell text: nox's arguments are an argument
+// list, invoke's first argument a command line. An argument that is not a
+// string literal (a variable, an f-string's {…}) is a value not known;
+// keyword arguments are not part of the command.
+func pyRunnerCommands(runner, text string) []string {
+	var out []string
+	for _, m := range pyRunCall.FindAllStringIndex(text, maxLaterCommands) {
+		from, to := callArgs(text, m[1])
+		if m[1] > 0 && text[m[1]-1] == '(' {
+			from = m[1]
+		}
+		var words []string
+		for _, piece := range splitTopLevel(text[from:to]) {
+			p := strings.TrimSpace(piece)
+			if p == "" {
+				continue
+			}
+			if k := strings.IndexByte(p, '='); k > 0 && pyIdent.MatchString(strings.TrimSpace(p[:k])) && (k+1 >= len(p) || p[k+1] != '=') {
+				continue // a keyword argument
+			}
+			words = append(words, pyWord(p))
+		}
+		if len(words) == 0 || words[0] == "\x00" {
+			continue // no command, or a program computed by the code (subprocess.run([…]), judged as Python)
+		}
+		if runner == "nox" {
+			q := make([]string, len(words))
+			for i, w := range words {
+				if w == "\x00" {
+					q[i] = `"$PY_VALUE"`
+				} else {
+					q[i] = shellQuote(w)
+				}
+			}
+			out = append(out, strings.Join(q, " "))
+			continue
+		}
+		out = append(out, words[0])
+	}
+	return out
+}
+
+var pyIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// pyWord returns the value of a Python argument that is one string literal
+// (an f-string's {…} becomes a variable of the shell text), or "\x00"
+// when it is not one.
+func pyWord(p string) string {
+	prefix := strings.ToLower(strings.TrimRight(p[:strings.IndexAny(p+"'\"", "'\"")], " "))
+	if len(prefix) > 2 || strings.Trim(prefix, "rfbu") != "" {
+		return "\x00"
+	}
+	lits := literals(p[len(prefix):])
+	if len(lits) != 1 || lits[0].start != 0 || lits[0].end != len(p)-len(prefix) {
+		return "\x00"
+	}
+	v := lits[0].val
+	if strings.Contains(prefix, "f") {
+		v = toxSubst.ReplaceAllLiteralString(v, `"$PY_VALUE"`)
+	}
+	return v
+}
+
+// splitTopLevel splits a call's argument text at the commas outside
+// brackets and strings.
+func splitTopLevel(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	var q byte
+	for k := 0; k < len(s); k++ {
+		c := s[k]
+		switch {
+		case q != 0:
+			if c == '\\' {
+				k++
+			} else if c == q {
+				q = 0
+			}
+		case c == '\'' || c == '"':
+			q = c
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 0:
+			out = append(out, s[start:k])
+			start = k + 1
+		}
+	}
+	return append(out, s[start:])
 }
