@@ -736,8 +736,9 @@ func (a *analyzer) composeMounts(name string, args []arg) {
 	}
 	if len(files) == 0 {
 		for _, f := range composeFiles {
-			if a.exists(path.Join(dir, f)) {
-				files = append(files, path.Join(dir, f))
+			q := path.Join(dir, f)
+			if _, w := a.written[q]; w || a.exists(q) || a.changedBefore(q, a.cur) {
+				files = append(files, q)
 			}
 		}
 	}
@@ -747,7 +748,16 @@ func (a *analyzer) composeMounts(name string, args []arg) {
 			continue
 		}
 		p = a.expandHome(p)
-		b, ok := a.readRegular(strings.TrimPrefix(p, "/"), maxComposeFile)
+		// A compose file this command writes is judged by that text; one
+		// it changes in a way not known reaches a person.
+		var b []byte
+		ok = false
+		if w, written := a.written[p]; written {
+			t, known := a.writtenContentAt(w, a.cur)
+			b, ok = []byte(t), known && len(t) <= maxComposeFile
+		} else if !a.changedBefore(p, a.cur) {
+			b, ok = a.readRegular(strings.TrimPrefix(p, "/"), maxComposeFile)
+		}
 		if !ok {
 			a.add(guard.Finding{Check: "shell.container-mount", Level: action.Confirm,
 				Message: name + " starts the services of " + p + ", which could not be read to see what they mount"})

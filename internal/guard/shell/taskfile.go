@@ -43,8 +43,9 @@ type taskDef struct {
 // taskfile is what taskCmd needs of a Taskfile and its includes.
 type taskfile struct {
 	tasks  map[string]*taskDef
-	global []string // commands every run runs (the files' dynamic variables)
-	unread string   // why the file cannot be judged, or ""
+	global []string  // commands every run runs (the files' dynamic variables)
+	dotenv []taskRun // environment files the tasks read (dir: the file's directory, text: the path)
+	unread string    // why the file cannot be judged, or ""
 }
 
 var taskTemplate = regexp.MustCompile(`\{\{[^}]*\}\}`)
@@ -83,6 +84,9 @@ func (l *taskLoader) load(abs, text, ns string, depth int) {
 	staticVars(doc["vars"], vars)
 	l.tf.global = append(l.tf.global, dynamicVars(doc["vars"])...)
 	l.tf.global = append(l.tf.global, dynamicVars(doc["env"])...)
+	for _, f := range stringLeaves(doc["dotenv"]) {
+		l.tf.dotenv = append(l.tf.dotenv, taskRun{dir: dir, text: f})
+	}
 	if tasks, ok := doc["tasks"].(map[string]any); ok {
 		for _, name := range slices.Sorted(maps.Keys(tasks)) {
 			d := &taskDef{def: tasks[name], dir: dir, vars: vars, ns: ns}
@@ -191,7 +195,7 @@ type taskRun struct {
 
 // commands returns the shell text the named tasks run, with their
 // dependencies and calls, or why they cannot be judged.
-func (tf taskfile) commands(names []string) ([]taskRun, string) {
+func (tf *taskfile) commands(names []string) ([]taskRun, string) {
 	if tf.unread != "" {
 		return nil, tf.unread
 	}
@@ -243,6 +247,9 @@ func (tf taskfile) commands(names []string) ([]taskRun, string) {
 					}
 					dir = s
 				}
+			}
+			for _, f := range stringLeaves(x["dotenv"]) {
+				tf.dotenv = append(tf.dotenv, taskRun{dir: d.dir, text: f})
 			}
 			for _, s := range dynamicVars(x["vars"]) {
 				add(d, dir, s)
@@ -514,6 +521,29 @@ func (a *analyzer) taskCmd(s *segCtx) {
 	if len(runs) > maxLaterCommands {
 		a.runnerProblem(s.idx, "task", a.display(abs)+": it runs more commands than the guard judges")
 		return
+	}
+	// The environment files the tasks read (dotenv:): one of the project
+	// (.env) is not judged as read, as compose's env_file; others are
+	// reads (dotenv: [~/.aws/credentials]).
+	for _, e := range tf.dotenv {
+		f := e.text
+		if strings.Contains(f, "{{") || strings.Contains(f, "$") {
+			a.runnerProblem(s.idx, "task", a.display(abs)+": it reads an environment file whose place is computed: "+clip(f, 60))
+			continue
+		}
+		if strings.HasPrefix(f, "~") {
+			if p, ok := a.fileAbs(f); ok {
+				f = p
+			}
+		} else if !path.IsAbs(f) {
+			f = path.Join(e.dir, f)
+		}
+		if !a.projectEnvFile(f, e.dir) {
+			cur := a.cur
+			a.cur = s.idx
+			a.candidate(arg{val: f}, inRead, false)
+			a.cur = cur
+		}
 	}
 	where := "task runs " + clip(strings.Join(want, " "), 40) + " of " + a.display(abs)
 	for _, r := range runs {
