@@ -238,7 +238,7 @@ func (a *analyzer) command(args []arg, c cmdCtx) int {
 			break
 		}
 		u := skipWrapper(w, args, i)
-		a.wrapperEffects(args[i+1 : min(u.next, len(args))])
+		a.wrapperEffects(name, args[i+1:min(u.next, len(args))])
 		label := name
 		if w.sub != "" {
 			label += " " + w.sub

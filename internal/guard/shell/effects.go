@@ -843,10 +843,20 @@ func (a *analyzer) codeEffects(code string) {
 // wrapperEffects records the effects of a wrapper's own options (strace -o
 // FILE, env VAR=/path): a value that looks like a path is presumed read
 // and written.
-func (a *analyzer) wrapperEffects(opts []arg) {
-	for _, x := range opts {
+func (a *analyzer) wrapperEffects(name string, opts []arg) {
+	for k, x := range opts {
 		v := x.val
 		if x.dyn || v == "" {
+			continue
+		}
+		// An environment file the wrapped program gets its variables from
+		// (uv run --env-file .env, dotenv -e .env): read, as source .env is.
+		if k+1 < len(opts) && !opts[k+1].dyn && (v == "--env-file" || name == "dotenv" && (v == "-e" || v == "-f")) {
+			a.candidate(opts[k+1], inRead, false)
+			continue
+		}
+		if f, ok := strings.CutPrefix(v, "--env-file="); ok && f != "" {
+			a.candidate(arg{val: f}, inRead, false)
 			continue
 		}
 		if _, val, eq := strings.Cut(v, "="); eq {

@@ -106,6 +106,9 @@ type envState struct {
 	envSet  map[string]envVal // set by export, declare -x or a plain assignment
 	cmdEnv  map[string]envVal // set for the command being judged (NAME=v cmd, env NAME=v cmd)
 	gitSeen map[string]bool   // git configuration from the environment already judged
+	// toolrcDepth is above 0 while the options of a curl or wget
+	// configuration file are judged (toolrc.go).
+	toolrcDepth int
 }
 
 // assignVal resolves the value of an assignment.

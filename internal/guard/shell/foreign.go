@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -616,6 +617,63 @@ func (a *analyzer) mountRead(src string) {
 	a.candidate(arg{val: src}, inRead, true)
 }
 
+// projectEnvFile reports whether p is an environment file of the project
+// whose compose file is in dir: named as one (.env, .env.local, app.env)
+// and in the working directory, dir, the git work tree that holds dir, or
+// (no work tree) a project directory of the home.
+func (a *analyzer) projectEnvFile(p, dir string) bool {
+	b := strings.ToLower(path.Base(p))
+	if b != ".env" && !strings.HasPrefix(b, ".env.") && !strings.HasSuffix(b, ".env") {
+		return false
+	}
+	if a.cwdKnown && action.Within(a.cwd, p) || action.Within(dir, p) {
+		return true
+	}
+	for d, n := dir, 0; n < 16 && path.IsAbs(d); n++ {
+		if a.env.Home != "" && d == a.env.Home || d == "/" {
+			break
+		}
+		if a.fileExists(path.Join(d, ".git")) {
+			return action.Within(d, p)
+		}
+		d = path.Dir(d)
+	}
+	// No work tree: a project directory of the home (~/proj/.env), not the
+	// home's own files or its hidden directories (~/.env, ~/.config/x/.env).
+	if a.env.Home == "" || !action.Within(a.env.Home, path.Dir(p)) || path.Dir(p) == a.env.Home {
+		return false
+	}
+	for _, c := range strings.Split(strings.TrimPrefix(path.Dir(p), a.env.Home+"/"), "/") {
+		if strings.HasPrefix(c, ".") {
+			return false
+		}
+	}
+	return true
+}
+
+// composeEnvFiles returns the paths of a service's env_file: a path, a
+// list of paths, or a list of {path: …, required: …}.
+func composeEnvFiles(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			switch y := e.(type) {
+			case string:
+				out = append(out, y)
+			case map[string]any:
+				if p, ok := y["path"].(string); ok {
+					out = append(out, p)
+				}
+			}
+		}
+		return out
+	}
+	return nil
+}
+
 // maxComposeFile is the largest compose file read.
 const maxComposeFile = 256 << 10
 
@@ -678,8 +736,9 @@ func (a *analyzer) composeMounts(name string, args []arg) {
 	}
 	if len(files) == 0 {
 		for _, f := range composeFiles {
-			if a.exists(path.Join(dir, f)) {
-				files = append(files, path.Join(dir, f))
+			q := path.Join(dir, f)
+			if _, w := a.written[q]; w || a.exists(q) || a.changedBefore(q, a.cur) {
+				files = append(files, q)
 			}
 		}
 	}
@@ -689,7 +748,16 @@ func (a *analyzer) composeMounts(name string, args []arg) {
 			continue
 		}
 		p = a.expandHome(p)
-		b, ok := a.readRegular(strings.TrimPrefix(p, "/"), maxComposeFile)
+		// A compose file this command writes is judged by that text; one
+		// it changes in a way not known reaches a person.
+		var b []byte
+		ok = false
+		if w, written := a.written[p]; written {
+			t, known := a.writtenContentAt(w, a.cur)
+			b, ok = []byte(t), known && len(t) <= maxComposeFile
+		} else if !a.changedBefore(p, a.cur) {
+			b, ok = a.readRegular(strings.TrimPrefix(p, "/"), maxComposeFile)
+		}
 		if !ok {
 			a.add(guard.Finding{Check: "shell.container-mount", Level: action.Confirm,
 				Message: name + " starts the services of " + p + ", which could not be read to see what they mount"})
@@ -698,7 +766,14 @@ func (a *analyzer) composeMounts(name string, args []arg) {
 		var doc struct {
 			Services map[string]struct {
 				Volumes []any `yaml:"volumes"`
+				EnvFile any   `yaml:"env_file"`
 			} `yaml:"services"`
+			Secrets map[string]struct {
+				File string `yaml:"file"`
+			} `yaml:"secrets"`
+			Configs map[string]struct {
+				File string `yaml:"file"`
+			} `yaml:"configs"`
 		}
 		if yaml.Unmarshal(b, &doc) != nil {
 			a.add(guard.Finding{Check: "shell.container-mount", Level: action.Confirm,
@@ -706,6 +781,56 @@ func (a *analyzer) composeMounts(name string, args []arg) {
 			continue
 		}
 		base := path.Dir(p)
+		// Files compose gives the containers whole: secrets and configs
+		// (mounted as bind mounts are), and env_file (the variables of
+		// the container's processes). An environment file of the working
+		// tree (.env) is not judged as read: a web project's compose file
+		// names one for every service, and its containers see the tree's
+		// files through the usual ".:/app" mount anyway (the threat model
+		// lists this as open); one outside the tree (~/.aws/credentials)
+		// is read.
+		var given []string
+		for _, name := range slices.Sorted(maps.Keys(doc.Secrets)) {
+			given = append(given, doc.Secrets[name].File)
+		}
+		for _, name := range slices.Sorted(maps.Keys(doc.Configs)) {
+			given = append(given, doc.Configs[name].File)
+		}
+		for _, name := range slices.Sorted(maps.Keys(doc.Services)) {
+			for _, f := range composeEnvFiles(doc.Services[name].EnvFile) {
+				if strings.Contains(f, "$") {
+					given = append(given, f) // computed: judged below
+					continue
+				}
+				q := f
+				if !strings.HasPrefix(q, "/") && !strings.HasPrefix(q, "~") {
+					q = path.Join(base, q)
+				}
+				if h, ok := a.abs(q); ok && a.projectEnvFile(a.expandHome(h), base) {
+					continue
+				}
+				given = append(given, f)
+			}
+		}
+		for _, src := range given {
+			if src == "" {
+				continue
+			}
+			for _, h := range []string{"${HOME}", "$HOME"} {
+				if rest, ok := strings.CutPrefix(src, h); ok {
+					src = "~" + rest
+				}
+			}
+			if strings.Contains(src, "$") {
+				a.add(guard.Finding{Check: "shell.container-mount", Level: action.Confirm,
+					Message: name + " gives a container a host file computed at run time: " + src})
+				continue
+			}
+			if !strings.HasPrefix(src, "/") && !strings.HasPrefix(src, "~") {
+				src = path.Join(base, src) // relative to the compose file
+			}
+			a.mountRead(src)
+		}
 		for _, svc := range doc.Services {
 			for _, v := range svc.Volumes {
 				src := ""

@@ -62,6 +62,9 @@ var laterKinds = map[string]string{
 	"yarn":         "Yarn's configuration, which may name the program every yarn command runs",
 	"devcontainer": "a dev container's configuration, whose initializeCommand runs on this machine when the folder is opened in a container",
 	"agent":        "a Claude Code subagent, whose front matter may register hooks that run while it works",
+	"hookcfg":      "a git hook manager's configuration (lint-staged, husky, simple-git-hooks), whose commands run at the next commit",
+	"curlrc":       "curl's configuration, whose options every curl that reads it takes before its own",
+	"wgetrc":       "wget's configuration, whose commands every wget that reads it takes before its arguments",
 }
 
 // laterKind returns the kind of later-run configuration file p is, or "".
@@ -91,7 +94,11 @@ func laterKind(p string) string {
 	case path.Ext(lp) == ".md" && (strings.Contains(lp, "/.claude/agents/") || strings.HasPrefix(lp, ".claude/agents/")):
 		return "agent"
 	}
-	return ""
+	if k := hookConfigKind(lp); k != "" {
+		return k // hookconfigs.go
+	}
+	return toolrcKind(lp) // toolrc.go
+
 }
 
 var lefthookFiles = map[string]bool{"lefthook.yml": true, "lefthook.yaml": true, ".lefthook.yml": true,
@@ -149,6 +156,16 @@ func laterText(r *rules, env Env, kind, p, abs, text string, depth int) []guard.
 			cmds = commandLines(x)
 		}
 		when = "when the folder is opened in a container"
+	case "curlrc", "wgetrc":
+		return toolrcLater(r, env, kind, p, text, depth)
+	case "hookcfg":
+		var why string
+		cmds, why = hookConfigCommands(path.Base(abs), text)
+		if why != "" {
+			out = append(out, guard.Finding{Check: "shell.planted-command", Level: action.Confirm, Hard: true,
+				Message: fmt.Sprintf("%s would be %s, with %s: what it runs is not in its text", p, laterKinds[kind], why)})
+		}
+		when = "at the next commit"
 	case "cargo", "yarn":
 		cmds, out = toolConfigFindings(r, env, kind, p, abs, text)
 		when = "at the next build"

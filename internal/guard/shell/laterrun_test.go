@@ -114,6 +114,8 @@ func FuzzLaterText(f *testing.F) {
 		"[build]\nrustc-wrapper = \"./w\"\n[target.'cfg(unix)']\nrunner = [\"a\", \"b\"]\n[env]\nX = { value = \"y\" }\n",
 		"yarnPath: ./y.cjs\nplugins:\n  - path: ./p.cjs\n",
 		"{\"initializeCommand\": {\"a\": [\"sh\", \"-c\", \"x\"], \"b\": \"y\"}}",
+		"-d @/h/.ssh/id_rsa\noutput = \"/h/.bashrc\"\n",
+		"module.exports = {'*.js': ['eslint --fix', `x ${y}`]}\n",
 	} {
 		f.Add(s)
 	}
@@ -133,6 +135,10 @@ func FuzzLaterText(f *testing.F) {
 		_, _ = toolConfigFindings(r, env, "yarn", ".yarnrc.yml", "/p/.yarnrc.yml", text)
 		_, _ = toolConfigFindings(r, env, "yarn", ".yarnrc", "/p/.yarnrc", text)
 		_ = laterText(r, env, "devcontainer", "devcontainer.json", "/p/.devcontainer/devcontainer.json", text, 0)
+		_ = laterText(r, env, "curlrc", ".curlrc", "/h/.curlrc", text, 0)
+		_ = laterText(r, env, "wgetrc", ".wgetrc", "/h/.wgetrc", text, 0)
+		_ = laterText(r, env, "hookcfg", ".lintstagedrc", "/p/.lintstagedrc", text, 0)
+		_ = laterText(r, env, "hookcfg", "lint-staged.config.js", "/p/lint-staged.config.js", text, 0)
 		cmds, _ := settingsFindings(r, env, "settings", ".vscode/settings.json", "/p/.vscode/settings.json", text)
 		_ = cmds
 		// The same text with a planted interpreter added at the top level

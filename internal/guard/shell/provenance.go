@@ -350,6 +350,14 @@ func (a *analyzer) provenance(s *segCtx) bool {
 		a.makeCmd(s)
 	case "just":
 		a.justCmd(s) // justfile.go
+	case "task", "go-task":
+		a.taskCmd(s) // taskfile.go
+	case "nox", "invoke", "inv", "fab":
+		a.pyRunner(s) // pyrunners.go
+	case "tox":
+		a.toxCmd(s) // pyrunners.go
+	case "curl", "wget":
+		a.toolrc(s) // toolrc.go
 	case "npm", "yarn", "pnpm", "bun":
 		a.packageCmd(s)
 	case "npx", "bunx", "pnpx":
@@ -1390,6 +1398,11 @@ func (a *analyzer) goCmd(s *segCtx) {
 		}
 	}
 	a.goOutputs(s, ops)
+	if len(ops) > 0 && !ops[0].dyn && ops[0].val == "generate" {
+		i := indexOf(s.args, ops[0])
+		a.goGenerate(s, append(slices.Clone(s.args[:i]), s.args[i+1:]...)) // gogenerate.go
+		return
+	}
 	if len(ops) < 2 || ops[0].dyn || ops[0].val != "run" {
 		return
 	}
