@@ -215,6 +215,11 @@ func (a *analyzer) unpackers(s *segCtx) {
 		}
 		if sub != "clone" {
 			if sub != "" && gitChangesTree(sub, s.args[j+1:]) {
+				if !elsewhere && base != "\x00" {
+					if d, ok := a.gitDir(base); ok {
+						a.gitRestores(s, sub, s.args[j+1:], d) // gitrestore.go
+					}
+				}
 				if elsewhere {
 					base = "\x00" // another work tree: not placed here
 				}
