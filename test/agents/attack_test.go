@@ -1,6 +1,8 @@
 package agents
 
 import (
+	"archive/zip"
+	"bytes"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -162,6 +164,30 @@ git commit-tree "$t" -p HEAD -m update`)
 			},
 			steps: func(e *env) []modeltest.ToolCall {
 				return []modeltest.ToolCall{bash("git checkout " + plumbed[:12] + " -- .")}
+			},
+			names: filepath.Join(".claude", "settings.json"),
+		},
+		{
+			// An archive on disk whose member replaces the settings.
+			name: "unzip of an archive holding .claude/settings.json",
+			prep: func(t *testing.T, e *env) {
+				t.Helper()
+				var buf bytes.Buffer
+				w := zip.NewWriter(&buf)
+				f, err := w.Create(".claude/settings.json")
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Write([]byte("{\"disableAllHooks\": true}\n"))
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(e.proj, "assets.zip"), buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			steps: func(e *env) []modeltest.ToolCall {
+				return []modeltest.ToolCall{bash("unzip -o -q assets.zip")}
 			},
 			names: filepath.Join(".claude", "settings.json"),
 		},

@@ -701,43 +701,41 @@ func (r *Repo) Blob(h string) ([]byte, error) {
 	return o.data, nil
 }
 
-// MergeBase returns a common ancestor of a and b found by walking both
-// histories breadth first, within the repository's bounds.
+// MergeBase returns a common ancestor of a and b, found by walking both
+// histories breadth first, a step of each in turn, within the
+// repository's bounds: the walk stops as soon as one side reaches a commit
+// the other has seen, so a branch a few commits ahead or behind is found in
+// a few steps however long the history. In a history where two branches
+// merged each other (criss-cross) it may find an older common ancestor
+// than git's merge base.
 func (r *Repo) MergeBase(a, b string) (string, error) {
-	seen := map[string]bool{a: true}
-	q := []string{a}
-	for len(q) > 0 && len(seen) < MaxObjects/2 {
-		h := q[0]
-		q = q[1:]
-		c, err := r.Commit(h)
-		if err != nil {
-			return "", err
+	if a == b {
+		return a, nil
+	}
+	seen := [2]map[string]bool{{a: true}, {b: true}}
+	q := [2][]string{{a}, {b}}
+	for steps := 0; len(q[0]) > 0 || len(q[1]) > 0; steps++ {
+		if steps > MaxObjects/2 {
+			return "", ErrBound
 		}
-		for _, p := range c.Parents {
-			if !seen[p] {
-				seen[p] = true
-				q = append(q, p)
+		for side := 0; side < 2; side++ {
+			if len(q[side]) == 0 {
+				continue
 			}
-		}
-	}
-	if len(q) > 0 {
-		return "", ErrBound
-	}
-	q, visited := []string{b}, map[string]bool{b: true}
-	for len(q) > 0 {
-		h := q[0]
-		q = q[1:]
-		if seen[h] {
-			return h, nil
-		}
-		c, err := r.Commit(h)
-		if err != nil {
-			return "", err
-		}
-		for _, p := range c.Parents {
-			if !visited[p] {
-				visited[p] = true
-				q = append(q, p)
+			h := q[side][0]
+			q[side] = q[side][1:]
+			c, err := r.Commit(h)
+			if err != nil {
+				return "", err
+			}
+			for _, p := range c.Parents {
+				if seen[1-side][p] {
+					return p, nil
+				}
+				if !seen[side][p] {
+					seen[side][p] = true
+					q[side] = append(q[side], p)
+				}
 			}
 		}
 	}
@@ -831,10 +829,13 @@ func readLoose(f io.Reader) (object, error) {
 type pack struct {
 	idx, pack string // paths
 	ra        io.ReaderAt
-	closer    io.Closer
 	size      int64
-	idxData   []byte
+	ira       io.ReaderAt // the index, read where a lookup needs it
+	closers   []io.Closer
+	fanout    [256]uint32
 	n         int
+	opened    bool
+	openErr   error
 }
 
 func (r *Repo) loadPacks() error {
@@ -863,81 +864,105 @@ func (r *Repo) loadPacks() error {
 	return nil
 }
 
-// maxIdxBytes bounds a pack index read (about 1.6 million objects).
-const maxIdxBytes = 64 << 20
-
+// open opens the pack and its index, and reads the index's header and
+// fan-out; names and offsets are read from the index where a lookup needs
+// them (an index of millions of objects is not read whole).
 func (p *pack) open(fsys fs.FS) error {
-	if p.idxData != nil {
-		return nil
+	if p.opened {
+		return p.openErr
 	}
-	b, err := ReadFile(fsys, p.idx, maxIdxBytes)
+	p.opened = true
+	p.openErr = p.open1(fsys)
+	return p.openErr
+}
+
+func (p *pack) open1(fsys fs.FS) error {
+	f, st, err := OpenRegular(fsys, p.idx)
 	if err != nil {
 		return err
 	}
-	if err := checkIdx(b); err != nil {
-		return err
-	}
-	p.n = int(binary.BigEndian.Uint32(b[8+255*4:]))
-	f, st, err := OpenRegular(fsys, p.pack)
-	if err != nil {
-		return err
-	}
-	ra, ok := f.(io.ReaderAt)
+	p.closers = append(p.closers, f)
+	ira, ok := f.(io.ReaderAt)
 	if !ok {
-		f.Close()
+		return fmt.Errorf("%w: index not seekable", ErrUnsupported)
+	}
+	head := make([]byte, 8+256*4)
+	if _, err := ira.ReadAt(head, 0); err != nil {
+		return fmt.Errorf("%w: pack index: %v", ErrCorrupt, err)
+	}
+	fan, n, err := checkIdx(head, st.Size())
+	if err != nil {
+		return err
+	}
+	p.ira, p.fanout, p.n = ira, fan, n
+	pf, pst, err := OpenRegular(fsys, p.pack)
+	if err != nil {
+		return err
+	}
+	p.closers = append(p.closers, pf)
+	ra, ok := pf.(io.ReaderAt)
+	if !ok {
 		return fmt.Errorf("%w: pack not seekable", ErrUnsupported)
 	}
-	p.ra, p.closer, p.size, p.idxData = ra, f, st.Size(), b
+	p.ra, p.size = ra, pst.Size()
 	return nil
 }
 
-// checkIdx checks a version 2 pack index's header and sizes.
-func checkIdx(b []byte) error {
-	if len(b) < 8+256*4 || string(b[:4]) != "\xfftOc" || binary.BigEndian.Uint32(b[4:8]) != 2 {
-		return fmt.Errorf("%w: pack index", ErrCorrupt)
+// checkIdx checks a version 2 pack index's header and fan-out (head, its
+// first 1032 bytes) against the file's size, and returns the fan-out and
+// the number of objects.
+func checkIdx(head []byte, size int64) ([256]uint32, int, error) {
+	var fan [256]uint32
+	if len(head) < 8+256*4 || string(head[:4]) != "\xfftOc" || binary.BigEndian.Uint32(head[4:8]) != 2 {
+		return fan, 0, fmt.Errorf("%w: pack index", ErrCorrupt)
 	}
-	n := uint64(binary.BigEndian.Uint32(b[8+255*4:]))
 	prev := uint32(0)
 	for i := 0; i < 256; i++ {
-		v := binary.BigEndian.Uint32(b[8+i*4:])
+		v := binary.BigEndian.Uint32(head[8+i*4:])
 		if v < prev {
-			return fmt.Errorf("%w: pack index fan-out", ErrCorrupt)
+			return fan, 0, fmt.Errorf("%w: pack index fan-out", ErrCorrupt)
 		}
-		prev = v
+		fan[i], prev = v, v
 	}
-	if uint64(len(b)) < 8+256*4+n*(20+4+4)+40 {
-		return fmt.Errorf("%w: pack index too short", ErrCorrupt)
+	n := int64(fan[255])
+	if size < 8+256*4+n*(20+4+4)+40 {
+		return fan, 0, fmt.Errorf("%w: pack index too short", ErrCorrupt)
 	}
-	return nil
+	return fan, int(n), nil
 }
 
-func (p *pack) hashAt(i int) []byte {
-	o := 8 + 256*4 + i*20
-	return p.idxData[o : o+20]
+func (p *pack) hashAt(i int) ([]byte, error) {
+	b := make([]byte, 20)
+	if _, err := p.ira.ReadAt(b, int64(8+256*4+i*20)); err != nil {
+		return nil, fmt.Errorf("%w: pack index: %v", ErrCorrupt, err)
+	}
+	return b, nil
 }
 
 func (p *pack) offsetAt(i int) (int64, error) {
-	base := 8 + 256*4 + p.n*24
-	v := binary.BigEndian.Uint32(p.idxData[base+i*4:])
+	var b [8]byte
+	base := int64(8 + 256*4 + p.n*24)
+	if _, err := p.ira.ReadAt(b[:4], base+int64(i)*4); err != nil {
+		return 0, fmt.Errorf("%w: pack index: %v", ErrCorrupt, err)
+	}
+	v := binary.BigEndian.Uint32(b[:4])
 	if v&0x80000000 == 0 {
 		return int64(v), nil
 	}
-	k := int(v & 0x7fffffff)
-	lo := 8 + 256*4 + p.n*28 + k*8
-	if lo+8 > len(p.idxData)-40 {
-		return 0, fmt.Errorf("%w: pack index offset", ErrCorrupt)
+	k := int64(v & 0x7fffffff)
+	if _, err := p.ira.ReadAt(b[:], int64(8+256*4+p.n*28)+k*8); err != nil {
+		return 0, fmt.Errorf("%w: pack index offset: %v", ErrCorrupt, err)
 	}
-	return int64(binary.BigEndian.Uint64(p.idxData[lo:])), nil
+	return int64(binary.BigEndian.Uint64(b[:])), nil
 }
 
 // rng returns the index range of names starting with byte b.
 func (p *pack) rng(b byte) (int, int) {
 	lo := 0
 	if b > 0 {
-		lo = int(binary.BigEndian.Uint32(p.idxData[8+(int(b)-1)*4:]))
+		lo = int(p.fanout[b-1])
 	}
-	hi := int(binary.BigEndian.Uint32(p.idxData[8+int(b)*4:]))
-	return min(lo, p.n), min(hi, p.n)
+	return min(lo, p.n), min(int(p.fanout[b]), p.n)
 }
 
 func (p *pack) find(h string) (int64, bool, error) {
@@ -948,7 +973,11 @@ func (p *pack) find(h string) (int64, bool, error) {
 	lo, hi := p.rng(want[0])
 	for lo < hi {
 		m := (lo + hi) / 2
-		switch c := bytes.Compare(p.hashAt(m), want); {
+		got, err := p.hashAt(m)
+		if err != nil {
+			return 0, false, err
+		}
+		switch c := bytes.Compare(got, want); {
 		case c == 0:
 			off, err := p.offsetAt(m)
 			return off, err == nil, err
@@ -968,10 +997,17 @@ func (p *pack) withPrefix(prefix string) ([]string, error) {
 	}
 	lo, hi := p.rng(b[0])
 	var out []string
-	for i := lo; i < hi && len(out) < 2; i++ {
-		if h := hex.EncodeToString(p.hashAt(i)); strings.HasPrefix(h, prefix) {
+	for i := lo; i < hi && len(out) < 2 && i-lo < 1<<16; i++ {
+		got, err := p.hashAt(i)
+		if err != nil {
+			return nil, err
+		}
+		if h := hex.EncodeToString(got); strings.HasPrefix(h, prefix) {
 			out = append(out, h)
 		}
+	}
+	if hi-lo >= 1<<16 && len(out) < 2 {
+		return nil, fmt.Errorf("%w: an abbreviated name in a large pack", ErrBound)
 	}
 	return out, nil
 }
@@ -1136,8 +1172,8 @@ func ApplyDelta(base, delta []byte) ([]byte, error) {
 // Close releases the pack files opened.
 func (r *Repo) Close() {
 	for _, p := range r.packs {
-		if p.closer != nil {
-			p.closer.Close()
+		for _, c := range p.closers {
+			c.Close()
 		}
 	}
 }

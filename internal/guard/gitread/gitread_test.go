@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,7 +168,7 @@ func FuzzParsers(f *testing.F) {
 			t.Fatal("delta past the bound")
 		}
 		_, _ = readLoose(bytes.NewReader(tree))
-		_ = checkIdx(delta)
+		_, _, _ = checkIdx(delta, int64(len(delta)))
 	})
 }
 
@@ -219,7 +220,11 @@ func FuzzPack(f *testing.F) {
 		if p.n == 0 {
 			return
 		}
-		h := hex.EncodeToString(p.hashAt(int(which) % p.n))
+		hb, err := p.hashAt(int(which) % p.n)
+		if err != nil {
+			return
+		}
+		h := hex.EncodeToString(hb)
 		if o, err := r.Object(h); err == nil && len(o.data) > MaxObjectBytes {
 			t.Fatal("an object past the bound")
 		}
@@ -243,4 +248,45 @@ func testRepoForFuzz(f *testing.F) string {
 	}
 	git(f, dir, "gc", "-q", "--aggressive")
 	return dir
+}
+
+// TestMergeBaseLongHistory: a branch a few commits ahead of a long history
+// is found in a few steps, not after walking the history (which would
+// reach the bound and make every git pull in a real project unknown).
+func TestMergeBaseLongHistory(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	var b strings.Builder
+	for i := 0; i < 6000; i++ {
+		fmt.Fprintf(&b, "commit refs/heads/main\nmark :%d\ncommitter a <a@x> %d +0000\ndata 0\n", i+1, 1000+i)
+		if i > 0 {
+			fmt.Fprintf(&b, "from :%d\n", i)
+		}
+		b.WriteString("\n")
+	}
+	for i := 0; i < 3; i++ {
+		fmt.Fprintf(&b, "commit refs/heads/ahead\nmark :%d\ncommitter a <a@x> %d +0000\ndata 0\nfrom :%d\n\n", 7000+i, 9000+i, map[bool]int{true: 6000, false: 7000 + i - 1}[i == 0])
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(b.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fast-import: %v %s", err, out)
+	}
+	git(t, dir, "gc", "-q")
+	r, err := Open(nil, filepath.Join(dir, ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	mb, err := r.MergeBase(mustResolve(t, r, "main"), mustResolve(t, r, "ahead"))
+	if want := git(t, dir, "rev-parse", "main"); err != nil || mb != want {
+		t.Fatalf("MergeBase = %q, %v; want %q", mb, err, want)
+	}
+	if _, err := r.Resolve("main~3000"); err != nil {
+		t.Fatalf("main~3000: %v", err)
+	}
 }

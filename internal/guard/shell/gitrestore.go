@@ -12,6 +12,7 @@ import (
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
 	"github.com/overseer-dev/overseer/internal/guard/gitread"
+	"github.com/overseer-dev/overseer/internal/guard/paths"
 	"github.com/overseer-dev/overseer/internal/guard/tracked"
 )
 
@@ -765,4 +766,147 @@ func (a *analyzer) gitDir(base string) (string, bool) {
 		return "", false
 	}
 	return p, true
+}
+
+// A repository git is pointed at that is not a work tree's .git — a bare
+// repository named by --git-dir, GIT_DIR or found by git in the directory
+// it runs in (git -C /tmp/x.git log) — brings its own configuration and
+// hooks, which the paths guard does not protect (it protects .git/config
+// and .git/hooks): core.fsmonitor, core.pager, an alias with !, a filter
+// or core.hooksPath written there make git run a command. That
+// configuration is read (bounded) and judged as git -c would be; hooks in
+// it reach a person.
+
+// gitForeignRepo judges the repository git's arguments point at, when it
+// is not a work tree's .git.
+func (a *analyzer) gitForeignRepo(s *segCtx) {
+	base, gitdir := "", ""
+	for j := 0; j < len(s.args); j++ {
+		x := s.args[j]
+		if x.dyn {
+			return
+		}
+		v := x.val
+		switch {
+		case v == "-C" && j+1 < len(s.args):
+			j++
+			if s.args[j].dyn {
+				return
+			}
+			if base == "" || path.IsAbs(s.args[j].val) {
+				base = s.args[j].val
+			} else {
+				base = path.Join(base, s.args[j].val)
+			}
+		case v == "--git-dir" && j+1 < len(s.args):
+			j++
+			if s.args[j].dyn {
+				return
+			}
+			gitdir = s.args[j].val
+		case strings.HasPrefix(v, "--git-dir="):
+			gitdir = v[len("--git-dir="):]
+		case (v == "-c" || v == "--work-tree" || v == "--namespace" || v == "--exec-path") && j+1 < len(s.args):
+			j++
+		case strings.HasPrefix(v, "-"):
+		default:
+			j = len(s.args)
+		}
+	}
+	dir, ok := a.gitDir(base)
+	if !ok {
+		return
+	}
+	if gitdir != "" {
+		if !path.IsAbs(gitdir) && !strings.HasPrefix(gitdir, "~") {
+			gitdir = path.Join(dir, gitdir)
+		}
+		p, ok := a.fileAbs(gitdir)
+		if !ok {
+			return
+		}
+		a.gitForeignConfig(s, p)
+		return
+	}
+	// git's own discovery: the nearest directory up from dir that has a
+	// .git (a work tree: its configuration is protected) or is a bare
+	// repository.
+	fsys := a.fileSystem()
+	for d, i := dir, 0; i < 64; d, i = path.Dir(d), i+1 {
+		if _, err := fs.Stat(fsys, fsName(path.Join(d, ".git"))); err == nil {
+			return
+		}
+		if a.isBareRepo(d) {
+			a.gitForeignConfig(s, d)
+			return
+		}
+		if d == "/" {
+			return
+		}
+	}
+}
+
+// isBareRepo reports whether d looks like a repository git would use as
+// one: HEAD, config and objects in it.
+func (a *analyzer) isBareRepo(d string) bool {
+	fsys := a.fileSystem()
+	for _, f := range []string{"HEAD", "config", "objects"} {
+		if _, err := fs.Stat(fsys, fsName(path.Join(d, f))); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// gitForeignConfig judges the configuration and hooks of the git directory
+// gitdir (absolute) unless the paths guard protects them (a work tree's
+// .git).
+func (a *analyzer) gitForeignConfig(s *segCtx, gitdir string) {
+	if !path.IsAbs(gitdir) {
+		return
+	}
+	cfg := path.Join(gitdir, "config")
+	if paths.IsControlFile(a.env.Home, cfg) {
+		return // .git/config: protected, the person's own
+	}
+	cur := a.cur
+	a.cur = s.idx
+	defer func() { a.cur = cur }()
+	shown := a.display(gitdir)
+	b, err := readRegularIn(a.env.FS, fsName(cfg), 1<<20)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		a.add(guard.Finding{Check: "shell.git-config-exec", Level: action.Confirm,
+			Message: fmt.Sprintf("git uses the repository %s, whose configuration could not be read (%v): it may make git run a command", shown, err)})
+	default:
+		for _, kv := range gitConfigText(string(b)) {
+			a.gitConfigKV(kv, false, s.idx, "the configuration of the repository "+shown+" sets ")
+		}
+	}
+	hooks := path.Join(gitdir, "hooks")
+	if hp := tracked.ConfigValue(string(b), "core", "hookspath"); hp != "" {
+		return // judged above as core.hooksPath
+	}
+	if paths.IsControlFile(a.env.Home, hooks) {
+		return
+	}
+	es, err := fs.ReadDir(a.fileSystem(), fsName(hooks))
+	if err != nil {
+		return
+	}
+	var found []string
+	for _, e := range es {
+		if e.IsDir() || strings.HasSuffix(e.Name(), ".sample") {
+			continue
+		}
+		found = append(found, e.Name())
+	}
+	if len(found) > 0 {
+		if len(found) > 4 {
+			found = append(found[:4], "…")
+		}
+		a.add(guard.Finding{Check: "shell.git-foreign-hooks", Level: action.Confirm, Hard: true,
+			Message: fmt.Sprintf("git uses the repository %s, whose hooks (%s) run commands outside Overseer's view", shown, strings.Join(found, ", "))})
+	}
 }

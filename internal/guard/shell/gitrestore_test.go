@@ -198,3 +198,33 @@ func TestGitRestoresUncommittedHook(t *testing.T) {
 		{cmd: "git checkout main"},
 	})
 }
+
+// BenchmarkGitRestores: what reading the repository adds to a git command
+// that changes the work tree (git checkout BRANCH) over one that does not
+// (git status), in a packed repository with hook settings.
+func BenchmarkGitRestores(b *testing.B) {
+	if _, err := exec.LookPath("git"); err != nil {
+		b.Skip("git not installed")
+	}
+	root := b.TempDir()
+	proj := filepath.Join(root, "home", "u", "proj")
+	if err := os.MkdirAll(filepath.Join(proj, ".claude"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(proj, ".claude", "settings.json"), []byte(hookSettings), 0o644)
+	os.WriteFile(filepath.Join(proj, "README.md"), []byte("# app\n"), 0o644)
+	cmd := exec.Command("sh", "-ec", "git init -q -b main && git add -A && git commit -qm one && git checkout -qb readme && echo 2 >> README.md && git commit -qam two && git checkout -q main && git gc -q")
+	cmd.Dir = proj
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@x")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%v %s", err, out)
+	}
+	env := Env{Cwd: "/home/u/proj", Home: "/home/u", FS: os.DirFS(root)}
+	for _, c := range []string{"git status", "git checkout readme", "git stash", "git merge readme"} {
+		b.Run(c, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				Analyze(c, env)
+			}
+		})
+	}
+}
