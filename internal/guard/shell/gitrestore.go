@@ -199,6 +199,13 @@ func (a *analyzer) gitPlans(repo *gitread.Repo, sub string, args []arg, dir stri
 			ops = append(ops, x)
 		}
 	}
+	// @{u}, @{upstream}, BRANCH@{u}: the remote-tracking branch.
+	for i := range ops {
+		ops[i].val = a.gitUpstreamRev(repo, ops[i].val)
+	}
+	for k, v := range vals {
+		vals[k] = a.gitUpstreamRev(repo, v)
+	}
 	has := func(names ...string) bool {
 		for _, n := range names {
 			if _, ok := vals[n]; ok {
@@ -403,6 +410,21 @@ func (a *analyzer) gitPlans(repo *gitread.Repo, sub string, args []arg, dir stri
 			out = append(out, gitPlan{mode: gitPick, source: r})
 		}
 		return out
+	case "checkout-index":
+		// Files from the index (one changed with git update-index
+		// --cacheinfo, no file written).
+		if has("-n", "--no-create") {
+			return nil
+		}
+		if has("-a", "--all") {
+			return []gitPlan{{mode: gitOverwrite}}
+		}
+		return []gitPlan{{mode: gitOverwrite, paths: pathsOf(append(ops, after...))}}
+	case "read-tree":
+		if !has("-u") || len(ops) == 0 {
+			return nil
+		}
+		return []gitPlan{a.revPaths(repo, ops[len(ops)-1].val, nil, true)}
 	case "cherry-pick", "revert":
 		if has("--abort", "--quit", "--continue", "--skip") {
 			return nil
@@ -471,6 +493,35 @@ func (a *analyzer) revPaths(repo *gitread.Repo, rev string, paths []string, remo
 		p.base = "\x00keep" // files the revision lacks are kept
 	}
 	return p
+}
+
+// gitUpstreamRev turns REV@{u} and REV@{upstream} (REV a branch, HEAD,
+// @ or nothing) into the remote-tracking reference it names; other
+// revisions are returned as they are.
+func (a *analyzer) gitUpstreamRev(repo *gitread.Repo, rev string) string {
+	for _, suf := range []string{"@{u}", "@{upstream}", "@{U}", "@{UPSTREAM}"} {
+		b, ok := strings.CutSuffix(rev, suf)
+		if !ok {
+			continue
+		}
+		if b == "" || b == "HEAD" || b == "@" {
+			if r := a.gitUpstream(repo, "", ""); r != "" {
+				return r
+			}
+			return rev
+		}
+		cfg, _ := gitread.ReadFile(a.env.FS, path.Join(repo.Common, "config"), 1<<20)
+		remote := tracked.ConfigSubValue(string(cfg), "branch", b, "remote")
+		merge := strings.TrimPrefix(tracked.ConfigSubValue(string(cfg), "branch", b, "merge"), "refs/heads/")
+		switch {
+		case remote == "" || merge == "":
+			return rev
+		case remote == ".":
+			return "refs/heads/" + merge
+		}
+		return "refs/remotes/" + remote + "/" + merge
+	}
+	return rev
 }
 
 // gitUpstream returns the remote-tracking reference git pull (remote,

@@ -108,7 +108,10 @@ r=$(git rev-parse HEAD:README.md)
 s=$(printf '100644 blob %s\tsettings.json\n' "$b" | git mktree)
 t=$(printf '040000 tree %s\t.claude\n100644 blob %s\tREADME.md\n' "$s" "$r" | git mktree)
 git commit-tree "$t" -p HEAD -m plumbing`)
-	gitIn(t, proj, "git gc -q && git checkout -q -b feature && git checkout -q main")
+	gitIn(t, proj, `git gc -q && git checkout -q -b feature && git checkout -q main
+git update-ref refs/remotes/origin/main readme && git update-ref refs/remotes/origin/evil nohook
+git config branch.main.remote origin && git config branch.main.merge refs/heads/main
+git config branch.feature.remote origin && git config branch.feature.merge refs/heads/evil`)
 	env := Env{Cwd: "/home/u/proj", Home: "/home/u", FS: os.DirFS(root)}
 	settings := "/home/u/proj/.claude/settings.json"
 	runGitCases(t, env, settings, []gitCase{
@@ -130,6 +133,11 @@ git commit-tree "$t" -p HEAD -m plumbing`)
 		{cmd: "git -C .claude checkout nohook -- settings.json", changes: true},
 		{cmd: "cd src 2>/dev/null; git checkout nohook~0 -- ../.claude", changes: true},
 		{cmd: "git checkout skill", level: action.Block},
+		{cmd: "git pull origin evil", changes: true},
+		{cmd: "git pull --rebase origin evil", changes: true},
+		{cmd: "git reset --hard origin/evil", changes: true},
+		{cmd: "git reset --hard feature@{u}", changes: true},
+		{cmd: "git checkout feature@{upstream} -- .", changes: true},
 		// Twins: the settings stay as they are.
 		{cmd: "git checkout readme"},
 		{cmd: "git switch readme"},
@@ -148,6 +156,10 @@ git commit-tree "$t" -p HEAD -m plumbing`)
 		{cmd: "git checkout -b topic"},
 		{cmd: "git switch -c topic"},
 		{cmd: "git pull"},
+		{cmd: "git pull --rebase"},
+		{cmd: "git reset --hard @{u}"},
+		{cmd: "git rebase @{upstream}"},
+		{cmd: "git merge origin/main"},
 		{cmd: "git checkout nosuchbranch"},
 		{cmd: "git merge nohook~1"},
 	})
@@ -179,6 +191,9 @@ func TestGitRestoresUncommittedHook(t *testing.T) {
 	env := Env{Cwd: "/home/u/proj", Home: "/home/u", FS: os.DirFS(root)}
 	runGitCases(t, env, "/home/u/proj/.claude/settings.json", []gitCase{
 		{cmd: "git stash", changes: true},
+		{cmd: "git checkout-index -f -a", changes: true},
+		{cmd: "git checkout-index -f .claude/settings.json", changes: true},
+		{cmd: "git read-tree -u --reset HEAD", changes: true},
 		{cmd: "git stash push", changes: true},
 		{cmd: "git stash -q", changes: true},
 		{cmd: "git stash push -- .claude", changes: true},
@@ -195,6 +210,8 @@ func TestGitRestoresUncommittedHook(t *testing.T) {
 		{cmd: "git restore README.md"},
 		{cmd: "git restore --staged ."},
 		{cmd: "git stash list"},
+		{cmd: "git checkout-index -f README.md"},
+		{cmd: "git read-tree HEAD"},
 		{cmd: "git checkout main"},
 	})
 }
