@@ -81,3 +81,25 @@ func TestGitForeignRepository(t *testing.T) {
 		}
 	}
 }
+
+// TestGitForeignConfigWritten: a bare repository made and configured by
+// the same command (the redteam case) is judged by what the command wrote.
+func TestGitForeignConfigWritten(t *testing.T) {
+	env := corpusEnv(t)
+	for _, c := range []struct {
+		cmd  string
+		want action.Level
+	}{
+		{`git init --bare -q /tmp/e.git && printf '[core]\n\tfsmonitor = rm -rf ~\n' >> /tmp/e.git/config && git --git-dir=/tmp/e.git --work-tree=. status`, action.Block},
+		{`git init --bare -q /tmp/e.git && printf '[core]\n\tfsmonitor = rm -rf ~\n' > /tmp/e.git/config && git -C /tmp/e.git log`, action.Block},
+		{`git init --bare -q /tmp/e.git && printf '[user]\n\tname = x\n' > /tmp/e.git/config && git --git-dir=/tmp/e.git log`, 0},
+	} {
+		an := Analyze(c.cmd, env)
+		if c.want != 0 && an.Level != c.want {
+			t.Errorf("%s: level %s, want %s\n%s", c.cmd, an.Level, c.want, describe(an))
+		}
+		if c.want == 0 && an.Level > action.Notify {
+			t.Errorf("%s: level %s\n%s", c.cmd, an.Level, describe(an))
+		}
+	}
+}

@@ -900,6 +900,9 @@ func (a *analyzer) gitForeignRepo(s *segCtx) {
 // isBareRepo reports whether d looks like a repository git would use as
 // one: HEAD, config and objects in it.
 func (a *analyzer) isBareRepo(d string) bool {
+	if _, ok := a.written[path.Join(d, "config")]; ok && path.Base(d) != ".git" {
+		return true // its configuration written by this command
+	}
 	fsys := a.fileSystem()
 	for _, f := range []string{"HEAD", "config", "objects"} {
 		if _, err := fs.Stat(fsys, fsName(path.Join(d, f))); err != nil {
@@ -924,6 +927,26 @@ func (a *analyzer) gitForeignConfig(s *segCtx, gitdir string) {
 	a.cur = s.idx
 	defer func() { a.cur = cur }()
 	shown := a.display(gitdir)
+	if w, ok := a.written[cfg]; ok {
+		// Written by this command (git init --bare d && printf … >>
+		// d/config): what it wrote is judged, and the rest, not known
+		// when judged, reaches a person.
+		text, known := a.writtenContent(w)
+		if !known {
+			text = w.text
+			a.add(guard.Finding{Check: "shell.git-config-exec", Level: action.Confirm,
+				Message: fmt.Sprintf("git uses the repository %s, whose configuration this command writes: it may make git run a command", shown)})
+		}
+		for _, kv := range gitConfigText(text) {
+			a.gitConfigKV(kv, false, s.idx, "the configuration of the repository "+shown+" sets ")
+		}
+		return
+	}
+	if a.unseenBefore(cfg, s.idx) != "" {
+		a.add(guard.Finding{Check: "shell.git-config-exec", Level: action.Confirm,
+			Message: fmt.Sprintf("git uses the repository %s, whose configuration this command may have written unseen", shown)})
+		return
+	}
 	b, err := readRegularIn(a.env.FS, fsName(cfg), 1<<20)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
