@@ -105,13 +105,33 @@ type gitPlan struct {
 
 // gitRestores judges the files git's subcommand sub (args after it), run
 // in dir (absolute), changes among those gitFollowed accepts.
-func (a *analyzer) gitRestores(s *segCtx, sub string, args []arg, dir string) {
+func (a *analyzer) gitRestores(s *segCtx, sub string, args []arg, dir, gitDirOpt, workTreeOpt string) {
 	if a.limited || !path.IsAbs(dir) {
 		return
 	}
 	fsys := a.fileSystem()
+	at := func(p string) (string, bool) {
+		if !path.IsAbs(p) && !strings.HasPrefix(p, "~") {
+			p = path.Join(dir, p)
+		}
+		q, ok := a.fileAbs(p)
+		return q, ok && path.IsAbs(q)
+	}
 	root, gitdir, ok := tracked.RepoOf(fsys, dir)
-	if !ok {
+	if gitDirOpt != "" {
+		// git --git-dir=D: D's objects and index, the work tree given
+		// by --work-tree or the directory git runs in.
+		if gitdir, ok = at(gitDirOpt); !ok {
+			return
+		}
+		root = dir
+	}
+	if workTreeOpt != "" {
+		if root, ok = at(workTreeOpt); !ok {
+			return
+		}
+	}
+	if gitdir == "" || root == "" {
 		return
 	}
 	cur := a.cur
@@ -123,6 +143,26 @@ func (a *analyzer) gitRestores(s *segCtx, sub string, args []arg, dir string) {
 		return
 	}
 	defer repo.Close()
+	if !gitPlanned[sub] {
+		// An alias of the person's (co = checkout): what it expands to.
+		exp := a.gitAlias(repo, sub)
+		if exp == "" {
+			return
+		}
+		if strings.HasPrefix(exp, "!") || strings.ContainsAny(exp, "\"'$`\\") {
+			return // a shell alias: judged as the command it runs (git -c alias…), or words not read here
+		}
+		words := strings.Fields(exp)
+		if len(words) == 0 || !gitPlanned[words[0]] {
+			return
+		}
+		sub = words[0]
+		pre := make([]arg, 0, len(words)-1+len(args))
+		for _, w := range words[1:] {
+			pre = append(pre, arg{val: w})
+		}
+		args = append(pre, args...)
+	}
 	plans := a.gitPlans(repo, sub, args, dir)
 	for _, p := range plans {
 		if p.unknown != "" {
@@ -133,6 +173,30 @@ func (a *analyzer) gitRestores(s *segCtx, sub string, args []arg, dir string) {
 			a.gitUnknown(fsys, root, gitdir, sub, err.Error())
 		}
 	}
+}
+
+// gitPlanned are the subcommands gitPlans reads.
+var gitPlanned = map[string]bool{"checkout": true, "switch": true, "restore": true, "reset": true, "stash": true,
+	"merge": true, "pull": true, "rebase": true, "cherry-pick": true, "revert": true, "checkout-index": true, "read-tree": true}
+
+// gitAlias returns the alias name's expansion in the repository's, the
+// person's or the system's git configuration (the first found), or "".
+func (a *analyzer) gitAlias(repo *gitread.Repo, name string) string {
+	files := []string{path.Join(repo.Common, "config")}
+	if a.env.Home != "" {
+		files = append(files, path.Join(a.env.Home, ".gitconfig"), path.Join(a.env.Home, ".config", "git", "config"))
+	}
+	files = append(files, "/etc/gitconfig")
+	for _, f := range files {
+		b, err := gitread.ReadFile(a.env.FS, f, 1<<20)
+		if err != nil {
+			continue
+		}
+		if v := tracked.ConfigValue(string(b), "alias", strings.ToLower(name)); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // gitUnknown puts to a person a git command whose effect on the files
@@ -363,6 +427,9 @@ func (a *analyzer) gitPlans(repo *gitread.Repo, sub string, args []arg, dir stri
 	case "merge", "pull", "rebase":
 		if has("--abort", "--quit", "--continue", "--skip", "--edit-todo", "--show-current-patch") {
 			return nil
+		}
+		if st, _ := val("-s", "--strategy"); st == "ours" {
+			return nil // the tree stays HEAD's
 		}
 		var revs []string
 		switch sub {

@@ -109,9 +109,19 @@ s=$(printf '100644 blob %s\tsettings.json\n' "$b" | git mktree)
 t=$(printf '040000 tree %s\t.claude\n100644 blob %s\tREADME.md\n' "$s" "$r" | git mktree)
 git commit-tree "$t" -p HEAD -m plumbing`)
 	gitIn(t, proj, `git gc -q && git checkout -q -b feature && git checkout -q main
+git config alias.co checkout && git config alias.rh 'reset --hard'
 git update-ref refs/remotes/origin/main readme && git update-ref refs/remotes/origin/evil nohook
 git config branch.main.remote origin && git config branch.main.merge refs/heads/main
 git config branch.feature.remote origin && git config branch.feature.merge refs/heads/evil`)
+	// Another repository whose main has the settings without the hook.
+	other := filepath.Join(root, "home", "u", "other")
+	if err := os.MkdirAll(filepath.Join(other, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, ".claude", "settings.json"), []byte(noHooks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, other, "git init -q -b main && git add -A && git commit -qm other")
 	env := Env{Cwd: "/home/u/proj", Home: "/home/u", FS: os.DirFS(root)}
 	settings := "/home/u/proj/.claude/settings.json"
 	runGitCases(t, env, settings, []gitCase{
@@ -133,6 +143,13 @@ git config branch.feature.remote origin && git config branch.feature.merge refs/
 		{cmd: "git -C .claude checkout nohook -- settings.json", changes: true},
 		{cmd: "cd src 2>/dev/null; git checkout nohook~0 -- ../.claude", changes: true},
 		{cmd: "git checkout skill", level: action.Block},
+		{cmd: "git --git-dir=.git --work-tree=. checkout nohook -- .", changes: true},
+		{cmd: "git --work-tree=. checkout nohook", changes: true},
+		{cmd: "git co nohook", changes: true},
+		{cmd: "git rh nohook", changes: true},
+		{cmd: "GIT_DIR=/home/u/other/.git GIT_WORK_TREE=. git reset --hard", changes: true},
+		{cmd: "export GIT_DIR=/home/u/other/.git GIT_WORK_TREE=.; git reset --hard", changes: true},
+		{cmd: "git --git-dir=/home/u/other/.git --work-tree=. checkout -f main", changes: true},
 		{cmd: "git pull origin evil", changes: true},
 		{cmd: "git pull --rebase origin evil", changes: true},
 		{cmd: "git reset --hard origin/evil", changes: true},
@@ -162,6 +179,10 @@ git config branch.feature.remote origin && git config branch.feature.merge refs/
 		{cmd: "git merge origin/main"},
 		{cmd: "git checkout nosuchbranch"},
 		{cmd: "git merge nohook~1"},
+		{cmd: "git merge -s ours nohook"},
+		{cmd: "git co readme"},
+		{cmd: "git rh"},
+		{cmd: "git --git-dir=.git --work-tree=. checkout readme"},
 	})
 }
 

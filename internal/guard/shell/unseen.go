@@ -183,6 +183,7 @@ func (a *analyzer) unpackers(s *segCtx) {
 		// git [-C DIR] [-c k=v] … clone [options] URL [DIR]
 		sub, j, base := "", -1, ""
 		elsewhere := false // --git-dir or --work-tree: a tree not the one -C names
+		gitDirOpt, workTreeOpt := "", ""
 		for k := 0; k < len(s.args); k++ {
 			x := s.args[k]
 			if x.dyn {
@@ -203,8 +204,20 @@ func (a *analyzer) unpackers(s *segCtx) {
 					elsewhere = true
 				}
 				k++
-			case strings.HasPrefix(v, "--git-dir=") || strings.HasPrefix(v, "--work-tree="):
-				elsewhere = true
+				val := s.args[k].val
+				if s.args[k].dyn {
+					val = "\x00"
+				}
+				switch v {
+				case "--git-dir":
+					gitDirOpt = val
+				case "--work-tree":
+					workTreeOpt = val
+				}
+			case strings.HasPrefix(v, "--git-dir="):
+				elsewhere, gitDirOpt = true, v[len("--git-dir="):]
+			case strings.HasPrefix(v, "--work-tree="):
+				elsewhere, workTreeOpt = true, v[len("--work-tree="):]
 			case strings.HasPrefix(v, "-"):
 			default:
 				sub, j = v, k
@@ -215,9 +228,27 @@ func (a *analyzer) unpackers(s *segCtx) {
 		}
 		if sub != "clone" {
 			if sub != "" && gitChangesTree(sub, s.args[j+1:]) {
-				if !elsewhere && base != "\x00" {
+				// GIT_DIR and GIT_WORK_TREE do what the options do.
+				for _, e := range []struct {
+					name string
+					opt  *string
+				}{{"GIT_DIR", &gitDirOpt}, {"GIT_WORK_TREE", &workTreeOpt}} {
+					if *e.opt != "" {
+						continue
+					}
+					for _, m := range []map[string]envVal{a.cmdEnv, a.envSet} {
+						if v, ok := m[e.name]; ok {
+							*e.opt = v.val
+							if v.dyn {
+								*e.opt = "\x00"
+							}
+							break
+						}
+					}
+				}
+				if base != "\x00" && gitDirOpt != "\x00" && workTreeOpt != "\x00" {
 					if d, ok := a.gitDir(base); ok {
-						a.gitRestores(s, sub, s.args[j+1:], d) // gitrestore.go
+						a.gitRestores(s, sub, s.args[j+1:], d, gitDirOpt, workTreeOpt) // gitrestore.go
 					}
 				}
 				if elsewhere {
