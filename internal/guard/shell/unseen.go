@@ -143,6 +143,9 @@ func (a *analyzer) moduleUnpacks(s *segCtx, mod string, rest []arg) {
 		dir = ops[1]
 	}
 	a.unpacksInto(s, dir)
+	if len(ops) > 0 && !dir.dyn {
+		a.archiveWrites(s, ops[0], dir, archiveOpts{zip: mod == "zipfile"}) // archives.go
+	}
 }
 
 // unpackers records the writes of programs other than tar and unzip that
