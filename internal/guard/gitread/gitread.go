@@ -87,6 +87,7 @@ type Repo struct {
 	objects  int
 	cache    map[string]object
 	packed   map[string]string // packed-refs, read once
+	resolved map[string]string // revisions resolved
 }
 
 type object struct {
@@ -313,6 +314,20 @@ func (r *Repo) HeadBranch() string {
 // Resolve returns the object name of the commit (or tree) rev names. A
 // tag is peeled to what it tags.
 func (r *Repo) Resolve(rev string) (string, error) {
+	if h, ok := r.resolved[rev]; ok {
+		return h, nil
+	}
+	h, err := r.resolve(rev)
+	if err == nil {
+		if r.resolved == nil {
+			r.resolved = map[string]string{}
+		}
+		r.resolved[rev] = h
+	}
+	return h, err
+}
+
+func (r *Repo) resolve(rev string) (string, error) {
 	if rev == "" {
 		return "", ErrRevision
 	}
@@ -766,15 +781,8 @@ func (r *Repo) Object(h string) (object, error) {
 }
 
 func (r *Repo) object(h string, depth int) (object, error) {
-	for _, d := range r.objDirs {
-		f, _, err := OpenRegular(r.fsys, path.Join(d, h[:2], h[2:]))
-		if err != nil {
-			continue
-		}
-		o, err := readLoose(f)
-		f.Close()
-		return o, err
-	}
+	// Packs first (a lookup in an index read whole costs no system
+	// call), then loose objects.
 	if err := r.loadPacks(); err != nil {
 		return object{}, err
 	}
@@ -789,6 +797,15 @@ func (r *Repo) object(h string, depth int) (object, error) {
 		if ok {
 			return r.packed1(p, off, depth)
 		}
+	}
+	for _, d := range r.objDirs {
+		f, _, err := OpenRegular(r.fsys, path.Join(d, h[:2], h[2:]))
+		if err != nil {
+			continue
+		}
+		o, err := readLoose(f)
+		f.Close()
+		return o, err
 	}
 	return object{}, fmt.Errorf("%w: object %s", ErrNotFound, h)
 }
@@ -886,6 +903,14 @@ func (p *pack) open1(fsys fs.FS) error {
 	if !ok {
 		return fmt.Errorf("%w: index not seekable", ErrUnsupported)
 	}
+	if st.Size() <= maxIdxInMemory {
+		// A small index is read whole: a lookup then costs no system call.
+		b, err := io.ReadAll(io.LimitReader(f, maxIdxInMemory+1))
+		if err != nil {
+			return fmt.Errorf("%w: pack index: %v", ErrCorrupt, err)
+		}
+		ira = bytes.NewReader(b)
+	}
 	head := make([]byte, 8+256*4)
 	if _, err := ira.ReadAt(head, 0); err != nil {
 		return fmt.Errorf("%w: pack index: %v", ErrCorrupt, err)
@@ -907,6 +932,10 @@ func (p *pack) open1(fsys fs.FS) error {
 	p.ra, p.size = ra, pst.Size()
 	return nil
 }
+
+// maxIdxInMemory is the largest pack index read whole (about 290000
+// objects); a larger one is read where a lookup needs it.
+const maxIdxInMemory = 8 << 20
 
 // checkIdx checks a version 2 pack index's header and fan-out (head, its
 // first 1032 bytes) against the file's size, and returns the fan-out and
