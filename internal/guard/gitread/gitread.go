@@ -295,6 +295,36 @@ func (r *Repo) packedRef(refname string) (string, bool) {
 	return h, ok
 }
 
+// RemoteBranches returns the remote-tracking references named
+// refs/remotes/REMOTE/name, loose or packed (git checkout name makes a
+// branch from the one remote that has it).
+func (r *Repo) RemoteBranches(name string) []string {
+	if name == "" || strings.Contains(name, "..") {
+		return nil
+	}
+	var out []string
+	if es, err := r.readDir(path.Join(r.Common, "refs", "remotes")); err == nil {
+		for _, e := range es {
+			ref := "refs/remotes/" + e.Name() + "/" + name
+			if _, err := r.ref(ref); err == nil {
+				out = append(out, ref)
+			}
+		}
+	}
+	r.packedRef("") // loads packed-refs
+	for ref := range r.packed {
+		rest, ok := strings.CutPrefix(ref, "refs/remotes/")
+		if !ok {
+			continue
+		}
+		if _, n, ok := strings.Cut(rest, "/"); ok && n == name && !slices.Contains(out, ref) {
+			out = append(out, ref)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Head returns the commit HEAD names.
 func (r *Repo) Head() (string, error) { return r.Resolve("HEAD") }
 

@@ -310,8 +310,14 @@ func (a *analyzer) gitPlans(repo *gitread.Repo, sub string, args []arg, dir stri
 		if strings.HasPrefix(name, "-") || strings.ContainsAny(name, ":^~@{") {
 			return "", false
 		}
-		if _, err := repo.Resolve("refs/remotes/origin/" + name); err == nil {
-			return "refs/remotes/origin/" + name, true
+		rs := repo.RemoteBranches(name)
+		switch {
+		case len(rs) == 1:
+			return rs[0], true
+		case slices.Contains(rs, "refs/remotes/origin/"+name):
+			return "refs/remotes/origin/" + name, true // checkout.defaultRemote's usual value
+		case len(rs) > 1:
+			return "\x00ambiguous", true
 		}
 		return "", false
 	}
@@ -322,10 +328,17 @@ func (a *analyzer) gitPlans(repo *gitread.Repo, sub string, args []arg, dir stri
 		if rev == "-" {
 			rev = "@{-1}"
 		}
+		// A branch before a tag of the same name: checkout's order.
+		if !strings.HasPrefix(rev, "refs/") && resolves("refs/heads/"+rev) {
+			rev = "refs/heads/" + rev
+		}
 		if resolves(rev) {
 			return []gitPlan{{mode: gitSwitch, source: rev, force: has("-f", "--force", "--discard-changes")}}
 		}
 		if r, ok := dwim(rev); ok {
+			if r == "\x00ambiguous" {
+				return nil // git refuses a name several remotes have
+			}
 			return []gitPlan{{mode: gitSwitch, source: r}}
 		}
 		if oddRev(rev) {

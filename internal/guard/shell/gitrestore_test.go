@@ -110,6 +110,7 @@ t=$(printf '040000 tree %s\t.claude\n100644 blob %s\tREADME.md\n' "$s" "$r" | gi
 git commit-tree "$t" -p HEAD -m plumbing`)
 	gitIn(t, proj, `git gc -q && git checkout -q -b feature && git checkout -q main
 git config alias.co checkout && git config alias.rh 'reset --hard'
+git update-ref refs/remotes/upstream/topic nohook && git tag same readme && git branch same nohook
 git update-ref refs/remotes/origin/main readme && git update-ref refs/remotes/origin/evil nohook
 git config branch.main.remote origin && git config branch.main.merge refs/heads/main
 git config branch.feature.remote origin && git config branch.feature.merge refs/heads/evil`)
@@ -146,6 +147,9 @@ git config branch.feature.remote origin && git config branch.feature.merge refs/
 		{cmd: "git --git-dir=.git --work-tree=. checkout nohook -- .", changes: true},
 		{cmd: "git --work-tree=. checkout nohook", changes: true},
 		{cmd: "git co nohook", changes: true},
+		{cmd: "git checkout topic", changes: true},
+		{cmd: "git switch topic", changes: true},
+		{cmd: "git checkout same", changes: true},
 		{cmd: "git rh nohook", changes: true},
 		{cmd: "GIT_DIR=/home/u/other/.git GIT_WORK_TREE=. git reset --hard", changes: true},
 		{cmd: "export GIT_DIR=/home/u/other/.git GIT_WORK_TREE=.; git reset --hard", changes: true},
