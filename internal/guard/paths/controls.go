@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/overseer-dev/overseer/internal/action"
 )
@@ -233,4 +234,25 @@ func (m *controlMatcher) contains(p string) (controlRule, bool) {
 		}
 	}
 	return controlRule{}, false
+}
+
+// builtinByHome caches the built-in control matcher of a home directory.
+var builtinByHome sync.Map // home → *controlMatcher
+
+// IsControlFile reports whether the clean absolute path p is a built-in
+// control file (controls.txt, Python's start-up files) for the home
+// directory home, or inside a control directory. Other guards use it to
+// pick, among many paths a command writes (an archive's members), those
+// the paths guard must see.
+func IsControlFile(home, p string) bool {
+	m, ok := builtinByHome.Load(home)
+	if !ok {
+		cm, err := compileControls(home, BuiltinControls())
+		if err != nil {
+			return true // the built-in list compiles; should it not, every path is one
+		}
+		m, _ = builtinByHome.LoadOrStore(home, cm)
+	}
+	_, hit := m.(*controlMatcher).match(path.Clean(p))
+	return hit
 }

@@ -407,6 +407,11 @@ func (a *analyzer) envForCommand(s *segCtx, env map[string]envVal) {
 		s.args = append(pre, s.args...)
 	}
 	a.gitConfigEnv(s, env)
+	if v, ok := env["GIT_DIR"]; ok && s.name == "git" && !v.dyn && v.val != "" {
+		if p, ok := a.fileAbs(v.val); ok {
+			a.gitForeignConfig(s, p) // gitrestore.go
+		}
+	}
 }
 
 func containsFold(list []string, s string) bool {

@@ -993,6 +993,7 @@ func (a *analyzer) gitCmd(s *segCtx) bool {
 		a.gitConfigKV(kv, args[j].dyn, s.idx, "git -c ")
 	}
 	a.gitExtURLs(s)
+	a.gitForeignRepo(s) // gitrestore.go
 	ops := operandsOf(args, "-C", "-c", "--git-dir", "--work-tree", "--namespace")
 	if len(ops) == 0 {
 		return false
@@ -1837,6 +1838,9 @@ func (a *analyzer) tarCmd(s *segCtx) bool {
 		a.add(guard.Finding{Check: "shell.write-dynamic", Level: action.Confirm, Message: "tar extracts into a directory computed at run time"})
 		return false
 	}
+	if file, o, ok := tarArchive(s.args); ok {
+		a.archiveWrites(s, file, dir, o) // archives.go
+	}
 	p, known := a.abs(dir.val)
 	if d := a.danger(p); d != dangerNone {
 		a.add(guard.Finding{Check: "shell.tar-overwrite", Level: action.Approve,
@@ -2155,6 +2159,9 @@ func (a *analyzer) unzipCmd(s *segCtx) bool {
 	}
 	if !listsOnly(s.args) {
 		a.unpacksInto(s, dir) // unseen.go
+		if file, o, found := unzipArchive(s.args); found && !dir.dyn {
+			a.archiveWrites(s, file, dir, o) // archives.go
+		}
 	}
 	if !ok {
 		return false

@@ -143,6 +143,9 @@ func (a *analyzer) moduleUnpacks(s *segCtx, mod string, rest []arg) {
 		dir = ops[1]
 	}
 	a.unpacksInto(s, dir)
+	if len(ops) > 0 && !dir.dyn {
+		a.archiveWrites(s, ops[0], dir, archiveOpts{zip: mod == "zipfile"}) // archives.go
+	}
 }
 
 // unpackers records the writes of programs other than tar and unzip that
@@ -183,6 +186,7 @@ func (a *analyzer) unpackers(s *segCtx) {
 		// git [-C DIR] [-c k=v] … clone [options] URL [DIR]
 		sub, j, base := "", -1, ""
 		elsewhere := false // --git-dir or --work-tree: a tree not the one -C names
+		gitDirOpt, workTreeOpt := "", ""
 		for k := 0; k < len(s.args); k++ {
 			x := s.args[k]
 			if x.dyn {
@@ -203,8 +207,20 @@ func (a *analyzer) unpackers(s *segCtx) {
 					elsewhere = true
 				}
 				k++
-			case strings.HasPrefix(v, "--git-dir=") || strings.HasPrefix(v, "--work-tree="):
-				elsewhere = true
+				val := s.args[k].val
+				if s.args[k].dyn {
+					val = "\x00"
+				}
+				switch v {
+				case "--git-dir":
+					gitDirOpt = val
+				case "--work-tree":
+					workTreeOpt = val
+				}
+			case strings.HasPrefix(v, "--git-dir="):
+				elsewhere, gitDirOpt = true, v[len("--git-dir="):]
+			case strings.HasPrefix(v, "--work-tree="):
+				elsewhere, workTreeOpt = true, v[len("--work-tree="):]
 			case strings.HasPrefix(v, "-"):
 			default:
 				sub, j = v, k
@@ -215,6 +231,29 @@ func (a *analyzer) unpackers(s *segCtx) {
 		}
 		if sub != "clone" {
 			if sub != "" && gitChangesTree(sub, s.args[j+1:]) {
+				// GIT_DIR and GIT_WORK_TREE do what the options do.
+				for _, e := range []struct {
+					name string
+					opt  *string
+				}{{"GIT_DIR", &gitDirOpt}, {"GIT_WORK_TREE", &workTreeOpt}} {
+					if *e.opt != "" {
+						continue
+					}
+					for _, m := range []map[string]envVal{a.cmdEnv, a.envSet} {
+						if v, ok := m[e.name]; ok {
+							*e.opt = v.val
+							if v.dyn {
+								*e.opt = "\x00"
+							}
+							break
+						}
+					}
+				}
+				if base != "\x00" && gitDirOpt != "\x00" && workTreeOpt != "\x00" {
+					if d, ok := a.gitDir(base); ok {
+						a.gitRestores(s, sub, s.args[j+1:], d, gitDirOpt, workTreeOpt) // gitrestore.go
+					}
+				}
 				if elsewhere {
 					base = "\x00" // another work tree: not placed here
 				}

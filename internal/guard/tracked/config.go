@@ -23,13 +23,30 @@ func ConfigValue(text, section, key string) string {
 			if end < 0 {
 				continue
 			}
-			name := strings.TrimSpace(line[1:end])
-			if i := strings.IndexAny(name, " \t\""); i >= 0 {
-				name = name[:i] + "\x00" // a subsection: not the section itself
+			head := strings.TrimSpace(line[1:end])
+			if q := strings.IndexByte(line, '"'); q >= 0 && q < end {
+				// [section "sub"]: the subsection may hold ] and escapes.
+				if e := closingQuote(line, q); e > q {
+					head = strings.TrimSpace(line[1:q])
+					sub := strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(line[q+1 : e])
+					if end = strings.IndexByte(line[e:], ']'); end < 0 {
+						continue
+					}
+					end += e
+					cur = strings.ToLower(head) + "\x00" + sub
+					line = strings.TrimSpace(line[end+1:])
+					goto body
+				}
 			}
-			cur = strings.ToLower(name)
+			if i := strings.IndexAny(head, " \t\""); i >= 0 {
+				head = head[:i] + "\x00" // a subsection: not the section itself
+			} else if sec, sub, ok := strings.Cut(head, "."); ok {
+				head = sec + "\x00" + strings.ToLower(sub) // [branch.main], the old form
+			}
+			cur = strings.ToLower(head)
 			line = strings.TrimSpace(line[end+1:])
 		}
+	body:
 		if line == "" || line[0] == '#' || line[0] == ';' || cur != section {
 			continue
 		}
@@ -40,6 +57,25 @@ func ConfigValue(text, section, key string) string {
 		val = configValue(strings.TrimSpace(v))
 	}
 	return val
+}
+
+// ConfigSubValue returns the last value of section.sub.key ([section
+// "sub"], sub case-sensitive) in a git configuration's text.
+func ConfigSubValue(text, section, sub, key string) string {
+	return ConfigValue(text, strings.ToLower(section)+"\x00"+sub, strings.ToLower(key))
+}
+
+// closingQuote returns the index of the quote closing the one at q, or -1.
+func closingQuote(s string, q int) int {
+	for i := q + 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return -1
 }
 
 // configValue reads a git configuration value: quotes removed, a comment

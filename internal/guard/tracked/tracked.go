@@ -304,6 +304,12 @@ type index struct {
 
 // parseIndex reads an index file of version 2, 3 or 4.
 func parseIndex(data []byte, hashLen int, deadline time.Time) (index, error) {
+	return parseIndexEach(data, hashLen, deadline, nil)
+}
+
+// parseIndexEach is parseIndex, calling each (when not nil) with every
+// entry's name, object name and stage.
+func parseIndexEach(data []byte, hashLen int, deadline time.Time, each func(name string, hash []byte, stage int)) (index, error) {
 	var ix index
 	if len(data) < 12 || string(data[:4]) != "DIRC" {
 		return ix, ErrNotIndex
@@ -331,6 +337,7 @@ func parseIndex(data []byte, hashLen int, deadline time.Time) (index, error) {
 			return ix, fmt.Errorf("%w: entry %d is cut short", ErrNotIndex, i)
 		}
 		flags := binary.BigEndian.Uint16(data[off+40+hashLen:])
+		hash := data[off+40 : off+40+hashLen]
 		off += fixed
 		if ver >= 3 && flags&0x4000 != 0 {
 			off += 2 // extended flags
@@ -367,6 +374,9 @@ func parseIndex(data []byte, hashLen int, deadline time.Time) (index, error) {
 			return ix, fmt.Errorf("%w: entry %d is cut short", ErrNotIndex, i)
 		}
 		prev = nm
+		if each != nil {
+			each(nm, hash, int(flags>>12)&3)
+		}
 		// A sparse directory entry names a directory ("dir/"): everything
 		// below it is tracked.
 		nm = strings.TrimSuffix(nm, "/")
@@ -399,6 +409,44 @@ func parseIndex(data []byte, hashLen int, deadline time.Time) (index, error) {
 		ix.names = slices.Compact(ix.names)
 	}
 	return ix, nil
+}
+
+// RepoOf finds the git working tree holding p (see Find): its root and
+// its git directory.
+func RepoOf(fsys fs.FS, p string) (root, gitdir string, ok bool) {
+	return repoOf(fsys, path.Clean(p))
+}
+
+// IndexBlobs returns the object names (hex) of the stage-0 entries of
+// gitdir's index whose names want accepts, and the names of every entry.
+// A split index is refused (ErrNotIndex): its shared part may replace
+// entries, and a wrong object name would be taken for the index's.
+func IndexBlobs(fsys fs.FS, gitdir string, want func(name string) bool) (map[string]string, []string, error) {
+	names, err := loadIndex(fsys, gitdir)
+	if err != nil {
+		return nil, nil, err
+	}
+	idx := path.Join(gitdir, "index")
+	data, err := readBounded(fsys, idx, MaxIndexBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, names, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[string]string{}
+	ix, err := parseIndexEach(data, hashLenOf(fsys, gitdir), time.Now().Add(IndexBudget), func(n string, h []byte, stage int) {
+		if stage == 0 && want(n) {
+			out[n] = fmt.Sprintf("%x", h)
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if ix.shared != "" {
+		return nil, nil, fmt.Errorf("%w: a split index", ErrNotIndex)
+	}
+	return out, names, nil
 }
 
 // varint decodes git's offset varint (index version 4's name prefix).
