@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,6 +63,11 @@ var pgEnvAllowed = setOf("PGPASSWORD", "PGUSER", "PGDATABASE", "PGCONNECT_TIMEOU
 // and a migration that holds one is not a plain change of its tables.
 var pgOutside = lazyre.New(`(?i)\b(pg_read\w*|pg_ls_\w+|pg_stat_file|lo_\w+|dblink\w*|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile|pg_file_\w+|pg_promote|pg_switch_wal|pg_create_\w+|pg_drop_\w+|pg_replication_\w+|pg_logical_\w+|pg_advisory\w*|set_config|\w*_to_xml\w*|pg_import_\w+|pg_backup_\w+|pg_log_\w+|program|alter\s+system|\w+_command|plpython\w*|plperlu|pltclu|plsh|postgres_fdw|file_fdw)\b`)
 
+// pgEscapedName finds a Unicode-escaped identifier or string (U&"pg\005fread\005ffile",
+// with UESCAPE another escape character): a function name pgOutside would
+// find spelled so that it does not.
+var pgEscapedName = lazyre.New(`(?i)\bu&["']|\buescape\b`)
+
 // pgLocalMeta are the psql meta-commands a read of the project's local
 // database may use: descriptions, listings and output settings.
 func pgLocalMeta(cmd string) bool {
@@ -84,7 +90,7 @@ func pgLocalReads(sql string) bool {
 		return false
 	}
 	text := stripSQLComments(sql)
-	if pgOutside.MatchString(text) {
+	if pgOutside.MatchString(text) || pgEscapedName.MatchString(text) {
 		return false
 	}
 	for _, st := range strings.FieldsFunc(text, func(r rune) bool { return r == ';' || r == '\n' }) {
@@ -114,7 +120,8 @@ var pgInsertOther = lazyre.New(`(?i)\b(update|delete|drop|alter|create|truncate|
 // change or a reset is not.
 func pgLocalInserts(sql string) bool {
 	text := stripSQLComments(sql)
-	if pgOutside.MatchString(text) || pgInsertOther.MatchString(text) || strings.Contains(text, "$$") {
+	if pgOutside.MatchString(text) || pgInsertOther.MatchString(text) || pgEscapedName.MatchString(text) ||
+		strings.Contains(text, "$$") {
 		return false
 	}
 	inserts := 0
@@ -134,6 +141,12 @@ func pgLocalInserts(sql string) bool {
 				return false
 			}
 		case f[0] == "insert" && len(f) > 1 && f[1] == "into":
+			// A backslash in the statement may start a meta-command psql
+			// runs there (\! sh, \g |cmd, \o |cmd in a file; a second -c
+			// joined to this one): not previewed.
+			if strings.ContainsRune(st, '\\') {
+				return false
+			}
 			inserts++
 		default:
 			return false
@@ -696,6 +709,41 @@ var helmFlags = setOf("--wait", "--wait-for-jobs", "--atomic", "-i", "--install"
 var helmValueOpts = setOf("-f", "--values", "--set", "--set-string", "--set-json", "--version", "--timeout",
 	"--description", "-n", "--namespace", "--kube-context")
 
+// kubeGlobalOpts are the options kubeLocalCmd takes before the
+// subcommand besides the context and namespace: log verbosity and a
+// timeout.
+var kubeGlobalOpts = setOf("-v", "--v", "--request-timeout", "--debug")
+
+// kubeFileOpts are kubectl's and helm's options that write a file where
+// they name (klog's log file, a profile) or read their configuration from
+// one (helm's repositories and registries).
+var kubeFileOpts = setOf("--log-file", "--log_file", "--log-dir", "--log_dir", "--profile-output", "--cache-dir",
+	"--registry-config", "--repository-config", "--repository-cache", "--burst-limit")
+
+// kubeEnvSet reports whether the command sets a variable that chooses the
+// cluster or the way to it: KUBECONFIG (another kubeconfig), HOME (another
+// ~/.kube/config) or a proxy (a loopback-looking server reached through
+// another machine), in the environment, on the command or through a
+// wrapper (env NAME=v kubectl).
+func (a *analyzer) kubeEnvSet(s *segCtx) bool {
+	names := slices.Clone(s.envNames)
+	for _, m := range []map[string]envVal{a.envSet, a.cmdEnv} {
+		for n := range m {
+			names = append(names, n)
+		}
+	}
+	for n := range a.vars {
+		names = append(names, n)
+	}
+	for _, n := range names {
+		u := strings.ToUpper(n)
+		if u == "KUBECONFIG" || u == "HOME" || strings.HasSuffix(u, "_PROXY") && u != "NO_PROXY" {
+			return true
+		}
+	}
+	return false
+}
+
 // kubeLocalCmd judges kubectl and helm commands that act on a cluster on
 // this machine: the context is named on the command (--context,
 // --kube-context) and ~/.kube/config gives it a cluster whose API server
@@ -774,6 +822,11 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 			}
 			continue
 		}
+		if kubeFileOpts[name] || sub == "" && strings.HasPrefix(v, "-") && !kubeGlobalOpts[name] {
+			// --log-file, --profile-output: a file written anywhere;
+			// another option before the subcommand: not known here.
+			return false
+		}
 		if s.name == "helm" && sub != "" {
 			switch {
 			case helmFlags[v]:
@@ -810,12 +863,7 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 	if !apply && !subs[sub] || ctx == "" || !apply && (ns == "" || kubeSystemNamespace(ns)) || a.env.Home == "" {
 		return false
 	}
-	for _, m := range []map[string]envVal{a.envSet, a.cmdEnv} {
-		if _, set := m["KUBECONFIG"]; set {
-			return false
-		}
-	}
-	if _, set := a.vars["KUBECONFIG"]; set {
+	if a.kubeEnvSet(s) {
 		return false
 	}
 	if s.name == "helm" && (len(ops) != 2 || !a.helmChartPlain(ops[1], values, sets)) {

@@ -27,7 +27,7 @@ var kubeApplyFlags = setOf("--wait", "--validate", "--server-side", "--force-con
 	"--record", "--openapi-patch", "--dry-run")
 
 var kubeApplyValueOpts = setOf("--field-manager", "--timeout", "-o", "--output", "--dry-run", "--validate",
-	"--grace-period", "--show-managed-fields", "--template", "--allow-missing-template-keys", "--request-timeout",
+	"--grace-period", "--show-managed-fields", "--allow-missing-template-keys", "--request-timeout",
 	"-v", "--v")
 
 // kubeAppKinds are the kinds of objects an application of the project's
