@@ -355,6 +355,10 @@ func (ev *evaluation) behaviour() {
 	if effect {
 		nTool = 1
 	}
+	// nShape is nTool without the ends other work's writes make: a run of
+	// one shape with a trivial write slipped between its calls (echo >
+	// /tmp/x) is still a run, asked about at maxRunFactor times same_tool.
+	nShape := nTool
 	tool := sampleTool(a)
 	for _, s := range ev.e.signals.Recent(sessionKey(a), window) {
 		sameShape := s.Tool == tool && (s.Shape == shape || s.Shape == "")
@@ -376,6 +380,7 @@ func (ev *evaluation) behaviour() {
 		}
 		if effect && s.Effect && sameShape {
 			nTool++
+			nShape++
 		}
 	}
 	if rs, ok := ev.e.signals.(ResultSignals); ok && nArgs > 1 {
@@ -397,6 +402,9 @@ func (ev *evaluation) behaviour() {
 	case sameTool > 0 && nTool >= sameTool:
 		ev.add(action.Reason{Layer: "L2", Source: action.SourceLoop, Name: "same-tool", Level: level,
 			Message: fmt.Sprintf("%s is called %d times within %s, each running the same programs or the same kind of call and writing, deleting, running or sending something, with no file changed by other work in between", a.Tool, nTool, window)})
+	case sameTool > 0 && nShape >= maxRunFactor*sameTool:
+		ev.add(action.Reason{Layer: "L2", Source: action.SourceLoop, Name: "same-tool", Level: level,
+			Message: fmt.Sprintf("%s is called %d times within %s, each running the same programs or the same kind of call and writing, deleting, running or sending something (files changed by other work in between)", a.Tool, nShape, window)})
 	}
 }
 
@@ -408,6 +416,14 @@ func (ev *evaluation) behaviour() {
 type ResultSignals interface {
 	SameResults(session, argsHash string) (same int, known bool)
 }
+
+// maxRunFactor bounds a run of one shape that other work's writes keep
+// starting again: at this many times same_tool it is asked about all the
+// same. An edit before each test run is progress, but sixty test runs in a
+// window are more than a person's edit-and-test pace, while a trivial
+// write slipped between a damaging loop's calls would otherwise reset it
+// for ever.
+const maxRunFactor = 3
 
 // loopShape names what kind of call a is, for same_tool's counting: for a
 // command, the programs it runs (with their subcommands: the first operand
@@ -426,7 +442,7 @@ func loopShape(a *action.Action) string {
 	}
 	for _, c := range f.Commands {
 		part := "cmd:" + c.Name // "" when not static
-		if sub := c.Sub(); subcommandWord(sub) {
+		if sub := c.Sub(); subcommandWord(sub) && !namesPath(f.Paths, sub) {
 			part += " " + sub
 		}
 		parts = append(parts, part)
@@ -442,6 +458,18 @@ func loopShape(a *action.Action) string {
 	parts = slices.Compact(parts)
 	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	return hex.EncodeToString(sum[:8])
+}
+
+// namesPath reports whether an operand is the name of one of the paths
+// the call acts on (rm -rf docs): a file, not a subcommand, which a loop
+// over the project's directories varies.
+func namesPath(paths []action.PathFact, op string) bool {
+	for _, p := range paths {
+		if filepath.Base(p.Path) == op || p.Path == op {
+			return true
+		}
+	}
+	return false
 }
 
 // subcommandWord reports whether an operand reads as a subcommand: a plain
