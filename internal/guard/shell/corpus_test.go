@@ -175,6 +175,8 @@ func corpusEnvAt(tb testing.TB, root string) Env {
 		"home/u/proj/charts/api/templates/deployment.yaml":  "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - name: api\n          resources: {{- toYaml .Values.resources | nindent 12 }}\n",
 		"home/u/proj/charts/priv/Chart.yaml":                "apiVersion: v2\nname: priv\nversion: 0.1.0\n",
 		"home/u/proj/charts/priv/templates/ds.yaml":         "kind: DaemonSet\nspec:\n  template:\n    spec:\n      containers:\n        - name: x\n          securityContext: {privileged: true}\n",
+		"home/u/proj/charts/concat/Chart.yaml":              "apiVersion: v2\nname: concat\nversion: 0.1.0\n",
+		"home/u/proj/charts/concat/templates/pod.yaml":      "kind: Pod\nspec:\n  {{ print \"host\" \"PID\" }}: true\n  containers:\n    - name: x\n",
 		"home/u/proj/charts/packed/Chart.yaml":              "apiVersion: v2\nname: packed\nversion: 0.1.0\n",
 		"home/u/proj/charts/packed/charts/sub-0.1.0.tgz":    "\x1f\x8b",
 		"home/u/proj/values-priv.yaml":                      "securityContext:\n  privileged: true\n",
