@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -417,6 +418,25 @@ type ResultSignals interface {
 	SameResults(session, argsHash string) (same int, known bool)
 }
 
+// loopHost names a URL's server for a shape, one name for its spellings:
+// lower case, without a trailing dot or the scheme's default port, and
+// "loopback" for this machine (localhost, 127.0.0.1, ::1).
+func loopHost(u *url.URL) string {
+	h := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if ip := net.ParseIP(h); h == "localhost" || strings.HasSuffix(h, ".localhost") || ip != nil && ip.IsLoopback() {
+		h = "loopback"
+	}
+	switch p := strings.TrimLeft(u.Port(), "0"); {
+	case p == "", p == "80" && u.Scheme == "http", p == "443" && u.Scheme == "https":
+	default:
+		h += ":" + p
+	}
+	return h
+}
+
+// shells run a command string whose own commands are the call's shape.
+var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "fish": true}
+
 // maxRunFactor bounds a run of one shape that other work's writes keep
 // starting again: at this many times same_tool it is asked about all the
 // same. An edit before each test run is progress, but sixty test runs in a
@@ -440,7 +460,14 @@ func loopShape(a *action.Action) string {
 	if a.Kind != action.KindShell && len(f.Commands) == 0 {
 		parts = append(parts, "kind:"+string(a.Kind))
 	}
+	loud := slices.ContainsFunc(f.Commands, func(c action.Command) bool { return !c.Quiet })
 	for _, c := range f.Commands {
+		if loud && (c.Quiet || shells[c.Name]) {
+			// A read or a no-op beside the work (true; X, X | cat), or
+			// the shell a command string runs in (sh -c 'X'): not what
+			// the call does.
+			continue
+		}
 		part := "cmd:" + c.Name // "" when not static
 		if sub := c.Sub(); subcommandWord(sub) && !namesPath(f.Paths, sub) {
 			part += " " + sub
@@ -450,7 +477,7 @@ func loopShape(a *action.Action) string {
 	for _, u := range f.URLs {
 		host := "?"
 		if pu, err := url.Parse(u); err == nil && pu.Host != "" {
-			host = strings.ToLower(pu.Host)
+			host = loopHost(pu)
 		}
 		parts = append(parts, "host:"+host)
 	}

@@ -506,4 +506,22 @@ func TestLoopEvasions(t *testing.T) {
 	if asked != 20 {
 		t.Fatalf("rm over 20 directories with plain names was asked about at call %d, want 20", asked)
 	}
+	// The same program dressed differently each time (a no-op before it,
+	// a pipe into cat, a shell's command string, URL spellings of one
+	// server): one shape.
+	dress := []string{"go run ./cmd/app -n %d", "true; go run ./cmd/app -n %d", "go run ./cmd/app -n %d | cat",
+		"sh -c 'go run ./cmd/app -n %d'", "bash -c 'go run ./cmd/app -n %d' && echo done"}
+	asked = 0
+	for i := 1; i <= 20 && asked == 0; i++ {
+		sub := bash("dressed", fmt.Sprintf(dress[i%len(dress)], i))
+		if sub.Verdict.Level.NeedsPerson() {
+			if sub.Verdict.Decider == nil || sub.Verdict.Decider.Source != action.SourceLoop {
+				t.Fatalf("dressed run %d: %s", i, sub.Verdict.Summary())
+			}
+			asked = i
+		}
+	}
+	if asked != 20 {
+		t.Fatalf("a run of one program dressed five ways was asked about at call %d, want 20", asked)
+	}
 }
