@@ -593,6 +593,7 @@ func SessionKey(a *action.Action) string { return sessionKey(a) }
 func (ev *evaluation) permission(ctx context.Context) {
 	for i := range ev.a.Facts.Commands {
 		ev.a.Facts.Commands[i].LocalCluster = false // the shell guard's to say, never a caller's
+		ev.a.Facts.Commands[i].Quiet = false
 	}
 	for _, g := range ev.e.guards {
 		findings, err := ev.runGuard(ctx, g)
