@@ -896,13 +896,14 @@ const maxChartFiles = 512
 // packaged subchart cannot be read.
 func (a *analyzer) helmChartPlain(chart string, values, sets []string) bool {
 	for _, v := range sets {
-		if kubeHostAccess.MatchString(v) {
+		// --set escapes a character with a backslash (host\PID is hostPID).
+		if kubeHostAccess.MatchString(strings.ReplaceAll(v, `\`, "")) {
 			return false
 		}
 	}
 	for _, f := range values {
 		text, ok := a.projectFileText(f, 1<<20)
-		if !ok || a.writtenHere(f) || kubeHostAccess.MatchString(text) {
+		if !ok || a.writtenHere(f) || kubeRisky([]byte(text)) { // as YAML decodes it too: "host\x50ID"
 			return false
 		}
 	}
@@ -928,7 +929,10 @@ func (a *analyzer) helmChartPlain(chart string, values, sets []string) bool {
 			return fs.SkipAll
 		}
 		b, ok := a.readRegular(p, 1<<20)
-		if !ok || kubeHostAccess.Match(b) {
+		// The chart's values and other YAML outside its templates are
+		// read as YAML decodes them (escapes); templates by their text.
+		yamlFile := (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) && !strings.Contains(p, "/templates/")
+		if !ok || kubeHostAccess.Match(b) || yamlFile && kubeRisky(b) {
 			plain = false
 			return fs.SkipAll
 		}
