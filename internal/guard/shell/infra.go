@@ -164,7 +164,7 @@ func pgLocalInserts(sql string) bool {
 // editor, and no start-up file (~/.psqlrc) runs first unless -X skips it.
 // ok is false otherwise.
 func (a *analyzer) localPostgres(s *segCtx) (port int, ok bool) {
-	if s.name != "psql" || a.env.Cwd == "" || a.env.Home == "" || !a.pgEnvPlain() {
+	if s.name != "psql" || a.env.Cwd == "" || a.env.Home == "" || !a.pgEnvPlain(s) {
 		return 0, false
 	}
 	var hosts, ports []string
@@ -281,14 +281,20 @@ func (a *analyzer) homeHas(prefix string) bool {
 // pgEnvPlain reports whether the environment the command sets names no
 // other server, service, start-up file, pager or editor for a PostgreSQL
 // client.
-func (a *analyzer) pgEnvPlain() bool {
+func (a *analyzer) pgEnvPlain(s *segCtx) bool {
 	plain := func(k string) bool {
 		u := strings.ToUpper(k)
 		return !(strings.HasPrefix(u, "PG") && !pgEnvAllowed[u] || strings.HasPrefix(u, "PSQL") ||
 			u == "PAGER" || u == "EDITOR" || u == "VISUAL" || u == "SHELL")
 	}
-	// The shell's variables (PGHOST=… psql, export PGSERVICE=…) and the
-	// environment variables the guard follows.
+	// The shell's variables (PGHOST=… psql, export PGSERVICE=…), those a
+	// wrapper sets (env PSQLRC=… psql) and the environment variables the
+	// guard follows.
+	for _, k := range s.envNames {
+		if !plain(k) {
+			return false
+		}
+	}
 	for k := range a.vars {
 		if !plain(k) {
 			return false
@@ -475,7 +481,7 @@ func (a *analyzer) migrateCmd(s *segCtx) bool {
 		return false
 	}
 	hosts, ports, ok := pgConnTarget(db)
-	if !ok || len(hosts) != 1 || !loopbackHost(hosts[0]) || !a.pgEnvPlain() {
+	if !ok || len(hosts) != 1 || !loopbackHost(hosts[0]) || !a.pgEnvPlain(s) {
 		return false
 	}
 	port := 5432
