@@ -586,7 +586,11 @@ func (a *analyzer) terraformCmd(s *segCtx) bool {
 	// TF_CLI_ARGS* add arguments (another -chdir), TF_CLI_CONFIG_FILE may
 	// override providers with local programs, TF_DATA_DIR moves the
 	// installed modules.
-	for _, m := range []map[string]bool{keysOf(a.vars), keysOf(a.envSet), keysOf(a.cmdEnv)} {
+	wrapped := map[string]bool{} // env TF_CLI_ARGS=… terraform
+	for _, k := range s.envNames {
+		wrapped[k] = true
+	}
+	for _, m := range []map[string]bool{keysOf(a.vars), keysOf(a.envSet), keysOf(a.cmdEnv), wrapped} {
 		for k := range m {
 			if strings.HasPrefix(k, "TF_CLI_") || k == "TF_DATA_DIR" {
 				a.add(guard.Finding{Check: "shell.terraform", Level: action.Confirm,
