@@ -826,7 +826,12 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 			case s.name == "helm" && strings.HasPrefix(name, "--set"):
 				sets = append(sets, val)
 			case s.name == "kubectl" && (name == "-f" || name == "--filename"):
-				manifests = append(manifests, val)
+				// A list of names, split at commas as CSV (-f a.yaml,b):
+				// a file named "a.yaml,b" is two to kubectl.
+				if strings.ContainsRune(val, '"') {
+					return false
+				}
+				manifests = append(manifests, strings.Split(val, ",")...)
 			case s.name == "kubectl" && (name == "-k" || name == "--kustomize"):
 				kustomize = append(kustomize, val)
 			}
