@@ -169,6 +169,7 @@ func corpusEnvAt(tb testing.TB, root string) Env {
 		"home/u/proj/k8s/overlays/esc/kustomization.yaml":   "namespace: ledger\nresources:\n  - ../../base\npatches:\n  - target: {kind: Deployment}\n    patch: \"- op: add\\n  path: /spec/template/spec/host\\x50ID\\n  value: true\"\n",
 		"home/u/proj/k8s/overlays/escns/kustomization.yaml": "namespace: \"kube\\x2dsystem\"\nresources:\n  - ../../base\n",
 		"home/u/proj/deploy/app.yaml,deploy-priv":           "apiVersion: v1\nkind: Service\nmetadata:\n  name: api\n  namespace: ledger\n",
+		"home/u/proj/values.yaml,values-priv.yaml":          "resources: {}\n",
 		"home/u/proj/deploy-crb/crb.yaml":                   "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: x\nroleRef:\n  kind: ClusterRole\n  name: cluster-admin\nsubjects:\n  - kind: ServiceAccount\n    name: default\n    namespace: ledger\n",
 		"home/u/proj/charts/api/Chart.yaml":                 "apiVersion: v2\nname: api\nversion: 0.1.0\n",
 		"home/u/proj/charts/api/values.yaml":                "resources:\n  limits:\n    memory: 256Mi\n",

@@ -822,7 +822,7 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 				}
 				ns = val
 			case s.name == "helm" && (name == "-f" || name == "--values"):
-				values = append(values, val)
+				values = append(values, strings.Split(val, ",")...) // helm splits at commas too
 			case s.name == "helm" && strings.HasPrefix(name, "--set"):
 				sets = append(sets, val)
 			case s.name == "kubectl" && (name == "-f" || name == "--filename"):
