@@ -533,6 +533,17 @@ func (a *analyzer) listClass(s *segCtx) {
 		return
 	}
 	if p := s.prog.val; strings.Contains(p, "/") && name != "" && !strings.ContainsAny(p, " \t\n") {
+		if strings.Contains(p, "node_modules/.bin/") {
+			// The package's own file servers, run by their path as
+			// npx would run them (serve.go).
+			switch name {
+			case "serve":
+				a.nodeServe(s.args)
+			case "http-server", "live-server", "static-server":
+				a.add(guard.Finding{Check: "shell.serve-network", Level: action.Confirm,
+					Message: name + " serves the directory's files, on every interface unless told otherwise"})
+			}
+		}
 		abs, known := a.abs(p)
 		if a.downloaded[abs] {
 			a.add(guard.Finding{Check: "shell.download-exec", Level: action.Approve, Hard: true,
