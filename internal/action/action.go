@@ -211,6 +211,12 @@ type Command struct {
 	// Docker Desktop): the built-in deploy rule spares it. Only the shell
 	// guard sets it.
 	LocalCluster bool `json:"local_cluster,omitempty"`
+	// Quiet is true for a command the shell guard judged at auto on its
+	// own (a read, echo, true): L2 leaves it out of a call's shape, so
+	// that a no-op added to a looping command does not make it a new
+	// kind of call. Only the shell guard sets it; it is never read from
+	// a caller.
+	Quiet bool `json:"-"`
 }
 
 // valueOptions are, by program, the options before a subcommand that take

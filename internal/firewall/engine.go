@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -355,6 +356,10 @@ func (ev *evaluation) behaviour() {
 	if effect {
 		nTool = 1
 	}
+	// nShape is nTool without the ends other work's writes make: a run of
+	// one shape with a trivial write slipped between its calls (echo >
+	// /tmp/x) is still a run, asked about at maxRunFactor times same_tool.
+	nShape := nTool
 	tool := sampleTool(a)
 	for _, s := range ev.e.signals.Recent(sessionKey(a), window) {
 		sameShape := s.Tool == tool && (s.Shape == shape || s.Shape == "")
@@ -376,6 +381,7 @@ func (ev *evaluation) behaviour() {
 		}
 		if effect && s.Effect && sameShape {
 			nTool++
+			nShape++
 		}
 	}
 	if rs, ok := ev.e.signals.(ResultSignals); ok && nArgs > 1 {
@@ -397,6 +403,9 @@ func (ev *evaluation) behaviour() {
 	case sameTool > 0 && nTool >= sameTool:
 		ev.add(action.Reason{Layer: "L2", Source: action.SourceLoop, Name: "same-tool", Level: level,
 			Message: fmt.Sprintf("%s is called %d times within %s, each running the same programs or the same kind of call and writing, deleting, running or sending something, with no file changed by other work in between", a.Tool, nTool, window)})
+	case sameTool > 0 && nShape >= maxRunFactor*sameTool:
+		ev.add(action.Reason{Layer: "L2", Source: action.SourceLoop, Name: "same-tool", Level: level,
+			Message: fmt.Sprintf("%s is called %d times within %s, each running the same programs or the same kind of call and writing, deleting, running or sending something (files changed by other work in between)", a.Tool, nShape, window)})
 	}
 }
 
@@ -408,6 +417,33 @@ func (ev *evaluation) behaviour() {
 type ResultSignals interface {
 	SameResults(session, argsHash string) (same int, known bool)
 }
+
+// loopHost names a URL's server for a shape, one name for its spellings:
+// lower case, without a trailing dot or the scheme's default port, and
+// "loopback" for this machine (localhost, 127.0.0.1, ::1).
+func loopHost(u *url.URL) string {
+	h := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if ip := net.ParseIP(h); h == "localhost" || strings.HasSuffix(h, ".localhost") || ip != nil && ip.IsLoopback() {
+		h = "loopback"
+	}
+	switch p := strings.TrimLeft(u.Port(), "0"); {
+	case p == "", p == "80" && u.Scheme == "http", p == "443" && u.Scheme == "https":
+	default:
+		h += ":" + p
+	}
+	return h
+}
+
+// shells run a command string whose own commands are the call's shape.
+var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "fish": true}
+
+// maxRunFactor bounds a run of one shape that other work's writes keep
+// starting again: at this many times same_tool it is asked about all the
+// same. An edit before each test run is progress, but sixty test runs in a
+// window are more than a person's edit-and-test pace, while a trivial
+// write slipped between a damaging loop's calls would otherwise reset it
+// for ever.
+const maxRunFactor = 3
 
 // loopShape names what kind of call a is, for same_tool's counting: for a
 // command, the programs it runs (with their subcommands: the first operand
@@ -425,9 +461,16 @@ func loopShape(a *action.Action) string {
 	if a.Kind != action.KindShell && len(f.Commands) == 0 {
 		parts = append(parts, "kind:"+string(a.Kind))
 	}
+	loud := slices.ContainsFunc(f.Commands, func(c action.Command) bool { return !c.Quiet })
 	for _, c := range f.Commands {
+		if loud && (c.Quiet || shells[c.Name]) {
+			// A read or a no-op beside the work (true; X, X | cat), or
+			// the shell a command string runs in (sh -c 'X'): not what
+			// the call does.
+			continue
+		}
 		part := "cmd:" + c.Name // "" when not static
-		if sub := c.Sub(); subcommandWord(sub) {
+		if sub := c.Sub(); subcommandWord(sub) && !namesPath(f.Paths, sub) {
 			part += " " + sub
 		}
 		parts = append(parts, part)
@@ -435,7 +478,7 @@ func loopShape(a *action.Action) string {
 	for _, u := range f.URLs {
 		host := "?"
 		if pu, err := url.Parse(u); err == nil && pu.Host != "" {
-			host = strings.ToLower(pu.Host)
+			host = loopHost(pu)
 		}
 		parts = append(parts, "host:"+host)
 	}
@@ -443,6 +486,18 @@ func loopShape(a *action.Action) string {
 	parts = slices.Compact(parts)
 	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	return hex.EncodeToString(sum[:8])
+}
+
+// namesPath reports whether an operand is the name of one of the paths
+// the call acts on (rm -rf docs): a file, not a subcommand, which a loop
+// over the project's directories varies.
+func namesPath(paths []action.PathFact, op string) bool {
+	for _, p := range paths {
+		if filepath.Base(p.Path) == op || p.Path == op {
+			return true
+		}
+	}
+	return false
 }
 
 // subcommandWord reports whether an operand reads as a subcommand: a plain
@@ -539,6 +594,7 @@ func SessionKey(a *action.Action) string { return sessionKey(a) }
 func (ev *evaluation) permission(ctx context.Context) {
 	for i := range ev.a.Facts.Commands {
 		ev.a.Facts.Commands[i].LocalCluster = false // the shell guard's to say, never a caller's
+		ev.a.Facts.Commands[i].Quiet = false
 	}
 	for _, g := range ev.e.guards {
 		findings, err := ev.runGuard(ctx, g)

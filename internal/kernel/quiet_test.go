@@ -449,3 +449,79 @@ func TestRefusalReadFromTheApprovals(t *testing.T) {
 	// That a timeout is not a refusal is refusalOf's rule (TimeoutActor),
 	// checked with the gate's own timeouts in the gate's and hooks' tests.
 }
+
+// Evasions of TestLoopLimitsByShape's counting: a damaging run of one
+// shape with a trivial write slipped between its calls (each write would
+// start the run again for ever), and a run of rm over the project's
+// directories named as plain words (each taken for a subcommand, a shape
+// of its own).
+func TestLoopEvasions(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	k := open(t, clk, "")
+	proj := project(t)
+	submit := func(session string, args map[string]any, tool string) *kernel.Submission {
+		t.Helper()
+		sub, err := k.Submit(ctx, call("claude-code", session, proj, tool, args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Second)
+		return sub
+	}
+	bash := func(session, cmd string) *kernel.Submission {
+		return submit(session, map[string]any{"command": cmd}, "Bash")
+	}
+	// A run of one program, each call after a scratch write by the Write
+	// tool: asked about at three times same_tool (60), not never.
+	asked := 0
+	for i := 1; i <= 60 && asked == 0; i++ {
+		submit("slip", map[string]any{"file_path": proj + "/scratch.txt", "content": fmt.Sprint(i)}, "Write")
+		sub := bash("slip", fmt.Sprintf("go run ./cmd/app -n %d", i))
+		if sub.Verdict.Level.NeedsPerson() {
+			if sub.Verdict.Decider == nil || sub.Verdict.Decider.Name != "same-tool" {
+				t.Fatalf("run %d: %s", i, sub.Verdict.Summary())
+			}
+			asked = i
+		}
+	}
+	if asked != 60 {
+		t.Fatalf("a run of one program with a write slipped between its calls was asked about at call %d, want 60", asked)
+	}
+	// rm -rf over directories with plain names: one shape, rm.
+	asked = 0
+	for i := 1; i <= 20 && asked == 0; i++ {
+		dir := "dir" + string(rune('a'+i)) + "x"
+		if err := os.MkdirAll(filepath.Join(proj, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		sub := bash("rmloop", "rm -rf "+dir)
+		if sub.Verdict.Level.NeedsPerson() {
+			if sub.Verdict.Decider == nil || sub.Verdict.Decider.Source != action.SourceLoop {
+				t.Fatalf("rm %d: %s", i, sub.Verdict.Summary())
+			}
+			asked = i
+		}
+	}
+	if asked != 20 {
+		t.Fatalf("rm over 20 directories with plain names was asked about at call %d, want 20", asked)
+	}
+	// The same program dressed differently each time (a no-op before it,
+	// a pipe into cat, a shell's command string, URL spellings of one
+	// server): one shape.
+	dress := []string{"go run ./cmd/app -n %d", "true; go run ./cmd/app -n %d", "go run ./cmd/app -n %d | cat",
+		"sh -c 'go run ./cmd/app -n %d'", "bash -c 'go run ./cmd/app -n %d' && echo done"}
+	asked = 0
+	for i := 1; i <= 20 && asked == 0; i++ {
+		sub := bash("dressed", fmt.Sprintf(dress[i%len(dress)], i))
+		if sub.Verdict.Level.NeedsPerson() {
+			if sub.Verdict.Decider == nil || sub.Verdict.Decider.Source != action.SourceLoop {
+				t.Fatalf("dressed run %d: %s", i, sub.Verdict.Summary())
+			}
+			asked = i
+		}
+	}
+	if asked != 20 {
+		t.Fatalf("a run of one program dressed five ways was asked about at call %d, want 20", asked)
+	}
+}

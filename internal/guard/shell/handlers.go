@@ -417,6 +417,11 @@ func (a *analyzer) findCmd(s *segCtx) bool {
 			}
 			inner := make([]arg, 0, k-j-1)
 			for _, y := range args[j+1 : k] {
+				if !y.dyn && strings.Contains(y.val, "{}") && y.val != "{}" {
+					// {}/.. or {}/../src: a path beside the match, not
+					// the cache itself.
+					caches = false
+				}
 				if !y.dyn && strings.Contains(y.val, "{}") {
 					y.dyn, y.find, y.glob = true, true, false
 				}
@@ -469,6 +474,8 @@ func (a *analyzer) findCmd(s *segCtx) bool {
 				j++
 			}
 		case v == "-printf" || v == "-regextype" || v == "-files0-from":
+			// -files0-from: the starts are a file's, not the command's.
+			caches = caches && v != "-files0-from"
 			j += 2
 		case v == "-a" || v == "-and" || v == "-print" || v == "-print0" || v == "-ls" || v == "-depth" ||
 			v == "-d" || v == "-xdev" || v == "-mount" || v == "-follow" || v == "-noleaf" || v == "-true" ||
@@ -1070,6 +1077,10 @@ func (a *analyzer) sqlCmd(s *segCtx) bool {
 		}
 		if f, ok := optValue(s.args, "-f", "--file"); ok {
 			script = true
+			if psqlFiles(s.args) > 1 {
+				// Only the first -f would be read: every file is run.
+				break
+			}
 			// A script of the project's own, read whole, is judged by its
 			// text when the database is the project's local one.
 			if _, local := a.localPostgres(s); local && !f.dyn && !f.glob && f.val != "-" && !a.writtenHere(f.val) {
@@ -1151,6 +1162,22 @@ func (a *analyzer) sqlCmd(s *segCtx) bool {
 			Message: s.name + " reads from a database: " + clip(joinVals(sql), 200)})
 	}
 	return true
+}
+
+// psqlFiles counts psql's -f/--file options (-fFILE, --file=FILE).
+func psqlFiles(args []arg) int {
+	n := 0
+	for _, x := range args {
+		v := x.val
+		if v == "--" {
+			break
+		}
+		if v == "-f" || v == "--file" || strings.HasPrefix(v, "--file=") || len(v) > 2 && strings.HasPrefix(v, "-f") ||
+			len(v) > 2 && v[0] == '-' && v[1] != '-' && isLetters(v[1:]) && v[len(v)-1] == 'f' {
+			n++
+		}
+	}
+	return n
 }
 
 func clip(s string, n int) string {

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,6 +63,11 @@ var pgEnvAllowed = setOf("PGPASSWORD", "PGUSER", "PGDATABASE", "PGCONNECT_TIMEOU
 // and a migration that holds one is not a plain change of its tables.
 var pgOutside = lazyre.New(`(?i)\b(pg_read\w*|pg_ls_\w+|pg_stat_file|lo_\w+|dblink\w*|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile|pg_file_\w+|pg_promote|pg_switch_wal|pg_create_\w+|pg_drop_\w+|pg_replication_\w+|pg_logical_\w+|pg_advisory\w*|set_config|\w*_to_xml\w*|pg_import_\w+|pg_backup_\w+|pg_log_\w+|program|alter\s+system|\w+_command|plpython\w*|plperlu|pltclu|plsh|postgres_fdw|file_fdw)\b`)
 
+// pgEscapedName finds a Unicode-escaped identifier or string (U&"pg\005fread\005ffile",
+// with UESCAPE another escape character): a function name pgOutside would
+// find spelled so that it does not.
+var pgEscapedName = lazyre.New(`(?i)\bu&["']|\buescape\b`)
+
 // pgLocalMeta are the psql meta-commands a read of the project's local
 // database may use: descriptions, listings and output settings.
 func pgLocalMeta(cmd string) bool {
@@ -84,7 +90,7 @@ func pgLocalReads(sql string) bool {
 		return false
 	}
 	text := stripSQLComments(sql)
-	if pgOutside.MatchString(text) {
+	if pgOutside.MatchString(text) || pgEscapedName.MatchString(text) {
 		return false
 	}
 	for _, st := range strings.FieldsFunc(text, func(r rune) bool { return r == ';' || r == '\n' }) {
@@ -114,7 +120,8 @@ var pgInsertOther = lazyre.New(`(?i)\b(update|delete|drop|alter|create|truncate|
 // change or a reset is not.
 func pgLocalInserts(sql string) bool {
 	text := stripSQLComments(sql)
-	if pgOutside.MatchString(text) || pgInsertOther.MatchString(text) || strings.Contains(text, "$$") {
+	if pgOutside.MatchString(text) || pgInsertOther.MatchString(text) || pgEscapedName.MatchString(text) ||
+		strings.Contains(text, "$$") {
 		return false
 	}
 	inserts := 0
@@ -134,6 +141,12 @@ func pgLocalInserts(sql string) bool {
 				return false
 			}
 		case f[0] == "insert" && len(f) > 1 && f[1] == "into":
+			// A backslash in the statement may start a meta-command psql
+			// runs there (\! sh, \g |cmd, \o |cmd in a file; a second -c
+			// joined to this one): not previewed.
+			if strings.ContainsRune(st, '\\') {
+				return false
+			}
 			inserts++
 		default:
 			return false
@@ -151,7 +164,7 @@ func pgLocalInserts(sql string) bool {
 // editor, and no start-up file (~/.psqlrc) runs first unless -X skips it.
 // ok is false otherwise.
 func (a *analyzer) localPostgres(s *segCtx) (port int, ok bool) {
-	if s.name != "psql" || a.env.Cwd == "" || a.env.Home == "" || !a.pgEnvPlain() {
+	if s.name != "psql" || a.env.Cwd == "" || a.env.Home == "" || !a.pgEnvPlain(s) {
 		return 0, false
 	}
 	var hosts, ports []string
@@ -268,14 +281,20 @@ func (a *analyzer) homeHas(prefix string) bool {
 // pgEnvPlain reports whether the environment the command sets names no
 // other server, service, start-up file, pager or editor for a PostgreSQL
 // client.
-func (a *analyzer) pgEnvPlain() bool {
+func (a *analyzer) pgEnvPlain(s *segCtx) bool {
 	plain := func(k string) bool {
 		u := strings.ToUpper(k)
 		return !(strings.HasPrefix(u, "PG") && !pgEnvAllowed[u] || strings.HasPrefix(u, "PSQL") ||
 			u == "PAGER" || u == "EDITOR" || u == "VISUAL" || u == "SHELL")
 	}
-	// The shell's variables (PGHOST=… psql, export PGSERVICE=…) and the
-	// environment variables the guard follows.
+	// The shell's variables (PGHOST=… psql, export PGSERVICE=…), those a
+	// wrapper sets (env PSQLRC=… psql) and the environment variables the
+	// guard follows.
+	for _, k := range s.envNames {
+		if !plain(k) {
+			return false
+		}
+	}
 	for k := range a.vars {
 		if !plain(k) {
 			return false
@@ -462,7 +481,7 @@ func (a *analyzer) migrateCmd(s *segCtx) bool {
 		return false
 	}
 	hosts, ports, ok := pgConnTarget(db)
-	if !ok || len(hosts) != 1 || !loopbackHost(hosts[0]) || !a.pgEnvPlain() {
+	if !ok || len(hosts) != 1 || !loopbackHost(hosts[0]) || !a.pgEnvPlain(s) {
 		return false
 	}
 	port := 5432
@@ -567,7 +586,11 @@ func (a *analyzer) terraformCmd(s *segCtx) bool {
 	// TF_CLI_ARGS* add arguments (another -chdir), TF_CLI_CONFIG_FILE may
 	// override providers with local programs, TF_DATA_DIR moves the
 	// installed modules.
-	for _, m := range []map[string]bool{keysOf(a.vars), keysOf(a.envSet), keysOf(a.cmdEnv)} {
+	wrapped := map[string]bool{} // env TF_CLI_ARGS=… terraform
+	for _, k := range s.envNames {
+		wrapped[k] = true
+	}
+	for _, m := range []map[string]bool{keysOf(a.vars), keysOf(a.envSet), keysOf(a.cmdEnv), wrapped} {
 		for k := range m {
 			if strings.HasPrefix(k, "TF_CLI_") || k == "TF_DATA_DIR" {
 				a.add(guard.Finding{Check: "shell.terraform", Level: action.Confirm,
@@ -696,6 +719,41 @@ var helmFlags = setOf("--wait", "--wait-for-jobs", "--atomic", "-i", "--install"
 var helmValueOpts = setOf("-f", "--values", "--set", "--set-string", "--set-json", "--version", "--timeout",
 	"--description", "-n", "--namespace", "--kube-context")
 
+// kubeGlobalOpts are the options kubeLocalCmd takes before the
+// subcommand besides the context and namespace: log verbosity and a
+// timeout.
+var kubeGlobalOpts = setOf("-v", "--v", "--request-timeout", "--debug")
+
+// kubeFileOpts are kubectl's and helm's options that write a file where
+// they name (klog's log file, a profile) or read their configuration from
+// one (helm's repositories and registries).
+var kubeFileOpts = setOf("--log-file", "--log_file", "--log-dir", "--log_dir", "--profile-output", "--cache-dir",
+	"--registry-config", "--repository-config", "--repository-cache", "--burst-limit")
+
+// kubeEnvSet reports whether the command sets a variable that chooses the
+// cluster or the way to it: KUBECONFIG (another kubeconfig), HOME (another
+// ~/.kube/config) or a proxy (a loopback-looking server reached through
+// another machine), in the environment, on the command or through a
+// wrapper (env NAME=v kubectl).
+func (a *analyzer) kubeEnvSet(s *segCtx) bool {
+	names := slices.Clone(s.envNames)
+	for _, m := range []map[string]envVal{a.envSet, a.cmdEnv} {
+		for n := range m {
+			names = append(names, n)
+		}
+	}
+	for n := range a.vars {
+		names = append(names, n)
+	}
+	for _, n := range names {
+		u := strings.ToUpper(n)
+		if u == "KUBECONFIG" || u == "HOME" || strings.HasSuffix(u, "_PROXY") && u != "NO_PROXY" {
+			return true
+		}
+	}
+	return false
+}
+
 // kubeLocalCmd judges kubectl and helm commands that act on a cluster on
 // this machine: the context is named on the command (--context,
 // --kube-context) and ~/.kube/config gives it a cluster whose API server
@@ -764,15 +822,25 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 				}
 				ns = val
 			case s.name == "helm" && (name == "-f" || name == "--values"):
-				values = append(values, val)
+				values = append(values, strings.Split(val, ",")...) // helm splits at commas too
 			case s.name == "helm" && strings.HasPrefix(name, "--set"):
 				sets = append(sets, val)
 			case s.name == "kubectl" && (name == "-f" || name == "--filename"):
-				manifests = append(manifests, val)
+				// A list of names, split at commas as CSV (-f a.yaml,b):
+				// a file named "a.yaml,b" is two to kubectl.
+				if strings.ContainsRune(val, '"') {
+					return false
+				}
+				manifests = append(manifests, strings.Split(val, ",")...)
 			case s.name == "kubectl" && (name == "-k" || name == "--kustomize"):
 				kustomize = append(kustomize, val)
 			}
 			continue
+		}
+		if kubeFileOpts[name] || sub == "" && strings.HasPrefix(v, "-") && !kubeGlobalOpts[name] {
+			// --log-file, --profile-output: a file written anywhere;
+			// another option before the subcommand: not known here.
+			return false
 		}
 		if s.name == "helm" && sub != "" {
 			switch {
@@ -810,12 +878,7 @@ func (a *analyzer) kubeLocalCmd(s *segCtx) bool {
 	if !apply && !subs[sub] || ctx == "" || !apply && (ns == "" || kubeSystemNamespace(ns)) || a.env.Home == "" {
 		return false
 	}
-	for _, m := range []map[string]envVal{a.envSet, a.cmdEnv} {
-		if _, set := m["KUBECONFIG"]; set {
-			return false
-		}
-	}
-	if _, set := a.vars["KUBECONFIG"]; set {
+	if a.kubeEnvSet(s) {
 		return false
 	}
 	if s.name == "helm" && (len(ops) != 2 || !a.helmChartPlain(ops[1], values, sets)) {
@@ -848,13 +911,14 @@ const maxChartFiles = 512
 // packaged subchart cannot be read.
 func (a *analyzer) helmChartPlain(chart string, values, sets []string) bool {
 	for _, v := range sets {
-		if kubeHostAccess.MatchString(v) {
+		// --set escapes a character with a backslash (host\PID is hostPID).
+		if kubeHostAccess.MatchString(strings.ReplaceAll(v, `\`, "")) {
 			return false
 		}
 	}
 	for _, f := range values {
 		text, ok := a.projectFileText(f, 1<<20)
-		if !ok || a.writtenHere(f) || kubeHostAccess.MatchString(text) {
+		if !ok || a.writtenHere(f) || kubeRisky([]byte(text)) { // as YAML decodes it too: "host\x50ID"
 			return false
 		}
 	}
@@ -880,7 +944,10 @@ func (a *analyzer) helmChartPlain(chart string, values, sets []string) bool {
 			return fs.SkipAll
 		}
 		b, ok := a.readRegular(p, 1<<20)
-		if !ok || kubeHostAccess.Match(b) {
+		// The chart's values and other YAML outside its templates are
+		// read as YAML decodes them (escapes); templates by their text.
+		yamlFile := (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) && !strings.Contains(p, "/templates/")
+		if !ok || kubeHostAccess.Match(b) || yamlFile && kubeRisky(b) {
 			plain = false
 			return fs.SkipAll
 		}

@@ -27,7 +27,7 @@ var kubeApplyFlags = setOf("--wait", "--validate", "--server-side", "--force-con
 	"--record", "--openapi-patch", "--dry-run")
 
 var kubeApplyValueOpts = setOf("--field-manager", "--timeout", "-o", "--output", "--dry-run", "--validate",
-	"--grace-period", "--show-managed-fields", "--template", "--allow-missing-template-keys", "--request-timeout",
+	"--grace-period", "--show-managed-fields", "--allow-missing-template-keys", "--request-timeout",
 	"-v", "--v")
 
 // kubeAppKinds are the kinds of objects an application of the project's
@@ -174,7 +174,7 @@ func (k *kubeApply) kustomization(dir, ns, def string, depth int) bool {
 			}
 		}
 	}
-	if text == nil || kubeHostAccess.Match(text) || kubeNamespaceText.Match(text) {
+	if text == nil || kubeRisky(text) {
 		return false
 	}
 	var doc map[string]any
@@ -284,7 +284,7 @@ func (k *kubeApply) kustomization(dir, ns, def string, depth int) bool {
 			return false
 		}
 		b, ok := k.read(r)
-		if !ok || kubeHostAccess.Match(b) || kubeNamespaceText.Match(b) {
+		if !ok || kubeRisky(b) {
 			return false
 		}
 	}
@@ -316,7 +316,7 @@ func stringList(v any) ([]string, bool) {
 // object's own, else def) that is not the cluster's own, and nothing in it
 // shares the host.
 func kubeObjectsPlain(b []byte, ns, def string) bool {
-	if kubeHostAccess.Match(b) || kubeNamespaceText.Match(b) {
+	if kubeRisky(b) {
 		return false
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
@@ -357,4 +357,64 @@ func kubeObjectsPlain(b []byte, ns, def string) bool {
 		}
 	}
 	return objects > 0
+}
+
+// kubeRisky reports whether a manifest, patch or kustomization shares the
+// host or names a namespace of the cluster's own: in its text, or in its
+// keys and strings as YAML decodes them ("host\x50ID" and JSON's
+// "privil\u0065ged" are hostPID and privileged to kubectl; an inline
+// patch is a string), or it adds every capability or one the text test
+// does not find (ALL, CAP_SYS_ADMIN). Text that does not decode is risky.
+func kubeRisky(b []byte) bool {
+	if kubeHostAccess.Match(b) || kubeNamespaceText.Match(b) {
+		return true
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var v any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			return false
+		}
+		if err != nil || kubeRiskyValue(v, "") {
+			return true
+		}
+	}
+}
+
+// kubeRiskyValue walks a decoded YAML value; key is the key it is under.
+func kubeRiskyValue(v any, key string) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if kubeHostAccess.MatchString(k) || kubeRiskyValue(x, k) {
+				return true
+			}
+		}
+	case map[any]any:
+		for k, x := range v {
+			ks, ok := k.(string)
+			if !ok || kubeHostAccess.MatchString(ks) || kubeRiskyValue(x, ks) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if kubeRiskyValue(x, key) {
+				return true
+			}
+		}
+	case string:
+		if kubeHostAccess.MatchString(v) || kubeNamespaceText.MatchString(v) ||
+			key == "namespace" && kubeSystemNamespace(v) {
+			return true
+		}
+		if key == "add" {
+			c := strings.ToUpper(strings.TrimSpace(v))
+			if c == "ALL" || kubeHostAccess.MatchString(strings.TrimPrefix(c, "CAP_")) {
+				return true
+			}
+		}
+	}
+	return false
 }

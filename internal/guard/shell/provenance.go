@@ -1502,18 +1502,48 @@ func (a *analyzer) installCmd(s *segCtx) {
 
 // pythonPip judges python -m pip install.
 func (a *analyzer) pythonPip(s *segCtx) {
-	for j, x := range s.args {
-		if x.dyn || !strings.HasPrefix(x.val, "-") {
+	for j := 0; j < len(s.args); j++ {
+		x := s.args[j]
+		if x.dyn || !strings.HasPrefix(x.val, "-") || strings.HasPrefix(x.val, "--") {
 			return
 		}
-		if x.val == "-m" && j+2 < len(s.args) && s.args[j+1].val == "pip" && s.args[j+2].val == "install" {
-			a.pipInstall(s, s.name+" -m pip install", s.args[j+3:])
-			return
+		// A group of one-letter options: -m MOD, -mMOD, -Im MOD; -W and -X
+		// take a value (-W ignore), -c ends them with code.
+		mod, rest, found := "", s.args[j+1:], false
+		for k := 1; k < len(x.val) && !found; k++ {
+			switch x.val[k] {
+			case 'm':
+				found = true
+				if mod = x.val[k+1:]; mod == "" {
+					if len(rest) == 0 || rest[0].dyn {
+						return
+					}
+					mod, rest = rest[0].val, rest[1:]
+				}
+			case 'W', 'X':
+				if k+1 == len(x.val) {
+					j++ // its value is the next word
+				}
+				k = len(x.val)
+			case 'c', 'Q':
+				return
+			}
 		}
-		if x.val == "-m" && j+1 < len(s.args) && s.args[j+1].val == "http.server" {
-			a.pythonHTTPServer(s.args[j+2:]) // serve.go
-			return
+		if !found {
+			continue
 		}
+		switch {
+		case mod == "pip" && len(rest) > 0 && rest[0].val == "install":
+			a.pipInstall(s, s.name+" -m pip install", rest[1:])
+		case mod == "http.server" || mod == "SimpleHTTPServer" || mod == "CGIHTTPServer":
+			// Python 2's servers take only a port and serve every
+			// interface; CGIHTTPServer runs the scripts of cgi-bin.
+			if mod == "CGIHTTPServer" {
+				rest = append(slices.Clone(rest), arg{val: "--cgi"})
+			}
+			a.pythonHTTPServer(rest) // serve.go
+		}
+		return
 	}
 }
 

@@ -160,7 +160,21 @@ func (a *analyzer) pythonHTTPServer(args []arg) {
 // option (-d, -c, which set what runs) leaves it to the interpreter's
 // rules.
 func (a *analyzer) phpServer(s *segCtx) bool {
+	if set := phpCodeSetting(s.args); set != "" {
+		a.add(guard.Finding{Check: "shell.inline-code", Level: action.Confirm,
+			Message: "php -d " + set + " names code or a program php loads or runs besides its script"})
+	}
 	if len(s.args) < 2 || s.args[0].val != "-S" || s.args[1].dyn {
+		// The server with other options first or after (php -n -S
+		// 0.0.0.0:80, -S0.0.0.0:80, -S ADDR -d x=1): its address is still
+		// judged; the interpreter's rules judge the rest.
+		if addr, dir, ok := phpServerAddr(s.args); ok {
+			host := "?"
+			if h, _, err := net.SplitHostPort(addr.val); err == nil && !addr.dyn {
+				host = serveHost(h)
+			}
+			a.fileServer("php -S", dir, host)
+		}
 		return false
 	}
 	addr := s.args[1].val
@@ -176,12 +190,14 @@ func (a *analyzer) phpServer(s *segCtx) bool {
 		case x.val == "-t" && j+1 < len(s.args):
 			j++
 			dir = s.args[j]
-		case strings.HasPrefix(x.val, "-"):
+		case strings.HasPrefix(x.val, "-") || router != nil:
+			// -d, -c, a second operand: the interpreter's rules judge
+			// them, the address is judged here.
+			_, d, _ := phpServerAddr(s.args)
+			a.fileServer("php -S", d, serveHost(host))
 			return false
-		case router == nil:
-			router = &s.args[j]
 		default:
-			return false
+			router = &s.args[j]
 		}
 	}
 	if router != nil {
@@ -196,6 +212,94 @@ func (a *analyzer) phpServer(s *segCtx) bool {
 	}
 	a.fileServer("php -S", dir, serveHost(host))
 	return true
+}
+
+// phpValueOpts are php's options that take a value.
+var phpValueOpts = setOf("-c", "-d", "-f", "-r", "-B", "-R", "-F", "-E", "-z", "-t", "-S", "--php-ini", "--define",
+	"--file", "--docroot", "--server", "--zend-extension")
+
+// phpCodeSettings are php.ini settings that name code php runs besides
+// its script: files prepended or appended to every script, extensions, a
+// program mail() runs.
+var phpCodeSettings = setOf("auto_prepend_file", "auto_append_file", "extension", "zend_extension", "extension_dir",
+	"sendmail_path", "ffi.preload", "opcache.preload")
+
+// phpCodeSetting returns the first -d/--define setting (or -z extension)
+// among php's options that names code to run, "" when none.
+func phpCodeSetting(args []arg) string {
+	for j := 0; j < len(args); j++ {
+		x := args[j]
+		v := x.val
+		if v == "--" || !x.dyn && !strings.HasPrefix(v, "-") {
+			break
+		}
+		var set string
+		switch {
+		case v == "-d" || v == "--define" || v == "-z" || v == "--zend-extension":
+			if j+1 >= len(args) {
+				return ""
+			}
+			j++
+			set = args[j].val
+			if v == "-z" || v == "--zend-extension" {
+				return "zend_extension=" + set
+			}
+		case strings.HasPrefix(v, "-d"):
+			set = v[2:]
+		case strings.HasPrefix(v, "--define="):
+			set = v[len("--define="):]
+		case strings.HasPrefix(v, "-z"):
+			return "zend_extension=" + v[2:]
+		case len(v) == 2 && phpValueOpts[v]:
+			j++ // another option's value
+			continue
+		default:
+			continue
+		}
+		name, _, _ := strings.Cut(set, "=")
+		if phpCodeSettings[strings.ToLower(strings.TrimSpace(name))] || x.dyn || args[j].dyn {
+			return set
+		}
+	}
+	return ""
+}
+
+// phpServerAddr finds php's -S/--server option among the options before
+// the script, and -t's document root ("." when none).
+func phpServerAddr(args []arg) (addr, dir arg, ok bool) {
+	dir = arg{val: "."}
+	for j := 0; j < len(args); j++ {
+		x := args[j]
+		v := x.val
+		if v == "--" || !x.dyn && !strings.HasPrefix(v, "-") {
+			break
+		}
+		name, val, hasVal := strings.Cut(v, "=")
+		if !strings.HasPrefix(v, "--") {
+			name, val, hasVal = v, "", false
+			if len(v) > 2 && phpValueOpts[v[:2]] {
+				name, val, hasVal = v[:2], v[2:], true
+			}
+		}
+		if !phpValueOpts[name] {
+			continue
+		}
+		value := arg{val: val, dyn: x.dyn}
+		if !hasVal {
+			if j+1 >= len(args) {
+				break
+			}
+			j++
+			value = args[j]
+		}
+		switch name {
+		case "-S", "--server":
+			addr, ok = value, true
+		case "-t", "--docroot":
+			dir = value
+		}
+	}
+	return addr, dir, ok
 }
 
 // rubyHTTPD judges ruby -run -e httpd [DIR] with --port/-p,
