@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/overseer-dev/overseer/internal/action"
@@ -163,6 +164,17 @@ func (a *analyzer) gitRestores(s *segCtx, sub string, args []arg, dir, gitDirOpt
 		}
 		args = append(pre, args...)
 	}
+	switch sub {
+	case "apply", "am":
+		a.gitPatches(fsys, root, gitdir, sub, args, dir)
+		return
+	case "sparse-checkout":
+		if len(args) > 0 && !args[0].dyn && (args[0].val == "list" || args[0].val == "disable" || args[0].val == "check-rules") {
+			return
+		}
+		a.gitUnknown(fsys, root, gitdir, sub, "the files a sparse checkout leaves out are removed from the work tree")
+		return
+	}
 	plans := a.gitPlans(repo, sub, args, dir)
 	for _, p := range plans {
 		if p.unknown != "" {
@@ -177,7 +189,8 @@ func (a *analyzer) gitRestores(s *segCtx, sub string, args []arg, dir, gitDirOpt
 
 // gitPlanned are the subcommands gitPlans reads.
 var gitPlanned = map[string]bool{"checkout": true, "switch": true, "restore": true, "reset": true, "stash": true,
-	"merge": true, "pull": true, "rebase": true, "cherry-pick": true, "revert": true, "checkout-index": true, "read-tree": true}
+	"merge": true, "pull": true, "rebase": true, "cherry-pick": true, "revert": true, "checkout-index": true, "read-tree": true,
+	"apply": true, "am": true, "sparse-checkout": true}
 
 // gitAlias returns the alias name's expansion in the repository's, the
 // person's or the system's git configuration (the first found), or "".
@@ -234,6 +247,7 @@ func (a *analyzer) gitPlans(repo *gitread.Repo, sub string, args []arg, dir stri
 	var ops, after []arg
 	dashdash := false
 	valued := gitValued[sub]
+	args = gitUnbundle(args, valued)
 	var vals = map[string]string{}
 	for k := 0; k < len(args); k++ {
 		x := args[k]
@@ -557,6 +571,169 @@ var gitValued = map[string]map[string]bool{
 	"rebase":      {"--onto": true, "-s": true, "--strategy": true, "-X": true, "--strategy-option": true, "-x": true, "--exec": true},
 	"cherry-pick": {"-m": true, "--mainline": true, "-s": false, "-X": true, "--strategy-option": true, "--strategy": true},
 	"revert":      {"-m": true, "--mainline": true, "-X": true, "--strategy-option": true, "--strategy": true},
+}
+
+// gitPatches judges git apply and git am: the files their patches name
+// (as diff --git, ---, +++, rename to and copy to lines give them, under
+// every number of leading components stripped and --directory's prefix)
+// among those gitFollowed accepts reach a person, as their new content is
+// not read here; a patch read from the standard input, written or changed
+// earlier in the same command, or unreadable is not known, and reaches a
+// person when the repository has followed files (gitUnknown).
+func (a *analyzer) gitPatches(fsys fs.FS, root, gitdir, sub string, args []arg, dir string) {
+	var files []string
+	prefix := ""
+	dashdash := false
+	for k := 0; k < len(args); k++ {
+		x := args[k]
+		if x.dyn {
+			a.gitUnknown(fsys, root, gitdir, sub, "an argument computed at run time")
+			return
+		}
+		v := x.val
+		switch {
+		case dashdash || !strings.HasPrefix(v, "-") || v == "-":
+			files = append(files, v)
+		case v == "--":
+			dashdash = true
+		case strings.HasPrefix(v, "--directory="):
+			prefix = strings.TrimPrefix(v, "--directory=")
+		case v == "--directory" && k+1 < len(args):
+			k++
+			prefix = args[k].val
+		case (v == "--exclude" || v == "--include" || v == "--whitespace" || v == "--build-fake-ancestor" ||
+			v == "-C" || v == "-p" || v == "-S" || v == "--patch-format" || v == "--resolvemsg" || v == "--quoted-cr") && k+1 < len(args):
+			k++
+		case sub == "am" && (v == "--continue" || v == "--skip" || v == "--abort" || v == "--quit" || v == "--show-current-patch" || v == "-r" || v == "--resolved"):
+			if v == "--continue" || v == "-r" || v == "--resolved" {
+				a.gitUnknown(fsys, root, gitdir, sub, "the patch being applied is not read")
+			}
+			return
+		}
+	}
+	if len(files) == 0 || slices.Contains(files, "-") {
+		a.gitUnknown(fsys, root, gitdir, sub, "a patch read from the standard input")
+		return
+	}
+	var hit []string
+	for _, f := range files {
+		if !path.IsAbs(f) && !strings.HasPrefix(f, "~") {
+			f = path.Join(dir, f)
+		}
+		abs, ok := a.fileAbs(f)
+		if !ok {
+			a.gitUnknown(fsys, root, gitdir, sub, "a patch whose name is not known")
+			return
+		}
+		var text string
+		if w, ok := a.written[abs]; ok {
+			t, known := a.writtenContent(w)
+			if !known {
+				a.gitUnknown(fsys, root, gitdir, sub, "a patch this command writes")
+				return
+			}
+			text = t
+		} else if by := a.unseenBefore(abs, a.cur); by != "" {
+			a.gitUnknown(fsys, root, gitdir, sub, "a patch "+by+" writes")
+			return
+		} else {
+			b, err := readRegularIn(a.env.FS, fsName(abs), 16<<20)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // git fails
+				}
+				a.gitUnknown(fsys, root, gitdir, sub, "a patch that could not be read")
+				return
+			}
+			text = string(b)
+		}
+		for _, rel := range patchPaths(text) {
+			for cand := rel; cand != ""; {
+				full := path.Clean(path.Join(prefix, cand))
+				if ok, _ := gitFollowed(root, full); ok && !slices.Contains(hit, full) {
+					hit = append(hit, full)
+				}
+				_, rest, found := strings.Cut(cand, "/")
+				if !found {
+					break
+				}
+				cand = rest
+			}
+		}
+	}
+	if len(hit) == 0 {
+		return
+	}
+	if len(hit) > 4 {
+		hit = append(hit[:4], "…")
+	}
+	a.add(guard.Finding{Check: "shell.git-restores-unknown", Level: action.Confirm, Hard: true,
+		Message: fmt.Sprintf("git %s patches %s, files that decide what runs later", sub, strings.Join(hit, ", "))})
+}
+
+// patchPaths returns the paths a patch's headers name (with their a/ b/
+// prefixes; quoted names unquoted only of their quotes).
+func patchPaths(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimRight(l, "\r")
+		var rest []string
+		switch {
+		case strings.HasPrefix(l, "diff --git "):
+			rest = strings.Fields(l[len("diff --git "):])
+		case strings.HasPrefix(l, "+++ "), strings.HasPrefix(l, "--- "):
+			p, _, _ := strings.Cut(l[4:], "\t")
+			rest = []string{p}
+		case strings.HasPrefix(l, "rename to "), strings.HasPrefix(l, "copy to "),
+			strings.HasPrefix(l, "rename from "), strings.HasPrefix(l, "copy from "):
+			_, p, _ := strings.Cut(l, " to ")
+			if p == "" {
+				_, p, _ = strings.Cut(l, " from ")
+			}
+			rest = []string{"x/" + p}
+		default:
+			continue
+		}
+		for _, p := range rest {
+			p = strings.TrimSpace(p)
+			if u, err := strconv.Unquote(p); err == nil && strings.HasPrefix(p, "\"") {
+				p = u // git's C-style quoting: "a/.cl\141ude/…"
+			}
+			p = strings.Trim(p, "\"")
+			if p != "" && p != "/dev/null" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// gitUnbundle splits groups of one-letter options as git's option parser
+// reads them: -qC x is -q -C x, -snohook is -s nohook (a letter that takes
+// a value takes the rest of the group, or the next word).
+func gitUnbundle(args []arg, valued map[string]bool) []arg {
+	var out []arg
+	for k, x := range args {
+		v := x.val
+		if x.dyn || v == "--" {
+			return append(out, args[k:]...)
+		}
+		if len(v) < 3 || v[0] != '-' || v[1] == '-' {
+			out = append(out, x)
+			continue
+		}
+		for i := 1; i < len(v); i++ {
+			f := "-" + v[i:i+1]
+			out = append(out, arg{val: f})
+			if valued[f] {
+				if i+1 < len(v) {
+					out = append(out, arg{val: v[i+1:]})
+				}
+				break
+			}
+		}
+	}
+	return out
 }
 
 // revPaths is the plan of a checkout of paths from the revision rev
