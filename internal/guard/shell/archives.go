@@ -35,6 +35,7 @@ type archiveOpts struct {
 	absolute  bool // tar -P: absolute names and .. kept
 	junk      bool // unzip -j: directories dropped
 	transform bool // tar --transform: names rewritten, not known
+	zeros     bool // tar -i: members after the end-of-archive blocks are unpacked too
 }
 
 // maxArchiveFacts bounds the members recorded as writes.
@@ -87,6 +88,7 @@ func (a *analyzer) archiveWrites(s *segCtx, file, dir arg, o archiveOpts) {
 		return path.Join(d, rel), true
 	}
 	lim := archive.DefaultLimits
+	lim.IgnoreZeros = o.zeros
 	lim.Want = func(name string) bool {
 		t, ok := target(name)
 		if !ok {
@@ -179,6 +181,43 @@ func (a *analyzer) archiveWrites(s *segCtx, file, dir arg, o archiveOpts) {
 	}
 }
 
+// sevenZipWrites judges 7z x (e: junk, without directories) of a zip or
+// a tar on disk as unzip's and tar's are: 7z reads both, and writes their
+// members where unzip and tar would.
+func (a *analyzer) sevenZipWrites(s *segCtx, junk bool, dir arg) {
+	seenSub := false
+	for _, x := range s.args {
+		if x.dyn {
+			return
+		}
+		if strings.HasPrefix(x.val, "-") {
+			continue
+		}
+		if !seenSub {
+			seenSub = true
+			continue
+		}
+		p, ok := a.fileAbs(x.val)
+		if !ok {
+			return
+		}
+		f, _, err := gitread.OpenRegular(a.env.FS, p)
+		if err != nil {
+			return
+		}
+		head := make([]byte, 512)
+		n, _ := io.ReadFull(f, head)
+		f.Close()
+		switch archive.Format(head[:n]) {
+		case "zip":
+			a.archiveWrites(s, x, dir, archiveOpts{zip: true, junk: junk})
+		case "tar":
+			a.archiveWrites(s, x, dir, archiveOpts{junk: junk})
+		}
+		return
+	}
+}
+
 // decidesLater reports whether writing p changes what runs later: a
 // control file of the paths guard or a file planted.go judges by its text.
 func (a *analyzer) decidesLater(p string) bool {
@@ -223,6 +262,8 @@ func tarArchive(args []arg) (file arg, o archiveOpts, ok bool) {
 			k++
 		case v == "-P" || v == "--absolute-names":
 			o.absolute = true
+		case v == "--ignore-zeros":
+			o.zeros = true
 		case strings.HasPrefix(v, "--transform") || strings.HasPrefix(v, "--xform"):
 			o.transform = true
 		case v == "-C" || v == "--directory":
@@ -247,6 +288,8 @@ func tarArchive(args []arg) (file arg, o archiveOpts, ok bool) {
 					next++
 				case 'P':
 					o.absolute = true
+				case 'i':
+					o.zeros = true
 				}
 			}
 		done:

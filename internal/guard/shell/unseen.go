@@ -386,6 +386,9 @@ func (a *analyzer) unpackers(s *segCtx) {
 			}
 		}
 		a.unpacksInto(s, dir)
+		if s.name != "unrar" && s.name != "jar" && !dir.dyn {
+			a.sevenZipWrites(s, sub == "e", dir) // archives.go
+		}
 	case "cpio":
 		if anyFlag(s.args, "-i", "--extract") || len(s.args) > 0 && !s.args[0].dyn && strings.HasPrefix(s.args[0].val, "-i") {
 			dir, ok := optValue(s.args, "-D", "--directory")
