@@ -138,6 +138,11 @@ func (a *analyzer) gitRestores(s *segCtx, sub string, args []arg, dir, gitDirOpt
 	cur := a.cur
 	a.cur = s.idx
 	defer func() { a.cur = cur }()
+	if a.gitMoved != "" {
+		// git branch -f x nohook && git switch x: x is not on disk yet.
+		a.gitUnknown(fsys, root, gitdir, sub, a.gitMoved+" earlier in this command moves a branch, a tag, HEAD or the index it reads")
+		return
+	}
 	repo, err := gitread.Open(a.env.FS, gitdir)
 	if err != nil {
 		a.gitUnknown(fsys, root, gitdir, sub, err.Error())
@@ -706,6 +711,59 @@ func patchPaths(text string) []string {
 		}
 	}
 	return out
+}
+
+// gitMovesRefs reports whether git's subcommand sub (args after it) moves
+// or makes a branch or a tag at another commit, moves HEAD without the
+// work tree (reset --soft, --mixed to a revision), or changes the index
+// (read-tree without -u, update-index): what a later git command of the
+// same command puts in the work tree is not what the repository on disk
+// says. A branch or a tag made at HEAD, a listing and a deletion are not.
+func gitMovesRefs(sub string, args []arg) bool {
+	var ops []string
+	flags := map[string]bool{}
+	for _, x := range args {
+		if x.dyn {
+			return true
+		}
+		if strings.HasPrefix(x.val, "-") && x.val != "-" {
+			for _, f := range gitUnbundle([]arg{x}, nil) {
+				flags[f.val] = true
+			}
+			flags[x.val] = true
+			continue
+		}
+		ops = append(ops, x.val)
+	}
+	has := func(fs ...string) bool {
+		for _, f := range fs {
+			if flags[f] {
+				return true
+			}
+		}
+		return false
+	}
+	switch sub {
+	case "branch":
+		if has("-d", "-D", "--delete", "-l", "--list", "-a", "-r", "--show-current", "--contains", "--merged", "--no-merged", "--points-at") {
+			return false
+		}
+		return len(ops) > 1 || len(ops) > 0 && has("-f", "--force", "-m", "-M", "-c", "-C", "--move", "--copy", "--set-upstream-to", "-u")
+	case "tag":
+		if has("-d", "--delete", "-l", "--list", "-v", "--verify", "--contains", "--points-at") {
+			return false
+		}
+		return len(ops) > 1 || len(ops) > 0 && has("-f", "--force")
+	case "reset":
+		return !has("--hard") && len(ops) > 0 && ops[0] != "HEAD" && ops[0] != "@"
+	case "update-ref", "update-index", "replace", "filter-branch":
+		return true
+	case "symbolic-ref":
+		return len(ops) > 1
+	case "read-tree":
+		return !has("-u")
+	}
+	return false
 }
 
 // gitUnbundle splits groups of one-letter options as git's option parser

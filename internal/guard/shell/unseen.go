@@ -229,6 +229,9 @@ func (a *analyzer) unpackers(s *segCtx) {
 				break
 			}
 		}
+		if sub != "" && gitMovesRefs(sub, s.args[j+1:]) {
+			defer func() { a.gitMoved = "git " + sub }() // gitrestore.go
+		}
 		if sub != "clone" {
 			if sub != "" && gitChangesTree(sub, s.args[j+1:]) {
 				// GIT_DIR and GIT_WORK_TREE do what the options do.
