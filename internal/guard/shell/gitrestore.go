@@ -1035,6 +1035,31 @@ func (a *analyzer) gitApplyPlan(repo *gitread.Repo, fsys fs.FS, root, gitdir, su
 			// base had it; otherwise it is merged, and not known.
 			known = bok == onDisk && bytes.Equal(bb, disk)
 		}
+		if has && p.source != "" && known {
+			if link, err := a.gitLinkAt(repo, resolve, p.source, rel); err != nil {
+				return err
+			} else if link {
+				if a.diskLink(abs) == string(text) {
+					continue // the same link is there
+				}
+				// A link is judged by the file of the same commit it
+				// leads to; one that leads out of the tree, to a
+				// directory or to another link is not known.
+				known = false
+				to := path.Join(path.Dir(rel), string(text))
+				if !path.IsAbs(string(text)) && to != ".." && !strings.HasPrefix(to, "../") {
+					chain, err := a.gitLinkAt(repo, resolve, p.source, to)
+					if err != nil {
+						return err
+					}
+					if b, ok, err := blobAt(p.source, to); err != nil {
+						return err
+					} else if ok && !chain {
+						text, known = b, true
+					}
+				}
+			}
+		}
 		if known && has == onDisk && bytes.Equal(text, disk) {
 			continue // left as it is
 		}
@@ -1061,6 +1086,31 @@ func (a *analyzer) gitApplyPlan(repo *gitread.Repo, fsys fs.FS, root, gitdir, su
 		}
 	}
 	return nil
+}
+
+// gitLinkAt reports whether the revision rev's entry rel is a symbolic
+// link (mode 120000).
+func (a *analyzer) gitLinkAt(repo *gitread.Repo, resolve func(string) (string, error), rev, rel string) (bool, error) {
+	h, err := resolve(rev)
+	if err != nil || h == gitUnborn {
+		return false, err
+	}
+	e, ok, err := repo.Lookup(h, rel)
+	return ok && e.Mode == 0o120000, err
+}
+
+// diskLink returns the target of the symbolic link abs, or "" when it is
+// not one.
+func (a *analyzer) diskLink(abs string) string {
+	rfs, ok := a.fileSystem().(fs.ReadLinkFS)
+	if !ok {
+		return ""
+	}
+	t, err := rfs.ReadLink(fsName(abs))
+	if err != nil {
+		return "\x00"
+	}
+	return t
 }
 
 // diskContent reads the file abs as it is now (bounded): its content and
@@ -1096,6 +1146,12 @@ func (a *analyzer) gitWalk(repo *gitread.Repo, root, h string, cands map[string]
 				return gitread.ErrBound
 			}
 			rel := path.Join(prefix, e.Name)
+			if e.Mode == 0o120000 && (depth > 0 || gitWalkDirs[strings.ToLower(e.Name)]) {
+				// A link: what it leads to is what the agent reads
+				// (.claude/skills/y/SKILL.md -> ../../../docs/notes.md).
+				cands[rel] = true
+				continue
+			}
 			if e.IsTree() {
 				if depth == 0 && !gitWalkDirs[strings.ToLower(e.Name)] || depth > 4 {
 					continue
