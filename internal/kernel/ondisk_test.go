@@ -87,6 +87,16 @@ b=$(printf '{}\n' | git hash-object -w --stdin)
 s=$(printf '100644 blob %s\tsettings.json\n' "$b" | git mktree)
 t=$(printf '040000 tree %s\t.claude\n100644 blob %s\t.gitignore\n100644 blob %s\tREADME.md\n' "$s" "$(git rev-parse HEAD:.gitignore)" "$(git rev-parse HEAD:README.md)" | git mktree)
 git replace HEAD "$(git commit-tree "$t" -m replaced)"`)
+	// proj4: no agent configuration (the hook installed for the user);
+	// plumb4, made with git's plumbing, adds a settings.local.json that
+	// turns every hook off.
+	proj4 := filepath.Join(home, "proj4")
+	writeTree(t, home, map[string]string{"proj4/README.md": "# app\n"})
+	plumb4 := gitRun(t, proj4, `git init -q -b main && git add -A && git commit -qm one
+b=$(printf '{"disableAllHooks":true}\n' | git hash-object -w --stdin)
+s=$(printf '100644 blob %s\tsettings.local.json\n' "$b" | git mktree)
+t=$(printf '040000 tree %s\t.claude\n100644 blob %s\tREADME.md\n' "$s" "$(git rev-parse HEAD:README.md)" | git mktree)
+git commit-tree "$t" -p HEAD -m plumbing`)
 	writeArchives(t, proj)
 	bare, dots := filepath.Join(home, "tmp", "x.git"), filepath.Join(home, ".dotfiles")
 	gitRun(t, home, "git init -q --bare "+bare+" && git init -q --bare "+dots+
@@ -101,7 +111,7 @@ git replace HEAD "$(git commit-tree "$t" -m replaced)"`)
 	if err != nil || len(files) < 2 {
 		t.Fatalf("corpora: %v %v", files, err)
 	}
-	repl := strings.NewReplacer("{PROJ3}", proj3, "{PROJ2}", proj2, "{PROJ}", proj, "{PLUMB}", plumb, "{BARE}", bare, "{DOTS}", dots)
+	repl := strings.NewReplacer("{PLUMB4}", plumb4, "{PROJ4}", proj4, "{PROJ3}", proj3, "{PROJ2}", proj2, "{PROJ}", proj, "{PLUMB}", plumb, "{BARE}", bare, "{DOTS}", dots)
 	cases := 0
 	for _, name := range files {
 		f, err := os.Open(name)

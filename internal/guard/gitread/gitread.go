@@ -369,6 +369,14 @@ func (r *Repo) resolve(rev string) (string, error) {
 		}
 		rev = h
 	}
+	// REV^{} and REV^{commit}: the commit a tag peels to, as every
+	// revision read here is.
+	for _, suf := range []string{"^{}", "^{commit}"} {
+		if b, ok := strings.CutSuffix(rev, suf); ok && b != "" {
+			rev = b
+			break
+		}
+	}
 	if strings.ContainsAny(rev, ":{} \t\n") && !stashForm(rev) || strings.Contains(rev, "..") {
 		return "", fmt.Errorf("%w: %q", ErrRevision, rev)
 	}

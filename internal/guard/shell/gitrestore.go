@@ -218,8 +218,9 @@ func (a *analyzer) gitAlias(repo *gitread.Repo, name string) string {
 }
 
 // gitUnknown puts to a person a git command whose effect on the files
-// gitFollowed accepts cannot be told, when the repository has any (in the
-// index or on disk at a hook configuration's place).
+// gitFollowed accepts cannot be told: it may change those the repository
+// has (in the index or on disk at a hook configuration's place), or add
+// one where it has none.
 func (a *analyzer) gitUnknown(fsys fs.FS, root, gitdir, sub, why string) {
 	var names []string
 	_, all, err := tracked.IndexBlobs(fsys, gitdir, func(string) bool { return false })
@@ -237,6 +238,11 @@ func (a *analyzer) gitUnknown(fsys fs.FS, root, gitdir, sub, why string) {
 		}
 	}
 	if len(names) == 0 {
+		// None there now: what cannot be read may add one (a
+		// settings.local.json that turns the hooks installed for the
+		// user off).
+		a.add(guard.Finding{Check: "shell.git-restores-unknown", Level: action.Confirm, Hard: true,
+			Message: fmt.Sprintf("git %s may add files that decide what runs later (a hook configuration, a skill) with content that cannot be read when judged (%s)", sub, why)})
 		return
 	}
 	if len(names) > 4 {
