@@ -97,6 +97,13 @@ b=$(printf '{"disableAllHooks":true}\n' | git hash-object -w --stdin)
 s=$(printf '100644 blob %s\tsettings.local.json\n' "$b" | git mktree)
 t=$(printf '040000 tree %s\t.claude\n100644 blob %s\tREADME.md\n' "$s" "$(git rev-parse HEAD:README.md)" | git mktree)
 git commit-tree "$t" -p HEAD -m plumbing`)
+	// proj5: settings committed as {} (the hook installed for the user,
+	// in ~/.claude/settings.json); alt.idx: an index holding nohook's tree.
+	proj5 := filepath.Join(home, "proj5")
+	writeTree(t, home, map[string]string{"proj5/.claude/settings.json": "{}\n", "proj5/README.md": "# app\n",
+		".claude/settings.json": hook})
+	gitRun(t, proj5, "git init -q -b main && git add -A && git commit -qm one")
+	gitRun(t, proj, "GIT_INDEX_FILE=../alt.idx git read-tree nohook")
 	writeArchives(t, proj)
 	bare, dots := filepath.Join(home, "tmp", "x.git"), filepath.Join(home, ".dotfiles")
 	gitRun(t, home, "git init -q --bare "+bare+" && git init -q --bare "+dots+
@@ -111,7 +118,7 @@ git commit-tree "$t" -p HEAD -m plumbing`)
 	if err != nil || len(files) < 2 {
 		t.Fatalf("corpora: %v %v", files, err)
 	}
-	repl := strings.NewReplacer("{PLUMB4}", plumb4, "{PROJ4}", proj4, "{PROJ3}", proj3, "{PROJ2}", proj2, "{PROJ}", proj, "{PLUMB}", plumb, "{BARE}", bare, "{DOTS}", dots)
+	repl := strings.NewReplacer("{PROJ5}", proj5, "{PLUMB4}", plumb4, "{PROJ4}", proj4, "{PROJ3}", proj3, "{PROJ2}", proj2, "{PROJ}", proj, "{PLUMB}", plumb, "{BARE}", bare, "{DOTS}", dots)
 	cases := 0
 	for _, name := range files {
 		f, err := os.Open(name)
