@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
@@ -40,6 +41,24 @@ type archiveOpts struct {
 
 // maxArchiveFacts bounds the members recorded as writes.
 const maxArchiveFacts = 128
+
+// maxReadSpent bounds the time one command's archives and repositories are
+// read for (each reading has its own bound too): a command of many slow
+// archives (a thousand gzip bombs, each read to its bound) reaches a person
+// when it is spent instead of holding the judgement for minutes.
+const maxReadSpent = 2 * time.Second
+
+// readBudget reports whether time is left to read for this command; when
+// none is, what unpacking reads would show is not known, and a person is
+// asked.
+func (a *analyzer) readBudget(what string) bool {
+	if a.readSpent < maxReadSpent {
+		return true
+	}
+	a.add(guard.Finding{Check: "shell.archive-unread", Level: action.Confirm, Hard: true,
+		Message: fmt.Sprintf("%s is not read: this command's archives and repositories took the time they may be read for (%s)", what, maxReadSpent)})
+	return false
+}
 
 // archiveWrites judges the archive file unpacked into dir by the segment s.
 func (a *analyzer) archiveWrites(s *segCtx, file, dir arg, o archiveOpts) {
@@ -97,6 +116,11 @@ func (a *analyzer) archiveWrites(s *segCtx, file, dir arg, o archiveOpts) {
 		k, dir := plantedKind(t)
 		return k != "" && !dir
 	}
+	if !a.readBudget(a.display(p)) {
+		return
+	}
+	start := time.Now()
+	defer func() { a.readSpent += time.Since(start) }()
 	f, st, err := gitread.OpenRegular(a.env.FS, p)
 	var members []archive.Member
 	if err == nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
@@ -143,6 +144,12 @@ func (a *analyzer) gitRestores(s *segCtx, sub string, args []arg, dir, gitDirOpt
 		a.gitUnknown(fsys, root, gitdir, sub, a.gitMoved+" earlier in this command moves a branch, a tag, HEAD or the index it reads")
 		return
 	}
+	if a.readSpent >= maxReadSpent {
+		a.gitUnknown(fsys, root, gitdir, sub, "this command's archives and repositories took the time they may be read for")
+		return
+	}
+	start := time.Now()
+	defer func() { a.readSpent += time.Since(start) }()
 	repo, err := gitread.Open(a.env.FS, gitdir)
 	if err != nil {
 		a.gitUnknown(fsys, root, gitdir, sub, err.Error())
