@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"strings"
@@ -40,6 +41,10 @@ type Limits struct {
 	KeepData int64         // bytes kept of one member's content
 	// Want reports whether a member's content is kept (nil: none).
 	Want func(name string) bool
+	// IgnoreZeros reads past the end-of-archive blocks, as tar -i
+	// (--ignore-zeros) does: a second archive appended after them is
+	// unpacked too.
+	IgnoreZeros bool
 }
 
 // DefaultLimits are the bounds a guard uses.
@@ -138,6 +143,28 @@ func Tar(r io.Reader, lim Limits) ([]Member, error) {
 	var out []Member
 	for {
 		h, err := tr.Next()
+		if err == io.EOF && lim.IgnoreZeros {
+			// tar -i: zero blocks are skipped, and what follows them is
+			// read as more members.
+			blk := make([]byte, 512)
+			for {
+				n, rerr := io.ReadFull(c, blk)
+				if rerr == io.EOF || rerr == io.ErrUnexpectedEOF && allZero(blk[:n]) {
+					break
+				}
+				if rerr != nil {
+					if errors.Is(rerr, ErrBound) {
+						return out, rerr
+					}
+					return out, fmt.Errorf("%w: %v", ErrUnreadable, rerr)
+				}
+				if !allZero(blk) {
+					tr = tar.NewReader(io.MultiReader(bytes.NewReader(blk), c))
+					h, err = tr.Next()
+					break
+				}
+			}
+		}
 		if err == io.EOF {
 			if len(out) == 0 {
 				return nil, fmt.Errorf("%w: no members", ErrUnreadable)
@@ -198,7 +225,7 @@ func Zip(ra io.ReaderAt, size int64, lim Limits) ([]Member, error) {
 		if time.Now().After(deadline) {
 			return out, fmt.Errorf("%w: time", ErrBound)
 		}
-		m := Member{Name: f.Name, Kind: File}
+		m := Member{Name: unicodePath(f), Kind: File}
 		mode := f.Mode()
 		switch {
 		case mode.IsDir() || strings.HasSuffix(f.Name, "/"):
@@ -208,7 +235,7 @@ func Zip(ra io.ReaderAt, size int64, lim Limits) ([]Member, error) {
 		case mode.Type() != 0:
 			m.Kind = Other
 		}
-		wantData := m.Kind == Symlink || m.Kind == File && lim.Want != nil && lim.Want(f.Name)
+		wantData := m.Kind == Symlink || m.Kind == File && lim.Want != nil && lim.Want(m.Name)
 		if wantData && f.UncompressedSize64 <= uint64(lim.KeepData) {
 			if read += int64(f.UncompressedSize64); read > lim.Bytes {
 				return out, fmt.Errorf("%w: %d bytes", ErrBound, lim.Bytes)
@@ -233,6 +260,36 @@ func Zip(ra io.ReaderAt, size int64, lim Limits) ([]Member, error) {
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// unicodePath returns the name unzip writes a zip entry under: the Info-ZIP
+// Unicode Path extra field's (0x7075, version 1) when its checksum matches
+// the header's name, as unzip and Python's zipfile read it in place of
+// the name, or the name.
+func unicodePath(f *zip.File) string {
+	ex := f.Extra
+	for len(ex) >= 4 {
+		tag, size := binary.LittleEndian.Uint16(ex), int(binary.LittleEndian.Uint16(ex[2:]))
+		if 4+size > len(ex) {
+			break
+		}
+		body := ex[4 : 4+size]
+		if tag == 0x7075 && size >= 5 && body[0] == 1 &&
+			binary.LittleEndian.Uint32(body[1:]) == crc32.ChecksumIEEE([]byte(f.Name)) {
+			return string(body[5:])
+		}
+		ex = ex[4+size:]
+	}
+	return f.Name
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // zipCount reads the number of entries of a zip's end of central

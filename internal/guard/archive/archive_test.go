@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"hash/crc32"
 	"strings"
 	"testing"
 	"time"
@@ -89,4 +90,58 @@ func FuzzList(f *testing.F) {
 			t.Fatalf("zip: %d members, %v", len(ms), err)
 		}
 	})
+}
+
+// TestIgnoreZerosAndUnicodePath: tar -i reads an archive appended after the
+// end blocks (and the padding of zeros between), and a zip entry's Info-ZIP
+// Unicode Path field is the name unzip writes.
+func TestIgnoreZerosAndUnicodePath(t *testing.T) {
+	one := func(name string) []byte {
+		var buf bytes.Buffer
+		w := tar.NewWriter(&buf)
+		w.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
+		w.Write([]byte("x"))
+		w.Close()
+		return buf.Bytes()
+	}
+	cat := append(append(one("a.go"), make([]byte, 4096)...), one(".claude/settings.json")...)
+	lim := Limits{Members: 10, Bytes: 1 << 20, Budget: time.Second}
+	ms, err := Tar(bytes.NewReader(cat), lim)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("without -i: %+v %v", ms, err)
+	}
+	lim.IgnoreZeros = true
+	ms, err = Tar(bytes.NewReader(cat), lim)
+	if err != nil || len(ms) != 2 || ms[1].Name != ".claude/settings.json" {
+		t.Fatalf("with -i: %+v %v", ms, err)
+	}
+	ms, err = Tar(bytes.NewReader(one("a.go")), lim)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("with -i, one archive: %+v %v", ms, err)
+	}
+	for _, c := range []struct{ header, field, want string }{
+		{"README.md", ".claude/settings.json", ".claude/settings.json"},
+		{"README.md", "README.md", "README.md"},
+		{"OTHER.md", "", "OTHER.md"}, // a field whose checksum is another name's: unzip ignores it
+	} {
+		var buf bytes.Buffer
+		w := zip.NewWriter(&buf)
+		var ex []byte
+		if c.field != "" {
+			ex = []byte{0x75, 0x70, byte(5 + len(c.field)), 0, 1}
+			sum := crc32.ChecksumIEEE([]byte(c.header))
+			ex = append(ex, byte(sum), byte(sum>>8), byte(sum>>16), byte(sum>>24))
+			ex = append(ex, c.field...)
+		} else {
+			ex = []byte{0x75, 0x70, 5 + 9, 0, 1, 1, 2, 3, 4}
+			ex = append(ex, ".claude/x"...)
+		}
+		f, _ := w.CreateHeader(&zip.FileHeader{Name: c.header, Extra: ex})
+		f.Write([]byte("x"))
+		w.Close()
+		ms, err := Zip(bytes.NewReader(buf.Bytes()), int64(buf.Len()), lim)
+		if err != nil || len(ms) != 1 || ms[0].Name != c.want {
+			t.Errorf("%s/%s: %+v %v", c.header, c.field, ms, err)
+		}
+	}
 }

@@ -87,6 +87,7 @@ type Repo struct {
 	objects  int
 	cache    map[string]object
 	packed   map[string]string // packed-refs, read once
+	replace  map[string]string // refs/replace/*: an object's replacement, read once
 	resolved map[string]string // revisions resolved
 }
 
@@ -367,6 +368,14 @@ func (r *Repo) resolve(rev string) (string, error) {
 			return "", err
 		}
 		rev = h
+	}
+	// REV^{} and REV^{commit}: the commit a tag peels to, as every
+	// revision read here is.
+	for _, suf := range []string{"^{}", "^{commit}"} {
+		if b, ok := strings.CutSuffix(rev, suf); ok && b != "" {
+			rev = b
+			break
+		}
 	}
 	if strings.ContainsAny(rev, ":{} \t\n") && !stashForm(rev) || strings.Contains(rev, "..") {
 		return "", fmt.Errorf("%w: %q", ErrRevision, rev)
@@ -800,7 +809,12 @@ func (r *Repo) Object(h string) (object, error) {
 	if err := r.tick(); err != nil {
 		return object{}, err
 	}
-	o, err := r.object(h, 0)
+	// git reads an object's replacement (git replace) in its place.
+	rh, err := r.replaced(h)
+	if err != nil {
+		return object{}, err
+	}
+	o, err := r.object(rh, 0)
 	if err != nil {
 		return object{}, err
 	}
@@ -808,6 +822,43 @@ func (r *Repo) Object(h string) (object, error) {
 		r.cache[h] = o
 	}
 	return o, nil
+}
+
+// replaced returns the object git reads for h: the one refs/replace/h
+// names (followed as git follows them, five deep), or h.
+func (r *Repo) replaced(h string) (string, error) {
+	if r.replace == nil {
+		r.replace = map[string]string{}
+		if es, err := r.readDir(path.Join(r.Common, "refs", "replace")); err == nil {
+			for _, e := range es {
+				if n := e.Name(); len(n) == 40 && isHex(n) {
+					t, err := r.ref("refs/replace/" + n)
+					if err != nil {
+						return "", err
+					}
+					r.replace[n] = t
+				}
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		r.packedRef("")
+		for n, t := range r.packed {
+			if k, ok := strings.CutPrefix(n, "refs/replace/"); ok && len(k) == 40 && isHex(k) {
+				if _, loose := r.replace[k]; !loose {
+					r.replace[k] = t
+				}
+			}
+		}
+	}
+	for i := 0; i < 5; i++ {
+		t, ok := r.replace[h]
+		if !ok {
+			return h, nil
+		}
+		h = t
+	}
+	return "", fmt.Errorf("%w: replacement objects too deep", ErrBound)
 }
 
 func (r *Repo) object(h string, depth int) (object, error) {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
@@ -35,10 +36,29 @@ type archiveOpts struct {
 	absolute  bool // tar -P: absolute names and .. kept
 	junk      bool // unzip -j: directories dropped
 	transform bool // tar --transform: names rewritten, not known
+	zeros     bool // tar -i: members after the end-of-archive blocks are unpacked too
 }
 
 // maxArchiveFacts bounds the members recorded as writes.
 const maxArchiveFacts = 128
+
+// maxReadSpent bounds the time one command's archives and repositories are
+// read for (each reading has its own bound too): a command of many slow
+// archives (a thousand gzip bombs, each read to its bound) reaches a person
+// when it is spent instead of holding the judgement for minutes.
+const maxReadSpent = 2 * time.Second
+
+// readBudget reports whether time is left to read for this command; when
+// none is, what unpacking reads would show is not known, and a person is
+// asked.
+func (a *analyzer) readBudget(what string) bool {
+	if a.readSpent < maxReadSpent {
+		return true
+	}
+	a.add(guard.Finding{Check: "shell.archive-unread", Level: action.Confirm, Hard: true,
+		Message: fmt.Sprintf("%s is not read: this command's archives and repositories took the time they may be read for (%s)", what, maxReadSpent)})
+	return false
+}
 
 // archiveWrites judges the archive file unpacked into dir by the segment s.
 func (a *analyzer) archiveWrites(s *segCtx, file, dir arg, o archiveOpts) {
@@ -87,6 +107,7 @@ func (a *analyzer) archiveWrites(s *segCtx, file, dir arg, o archiveOpts) {
 		return path.Join(d, rel), true
 	}
 	lim := archive.DefaultLimits
+	lim.IgnoreZeros = o.zeros
 	lim.Want = func(name string) bool {
 		t, ok := target(name)
 		if !ok {
@@ -95,6 +116,11 @@ func (a *analyzer) archiveWrites(s *segCtx, file, dir arg, o archiveOpts) {
 		k, dir := plantedKind(t)
 		return k != "" && !dir
 	}
+	if !a.readBudget(a.display(p)) {
+		return
+	}
+	start := time.Now()
+	defer func() { a.readSpent += time.Since(start) }()
 	f, st, err := gitread.OpenRegular(a.env.FS, p)
 	var members []archive.Member
 	if err == nil {
@@ -179,6 +205,43 @@ func (a *analyzer) archiveWrites(s *segCtx, file, dir arg, o archiveOpts) {
 	}
 }
 
+// sevenZipWrites judges 7z x (e: junk, without directories) of a zip or
+// a tar on disk as unzip's and tar's are: 7z reads both, and writes their
+// members where unzip and tar would.
+func (a *analyzer) sevenZipWrites(s *segCtx, junk bool, dir arg) {
+	seenSub := false
+	for _, x := range s.args {
+		if x.dyn {
+			return
+		}
+		if strings.HasPrefix(x.val, "-") {
+			continue
+		}
+		if !seenSub {
+			seenSub = true
+			continue
+		}
+		p, ok := a.fileAbs(x.val)
+		if !ok {
+			return
+		}
+		f, _, err := gitread.OpenRegular(a.env.FS, p)
+		if err != nil {
+			return
+		}
+		head := make([]byte, 512)
+		n, _ := io.ReadFull(f, head)
+		f.Close()
+		switch archive.Format(head[:n]) {
+		case "zip":
+			a.archiveWrites(s, x, dir, archiveOpts{zip: true, junk: junk})
+		case "tar":
+			a.archiveWrites(s, x, dir, archiveOpts{junk: junk})
+		}
+		return
+	}
+}
+
 // decidesLater reports whether writing p changes what runs later: a
 // control file of the paths guard or a file planted.go judges by its text.
 func (a *analyzer) decidesLater(p string) bool {
@@ -223,6 +286,8 @@ func tarArchive(args []arg) (file arg, o archiveOpts, ok bool) {
 			k++
 		case v == "-P" || v == "--absolute-names":
 			o.absolute = true
+		case v == "--ignore-zeros":
+			o.zeros = true
 		case strings.HasPrefix(v, "--transform") || strings.HasPrefix(v, "--xform"):
 			o.transform = true
 		case v == "-C" || v == "--directory":
@@ -247,6 +312,8 @@ func tarArchive(args []arg) (file arg, o archiveOpts, ok bool) {
 					next++
 				case 'P':
 					o.absolute = true
+				case 'i':
+					o.zeros = true
 				}
 			}
 		done:

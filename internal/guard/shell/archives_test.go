@@ -5,10 +5,12 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
 )
@@ -191,5 +193,50 @@ func TestArchiveMembers(t *testing.T) {
 				t.Errorf("%s: an ordinary archive was judged (%v, %s)\n%s", c.cmd, archiveFinds, an.Level, describe(an))
 			}
 		}
+	}
+}
+
+// TestReadBudget: a command of many archives each read to its bound (a
+// gzip bomb: 300 MB of zeros in 300 kB) is judged within the command's
+// reading time, and what is left unread reaches a person.
+func TestReadBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIPPED: builds a 300 MB gzip stream")
+	}
+	root := t.TempDir()
+	proj := filepath.Join(root, "home", "u", "proj")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	z := gzip.NewWriter(&buf)
+	w := tar.NewWriter(z)
+	w.WriteHeader(&tar.Header{Name: "big", Mode: 0o644, Size: 300 << 20, Typeflag: tar.TypeReg})
+	zero := make([]byte, 1<<20)
+	for i := 0; i < 300; i++ {
+		w.Write(zero)
+	}
+	w.Close()
+	z.Close()
+	cmd := ""
+	for i := 0; i < 150; i++ {
+		if err := os.WriteFile(filepath.Join(proj, fmt.Sprintf("b%d.tgz", i)), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd += fmt.Sprintf("tar xzf b%d.tgz -C o%d; ", i, i)
+	}
+	env := Env{Cwd: "/home/u/proj", Home: "/home/u", FS: os.DirFS(root)}
+	start := time.Now()
+	an := Analyze(cmd, env)
+	took := time.Since(start)
+	spent := false
+	for _, f := range an.Findings {
+		spent = spent || f.Check == "shell.archive-unread" && strings.Contains(f.Message, "took the time")
+	}
+	if !spent || an.Level < action.Confirm {
+		t.Errorf("the reading time was not bounded: %s\n%s", an.Level, describe(an))
+	}
+	if took > maxReadSpent+8*time.Second {
+		t.Errorf("judged in %v", took)
 	}
 }

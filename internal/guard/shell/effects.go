@@ -1210,6 +1210,13 @@ func patchTargets(text string) []string {
 		if i := strings.IndexByte(p, '\t'); i >= 0 {
 			p = p[:i] // "+++ b/x\t2024-01-01 …"
 		}
+		if strings.HasPrefix(p, "\"") {
+			// git's C-style quoting: +++ "b/.cl\141ude/settings.json"
+			// is .claude/settings.json to git apply.
+			if u, err := strconv.Unquote(p); err == nil {
+				p = u
+			}
+		}
 		if p == "" || p == "/dev/null" || slices.Contains(out, p) || len(out) >= 64 {
 			return
 		}
@@ -1221,9 +1228,9 @@ func patchTargets(text string) []string {
 		case strings.HasPrefix(line, "+++ "):
 			add(line[4:])
 		case strings.HasPrefix(line, "rename to "):
-			add("b/" + line[len("rename to "):])
+			add(quotedB(line[len("rename to "):]))
 		case strings.HasPrefix(line, "copy to "):
-			add("b/" + line[len("copy to "):])
+			add(quotedB(line[len("copy to "):]))
 		case strings.HasPrefix(line, "diff --git "):
 			if i := strings.LastIndex(line, " b/"); i >= 0 {
 				add(line[i+1:])
@@ -1234,6 +1241,15 @@ func patchTargets(text string) []string {
 		add(t.Path)
 	}
 	return out
+}
+
+// quotedB puts b/ before a rename's or copy's new name, inside its quotes
+// when git quoted it.
+func quotedB(p string) string {
+	if strings.HasPrefix(p, "\"") {
+		return "\"b/" + p[1:]
+	}
+	return "b/" + p
 }
 
 // stripComponents removes n leading components of a patch's file name, as

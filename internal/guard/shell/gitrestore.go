@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
@@ -137,6 +139,17 @@ func (a *analyzer) gitRestores(s *segCtx, sub string, args []arg, dir, gitDirOpt
 	cur := a.cur
 	a.cur = s.idx
 	defer func() { a.cur = cur }()
+	if a.gitMoved != "" {
+		// git branch -f x nohook && git switch x: x is not on disk yet.
+		a.gitUnknown(fsys, root, gitdir, sub, a.gitMoved+" earlier in this command moves a branch, a tag, HEAD or the index it reads")
+		return
+	}
+	if a.readSpent >= maxReadSpent {
+		a.gitUnknown(fsys, root, gitdir, sub, "this command's archives and repositories took the time they may be read for")
+		return
+	}
+	start := time.Now()
+	defer func() { a.readSpent += time.Since(start) }()
 	repo, err := gitread.Open(a.env.FS, gitdir)
 	if err != nil {
 		a.gitUnknown(fsys, root, gitdir, sub, err.Error())
@@ -163,6 +176,17 @@ func (a *analyzer) gitRestores(s *segCtx, sub string, args []arg, dir, gitDirOpt
 		}
 		args = append(pre, args...)
 	}
+	switch sub {
+	case "apply", "am":
+		a.gitPatches(fsys, root, gitdir, sub, args, dir)
+		return
+	case "sparse-checkout":
+		if len(args) > 0 && !args[0].dyn && (args[0].val == "list" || args[0].val == "disable" || args[0].val == "check-rules") {
+			return
+		}
+		a.gitUnknown(fsys, root, gitdir, sub, "the files a sparse checkout leaves out are removed from the work tree")
+		return
+	}
 	plans := a.gitPlans(repo, sub, args, dir)
 	for _, p := range plans {
 		if p.unknown != "" {
@@ -177,7 +201,8 @@ func (a *analyzer) gitRestores(s *segCtx, sub string, args []arg, dir, gitDirOpt
 
 // gitPlanned are the subcommands gitPlans reads.
 var gitPlanned = map[string]bool{"checkout": true, "switch": true, "restore": true, "reset": true, "stash": true,
-	"merge": true, "pull": true, "rebase": true, "cherry-pick": true, "revert": true, "checkout-index": true, "read-tree": true}
+	"merge": true, "pull": true, "rebase": true, "cherry-pick": true, "revert": true, "checkout-index": true, "read-tree": true,
+	"apply": true, "am": true, "sparse-checkout": true}
 
 // gitAlias returns the alias name's expansion in the repository's, the
 // person's or the system's git configuration (the first found), or "".
@@ -200,8 +225,9 @@ func (a *analyzer) gitAlias(repo *gitread.Repo, name string) string {
 }
 
 // gitUnknown puts to a person a git command whose effect on the files
-// gitFollowed accepts cannot be told, when the repository has any (in the
-// index or on disk at a hook configuration's place).
+// gitFollowed accepts cannot be told: it may change those the repository
+// has (in the index or on disk at a hook configuration's place), or add
+// one where it has none.
 func (a *analyzer) gitUnknown(fsys fs.FS, root, gitdir, sub, why string) {
 	var names []string
 	_, all, err := tracked.IndexBlobs(fsys, gitdir, func(string) bool { return false })
@@ -219,6 +245,11 @@ func (a *analyzer) gitUnknown(fsys fs.FS, root, gitdir, sub, why string) {
 		}
 	}
 	if len(names) == 0 {
+		// None there now: what cannot be read may add one (a
+		// settings.local.json that turns the hooks installed for the
+		// user off).
+		a.add(guard.Finding{Check: "shell.git-restores-unknown", Level: action.Confirm, Hard: true,
+			Message: fmt.Sprintf("git %s may add files that decide what runs later (a hook configuration, a skill) with content that cannot be read when judged (%s)", sub, why)})
 		return
 	}
 	if len(names) > 4 {
@@ -234,6 +265,7 @@ func (a *analyzer) gitPlans(repo *gitread.Repo, sub string, args []arg, dir stri
 	var ops, after []arg
 	dashdash := false
 	valued := gitValued[sub]
+	args = gitUnbundle(args, valued)
 	var vals = map[string]string{}
 	for k := 0; k < len(args); k++ {
 		x := args[k]
@@ -559,6 +591,222 @@ var gitValued = map[string]map[string]bool{
 	"revert":      {"-m": true, "--mainline": true, "-X": true, "--strategy-option": true, "--strategy": true},
 }
 
+// gitPatches judges git apply and git am: the files their patches name
+// (as diff --git, ---, +++, rename to and copy to lines give them, under
+// every number of leading components stripped and --directory's prefix)
+// among those gitFollowed accepts reach a person, as their new content is
+// not read here; a patch read from the standard input, written or changed
+// earlier in the same command, or unreadable is not known, and reaches a
+// person when the repository has followed files (gitUnknown).
+func (a *analyzer) gitPatches(fsys fs.FS, root, gitdir, sub string, args []arg, dir string) {
+	var files []string
+	prefix := ""
+	dashdash := false
+	for k := 0; k < len(args); k++ {
+		x := args[k]
+		if x.dyn {
+			a.gitUnknown(fsys, root, gitdir, sub, "an argument computed at run time")
+			return
+		}
+		v := x.val
+		switch {
+		case dashdash || !strings.HasPrefix(v, "-") || v == "-":
+			files = append(files, v)
+		case v == "--":
+			dashdash = true
+		case strings.HasPrefix(v, "--directory="):
+			prefix = strings.TrimPrefix(v, "--directory=")
+		case v == "--directory" && k+1 < len(args):
+			k++
+			prefix = args[k].val
+		case (v == "--exclude" || v == "--include" || v == "--whitespace" || v == "--build-fake-ancestor" ||
+			v == "-C" || v == "-p" || v == "-S" || v == "--patch-format" || v == "--resolvemsg" || v == "--quoted-cr") && k+1 < len(args):
+			k++
+		case sub == "am" && (v == "--continue" || v == "--skip" || v == "--abort" || v == "--quit" || v == "--show-current-patch" || v == "-r" || v == "--resolved"):
+			if v == "--continue" || v == "-r" || v == "--resolved" {
+				a.gitUnknown(fsys, root, gitdir, sub, "the patch being applied is not read")
+			}
+			return
+		}
+	}
+	if len(files) == 0 || slices.Contains(files, "-") {
+		a.gitUnknown(fsys, root, gitdir, sub, "a patch read from the standard input")
+		return
+	}
+	var hit []string
+	for _, f := range files {
+		if !path.IsAbs(f) && !strings.HasPrefix(f, "~") {
+			f = path.Join(dir, f)
+		}
+		abs, ok := a.fileAbs(f)
+		if !ok {
+			a.gitUnknown(fsys, root, gitdir, sub, "a patch whose name is not known")
+			return
+		}
+		var text string
+		if w, ok := a.written[abs]; ok {
+			t, known := a.writtenContent(w)
+			if !known {
+				a.gitUnknown(fsys, root, gitdir, sub, "a patch this command writes")
+				return
+			}
+			text = t
+		} else if by := a.unseenBefore(abs, a.cur); by != "" {
+			a.gitUnknown(fsys, root, gitdir, sub, "a patch "+by+" writes")
+			return
+		} else {
+			b, err := readRegularIn(a.env.FS, fsName(abs), 16<<20)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // git fails
+				}
+				a.gitUnknown(fsys, root, gitdir, sub, "a patch that could not be read")
+				return
+			}
+			text = string(b)
+		}
+		for _, rel := range patchPaths(text) {
+			for cand := rel; cand != ""; {
+				full := path.Clean(path.Join(prefix, cand))
+				if ok, _ := gitFollowed(root, full); ok && !slices.Contains(hit, full) {
+					hit = append(hit, full)
+				}
+				_, rest, found := strings.Cut(cand, "/")
+				if !found {
+					break
+				}
+				cand = rest
+			}
+		}
+	}
+	if len(hit) == 0 {
+		return
+	}
+	if len(hit) > 4 {
+		hit = append(hit[:4], "…")
+	}
+	a.add(guard.Finding{Check: "shell.git-restores-unknown", Level: action.Confirm, Hard: true,
+		Message: fmt.Sprintf("git %s patches %s, files that decide what runs later", sub, strings.Join(hit, ", "))})
+}
+
+// patchPaths returns the paths a patch's headers name (with their a/ b/
+// prefixes; quoted names unquoted only of their quotes).
+func patchPaths(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimRight(l, "\r")
+		var rest []string
+		switch {
+		case strings.HasPrefix(l, "diff --git "):
+			rest = strings.Fields(l[len("diff --git "):])
+		case strings.HasPrefix(l, "+++ "), strings.HasPrefix(l, "--- "):
+			p, _, _ := strings.Cut(l[4:], "\t")
+			rest = []string{p}
+		case strings.HasPrefix(l, "rename to "), strings.HasPrefix(l, "copy to "),
+			strings.HasPrefix(l, "rename from "), strings.HasPrefix(l, "copy from "):
+			_, p, _ := strings.Cut(l, " to ")
+			if p == "" {
+				_, p, _ = strings.Cut(l, " from ")
+			}
+			rest = []string{"x/" + p}
+		default:
+			continue
+		}
+		for _, p := range rest {
+			p = strings.TrimSpace(p)
+			if u, err := strconv.Unquote(p); err == nil && strings.HasPrefix(p, "\"") {
+				p = u // git's C-style quoting: "a/.cl\141ude/…"
+			}
+			p = strings.Trim(p, "\"")
+			if p != "" && p != "/dev/null" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// gitMovesRefs reports whether git's subcommand sub (args after it) moves
+// or makes a branch or a tag at another commit, moves HEAD without the
+// work tree (reset --soft, --mixed to a revision), or changes the index
+// (read-tree without -u, update-index): what a later git command of the
+// same command puts in the work tree is not what the repository on disk
+// says. A branch or a tag made at HEAD, a listing and a deletion are not.
+func gitMovesRefs(sub string, args []arg) bool {
+	var ops []string
+	flags := map[string]bool{}
+	for _, x := range args {
+		if x.dyn {
+			return true
+		}
+		if strings.HasPrefix(x.val, "-") && x.val != "-" {
+			for _, f := range gitUnbundle([]arg{x}, nil) {
+				flags[f.val] = true
+			}
+			flags[x.val] = true
+			continue
+		}
+		ops = append(ops, x.val)
+	}
+	has := func(fs ...string) bool {
+		for _, f := range fs {
+			if flags[f] {
+				return true
+			}
+		}
+		return false
+	}
+	switch sub {
+	case "branch":
+		if has("-d", "-D", "--delete", "-l", "--list", "-a", "-r", "--show-current", "--contains", "--merged", "--no-merged", "--points-at") {
+			return false
+		}
+		return len(ops) > 1 || len(ops) > 0 && has("-f", "--force", "-m", "-M", "-c", "-C", "--move", "--copy", "--set-upstream-to", "-u")
+	case "tag":
+		if has("-d", "--delete", "-l", "--list", "-v", "--verify", "--contains", "--points-at") {
+			return false
+		}
+		return len(ops) > 1 || len(ops) > 0 && has("-f", "--force")
+	case "reset":
+		return !has("--hard") && len(ops) > 0 && ops[0] != "HEAD" && ops[0] != "@"
+	case "update-ref", "update-index", "replace", "filter-branch":
+		return true
+	case "symbolic-ref":
+		return len(ops) > 1
+	case "read-tree":
+		return !has("-u")
+	}
+	return false
+}
+
+// gitUnbundle splits groups of one-letter options as git's option parser
+// reads them: -qC x is -q -C x, -snohook is -s nohook (a letter that takes
+// a value takes the rest of the group, or the next word).
+func gitUnbundle(args []arg, valued map[string]bool) []arg {
+	var out []arg
+	for k, x := range args {
+		v := x.val
+		if x.dyn || v == "--" {
+			return append(out, args[k:]...)
+		}
+		if len(v) < 3 || v[0] != '-' || v[1] == '-' {
+			out = append(out, x)
+			continue
+		}
+		for i := 1; i < len(v); i++ {
+			f := "-" + v[i:i+1]
+			out = append(out, arg{val: f})
+			if valued[f] {
+				if i+1 < len(v) {
+					out = append(out, arg{val: v[i+1:]})
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
 // revPaths is the plan of a checkout of paths from the revision rev
 // (overwrite; files rev lacks are removed when removes).
 func (a *analyzer) revPaths(repo *gitread.Repo, rev string, paths []string, removes bool) gitPlan {
@@ -800,6 +1048,31 @@ func (a *analyzer) gitApplyPlan(repo *gitread.Repo, fsys fs.FS, root, gitdir, su
 			// base had it; otherwise it is merged, and not known.
 			known = bok == onDisk && bytes.Equal(bb, disk)
 		}
+		if has && p.source != "" && known {
+			if link, err := a.gitLinkAt(repo, resolve, p.source, rel); err != nil {
+				return err
+			} else if link {
+				if a.diskLink(abs) == string(text) {
+					continue // the same link is there
+				}
+				// A link is judged by the file of the same commit it
+				// leads to; one that leads out of the tree, to a
+				// directory or to another link is not known.
+				known = false
+				to := path.Join(path.Dir(rel), string(text))
+				if !path.IsAbs(string(text)) && to != ".." && !strings.HasPrefix(to, "../") {
+					chain, err := a.gitLinkAt(repo, resolve, p.source, to)
+					if err != nil {
+						return err
+					}
+					if b, ok, err := blobAt(p.source, to); err != nil {
+						return err
+					} else if ok && !chain {
+						text, known = b, true
+					}
+				}
+			}
+		}
 		if known && has == onDisk && bytes.Equal(text, disk) {
 			continue // left as it is
 		}
@@ -826,6 +1099,31 @@ func (a *analyzer) gitApplyPlan(repo *gitread.Repo, fsys fs.FS, root, gitdir, su
 		}
 	}
 	return nil
+}
+
+// gitLinkAt reports whether the revision rev's entry rel is a symbolic
+// link (mode 120000).
+func (a *analyzer) gitLinkAt(repo *gitread.Repo, resolve func(string) (string, error), rev, rel string) (bool, error) {
+	h, err := resolve(rev)
+	if err != nil || h == gitUnborn {
+		return false, err
+	}
+	e, ok, err := repo.Lookup(h, rel)
+	return ok && e.Mode == 0o120000, err
+}
+
+// diskLink returns the target of the symbolic link abs, or "" when it is
+// not one.
+func (a *analyzer) diskLink(abs string) string {
+	rfs, ok := a.fileSystem().(fs.ReadLinkFS)
+	if !ok {
+		return ""
+	}
+	t, err := rfs.ReadLink(fsName(abs))
+	if err != nil {
+		return "\x00"
+	}
+	return t
 }
 
 // diskContent reads the file abs as it is now (bounded): its content and
@@ -861,6 +1159,12 @@ func (a *analyzer) gitWalk(repo *gitread.Repo, root, h string, cands map[string]
 				return gitread.ErrBound
 			}
 			rel := path.Join(prefix, e.Name)
+			if e.Mode == 0o120000 && (depth > 0 || gitWalkDirs[strings.ToLower(e.Name)]) {
+				// A link: what it leads to is what the agent reads
+				// (.claude/skills/y/SKILL.md -> ../../../docs/notes.md).
+				cands[rel] = true
+				continue
+			}
 			if e.IsTree() {
 				if depth == 0 && !gitWalkDirs[strings.ToLower(e.Name)] || depth > 4 {
 					continue

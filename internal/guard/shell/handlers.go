@@ -1865,7 +1865,14 @@ func (a *analyzer) tarCmd(s *segCtx) bool {
 		a.add(guard.Finding{Check: "shell.write-dynamic", Level: action.Confirm, Message: "tar extracts into a directory computed at run time"})
 		return false
 	}
-	if file, o, ok := tarArchive(s.args); ok {
+	file, o, ok := tarArchive(s.args)
+	if !ok || !file.dyn && file.val == "-" {
+		// No -f, or -f -: the standard input (tar x < a.tar reads a.tar).
+		if in := a.stdinOf(s.c.redirs); in.kind == 'f' && !in.dyn {
+			file, ok = in.file, true
+		}
+	}
+	if ok {
 		a.archiveWrites(s, file, dir, o) // archives.go
 	}
 	p, known := a.abs(dir.val)

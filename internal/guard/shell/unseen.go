@@ -229,6 +229,9 @@ func (a *analyzer) unpackers(s *segCtx) {
 				break
 			}
 		}
+		if sub != "" && gitMovesRefs(sub, s.args[j+1:]) {
+			defer func() { a.gitMoved = "git " + sub }() // gitrestore.go
+		}
 		if sub != "clone" {
 			if sub != "" && gitChangesTree(sub, s.args[j+1:]) {
 				// GIT_DIR and GIT_WORK_TREE do what the options do.
@@ -386,6 +389,9 @@ func (a *analyzer) unpackers(s *segCtx) {
 			}
 		}
 		a.unpacksInto(s, dir)
+		if s.name != "unrar" && s.name != "jar" && !dir.dyn {
+			a.sevenZipWrites(s, sub == "e", dir) // archives.go
+		}
 	case "cpio":
 		if anyFlag(s.args, "-i", "--extract") || len(s.args) > 0 && !s.args[0].dyn && strings.HasPrefix(s.args[0].val, "-i") {
 			dir, ok := optValue(s.args, "-D", "--directory")

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"mvdan.cc/sh/v3/syntax"
 
@@ -70,6 +71,13 @@ type analyzer struct {
 	redirSubs  []redirSub
 	downloaded map[string]bool        // files downloaded earlier in the command
 	written    map[string]writtenFile // files written earlier in the command
+	// gitMoved names an earlier git command of this command that moved a
+	// branch, a tag, HEAD or the index (gitrestore.go): the repository
+	// read from disk is not the one a later restore reads.
+	gitMoved string
+	// readSpent is the time spent reading archives and repositories for
+	// this command (maxReadSpent bounds it).
+	readSpent time.Duration
 	// ovCopies are files the command copied Overseer's binaries to, and
 	// which command each is ("overseer", "overseer-hook").
 	ovCopies    map[string]string
