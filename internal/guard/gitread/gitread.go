@@ -143,36 +143,9 @@ func name(abs string) string {
 
 // OpenRegular opens the regular file abs of fsys (nil: the operating
 // system's) without blocking on what is not one (a named pipe put in the
-// repository would hold the judgement).
+// repository would hold the judgement): guard.OpenRegularIn.
 func OpenRegular(fsys fs.FS, abs string) (fs.File, fs.FileInfo, error) {
-	var f fs.File
-	if fsys == nil {
-		fh, err := guard.OpenRegular(abs)
-		if err != nil {
-			return nil, nil, err
-		}
-		f = fh
-	} else {
-		st, err := fs.Stat(fsys, name(abs))
-		if err != nil {
-			return nil, nil, err
-		}
-		if !st.Mode().IsRegular() {
-			return nil, nil, guard.ErrNotRegular
-		}
-		if f, err = fsys.Open(name(abs)); err != nil {
-			return nil, nil, err
-		}
-	}
-	st, err := f.Stat()
-	if err == nil && !st.Mode().IsRegular() {
-		err = guard.ErrNotRegular
-	}
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, st, nil
+	return guard.OpenRegularIn(fsys, abs)
 }
 
 // ReadFile reads the regular file abs when it holds at most max bytes.

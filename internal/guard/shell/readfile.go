@@ -30,34 +30,7 @@ func (a *analyzer) readRegular(name string, max int64) ([]byte, bool) {
 // system), with the error: fs.ErrNotExist for a missing file,
 // guard.ErrNotRegular for what is not a regular file.
 func openRegularIn(fsys fs.FS, name string) (fs.File, fs.FileInfo, error) {
-	var f fs.File
-	if fsys == nil {
-		fh, err := guard.OpenRegular("/" + name)
-		if err != nil {
-			return nil, nil, err
-		}
-		f = fh
-	} else {
-		st, err := fs.Stat(fsys, name)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !st.Mode().IsRegular() {
-			return nil, nil, guard.ErrNotRegular
-		}
-		if f, err = fsys.Open(name); err != nil {
-			return nil, nil, err
-		}
-	}
-	st, err := f.Stat()
-	if err == nil && !st.Mode().IsRegular() {
-		err = guard.ErrNotRegular
-	}
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, st, nil
+	return guard.OpenRegularIn(fsys, "/"+name)
 }
 
 // errTooLarge: a file is larger than its reader reads.
