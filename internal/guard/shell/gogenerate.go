@@ -56,16 +56,7 @@ func (a *analyzer) goGenerate(s *segCtx, args []arg) {
 			continue
 		}
 		name, val, eq := strings.Cut(strings.Replace(v, "--", "-", 1), "=")
-		value := func() (arg, bool) {
-			if eq {
-				return arg{val: val, dyn: x.dyn}, true
-			}
-			if j+1 < len(args) {
-				j++
-				return args[j], true
-			}
-			return arg{}, false
-		}
+		value := func() (arg, bool) { return optionValue(args, &j, x, val, eq) }
 		switch {
 		case name == "-n":
 			return // prints the commands, runs none

@@ -55,16 +55,7 @@ func (a *analyzer) pyRunner(s *segCtx) {
 			break
 		}
 		name, val, eq := strings.Cut(v, "=")
-		value := func() (arg, bool) {
-			if eq {
-				return arg{val: val, dyn: x.dyn}, true
-			}
-			if k+1 < len(s.args) {
-				k++
-				return s.args[k], true
-			}
-			return arg{}, false
-		}
+		value := func() (arg, bool) { return optionValue(s.args, &k, x, val, eq) }
 		switch {
 		case slices.Contains(fileOpts, name):
 			file, named = value()

@@ -112,16 +112,7 @@ func (a *analyzer) pythonHTTPServer(args []arg) {
 				name, val, hasVal = v[:2], v[2:], true
 			}
 		}
-		value := func() (arg, bool) {
-			if hasVal {
-				return arg{val: val, dyn: x.dyn}, true
-			}
-			if j+1 >= len(args) {
-				return arg{}, false
-			}
-			j++
-			return args[j], true
-		}
+		value := func() (arg, bool) { return optionValue(args, &j, x, val, hasVal) }
 		switch name {
 		case "-d", "--directory":
 			d, ok := value()

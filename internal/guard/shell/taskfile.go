@@ -393,16 +393,7 @@ func (a *analyzer) taskCmd(s *segCtx) {
 			break // the rest are CLI_ARGS
 		}
 		name, val, eq := strings.Cut(v, "=")
-		value := func() (arg, bool) {
-			if eq {
-				return arg{val: val, dyn: x.dyn}, true
-			}
-			if k+1 < len(s.args) {
-				k++
-				return s.args[k], true
-			}
-			return arg{}, false
-		}
+		value := func() (arg, bool) { return optionValue(s.args, &k, x, val, eq) }
 		switch {
 		case x.dyn && !strings.HasPrefix(v, "-"):
 			names = append(names, x)

@@ -675,3 +675,17 @@ func ansiC(s string) string {
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
+
+// optionValue is the value of the option word x, args[*j]: what follows its
+// "=" (val, when eq), or else the next word, which *j then moves to (false
+// when there is none).
+func optionValue(args []arg, j *int, x arg, val string, eq bool) (arg, bool) {
+	if eq {
+		return arg{val: val, dyn: x.dyn}, true
+	}
+	if *j+1 < len(args) {
+		*j++
+		return args[*j], true
+	}
+	return arg{}, false
+}
