@@ -292,6 +292,19 @@ func Main(m *testing.M) int {
 	return code
 }
 
+// Connect opens a connection of its own to url (a Database), for a test
+// that reaches the database as something other than Overseer (a writer of
+// forged rows, a holder of locks). It is closed when the test ends.
+func Connect(t testing.TB, url string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
 // Database returns the URL of a fresh, empty database for t on the shared
 // cluster. It is a schema of its own in the test process's database (the
 // URL sets search_path to it): creating a whole database costs a copy of

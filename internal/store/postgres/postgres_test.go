@@ -326,11 +326,7 @@ func TestMigrationEscapesOldStateKeys(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.Database(t)
 	db := open(t, url)
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
+	c := pgtest.Connect(t, url)
 	// Back to version 2, with the keys as version 2 stored them.
 	for _, q := range []string{
 		`DELETE FROM schema_migrations WHERE version >= 3`,
@@ -378,11 +374,7 @@ func TestReadAndWriteBounded(t *testing.T) {
 	if err := db.UpdateState(ctx, "ns", "k", func([]byte) ([]byte, error) { return []byte(`1`), nil }); err != nil {
 		t.Fatal(err)
 	}
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
+	c := pgtest.Connect(t, url)
 	tx, err := c.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
