@@ -14,7 +14,8 @@ const maxCalls = 4096
 type callIndex struct {
 	mu    sync.Mutex
 	by    map[string]callRef
-	order []string
+	order [maxCalls]string // the ids kept, a ring: next is the oldest once full
+	next  int
 }
 
 type callRef struct{ key, hash string }
@@ -29,11 +30,13 @@ func (c *callIndex) put(id, key, hash string) {
 		c.by = map[string]callRef{}
 	}
 	if _, ok := c.by[id]; !ok {
-		if len(c.order) >= maxCalls {
-			delete(c.by, c.order[0])
-			c.order = append(c.order[:0], c.order[1:]...)
+		// On the submission path: forgetting the oldest is one slot of the
+		// ring, not a shift of every id kept.
+		if old := c.order[c.next]; old != "" {
+			delete(c.by, old)
 		}
-		c.order = append(c.order, id)
+		c.order[c.next] = id
+		c.next = (c.next + 1) % maxCalls
 	}
 	c.by[id] = callRef{key: key, hash: hash}
 }
