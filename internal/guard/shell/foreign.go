@@ -816,11 +816,7 @@ func (a *analyzer) composeMounts(name string, args []arg) {
 			if src == "" {
 				continue
 			}
-			for _, h := range []string{"${HOME}", "$HOME"} {
-				if rest, ok := strings.CutPrefix(src, h); ok {
-					src = "~" + rest
-				}
-			}
+			src = homeTilde(src)
 			if strings.Contains(src, "$") {
 				a.add(guard.Finding{Check: "shell.container-mount", Level: action.Confirm,
 					Message: name + " gives a container a host file computed at run time: " + src})
@@ -848,11 +844,7 @@ func (a *analyzer) composeMounts(name string, args []arg) {
 				if src == "" {
 					continue
 				}
-				for _, h := range []string{"${HOME}", "$HOME"} {
-					if rest, ok := strings.CutPrefix(src, h); ok {
-						src = "~" + rest
-					}
-				}
+				src = homeTilde(src)
 				if strings.Contains(src, "$") {
 					a.add(guard.Finding{Check: "shell.container-mount", Level: action.Confirm,
 						Message: name + " mounts a host path computed at run time: " + src})
@@ -874,4 +866,15 @@ func (a *analyzer) composeMounts(name string, args []arg) {
 			}
 		}
 	}
+}
+
+// homeTilde writes a compose file's host path that starts with $HOME or
+// ${HOME} (which compose takes from the environment) with ~.
+func homeTilde(src string) string {
+	for _, h := range []string{"${HOME}", "$HOME"} {
+		if rest, ok := strings.CutPrefix(src, h); ok {
+			return "~" + rest
+		}
+	}
+	return src
 }
