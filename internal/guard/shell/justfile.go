@@ -242,15 +242,11 @@ func (a *analyzer) justCmd(s *segCtx) {
 	if abs == "" {
 		return // no justfile: just fails
 	}
-	f := a.contentOf(abs, s.idx)
-	switch f.state {
-	case fileMissing:
-		return
-	case fileBad:
-		a.runnerProblem(s.idx, "just", a.display(abs)+" "+f.why)
+	text, st := a.runnerContent(s.idx, "just", abs)
+	if st != fileOK {
 		return
 	}
-	j := parseJustfile(f.text)
+	j := parseJustfile(text)
 	name := j.first
 	if len(ops) > 0 {
 		if _, ok := j.recipes[ops[0].val]; ok {

@@ -205,6 +205,17 @@ func (a *analyzer) contentOf(abs string, idx int) runnerFile {
 	return a.readRunnerFile(abs)
 }
 
+// runnerContent is contentOf for the file abs that runner reads at the
+// segment idx, with a file that cannot be judged recorded as the runner's
+// problem (runnerProblem): the text is there only when the state is fileOK.
+func (a *analyzer) runnerContent(idx int, runner, abs string) (string, fileState) {
+	f := a.contentOf(abs, idx)
+	if f.state == fileBad {
+		a.runnerProblem(idx, runner, a.display(abs)+" "+f.why)
+	}
+	return f.text, f.state
+}
+
 // changedWhy says why a file changed earlier in the command is not judged
 // by what is on disk now: sed -i … Makefile && make ran a recipe the
 // guard never saw, at make's own class (rm -rf ~/.overseer at notify).
@@ -829,15 +840,14 @@ func (a *analyzer) makefileText(s *segCtx, fx arg, dir string) (text, name strin
 	if !known {
 		return "\x00missing", "", true
 	}
-	f := a.contentOf(abs, s.idx)
-	switch f.state {
+	text, st := a.runnerContent(s.idx, "make", abs)
+	switch st {
 	case fileBad:
-		a.runnerProblem(s.idx, "make", a.display(abs)+" "+f.why)
 		return "", "", false
 	case fileMissing:
 		return "\x00missing", "", true
 	}
-	return f.text, a.display(abs), true
+	return text, a.display(abs), true
 }
 
 // substText returns the static text a process substitution argument

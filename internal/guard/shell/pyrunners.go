@@ -216,15 +216,11 @@ func (a *analyzer) toxCmd(s *segCtx) {
 			a.runnerProblem(s.idx, "tox", "the configuration file's place is not known")
 			return
 		}
-		f := a.contentOf(p, s.idx)
-		switch f.state {
-		case fileMissing:
-			return
-		case fileBad:
-			a.runnerProblem(s.idx, "tox", a.display(p)+" "+f.why)
+		t, st := a.runnerContent(s.idx, "tox", p)
+		if st != fileOK {
 			return
 		}
-		abs, text = p, f.text
+		abs, text = p, t
 	} else if a.cwdKnown {
 	walk:
 		for d, n := a.cwd, 0; n < 64; n++ {
@@ -233,16 +229,15 @@ func (a *analyzer) toxCmd(s *segCtx) {
 				if _, w := a.written[p]; !w && !a.fileExists(p) && !a.changedBefore(p, s.idx) {
 					continue
 				}
-				f := a.contentOf(p, s.idx)
-				switch f.state {
+				t, st := a.runnerContent(s.idx, "tox", p)
+				switch st {
 				case fileMissing:
 					continue
 				case fileBad:
-					a.runnerProblem(s.idx, "tox", a.display(p)+" "+f.why)
 					return
 				}
-				if toxHolds(name, f.text) {
-					abs, text = p, f.text
+				if toxHolds(name, t) {
+					abs, text = p, t
 					break walk
 				}
 			}

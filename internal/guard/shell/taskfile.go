@@ -471,12 +471,8 @@ func (a *analyzer) taskCmd(s *segCtx) {
 	if abs == "" {
 		return // no Taskfile: task fails
 	}
-	f := a.contentOf(abs, s.idx)
-	switch f.state {
-	case fileMissing:
-		return
-	case fileBad:
-		a.runnerProblem(s.idx, "task", a.display(abs)+" "+f.why)
+	text, st := a.runnerContent(s.idx, "task", abs)
+	if st != fileOK {
 		return
 	}
 	if !a.runnerBudget(s.idx, "task") {
@@ -499,7 +495,7 @@ func (a *analyzer) taskCmd(s *segCtx) {
 		}
 		return g.text, ""
 	}
-	tf := parseTaskfile(abs, f.text, read)
+	tf := parseTaskfile(abs, text, read)
 	want := vals(names)
 	if len(want) == 0 {
 		want = []string{"default"}
