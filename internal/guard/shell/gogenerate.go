@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // go generate runs the //go:generate directives of the packages named
@@ -349,7 +351,7 @@ func genWords(s string) ([]string, bool) {
 	}
 }
 
-var genVar = regexp.MustCompile(`\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))`)
+var genVar = lazyre.New(`\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))`)
 
 // genShell returns a directive's words as shell text: the variables go
 // generate sets and $HOME are put in; other environment variables stay

@@ -2,8 +2,9 @@ package shell
 
 import (
 	"path"
-	"regexp"
 	"strings"
+
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // just runs the recipes of a justfile as make runs a makefile's: its
@@ -30,10 +31,10 @@ type justfile struct {
 }
 
 var (
-	justHeader = regexp.MustCompile(`^@?([A-Za-z_][A-Za-z0-9_-]*)([^:=]*):([^=].*)?$`)
-	justAlias  = regexp.MustCompile(`^alias\s+([A-Za-z_][A-Za-z0-9_-]*)\s*:=\s*([A-Za-z_][A-Za-z0-9_-]*)`)
-	justInterp = regexp.MustCompile(`\{\{[^}]*\}\}`)
-	justDep    = regexp.MustCompile(`\(?\s*([A-Za-z_][A-Za-z0-9_-]*)`)
+	justHeader = lazyre.New(`^@?([A-Za-z_][A-Za-z0-9_-]*)([^:=]*):([^=].*)?$`)
+	justAlias  = lazyre.New(`^alias\s+([A-Za-z_][A-Za-z0-9_-]*)\s*:=\s*([A-Za-z_][A-Za-z0-9_-]*)`)
+	justInterp = lazyre.New(`\{\{[^}]*\}\}`)
+	justDep    = lazyre.New(`\(?\s*([A-Za-z_][A-Za-z0-9_-]*)`)
 )
 
 // parseJustfile reads the recipes of a justfile's text.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
+
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // Configuration files whose commands a later, trusted program runs for the
@@ -229,7 +230,7 @@ var gitHookNames = map[string]bool{"pre-commit": true, "prepare-commit-msg": tru
 	"pre-applypatch": true, "post-applypatch": true, "push-to-checkout": true, "reference-transaction": true}
 
 // npmStringPair matches a "key": "value" pair of JSON text.
-var npmStringPair = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"\s*:\s*("(?:[^"\\]|\\.)*")`)
+var npmStringPair = lazyre.New(`"((?:[^"\\]|\\.)*)"\s*:\s*("(?:[^"\\]|\\.)*")`)
 
 // npmCommands returns the commands package.json's text makes a later
 // install or commit run. Text that is not JSON (an edit's fragment) is
@@ -299,8 +300,8 @@ func stringLeaves(v any) []string {
 // yamlEntry and yamlRun match a pre-commit hook's entry and a lefthook
 // command's run, for text that is not YAML as a whole.
 var (
-	yamlEntry = regexp.MustCompile(`(?m)^[\s-]*entry\s*:\s*(.+)$`)
-	yamlRun   = regexp.MustCompile(`(?m)^[\s-]*run\s*:\s*(.+)$`)
+	yamlEntry = lazyre.New(`(?m)^[\s-]*entry\s*:\s*(.+)$`)
+	yamlRun   = lazyre.New(`(?m)^[\s-]*run\s*:\s*(.+)$`)
 )
 
 // precommitCommands returns the commands of a pre-commit configuration's
@@ -373,11 +374,11 @@ func lefthookCommands(text string) []string {
 }
 
 // lefthookTemplates are lefthook's {staged_files}, {files}, {push_files} …
-var lefthookTemplates = regexp.MustCompile(`\{[a-z_0-9]+\}`)
+var lefthookTemplates = lazyre.New(`\{[a-z_0-9]+\}`)
 
 // regexValues returns the first group of every match of re in text,
 // unquoted when it is quoted.
-func regexValues(re *regexp.Regexp, text string) []string {
+func regexValues(re *lazyre.Regexp, text string) []string {
 	var out []string
 	for _, m := range re.FindAllStringSubmatch(text, -1) {
 		v := strings.TrimSpace(m[1])
@@ -477,7 +478,7 @@ func settingsFindings(r *rules, env Env, kind, p, abs, text string) ([]string, [
 }
 
 // jsonKey matches a key of JSON text.
-var jsonKey = regexp.MustCompile(`"([^"]*)"\s*:`)
+var jsonKey = lazyre.New(`"([^"]*)"\s*:`)
 
 // settingsJudge collects what one settings text runs.
 type settingsJudge struct {
@@ -564,7 +565,7 @@ func (s *settingsJudge) setting(key string, v any) {
 	}
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // programs judges a program setting's value: a path, an argument list
 // (its first word is the program), or an object of them (a terminal
@@ -862,7 +863,7 @@ var cargoPrograms = []string{"build.rustc", "build.rustc-wrapper", "build.rustc-
 	"credential-alias.*"}
 
 // yarnV1Path matches .yarnrc's yarn-path line.
-var yarnV1Path = regexp.MustCompile(`(?m)^\s*yarn-path\s+(.+)$`)
+var yarnV1Path = lazyre.New(`(?m)^\s*yarn-path\s+(.+)$`)
 
 // toolConfigFindings judges Cargo's and Yarn's configuration text as
 // VS Code settings are judged: programs of the tree, a temporary

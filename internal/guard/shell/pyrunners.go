@@ -3,11 +3,12 @@ package shell
 import (
 	"maps"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // Python task runners. nox and invoke (and Fabric) import a Python file of
@@ -416,8 +417,8 @@ func toxArgv(words []any, dir string) string {
 }
 
 var (
-	toxSubst   = regexp.MustCompile(`\{[^{}]*\}`)
-	toxFactors = regexp.MustCompile(`^[A-Za-z0-9_.,!-]+:\s+`)
+	toxSubst   = lazyre.New(`\{[^{}]*\}`)
+	toxFactors = lazyre.New(`^[A-Za-z0-9_.,!-]+:\s+`)
 )
 
 // toxLine returns one tox command line as shell text: tox's prefixes (- to
@@ -446,7 +447,7 @@ func toxLine(l, dir string) string {
 // pyRunCall finds the calls through which nox sessions and invoke or
 // Fabric tasks run commands: session.run("pytest", "-x"),
 // c.run("make build"), c.sudo(…), ctx.local(…).
-var pyRunCall = regexp.MustCompile(`\.\s*(run|run_always|run_install|sudo|local)\s*\(`)
+var pyRunCall = lazyre.New(`\.\s*(run|run_always|run_install|sudo|local)\s*\(`)
 
 // pyRunnerCommands returns the commands the runner calls of a nox or
 // invoke file's text run, as shell text: nox's arguments are an argument
@@ -491,7 +492,7 @@ func pyRunnerCommands(runner, text string) []string {
 	return out
 }
 
-var pyIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var pyIdent = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // pyWord returns the value of a Python argument that is one string literal
 // (an f-string's {…} becomes a variable of the shell text), or "\x00"

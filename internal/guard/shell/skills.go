@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"unicode"
 
 	"github.com/overseer-dev/overseer/internal/action"
 	"github.com/overseer-dev/overseer/internal/guard"
+
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // Claude Code's skills and slash commands are Markdown files the agent
@@ -32,10 +33,10 @@ var skillTools = map[string]bool{"Skill": true, "SlashCommand": true}
 const maxSkillFile = 256 << 10
 
 // inlineShell matches a !`command` of a skill or command file.
-var inlineShell = regexp.MustCompile("!`([^`\n]+)`")
+var inlineShell = lazyre.New("!`([^`\n]+)`")
 
 // frontHooks matches a hooks key of a skill's YAML front matter.
-var frontHooks = regexp.MustCompile(`(?m)^hooks\s*:`)
+var frontHooks = lazyre.New(`(?m)^hooks\s*:`)
 
 // isSkillCall reports whether a is Claude Code's call of a skill or slash
 // command.
@@ -79,7 +80,7 @@ func nameRune(r rune) bool {
 
 // argRef matches a skill's reference to its arguments: $ARGUMENTS, or one
 // of them ($1 … $9, $ARGUMENTS[0]).
-var argRef = regexp.MustCompile(`\$(?:ARGUMENTS(?:\[\d+\])?|\{ARGUMENTS\}|\d)`)
+var argRef = lazyre.New(`\$(?:ARGUMENTS(?:\[\d+\])?|\{ARGUMENTS\}|\d)`)
 
 // withArgs puts a call's arguments into a command of its skill as Claude
 // Code does before it runs it: $ARGUMENTS is all of them, $N and
@@ -274,7 +275,7 @@ func isEditorTasks(p string) bool {
 
 // folderOpen matches a task's "runOn": "folderOpen" (JSON with comments,
 // any spacing and case).
-var folderOpen = regexp.MustCompile(`(?i)"runOn"\s*:\s*"folderOpen"`)
+var folderOpen = lazyre.New(`(?i)"runOn"\s*:\s*"folderOpen"`)
 
 // editorTaskFindings judges a file tool's write or edit of VS Code's task
 // file: a task that runs when the folder is opened runs in the person's

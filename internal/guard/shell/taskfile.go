@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/overseer-dev/overseer/internal/lazyre"
 )
 
 // task (go-task) runs the tasks of a Taskfile as make runs a makefile's
@@ -48,8 +50,8 @@ type taskfile struct {
 	unread string    // why the file cannot be judged, or ""
 }
 
-var taskTemplate = regexp.MustCompile(`\{\{[^}]*\}\}`)
-var taskVarRef = regexp.MustCompile(`^\{\{\s*\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$`)
+var taskTemplate = lazyre.New(`\{\{[^}]*\}\}`)
+var taskVarRef = lazyre.New(`^\{\{\s*\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$`)
 
 // taskLoader reads a Taskfile and the local files it includes.
 type taskLoader struct {
